@@ -1,0 +1,130 @@
+"""clients: is every machine present in the broker's CLIENT LIST? (FIELD-NOTES 4)
+
+Global numbers hid a machine that was dead for 2.5 hours; a per-host count of broker
+connections shows it within one patrol. A host may connect from several addresses (WSL2 NAT),
+all counted as one host. One broker-wide row lists clients from addresses no host claims.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+
+from fleetcheck.check import Check, Scope
+from fleetcheck.config import FleetConfig, HostConfig, InvalidValue
+from fleetcheck.context import PatrolContext
+from fleetcheck.model import Result, Status
+from fleetcheck.parse.clientlist import Client, normalise_ip
+
+
+@dataclass(frozen=True)
+class ClientsConfig:
+    max_unknown: int = 0  # WARN when more clients than this come from unclaimed addresses
+    ignore_names: tuple[str, ...] = ("fleetcheck",)  # client names never counted as unknown
+
+    def __post_init__(self) -> None:
+        if self.max_unknown < 0:
+            raise InvalidValue("max_unknown", "must be 0 or more")
+
+
+@dataclass(frozen=True)
+class ClientsFacts:
+    clients: tuple[Client, ...]  # for a host row: its clients; for the broker row: all
+    claimed: frozenset[str]  # every address some host claims
+
+
+class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
+    name = "clients"
+    description = "per-host presence in the broker's CLIENT LIST (connections per address)"
+    scope = Scope.BROKER
+    config_type = ClientsConfig
+
+    def targets(self, fleet: FleetConfig, config: ClientsConfig) -> list[HostConfig | None]:
+        return [None, *(h for h in fleet.hosts if h.addrs or h.min_clients > 0)]
+
+    def probe(
+        self, ctx: PatrolContext, host: HostConfig | None, config: ClientsConfig
+    ) -> ClientsFacts:
+        clients = ctx.client_list()
+        claimed = frozenset(normalise_ip(a) for h in ctx.fleet.hosts for a in h.addrs)
+        if host is not None:
+            mine = {normalise_ip(a) for a in host.addrs}
+            clients = [c for c in clients if c.host in mine]
+        return ClientsFacts(tuple(clients), claimed)
+
+    def evaluate(
+        self, facts: ClientsFacts, config: ClientsConfig, host: HostConfig | None, now: datetime
+    ) -> Result:
+        if host is None:
+            return self._unknown_clients(facts, config)
+        if not host.addrs:
+            return self.result(
+                host,
+                Status.UNKNOWN,
+                f"{host.name}: no addrs configured, so its broker connections cannot be "
+                "told apart (add the addresses it connects from)",
+            )
+        counts = Counter(c.host for c in facts.clients)
+        by_addr = {normalise_ip(a): counts.get(normalise_ip(a), 0) for a in host.addrs}
+        total = sum(by_addr.values())
+        metrics = {"connections": total, "by_addr": by_addr, "min_clients": host.min_clients}
+        idle = [c.idle_s for c in facts.clients if c.idle_s is not None]
+        evidence = {
+            "names": sorted({c.name for c in facts.clients if c.name}),
+            "max_idle_s": max(idle) if idle else None,
+            "commands": sorted({c.cmd for c in facts.clients if c.cmd}),
+        }
+        spread = ", ".join(f"{a}: {n}" for a, n in by_addr.items())
+        if total == 0:
+            status = Status.CRIT if host.min_clients > 0 else Status.OK
+            summary = f"{host.name}: no broker connections from {', '.join(by_addr)}"
+        elif total < host.min_clients:
+            status = Status.WARN
+            summary = (
+                f"{host.name}: {total} broker connection{'s' if total != 1 else ''}, "
+                f"fewer than min_clients {host.min_clients} ({spread})"
+            )
+        else:
+            status = Status.OK
+            summary = (
+                f"{host.name}: {total} broker connection{'s' if total != 1 else ''} ({spread})"
+            )
+        return self.result(host, status, summary, metrics=metrics, evidence=evidence)
+
+    def _unknown_clients(self, facts: ClientsFacts, config: ClientsConfig) -> Result:
+        strangers = [
+            c
+            for c in facts.clients
+            if c.host not in facts.claimed and c.name not in config.ignore_names
+        ]
+        counts = Counter(c.host for c in strangers)
+        listed = ", ".join(f"{a} ({n})" for a, n in counts.most_common(10))
+        metrics = {
+            "clients": len(facts.clients),
+            "unknown_clients": len(strangers),
+            "unknown_by_addr": dict(counts),
+        }
+        evidence = [
+            {"addr": c.fields.get("addr", c.host), "name": c.name, "cmd": c.cmd} for c in strangers
+        ][:20]
+        if len(strangers) > config.max_unknown:
+            return self.result(
+                None,
+                Status.WARN,
+                f"{len(strangers)} broker clients from addresses no host claims: {listed}",
+                metrics=metrics,
+                evidence=evidence,
+            )
+        tail = f"; unclaimed: {listed}" if strangers else ""
+        return self.result(
+            None,
+            Status.OK,
+            f"{len(facts.clients)} broker clients, {len(strangers)} from unclaimed addresses"
+            + tail,
+            metrics=metrics,
+            evidence=evidence,
+        )
+
+
+CHECK = ClientsCheck()

@@ -1,0 +1,3 @@
+from fleetcheck.cli import main
+
+main()

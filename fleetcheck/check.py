@@ -1,0 +1,84 @@
+"""The contract every check follows: declare, probe (I/O), evaluate (pure).
+
+A check module defines one subclass of `Check` and a module-level `CHECK = TheCheck()`.
+`probe` measures through the per-patrol context and returns plain facts; `evaluate` turns facts
+into a Result without any I/O, so it is table-tested. A probe that cannot measure raises
+CheckError; anything else it raises is turned into UNKNOWN by the runner, for that check and
+row only.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from fleetcheck.model import Result, Status
+
+if TYPE_CHECKING:
+    from fleetcheck.config import FleetConfig, HostConfig
+    from fleetcheck.context import PatrolContext
+
+
+class Scope(enum.Enum):
+    """Where a check's probe does its I/O."""
+
+    BROKER = "broker"  # talks to the broker; its rows are evaluated from broker facts
+    HOST = "host"  # talks to the host over SSH; runs in that host's lane, one row per host
+
+
+class CheckError(Exception):
+    """A probe could not measure. Becomes a row with `status` (UNKNOWN unless a check knows
+    better, e.g. a changed SSH host key is CRIT) and this message as the one-line reason."""
+
+    def __init__(self, reason: str, status: Status = Status.UNKNOWN) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+
+
+@dataclass(frozen=True)
+class NoConfig:
+    """For checks that take no options: `[checks.NAME]` must then be empty."""
+
+
+ConfigT = TypeVar("ConfigT")
+FactsT = TypeVar("FactsT")
+
+
+class Check(Generic[ConfigT, FactsT]):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    scope: ClassVar[Scope]
+    config_type: ClassVar[type] = NoConfig
+
+    def targets(self, fleet: FleetConfig, config: ConfigT) -> list[HostConfig | None]:
+        """The rows this check produces: None for one broker-wide row, a host for a host row.
+
+        Broker checks default to one broker-wide row; host checks to every host with ssh.
+        """
+        if self.scope is Scope.BROKER:
+            return [None]
+        return [h for h in fleet.hosts if h.ssh is not None]
+
+    def remote_commands(self, host: HostConfig, config: ConfigT) -> dict[str, str]:
+        """Shell fragments this check needs from `host`, keyed by name.
+
+        All fragments of all checks for a host run in one exec per patrol (every exec costs
+        the host a login shell); `ctx.host_facts(host)` returns their outputs by key. Each
+        fragment must bound its own output and quote every config value it embeds.
+        """
+        return {}
+
+    def probe(self, ctx: PatrolContext, host: HostConfig | None, config: ConfigT) -> FactsT:
+        raise NotImplementedError
+
+    def evaluate(
+        self, facts: FactsT, config: ConfigT, host: HostConfig | None, now: datetime
+    ) -> Result:
+        raise NotImplementedError
+
+    # helpers for building rows with this check's name
+    def result(self, host: HostConfig | None, status: Status, summary: str, **kw: Any) -> Result:
+        return Result(self.name, host.name if host else None, status, summary, **kw)

@@ -1,0 +1,128 @@
+"""Statuses and the flat result row every output format consumes.
+
+Results are immutable values: checks produce them, the runner collects them, renderers only
+read them. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+
+class Status(enum.Enum):
+    """A verdict. `code` is the Nagios exit code; `rank` orders severity for "worst".
+
+    Ranking: OK < WARN < UNKNOWN < CRIT. UNKNOWN outranks WARN because a check that could not
+    look may be hiding anything; it stays below CRIT because a proven failure is the stronger,
+    more actionable signal at 3 a.m. The exit code of a patrol is the `code` of its worst status,
+    so a patrol with one CRIT and one UNKNOWN exits 2.
+    """
+
+    OK = ("OK", 0, 0)
+    WARN = ("WARN", 1, 1)
+    UNKNOWN = ("UNKNOWN", 3, 2)
+    CRIT = ("CRIT", 2, 3)
+
+    def __init__(self, label: str, code: int, rank: int) -> None:
+        self.label = label
+        self.code = code
+        self.rank = rank
+
+    def __str__(self) -> str:
+        return self.label
+
+    @classmethod
+    def parse(cls, text: str) -> Status:
+        return cls[text.upper()]
+
+
+def worst(statuses: Iterable[Status]) -> Status:
+    """The most severe status; OK for an empty patrol (nothing was judged bad)."""
+    return max(statuses, key=lambda s: s.rank, default=Status.OK)
+
+
+@dataclass(frozen=True)
+class Result:
+    """One (check, host) verdict: the unit every renderer, state file and alert consumes.
+
+    `host` is None for broker-wide rows. `summary` is one line an operator can act on.
+    `metrics` holds numbers (and small maps of numbers) under public names; `evidence` holds
+    the few raw facts behind the verdict.
+    """
+
+    check: str
+    host: str | None
+    status: Status
+    summary: str
+    metrics: dict[str, Any] = field(default_factory=dict)
+    evidence: Any = None
+    duration_s: float = 0.0
+    since: str | None = None
+
+    def with_duration(self, seconds: float) -> Result:
+        return replace(self, duration_s=round(seconds, 6))
+
+    def to_dict(self) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "check": self.check,
+            "host": self.host,
+            "status": self.status.label,
+            "summary": self.summary,
+            "metrics": self.metrics,
+            "evidence": self.evidence,
+            "duration_s": self.duration_s,
+        }
+        if self.since is not None:
+            row["since"] = self.since
+        return row
+
+
+def ok(check: str, host: str | None, summary: str, **kw: Any) -> Result:
+    return Result(check, host, Status.OK, summary, **kw)
+
+
+def unknown(check: str, host: str | None, reason: str, **kw: Any) -> Result:
+    return Result(check, host, Status.UNKNOWN, reason, **kw)
+
+
+@dataclass(frozen=True)
+class Report:
+    """All results of one patrol, with its timing. The exit code is derived here, once."""
+
+    started_at: str  # UTC ISO 8601 ending in Z
+    duration_s: float
+    results: tuple[Result, ...]
+
+    @property
+    def status(self) -> Status:
+        return worst(r.status for r in self.results)
+
+    @property
+    def exit_code(self) -> int:
+        return self.status.code
+
+    def sorted_results(self) -> list[Result]:
+        """Worst first, then by host (broker-wide rows first), then by check."""
+        return sorted(
+            self.results,
+            key=lambda r: (-r.status.rank, r.host is not None, r.host or "", r.check),
+        )
+
+    def counts(self) -> dict[str, int]:
+        out = {s.label: 0 for s in Status}
+        for r in self.results:
+            out[r.status.label] += 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": "fleetcheck.report/1",
+            "started_at": self.started_at,
+            "duration_s": round(self.duration_s, 6),
+            "status": self.status.label,
+            "exit_code": self.exit_code,
+            "results": [r.to_dict() for r in self.sorted_results()],
+        }

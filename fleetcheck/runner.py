@@ -1,0 +1,176 @@
+"""One patrol: run every selected check against its rows, concurrently, within a deadline.
+
+The only place that turns exceptions into UNKNOWN rows, and (through Report) the only place
+an exit code comes from. Host lanes run concurrently on daemon threads, so a host that hangs
+past every timeout can neither delay the report past the deadline nor keep the process alive.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from fleetcheck.check import Check, CheckError, Scope
+from fleetcheck.config import FleetConfig, HostConfig
+from fleetcheck.context import PatrolContext, utcnow
+from fleetcheck.model import Report, Result, Status
+
+
+@dataclass(frozen=True)
+class Planned:
+    check: Check[Any, Any]
+    config: Any
+    target: HostConfig | None
+
+    @property
+    def key(self) -> tuple[str, str | None]:
+        return (self.check.name, self.target.name if self.target else None)
+
+
+def plan(
+    fleet: FleetConfig,
+    available: dict[str, Check[Any, Any]],
+    only: Iterable[str] = (),
+    hosts: Iterable[str] = (),
+) -> list[Planned]:
+    """The (check, row) pairs of this patrol: configured checks, narrowed by --only/--host.
+
+    Raises ValueError naming an unknown --only check or --host name.
+    """
+    only, hosts = list(only), list(hosts)
+    for name in only:
+        if name not in available:
+            raise ValueError(f"--only {name}: no such check (see `fleetcheck checks`)")
+        if name not in fleet.checks:
+            raise ValueError(f"--only {name}: not enabled in {fleet.path} (add [checks.{name}])")
+    names = {h.name for h in fleet.hosts}
+    for name in hosts:
+        if name not in names:
+            raise ValueError(f"--host {name}: no such host in {fleet.path}")
+    out = []
+    for name, config in fleet.checks.items():
+        if only and name not in only:
+            continue
+        check = available[name]
+        for target in check.targets(fleet, config):
+            # naming hosts narrows the patrol to their rows; broker-wide rows are left out
+            if hosts and (target is None or target.name not in hosts):
+                continue
+            out.append(Planned(check, config, target))
+    return out
+
+
+def run_one(ctx: PatrolContext, item: Planned) -> Result:
+    """Probe and evaluate one row; every failure becomes a row, never an exception."""
+    start = time.monotonic()
+    check, target = item.check, item.target
+    try:
+        facts = check.probe(ctx, target, item.config)
+        result = check.evaluate(facts, item.config, target, ctx.clock())
+    except CheckError as e:
+        result = check.result(target, e.status, e.reason)
+    except Exception as e:  # a bug in a check must not take the patrol down
+        result = check.result(
+            target, Status.UNKNOWN, f"internal error in check {check.name}: {type(e).__name__}: {e}"
+        )
+    return result.with_duration(time.monotonic() - start)
+
+
+def fragments_for(items: list[Planned]) -> Callable[[HostConfig], dict[str, str]]:
+    """The shell fragments each host's one gathered exec must run, from its host checks."""
+
+    def for_host(host: HostConfig) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for item in items:
+            if item.target is not None and item.target.name == host.name:
+                for key, body in item.check.remote_commands(host, item.config).items():
+                    out[f"{item.check.name}.{key}"] = body
+        return out
+
+    return for_host
+
+
+def run_patrol(
+    fleet: FleetConfig,
+    items: list[Planned],
+    clock: Callable[[], datetime] = utcnow,
+    deadline: float | None = None,
+) -> Report:
+    started = clock()
+    t0 = time.monotonic()
+    deadline_s = fleet.patrol.deadline if deadline is None else deadline
+    ctx = PatrolContext(fleet, fragments_for(items), clock)
+
+    # Lanes: each broker check is one lane (its rows share one probe's facts); each host is
+    # one lane running its host checks in turn over its one shell.
+    lanes: list[list[Planned]] = []
+    by_host: dict[str, list[Planned]] = {}
+    for item in items:
+        if item.check.scope is Scope.HOST and item.target is not None:
+            by_host.setdefault(item.target.name, []).append(item)
+    broker_lanes: dict[str, list[Planned]] = {}
+    for item in items:
+        if item.check.scope is Scope.BROKER:
+            broker_lanes.setdefault(item.check.name, []).append(item)
+    lanes.extend(broker_lanes.values())
+    lanes.extend(by_host.values())
+
+    results: dict[tuple[str, str | None], Result] = {}
+    lock = threading.Lock()
+    work: queue.Queue[list[Planned]] = queue.Queue()
+    for lane in lanes:
+        work.put(lane)
+    done = threading.Event()
+    remaining = [len(lanes)]
+
+    def worker() -> None:
+        while True:
+            try:
+                lane = work.get_nowait()
+            except queue.Empty:
+                return
+            for item in lane:
+                if ctx.closed:
+                    break
+                result = run_one(ctx, item)
+                with lock:
+                    results.setdefault(item.key, result)
+            with lock:
+                remaining[0] -= 1
+                if remaining[0] == 0:
+                    done.set()
+
+    if not lanes:
+        done.set()
+    n_threads = max(1, min(fleet.patrol.concurrency, len(lanes)))
+    for i in range(n_threads):
+        threading.Thread(target=worker, name=f"fleetcheck-lane-{i}", daemon=True).start()
+    done.wait(timeout=max(0.0, deadline_s - (time.monotonic() - t0)))
+    timed_out = not done.is_set()
+    with lock:
+        final = dict(results)
+    ctx.close()
+    if timed_out:
+        for item in items:
+            if item.key not in final:
+                final[item.key] = item.check.result(
+                    item.target,
+                    Status.UNKNOWN,
+                    f"did not finish within the patrol deadline ({deadline_s:g}s)",
+                    duration_s=round(time.monotonic() - t0, 6),
+                )
+    ordered = tuple(final[item.key] for item in items if item.key in final)
+    return Report(
+        started_at=iso_utc(started),
+        duration_s=time.monotonic() - t0,
+        results=ordered,
+    )
+
+
+def iso_utc(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

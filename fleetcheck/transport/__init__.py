@@ -1,0 +1,1 @@
+"""Adapters to the outside world: the broker (redis-py) and hosts (SSH, or this machine)."""

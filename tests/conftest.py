@@ -1,0 +1,28 @@
+"""Shared fixtures. Lab tests skip where the lab cannot run, unless FLEETCHECK_REQUIRE_LAB=1
+(set by .ci/run), where a missing prerequisite fails them: CI must never go green on skips."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests.lab import Lab, missing_prerequisites
+
+
+def _require_lab() -> None:
+    missing = missing_prerequisites()
+    if missing:
+        message = "lab prerequisites missing: " + ", ".join(missing)
+        if os.environ.get("FLEETCHECK_REQUIRE_LAB") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+@pytest.fixture
+def lab() -> Iterator[Lab]:
+    """A fresh lab (bridge + redis-server); tests add the hosts they need."""
+    _require_lab()
+    with Lab() as the_lab:
+        yield the_lab
