@@ -89,3 +89,44 @@ def describe_error(e: BaseException, cfg: BrokerConfig) -> str:
     text = str(e) or type(e).__name__
     text = text.splitlines()[0] if text else type(e).__name__
     return scrub(text, secrets_of(cfg))
+
+
+def parse_version(text: object) -> tuple[int, ...]:
+    """'7.0.15' -> (7, 0, 15); anything unreadable -> ()."""
+    parts: list[int] = []
+    for piece in str(text or "").split("."):
+        digits = re.match(r"\d+", piece)
+        if not digits:
+            break
+        parts.append(int(digits.group()))
+    return tuple(parts)
+
+
+def server_identity(info: dict[str, Any]) -> tuple[str, tuple[int, ...]]:
+    """('redis' | 'valkey', version) from INFO.
+
+    Valkey 8 reports `redis_version:7.2.4` for compatibility and its own version in
+    `valkey_version`; Valkey 7.2 only says so in `server_name`. Features are decided from
+    this, never by trying a command on the operator's broker.
+    """
+    if info.get("valkey_version") is not None:
+        return "valkey", parse_version(info["valkey_version"])
+    name = str(info.get("server_name") or "redis").lower()
+    return ("valkey" if name == "valkey" else "redis"), parse_version(info.get("redis_version"))
+
+
+# first version of each server that has the feature
+_FEATURES: dict[str, dict[str, tuple[int, ...]]] = {
+    "hexpire": {"redis": (7, 4), "valkey": (9, 0)},
+    "lpos": {"redis": (6, 0, 6), "valkey": (7, 2)},
+    "client_list_id": {"redis": (6, 2), "valkey": (7, 2)},
+    "slowlog_all": {"redis": (7, 0), "valkey": (7, 2)},
+}
+
+
+def supports(info: dict[str, Any], feature: str) -> bool:
+    """Whether the server described by INFO has `feature` (see _FEATURES). An unreadable
+    version counts as not having it, so the caller falls back to the older way."""
+    server, version = server_identity(info)
+    first = _FEATURES[feature][server]
+    return bool(version) and version >= first

@@ -1,0 +1,57 @@
+"""Statuses, ranking and the report's exit code (pure)."""
+
+import pytest
+
+from fleetcheck.model import Report, Result, Status, worst
+
+
+@pytest.mark.parametrize(
+    ("statuses", "expected"),
+    [
+        ([], Status.OK),
+        ([Status.OK, Status.OK], Status.OK),
+        ([Status.OK, Status.WARN], Status.WARN),
+        ([Status.WARN, Status.UNKNOWN], Status.UNKNOWN),
+        ([Status.UNKNOWN, Status.CRIT], Status.CRIT),
+        ([Status.CRIT, Status.WARN, Status.OK], Status.CRIT),
+    ],
+)
+def test_worst(statuses: list[Status], expected: Status) -> None:
+    assert worst(statuses) is expected
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [(Status.OK, 0), (Status.WARN, 1), (Status.CRIT, 2), (Status.UNKNOWN, 3)],
+)
+def test_exit_code_is_nagios_code_of_worst(status: Status, code: int) -> None:
+    report = Report("2026-11-29T00:00:00.000Z", 0.1, (Result("x", None, status, "s"),))
+    assert report.exit_code == code
+
+
+def test_crit_outranks_unknown_in_exit_code() -> None:
+    rows = (Result("a", "h1", Status.UNKNOWN, "u"), Result("b", "h2", Status.CRIT, "c"))
+    assert Report("t", 0.0, rows).exit_code == 2
+
+
+def test_sorted_worst_first_and_dict_shape() -> None:
+    rows = (
+        Result("a", "h1", Status.OK, "fine"),
+        Result("b", None, Status.WARN, "meh"),
+        Result("c", "h2", Status.CRIT, "bad", metrics={"n": 1}),
+    )
+    report = Report("2026-11-29T00:00:00.000Z", 1.5, rows)
+    assert [r.check for r in report.sorted_results()] == ["c", "b", "a"]
+    d = report.to_dict()
+    assert d["schema"] == "fleetcheck.report/1"
+    assert d["status"] == "CRIT" and d["exit_code"] == 2
+    assert d["results"][0] == {
+        "check": "c",
+        "host": "h2",
+        "status": "CRIT",
+        "summary": "bad",
+        "metrics": {"n": 1},
+        "evidence": None,
+        "duration_s": 0.0,
+    }
+    assert d["results"][1]["host"] is None

@@ -1,0 +1,136 @@
+"""The runner's guarantees, with small in-test checks (no I/O to fake): a broken check is
+UNKNOWN for its own row only, a hung one is cut at the deadline, --only/--host narrow."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+import pytest
+
+from fleetcheck.check import Check, CheckError, Scope
+from fleetcheck.config import BrokerConfig, FleetConfig, HostConfig, PatrolConfig, SshConfig
+from fleetcheck.context import PatrolContext, build_gather_script, parse_gathered
+from fleetcheck.model import Result, Status
+from fleetcheck.runner import plan, run_patrol
+from fleetcheck.transport.local import LocalShell
+
+RELEASE = threading.Event()
+
+
+@dataclass(frozen=True)
+class Cfg:
+    fail_on: str = ""
+    hang_on: str = ""
+
+
+class Probe(Check[Cfg, str]):
+    name = "probe"
+    description = "test check"
+    scope = Scope.HOST
+    config_type = Cfg
+
+    def probe(self, ctx: PatrolContext, host: HostConfig | None, config: Cfg) -> str:
+        assert host is not None
+        if host.name == config.fail_on:
+            raise ZeroDivisionError("boom")
+        if host.name == config.hang_on:
+            RELEASE.wait(30)
+        if host.name == "cannot":
+            raise CheckError("could not look: permission denied")
+        return host.name
+
+    def evaluate(self, facts: str, config: Cfg, host: HostConfig | None, now: datetime) -> Result:
+        return self.result(host, Status.OK, f"{facts} fine")
+
+
+class Wide(Check[Cfg, int]):
+    name = "wide"
+    description = "broker-wide test check"
+    scope = Scope.BROKER
+    config_type = Cfg
+
+    def probe(self, ctx: PatrolContext, host: HostConfig | None, config: Cfg) -> int:
+        return 1
+
+    def evaluate(self, facts: int, config: Cfg, host: HostConfig | None, now: datetime) -> Result:
+        return self.result(host, Status.WARN, "wide row")
+
+
+def fleet(cfg: Cfg, names: list[str], deadline: float = 20) -> FleetConfig:
+    return FleetConfig(
+        path="test.toml",
+        broker=BrokerConfig(url="redis://127.0.0.1:1/0"),
+        ssh=SshConfig(),
+        patrol=PatrolConfig(deadline=deadline),
+        hosts=tuple(HostConfig(name=n, ssh="local") for n in names),
+        checks={"probe": cfg, "wide": cfg},
+    )
+
+
+CHECKS: dict[str, Check] = {"probe": Probe(), "wide": Wide()}
+
+
+def test_exception_becomes_unknown_for_that_row_only() -> None:
+    f = fleet(Cfg(fail_on="b"), ["a", "b", "c", "cannot"])
+    report = run_patrol(f, plan(f, CHECKS))
+    by_host = {(r.check, r.host): r for r in report.results}
+    assert by_host[("probe", "a")].status is Status.OK
+    assert by_host[("probe", "c")].status is Status.OK
+    bad = by_host[("probe", "b")]
+    assert bad.status is Status.UNKNOWN
+    assert "internal error in check probe: ZeroDivisionError: boom" == bad.summary
+    assert by_host[("probe", "cannot")].summary == "could not look: permission denied"
+    assert by_host[("wide", None)].status is Status.WARN
+    assert report.exit_code == 3
+
+
+def test_hung_check_is_cut_at_deadline() -> None:
+    RELEASE.clear()
+    try:
+        f = fleet(Cfg(hang_on="b"), ["a", "b"], deadline=1.0)
+        start = time.monotonic()
+        report = run_patrol(f, plan(f, CHECKS))
+        elapsed = time.monotonic() - start
+    finally:
+        RELEASE.set()
+    by_host = {(r.check, r.host): r for r in report.results}
+    assert by_host[("probe", "a")].status is Status.OK
+    assert by_host[("probe", "b")].status is Status.UNKNOWN
+    assert "patrol deadline (1s)" in by_host[("probe", "b")].summary
+    assert elapsed < 10  # far below the 30 s hang: the deadline, not the check, ended it
+
+
+def test_only_and_host_narrow_the_plan() -> None:
+    f = fleet(Cfg(), ["a", "b"])
+    assert {
+        (p.check.name, p.target.name if p.target else None)
+        for p in plan(f, CHECKS, ["probe"], ["b"])
+    } == {("probe", "b")}
+    assert {p.key for p in plan(f, CHECKS, ["wide"])} == {("wide", None)}
+    with pytest.raises(ValueError, match="--host zz: no such host"):
+        plan(f, CHECKS, hosts=["zz"])
+    with pytest.raises(ValueError, match="--only nope: no such check"):
+        plan(f, CHECKS, only=["nope"])
+
+
+def test_gather_script_runs_fragments_in_one_exec() -> None:
+    nasty = "printf '@@0000 end x 0\\n'; echo out; exit 7"
+    frags = {"a.one": "echo hello; echo world", "b.two": nasty, "c.three": "cat"}
+    script = build_gather_script("deadbeefcafe0001", frags)
+    result = LocalShell().run(script, 5, 1 << 20)
+    parsed, epoch = parse_gathered("deadbeefcafe0001", result.stdout)
+    assert parsed["a.one"].text == "hello\nworld\n" and parsed["a.one"].rc == 0
+    assert parsed["b.two"].rc == 7 and parsed["b.two"].text == "@@0000 end x 0\nout\n"
+    assert parsed["c.three"].text == "" and parsed["c.three"].rc == 0  # stdin is /dev/null
+    assert epoch is not None and abs(epoch - time.time()) < 60
+
+
+def test_local_shell_deadline_and_byte_bound() -> None:
+    shell = LocalShell()
+    r = shell.run("echo start; exec sleep 30", 0.5, 1024)
+    assert r.rc is None and r.stdout == b"start\n"
+    r = shell.run("head -c 100000 /dev/zero", 5, 1000)
+    assert r.truncated and len(r.stdout) == 1000 and r.rc == 0
