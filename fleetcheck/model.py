@@ -60,7 +60,18 @@ class Result:
     metrics: dict[str, Any] = field(default_factory=dict)
     evidence: Any = None
     duration_s: float = 0.0
-    since: str | None = None
+    # Memory across rounds (filled in from the state file; see fleetcheck.state):
+    since: str | None = None  # UTC ISO time this row has had its current status since
+    bad_rounds: int = 0  # consecutive rounds not OK, this one included
+    alerting: bool | None = None  # None: no state used (then: alert when not OK)
+    flapping: bool = False  # changed status often in the recent rounds
+
+    @property
+    def should_alert(self) -> bool:
+        """Whether this row should page: not OK, and bad for `fail_after` rounds if known."""
+        if self.alerting is not None:
+            return self.alerting
+        return self.status is not Status.OK
 
     def with_duration(self, seconds: float) -> Result:
         return replace(self, duration_s=round(seconds, 6))
@@ -77,6 +88,9 @@ class Result:
         }
         if self.since is not None:
             row["since"] = self.since
+            row["bad_rounds"] = self.bad_rounds
+            row["alerting"] = self.should_alert
+            row["flapping"] = self.flapping
         return row
 
 
