@@ -1,0 +1,254 @@
+"""The SSH transport against real OpenSSH sshd in lab namespaces: no mocked paramiko."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from fleetcheck.config import HostConfig, SshConfig
+from fleetcheck.model import Status
+from fleetcheck.transport.shell import TransportError
+from fleetcheck.transport.ssh import open_shell, resolve_target
+from tests.lab import Lab, LabHost
+
+pytestmark = pytest.mark.lab
+
+CONNECT = 3.0
+
+
+def ssh_cfg(lab: Lab, **kw: object) -> SshConfig:
+    base: dict[str, object] = dict(
+        user="root",
+        known_hosts=str(lab.known_hosts),
+        identity_file=str(lab.client_key),
+        config_file="/dev/null",
+        connect_timeout=CONNECT,
+        command_timeout=5.0,
+        use_agent=False,
+    )
+    base.update(kw)
+    return SshConfig(**base)  # type: ignore[arg-type]
+
+
+def host_cfg(h: LabHost, **kw: object) -> HostConfig:
+    return HostConfig(name=h.name, ssh=h.addr, **kw)  # type: ignore[arg-type]
+
+
+def fail(h: LabHost, cfg: SshConfig) -> tuple[TransportError, float]:
+    start = time.monotonic()
+    with pytest.raises(TransportError) as info:
+        open_shell(host_cfg(h), cfg)
+    return info.value, time.monotonic() - start
+
+
+def test_runs_a_command_with_rc_stdout_stderr_and_nodelay(lab: Lab) -> None:
+    h = lab.add_host("a")
+    shell = open_shell(host_cfg(h), ssh_cfg(lab))
+    try:
+        sock = shell.transport.sock
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        r = shell.run("echo out; echo err >&2; ip -4 -o addr show eth0; exit 7", 5, 4096)
+        assert r.rc == 7
+        assert r.stdout.startswith(b"out\n")
+        assert h.addr.encode() in r.stdout  # it really ran inside the host's namespace
+        assert r.stderr == b"err\n"
+        assert not r.truncated
+        # the same connection serves a second command
+        assert shell.run("printf ok", 5, 4096).stdout == b"ok"
+    finally:
+        shell.close()
+
+
+def test_login_shell_never_parses_the_script(lab: Lab) -> None:
+    """The script goes to /bin/sh on stdin: quotes and newlines arrive intact."""
+    h = lab.add_host("a")
+    shell = open_shell(host_cfg(h), ssh_cfg(lab))
+    try:
+        script = "x='it'\"'\"'s'\nprintf '%s|' \"$x\" 'two\nlines'\n"
+        assert shell.run(script, 5, 4096).stdout == b"it's|two\nlines|"
+    finally:
+        shell.close()
+
+
+def test_command_deadline_is_hard(lab: Lab) -> None:
+    h = lab.add_host("a")
+    shell = open_shell(host_cfg(h), ssh_cfg(lab))
+    try:
+        start = time.monotonic()
+        r = shell.run("echo started; sleep 30; echo never", 1.0, 4096)
+        assert r.rc is None
+        assert r.stdout == b"started\n"
+        assert time.monotonic() - start < 1.0 + 1.0
+    finally:
+        shell.close()
+
+
+def test_output_is_read_with_a_byte_bound(lab: Lab) -> None:
+    h = lab.add_host("a")
+    shell = open_shell(host_cfg(h), ssh_cfg(lab))
+    try:
+        r = shell.run("head -c 3000000 /dev/zero; echo done >&2", 10, 10000)
+        assert r.truncated
+        assert len(r.stdout) == 10000
+        assert r.rc == 0 and r.stderr == b"done\n"
+    finally:
+        shell.close()
+
+
+def test_sshd_stopped_is_connection_refused(lab: Lab) -> None:
+    h = lab.add_host("a")
+    lab.stop_sshd(h)
+    err, took = fail(h, ssh_cfg(lab))
+    assert err.status is Status.UNKNOWN
+    assert f"connection refused by {h.addr}:22" in err.reason
+    assert took < CONNECT
+
+
+def test_sshd_frozen_times_out_waiting_for_the_banner(lab: Lab) -> None:
+    h = lab.add_host("a")
+    lab.freeze_sshd(h)
+    err, took = fail(h, ssh_cfg(lab))
+    assert err.status is Status.UNKNOWN
+    assert err.reason.startswith(f"timed out after {CONNECT:g}s waiting for the SSH banner")
+    assert CONNECT - 0.2 < took < CONNECT + 1
+
+
+def test_host_down_is_unreachable_within_the_connect_timeout(lab: Lab) -> None:
+    h = lab.add_host("a")
+    lab.link_down(h)
+    err, took = fail(h, ssh_cfg(lab))
+    assert err.status is Status.UNKNOWN
+    assert (
+        f"no route to {h.addr}:22" in err.reason
+        or f"timed out after {CONNECT:g}s connecting to {h.addr}:22" in err.reason
+    ), err.reason
+    assert took < CONNECT + 1
+
+
+def test_changed_host_key_is_crit_and_never_added(lab: Lab) -> None:
+    h = lab.add_host("a")
+    lab.change_host_key(h)
+    before = lab.known_hosts.read_text()
+    for accept_new in (False, True):
+        err, took = fail(h, ssh_cfg(lab, accept_new=accept_new))
+        assert err.status is Status.CRIT
+        assert "host key changed" in err.reason
+        assert "possible man-in-the-middle; not connecting" in err.reason
+        assert took < CONNECT
+    assert lab.known_hosts.read_text() == before
+
+
+def test_unknown_host_key_is_unknown_unless_accept_new(lab: Lab, tmp_path: Path) -> None:
+    h = lab.add_host("a")
+    kh = tmp_path / "known_hosts"
+    kh.write_text("")
+    err, _ = fail(h, ssh_cfg(lab, known_hosts=str(kh)))
+    assert err.status is Status.UNKNOWN
+    assert f"host key of {h.addr} ({h.addr}) is not in {kh}: not connecting" in err.reason
+    assert kh.read_text() == ""
+    # accept_new adds it once, then it is an ordinary known key
+    shell = open_shell(host_cfg(h), ssh_cfg(lab, known_hosts=str(kh), accept_new=True))
+    shell.close()
+    assert kh.read_text().split() == [h.addr, *h.host_key_pub.split()]
+    shell = open_shell(host_cfg(h), ssh_cfg(lab, known_hosts=str(kh)))
+    shell.close()
+
+
+def test_auth_refused_names_the_keys_tried(lab: Lab, tmp_path: Path) -> None:
+    h = lab.add_host("a")
+    other = tmp_path / "other_key"
+    from tests.lab import run
+
+    run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other))
+    err, took = fail(h, ssh_cfg(lab, identity_file=str(other)))
+    assert err.status is Status.UNKNOWN
+    assert err.reason.startswith(f"authentication refused by {h.addr} for user root")
+    assert str(other) in err.reason
+    assert took < CONNECT
+
+
+def test_missing_identity_file_is_named(lab: Lab, tmp_path: Path) -> None:
+    h = lab.add_host("a")
+    err, _ = fail(h, ssh_cfg(lab, identity_file=str(tmp_path / "nope")))
+    assert f"{tmp_path / 'nope'}: no such file" in err.reason
+
+
+def test_ssh_config_hostname_user_port_identityfile(lab: Lab, tmp_path: Path) -> None:
+    h = lab.add_host("a", sshd_options="Port 2222\n")
+    lab.known_hosts.write_text(
+        lab.known_hosts.read_text() + f"[{h.addr}]:2222 {h.host_key_pub}\n"
+    )
+    conf = tmp_path / "ssh_config"
+    conf.write_text(
+        f"Host box-a\n  HostName {h.addr}\n  User root\n  Port 2222\n"
+        f"  IdentityFile {lab.client_key}\n"
+    )
+    cfg = ssh_cfg(lab, config_file=str(conf), user=None, identity_file=None)
+    shell = open_shell(HostConfig(name="a", ssh="box-a"), cfg)
+    try:
+        r = shell.run('echo "$(id -un) $SSH_CONNECTION"', 5, 4096)
+        user, _, _, server_ip, server_port = r.stdout.decode().split()
+        assert (user, server_ip, server_port) == ("root", h.addr, "2222")
+    finally:
+        shell.close()
+
+
+def test_proxyjump_goes_through_the_jump_host(lab: Lab, tmp_path: Path) -> None:
+    jump, inner = lab.add_host("jump"), lab.add_host("inner")
+    conf = tmp_path / "ssh_config"
+    conf.write_text(f"Host inner\n  HostName {inner.addr}\n  ProxyJump {jump.addr}\n")
+    shell = open_shell(HostConfig(name="inner", ssh="inner"), ssh_cfg(lab, config_file=str(conf)))
+    try:
+        client_ip = shell.run("echo $SSH_CONNECTION", 5, 4096).stdout.split()[0].decode()
+        assert client_ip == jump.addr  # inner saw the connection come from the jump host
+    finally:
+        shell.close()
+
+
+def test_proxyjump_with_a_dead_jump_host_names_it(lab: Lab, tmp_path: Path) -> None:
+    jump, inner = lab.add_host("jump"), lab.add_host("inner")
+    lab.stop_sshd(jump)
+    conf = tmp_path / "ssh_config"
+    conf.write_text(f"Host inner\n  HostName {inner.addr}\n  ProxyJump {jump.addr}\n")
+    with pytest.raises(TransportError) as info:
+        open_shell(HostConfig(name="inner", ssh="inner"), ssh_cfg(lab, config_file=str(conf)))
+    assert f"connection refused by {jump.addr}:22" in info.value.reason
+
+
+def test_proxycommand(lab: Lab, tmp_path: Path) -> None:
+    jump, inner = lab.add_host("jump"), lab.add_host("inner")
+    conf = tmp_path / "ssh_config"
+    conf.write_text(
+        f"Host inner\n  HostName {inner.addr}\n"
+        f"  ProxyCommand ssh -q -i {lab.client_key} -o UserKnownHostsFile={lab.known_hosts} "
+        f"-o StrictHostKeyChecking=yes -o BatchMode=yes -F /dev/null -W %h:%p root@{jump.addr}\n"
+    )
+    shell = open_shell(HostConfig(name="inner", ssh="inner"), ssh_cfg(lab, config_file=str(conf)))
+    try:
+        client_ip = shell.run("echo $SSH_CONNECTION", 5, 4096).stdout.split()[0].decode()
+        assert client_ip == jump.addr
+    finally:
+        shell.close()
+
+
+def test_resolve_target_precedence(tmp_path: Path) -> None:
+    """Host keys beat ~/.ssh/config, which beats the fleet-wide [ssh] defaults."""
+    import paramiko
+
+    conf = paramiko.SSHConfig.from_text(
+        "Host web\n  HostName 198.18.0.9\n  User deploy\n  Port 2200\n  IdentityFile ~/k1\n"
+    )
+    cfg = SshConfig(user="root", port=22, identity_file="/k2", config_file="/dev/null")
+    t = resolve_target("web", cfg, conf)
+    assert (t.hostname, t.user, t.port) == ("198.18.0.9", "deploy", 2200)
+    assert t.identity_files[-1] == "/k2" and t.identity_files[0].endswith("/k1")
+    t = resolve_target("web", cfg, conf, user="ops", port=2022)
+    assert (t.user, t.port) == ("ops", 2022)
+    t = resolve_target("admin@198.18.0.7:2201", cfg, conf)
+    assert (t.hostname, t.user, t.port) == ("198.18.0.7", "admin", 2201)
+    assert t.known_hosts_name == "[198.18.0.7]:2201"
+    t = resolve_target("other", cfg, conf)
+    assert (t.hostname, t.user, t.port) == ("other", "root", 22)
