@@ -11,7 +11,8 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -39,6 +40,8 @@ class Format(enum.StrEnum):
     table = "table"
     plain = "plain"
     json = "json"
+    nagios = "nagios"
+    prometheus = "prometheus"
 
 
 class UsageFailure(Exception):
@@ -46,7 +49,7 @@ class UsageFailure(Exception):
 
 
 ConfigOpt = Annotated[
-    Optional[str],  # noqa: UP045 (typer needs Optional on 3.11)
+    str | None,
     typer.Option(
         "--config",
         "-c",
@@ -54,7 +57,7 @@ ConfigOpt = Annotated[
     ),
 ]
 FormatOpt = Annotated[
-    Optional[Format],  # noqa: UP045
+    Format | None,
     typer.Option("--format", "-f", help="table on a terminal, plain otherwise"),
 ]
 
@@ -93,21 +96,37 @@ def output_format(fmt: Format | None) -> Format:
     return Format.table if sys.stdout.isatty() else Format.plain
 
 
-def emit(report: Report, fmt: Format) -> None:
+def render_text(report: Report, fmt: Format) -> str:
+    """The report in a text format (everything but the rich table)."""
     if fmt is Format.json:
         from fleetcheck.render import json as render_json
 
-        print(render_json.render(report))
-    elif fmt is Format.plain:
-        from fleetcheck.render import plain
+        return render_json.render(report)
+    if fmt is Format.nagios:
+        from fleetcheck.render import nagios
 
-        print(plain.render(report))
-    else:
+        return nagios.render(report)
+    if fmt is Format.prometheus:
+        from fleetcheck.render import prometheus
+
+        return prometheus.render(report).rstrip("\n")
+    from fleetcheck.render import plain
+
+    return plain.render(report)
+
+
+def emit(report: Report, fmt: Format) -> None:
+    if fmt is Format.table:
         from rich.console import Console
 
         from fleetcheck.render import table
 
         table.render(report, Console())
+    else:
+        print(render_text(report, fmt), flush=True)
+
+
+Opt = typer.Option
 
 
 @app.command()
@@ -115,25 +134,79 @@ def run(
     config: ConfigOpt = None,
     format: FormatOpt = None,
     only: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--only", help="Run only this check (repeatable)."),
+        list[str] | None, Opt("--only", help="Run only this check (repeatable).")
     ] = None,
     host: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option("--host", help="Check only this host (repeatable)."),
+        list[str] | None, Opt("--host", help="Check only this host (repeatable).")
+    ] = None,
+    every: Annotated[
+        str | None,
+        Opt("--every", help="Repeat every DURATION (e.g. 15m); 'patrol' = [patrol] every."),
+    ] = None,
+    rounds: Annotated[
+        int | None, Opt("--rounds", min=1, help="With --every: stop after N rounds.")
+    ] = None,
+    state: Annotated[
+        Path | None, Opt("--state", help="State file (default: XDG state dir).")
+    ] = None,
+    no_state: Annotated[bool, Opt("--no-state", help="No memory across runs, no history.")] = False,
+    history: Annotated[
+        Path | None, Opt("--history", help="History file, one JSON line per round.")
+    ] = None,
+    textfile: Annotated[
+        Path | None, Opt("--textfile", help="Also write Prometheus metrics here (atomic).")
+    ] = None,
+    alertmanager: Annotated[
+        str | None, Opt("--alertmanager", help="Alertmanager base URL to push alerts to.")
+    ] = None,
+    heartbeat: Annotated[
+        str | None, Opt("--heartbeat", help="URL to ping after each patrol.")
+    ] = None,
+    shard: Annotated[
+        str | None, Opt("--shard", help="I/N: check only this share of the hosts.")
     ] = None,
 ) -> None:
-    """One patrol of the fleet; exit code is the worst status (0 OK .. 3 UNKNOWN)."""
-    from fleetcheck import registry, runner
+    """One patrol of the fleet (or one every --every); exit code is the worst status."""
+    from fleetcheck import patrol, registry, runner
+    from fleetcheck import state as state_mod
+    from fleetcheck.parse.duration import parse_duration
 
     fleet = load_fleet(config)
     try:
         items = runner.plan(fleet, registry.available(), only or (), host or ())
+        if shard:
+            part = patrol.parse_shard(shard)
+            items = [i for i in items if patrol.in_shard(i.target, part)]
+        interval = None
+        if every is not None:
+            interval = fleet.patrol.every if every == "patrol" else parse_duration(every)
+            if interval <= 0:
+                raise ValueError(f"--every {every}: must be longer than 0s")
     except ValueError as e:
         raise UsageFailure(str(e)) from None
-    report = runner.run_patrol(fleet, items)
-    emit(report, output_format(format))
-    raise typer.Exit(report.exit_code)
+    if rounds is not None and interval is None:
+        raise UsageFailure("--rounds goes with --every")
+    default_state, default_history = state_mod.default_paths(fleet.path)
+    outputs = patrol.Outputs(
+        state=None if no_state else (state or default_state),
+        history=history if history or no_state else default_history,
+        textfile=textfile,
+        alertmanager=alertmanager,
+        heartbeat=heartbeat,
+    )
+    fmt = output_format(format)
+
+    def one() -> Report:
+        return patrol.one_round(fleet, items, outputs)
+
+    if interval is None:
+        report = one()
+        emit(report, fmt)
+        raise typer.Exit(report.exit_code)
+    from fleetcheck import live
+
+    last = live.run_loop(one, interval, rounds, fmt, render_text)
+    raise typer.Exit(last.exit_code if last else 0)
 
 
 @app.command("checks")
@@ -169,6 +242,41 @@ def config_check(config: ConfigOpt = None) -> None:
             f"  {h.name}: ssh={h.ssh or '-'} addrs={','.join(h.addrs) or '-'} "
             f"min_clients={h.min_clients} tz={h.tz or '-'}" + (f" logs={logs}" if logs else "")
         )
+
+
+@app.command("history")
+def history_cmd(
+    config: ConfigOpt = None,
+    host: Annotated[str | None, typer.Option("--host", help="Only this host.")] = None,
+    since: Annotated[str, typer.Option("--since", help="How far back, e.g. 24h.")] = "24h",
+    history: Annotated[
+        Path | None, typer.Option("--history", help="History file (default: the config's).")
+    ] = None,
+) -> None:
+    """Per-host timeline of past patrols: one cell per round, coloured by status."""
+    from datetime import timedelta
+
+    from fleetcheck import history as hist
+    from fleetcheck import state as state_mod
+    from fleetcheck.context import utcnow
+    from fleetcheck.parse.duration import parse_duration
+
+    try:
+        back = parse_duration(since)
+    except ValueError as e:
+        raise UsageFailure(f"--since: {e}") from None
+    path = history or state_mod.default_paths(load_fleet(config).path)[1]
+    if not path.exists():
+        raise UsageFailure(f"{path}: no history yet (run `fleetcheck run` first)")
+    rounds, bad = hist.load(path, utcnow() - timedelta(seconds=back))
+    lines = hist.timeline(rounds, host)
+    if host is not None and not lines:
+        raise UsageFailure(f"--host {host}: not in the history of the last {since}")
+    from rich.console import Console
+
+    from fleetcheck.render import history as render_history
+
+    render_history.render(rounds, lines, Console(), bad)
 
 
 def fail(message: str) -> NoReturn:

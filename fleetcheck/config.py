@@ -87,8 +87,17 @@ class PatrolConfig:
     every: Duration = 900.0
     deadline: Duration = 60.0
     concurrency: int = 128
+    fail_after: int = 1
+    flap_changes: int = 4
+    flap_window: int = 10
 
     def __post_init__(self) -> None:
+        if self.fail_after < 1:
+            raise InvalidValue("fail_after", "must be 1 or more")
+        if not 2 <= self.flap_window <= 1000:
+            raise InvalidValue("flap_window", "must be between 2 and 1000")
+        if not 1 <= self.flap_changes < self.flap_window:
+            raise InvalidValue("flap_changes", "must be at least 1 and below flap_window")
         if self.deadline <= 0:
             raise InvalidValue("deadline", "must be longer than 0s")
         if self.every <= 0:

@@ -20,6 +20,18 @@ def _require_lab() -> None:
         pytest.skip(message)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """fleetcheck keeps state and history in the XDG state dir: never the real one in tests."""
+    old = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("xdg-state"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = old
+
+
 @pytest.fixture
 def lab() -> Iterator[Lab]:
     """A fresh lab (bridge + redis-server); tests add the hosts they need."""

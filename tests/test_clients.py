@@ -174,7 +174,9 @@ def test_lab_clients_verdicts(lab: Lab) -> None:
     # The same patrol, plain (what cron mails): hosts not OK at a glance, no box drawing.
     plain = fleetcheck("run", "-c", str(cfg))
     assert plain.returncode == 2
-    assert plain.stdout.splitlines()[0] == "Hosts not OK: mini CRIT"
+    assert plain.stdout.splitlines()[0] == (
+        f"mini CRIT: clients: no broker connections from {mini.addr}"
+    )
     assert "│" not in plain.stdout and "\x1b[" not in plain.stdout
 
 

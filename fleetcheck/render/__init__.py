@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fleetcheck.model import Report, Status, worst
+from fleetcheck.model import Report, Result, Status, worst
 
 
 def hosts_not_ok(report: Report) -> list[tuple[str, Status]]:
@@ -25,8 +25,51 @@ def footer(report: Report) -> str:
     )
 
 
-def glance(report: Report) -> str | None:
-    bad = hosts_not_ok(report)
-    if not bad:
+def _age(since: str | None, now_text: str) -> str | None:
+    if since is None:
         return None
-    return "Hosts not OK: " + ", ".join(f"{h} {s.label}" for h, s in bad)
+    from datetime import datetime
+
+    from fleetcheck.parse.duration import format_duration
+
+    def parse(t: str) -> datetime:
+        return datetime.fromisoformat(t.replace("Z", "+00:00"))
+
+    try:
+        return format_duration((parse(now_text) - parse(since)).total_seconds())
+    except ValueError:
+        return None
+
+
+def since_text(result: Result, report: Report) -> str:
+    """'2h31m' for a row with memory across rounds, '' without (first round or no state)."""
+    age = _age(result.since, report.started_at)
+    if age is None or result.since == report.started_at:
+        return ""
+    return age + (" ~" if result.flapping else "")
+
+
+def host_verdicts(report: Report) -> list[tuple[str, Status, str]]:
+    """One line per host that is not OK, merging its rows: (host, worst status, text).
+
+    e.g. ("mini", CRIT, "mini CRIT for 2h31m: no broker connections from 192.168.1.30; logs:
+    last line 02:21 ... ").
+    """
+    out = []
+    for host, status in hosts_not_ok(report):
+        rows = sorted(
+            (r for r in report.results if r.host == host and r.status is not Status.OK),
+            key=lambda r: -r.status.rank,
+        )
+        worst_rows = [r for r in rows if r.status is status]
+        since = min((r.since for r in worst_rows if r.since), default=None)
+        age = _age(since, report.started_at) if since and since != report.started_at else None
+        head = f"{host} {status.label}" + (f" for {age}" if age else "")
+        parts = []
+        for r in rows:
+            text = r.summary
+            if text.startswith(f"{host}: "):
+                text = text[len(host) + 2 :]
+            parts.append(f"{r.check}: {text}")
+        out.append((host, status, f"{head}: " + "; ".join(parts)))
+    return out

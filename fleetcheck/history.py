@@ -1,0 +1,106 @@
+"""Each patrol appended as one JSON line, so `fleetcheck history` can show when a machine went
+dark. Rotated by size (one older file kept) so a timer running for months stays bounded."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from fleetcheck.model import Report, Status, worst
+from fleetcheck.state import parse_iso
+
+MAX_BYTES = 10 * 1024 * 1024
+
+
+def append(report: Report, path: Path, max_bytes: int = MAX_BYTES) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if path.stat().st_size >= max_bytes:
+            os.replace(path, path.with_name(path.name + ".1"))
+    except FileNotFoundError:
+        pass
+    line = {
+        "started_at": report.started_at,
+        "duration_s": round(report.duration_s, 3),
+        "status": report.status.label,
+        "rows": [
+            {"check": r.check, "host": r.host, "status": r.status.label, "summary": r.summary}
+            for r in report.results
+        ],
+    }
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+
+@dataclass(frozen=True)
+class Round:
+    started_at: datetime
+    status: Status
+    hosts: dict[str, Status]  # "(broker)" for broker-wide rows
+    summaries: dict[str, list[str]]
+
+
+def load(path: Path, since: datetime | None = None) -> tuple[list[Round], int]:
+    """Rounds from the rotated file and the current one, oldest first; and how many lines
+    could not be read (reported, never fatal: a torn last line after a crash is normal)."""
+    rounds: list[Round] = []
+    bad = 0
+    for p in (path.with_name(path.name + ".1"), path):
+        try:
+            text = p.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            continue
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            try:
+                rounds.append(_round(json.loads(line)))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                bad += 1
+    if since is not None:
+        rounds = [r for r in rounds if r.started_at >= since]
+    rounds.sort(key=lambda r: r.started_at)
+    return rounds, bad
+
+
+def _round(data: dict[str, Any]) -> Round:
+    per_host: dict[str, list[Status]] = {}
+    summaries: dict[str, list[str]] = {}
+    for row in data["rows"]:
+        host = row["host"] or "(broker)"
+        status = Status.parse(row["status"])
+        per_host.setdefault(host, []).append(status)
+        if status is not Status.OK:
+            summaries.setdefault(host, []).append(f"{row['check']}: {row['summary']}")
+    return Round(
+        started_at=parse_iso(data["started_at"]),
+        status=Status.parse(data["status"]),
+        hosts={h: worst(s) for h, s in per_host.items()},
+        summaries=summaries,
+    )
+
+
+def timeline(rounds: list[Round], host: str | None = None) -> list[tuple[str, list[Status | None]]]:
+    """Per host, one cell per round (None where the host was not in that round)."""
+    hosts = sorted({h for r in rounds for h in r.hosts}, key=lambda h: (h != "(broker)", h))
+    if host is not None:
+        hosts = [h for h in hosts if h == host]
+    return [(h, [r.hosts.get(h) for r in rounds]) for h in hosts]
+
+
+def went_dark(rounds: list[Round], host: str) -> datetime | None:
+    """When the host's current bad streak began (None if it is OK now)."""
+    start = None
+    for r in rounds:
+        s = r.hosts.get(host)
+        if s is None:
+            continue
+        if s is Status.OK:
+            start = None
+        elif start is None:
+            start = r.started_at
+    return start
