@@ -1,0 +1,375 @@
+"""Find the timestamp in a log line and turn it into UTC, with the zone always explicit.
+
+Pure functions, no I/O, and never the checker's own zone: a timestamp that carries an offset
+(`Z`, `+05:30`, `-0500`, `UTC`/`GMT`) uses it; epoch seconds are UTC; anything else is a wall
+time that only means something once the writer's zone is known, and the caller must pass that
+zone (an IANA name) explicitly. dateutil is not used at all, so nothing can silently attach
+the local zone from an abbreviation such as "EST" or "IST" (those are ignored: the declared
+zone decides).
+
+Recognised out of the box (leftmost match in a line wins; at the same position the longer):
+
+- ISO 8601 / RFC 3339, `T` or space, optional fraction (`.` or `,`), optional offset:
+  `2026-11-29T02:21:00Z`, `2026-11-29 02:21:00,123` (Python logging), `2026/11/29 02:21:00`
+  (Go's log package)
+- classic syslog without a year: `Nov 29 02:21:00` (year inferred, see `infer_year`)
+- ctime / asctime / Apache error log: `Sun Nov 29 02:21:00 2026`, `[Sun Nov 29 02:21:00.123 2026]`
+- day-month-year: redis-server `12345:M 29 Nov 2026 02:21:00.123`, RFC 2822 / HTTP dates
+  `Sun, 29 Nov 2026 02:21:00 GMT`
+- nginx / Apache access log: `[29/Nov/2026:02:21:00 -0500]`
+- epoch seconds (10 digits) or milliseconds (13 digits) at the start of the line
+
+A per-log `format` (strptime directives; `%Z` is refused, use `%z`) or a `regex` with a named
+group `ts` overrides the recognisers.
+
+Time-zone edge cases are resolved explicitly and the choice is reported (`Resolved.note`):
+a wall time in the repeated hour after a DST change is read as the occurrence nearest the
+file's modification time (the first occurrence without one); a wall time in the skipped hour
+is read with the offset in force before the change.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, tzinfo
+from zoneinfo import ZoneInfo
+
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MON = r"(?P<b>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
+_DOW = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,?"
+_HMS = r"(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2})(?:[.,](?P<f>\d{1,9}))?)?"
+_HMS_STRICT = r"(?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2})(?:[.,](?P<f>\d{1,9}))?"
+_ZONE = r"(?:\s?(?P<z>Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?)(?![\w:]))?"
+
+PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "iso8601",
+        re.compile(
+            r"(?<![\d])(?P<Y>\d{4})(?P<sep>[-/])(?P<m>\d{2})(?P=sep)(?P<d>\d{2})(?:T|\s+)"
+            + _HMS
+            + _ZONE,
+            re.I,
+        ),
+    ),
+    (
+        "ctime",
+        re.compile(
+            r"(?<![\w])(?:"
+            + _DOW
+            + r"\s+)?"
+            + _MON
+            + r"\s+(?P<d>\d{1,2})\s+"
+            + _HMS_STRICT
+            + r"\s+(?P<Y>\d{4})(?![\d:])",
+            re.I,
+        ),
+    ),
+    (
+        "syslog",
+        re.compile(
+            r"(?<![\w])" + _MON + r"\s+(?P<d>\d{1,2})\s+" + _HMS_STRICT + r"(?![\d:])", re.I
+        ),
+    ),
+    (
+        "day-month-year",
+        re.compile(
+            r"(?<![\w])(?P<d>\d{1,2})[ -]" + _MON + r"[ -](?P<Y>\d{4})[ :]" + _HMS_STRICT + _ZONE,
+            re.I,
+        ),
+    ),
+    (
+        "common-log",
+        re.compile(
+            r"(?P<d>\d{2})/" + _MON + r"/(?P<Y>\d{4}):" + _HMS_STRICT + r"\s(?P<z>[+-]\d{4})",
+            re.I,
+        ),
+    ),
+    ("epoch", re.compile(r"^\s*\[?(?P<e>\d{10}|\d{13})(?:\.(?P<f>\d{1,9}))?(?![\d])")),
+)
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """A timestamp as written. `wall` is naive; its year is a placeholder when not known."""
+
+    kind: str
+    text: str
+    wall: datetime
+    offset: timedelta | None  # explicit offset in the text (epoch: 0)
+    year_known: bool = True
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A stamp placed in time: UTC, and the writer's local time with its zone label."""
+
+    utc: datetime
+    local: datetime  # aware, in the writer's zone (or the written offset)
+    zone: str  # what decided it: the IANA name, or "offset -05:00", or "epoch"
+    note: str | None = None  # how an ambiguity was resolved (DST, missing year)
+
+    @property
+    def local_label(self) -> str:
+        """`02:21:00 EST`, `02:21:00 +0530`."""
+        name = self.local.tzname() or ""
+        if not name or name[0] in "+-" or (name.startswith("UTC") and len(name) > 3):
+            name = self.local.strftime("%z")
+        return f"{self.local:%H:%M:%S} {name}"
+
+
+class FormatError(ValueError):
+    """A per-log strptime `format` that cannot be used."""
+
+
+# ---------------------------------------------------------------- finding
+
+
+def _int(m: re.Match[str], key: str, default: int = 0) -> int:
+    v = m.groupdict().get(key)
+    return int(v) if v else default
+
+
+def _micro(frac: str | None) -> int:
+    return int((frac or "0")[:6].ljust(6, "0"))
+
+
+def parse_offset(text: str) -> timedelta:
+    """`Z`, `UTC`, `GMT`, `+05:30`, `+0530`, `-05` -> timedelta."""
+    t = text.strip().upper()
+    if t in ("Z", "UTC", "GMT"):
+        return timedelta(0)
+    sign = -1 if t[0] == "-" else 1
+    digits = t[1:].replace(":", "")
+    hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
+    if hours > 23 or minutes > 59:
+        raise ValueError(f"bad UTC offset {text!r}")
+    return sign * timedelta(hours=hours, minutes=minutes)
+
+
+def _from_match(kind: str, m: re.Match[str]) -> Stamp | None:
+    try:
+        if kind == "epoch":
+            digits = m.group("e")
+            seconds = int(digits) / (1000 if len(digits) == 13 else 1)
+            moment = datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
+            if not 2000 <= moment.year < 2100:
+                return None
+            if len(digits) == 10:
+                moment = moment.replace(microsecond=_micro(m.group("f")))
+            return Stamp(kind, m.group(0).strip(), moment, timedelta(0))
+        month = int(m.group("m")) if "m" in m.re.groupindex else _month(m.group("b"))
+        year_known = bool(m.groupdict().get("Y"))
+        wall = datetime(
+            _int(m, "Y", 2000),  # 2000 is a leap year: Feb 29 survives until the year is known
+            month,
+            int(m.group("d")),
+            int(m.group("H")),
+            int(m.group("M")),
+            _int(m, "S"),
+            _micro(m.groupdict().get("f")),
+        )
+        z = m.groupdict().get("z")
+        return Stamp(kind, m.group(0), wall, parse_offset(z) if z else None, year_known)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _month(name: str) -> int:
+    return MONTHS.index(name[:3].lower()) + 1
+
+
+def find_stamp(line: str) -> Stamp | None:
+    """The leftmost recognised timestamp in `line` (the longer one at the same position)."""
+    best: tuple[tuple[int, int], Stamp] | None = None
+    for kind, pattern in PATTERNS:
+        for m in pattern.finditer(line):
+            key = (m.start(), -(m.end() - m.start()))
+            if best is not None and key >= best[0]:
+                break
+            stamp = _from_match(kind, m)
+            if stamp is not None:
+                best = (key, stamp)
+                break
+    return best[1] if best else None
+
+
+# ---------------------------------------------------------------- per-log overrides
+
+_DIRECTIVES = {
+    "Y": r"\d{4}",
+    "y": r"\d{2}",
+    "m": r"\d{1,2}",
+    "d": r"\d{1,2}",
+    "H": r"\d{1,2}",
+    "I": r"\d{1,2}",
+    "M": r"\d{1,2}",
+    "S": r"\d{1,2}",
+    "f": r"\d{1,6}",
+    "j": r"\d{1,3}",
+    "b": r"[A-Za-z]{3}",
+    "h": r"[A-Za-z]{3}",
+    "B": r"[A-Za-z]+",
+    "a": r"[A-Za-z]{3}",
+    "A": r"[A-Za-z]+",
+    "p": r"(?:AM|PM|am|pm)",
+    "z": r"(?:Z|[+-]\d{2}(?::?\d{2})?)",
+    "%": "%",
+}
+
+
+def format_regex(fmt: str) -> re.Pattern[str]:
+    """A regex that finds text written with strptime format `fmt` inside a longer line."""
+    out = []
+    i = 0
+    while i < len(fmt):
+        c = fmt[i]
+        if c == "%":
+            if i + 1 >= len(fmt):
+                raise FormatError("format ends with a lone '%'")
+            d = fmt[i + 1]
+            if d == "Z":
+                raise FormatError(
+                    "%Z (a zone name) is not supported: names like EST or IST are ambiguous; "
+                    "use %z for a numeric offset, or let the host's tz apply"
+                )
+            if d not in _DIRECTIVES:
+                raise FormatError(f"unsupported directive %{d}")
+            out.append(_DIRECTIVES[d])
+            i += 2
+        elif c.isspace():
+            out.append(r"\s+")
+            while i < len(fmt) and fmt[i].isspace():
+                i += 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    if not any(d in fmt for d in ("%H", "%I")):
+        raise FormatError("format has no hour (%H or %I)")
+    if not any(d in fmt for d in ("%d", "%j")):
+        raise FormatError("format has no day (%d or %j)")
+    return re.compile("".join(out))
+
+
+def parse_with_format(text: str, fmt: str) -> Stamp | None:
+    """Parse `text` (exactly) with strptime `fmt`; a missing year is left to `infer_year`."""
+    year_known = "%Y" in fmt or "%y" in fmt
+    try:
+        if year_known:
+            dt = datetime.strptime(text, fmt)
+        else:  # add a leap year so that Feb 29 parses; the real year is inferred later
+            dt = datetime.strptime(f"{text} 2000", f"{fmt} %Y")
+    except ValueError:
+        return None
+    offset = dt.utcoffset()
+    return Stamp("format", text, dt.replace(tzinfo=None), offset, year_known)
+
+
+def find_with(line: str, fmt: str | None, regex: re.Pattern[str] | None) -> Stamp | None:
+    """The stamp in `line` under a log's overrides: `regex` (group `ts`) and/or `format`."""
+    if regex is not None:
+        m = regex.search(line)
+        if not m or m.group("ts") is None:
+            return None
+        text = m.group("ts")
+        if fmt:
+            return parse_with_format(text.strip(), fmt)
+        return find_stamp(text)
+    if fmt:
+        for m in format_regex(fmt).finditer(line):
+            stamp = parse_with_format(m.group(0), fmt)
+            if stamp is not None:
+                return stamp
+        return None
+    return find_stamp(line)
+
+
+# ---------------------------------------------------------------- placing in time
+
+
+def infer_year(stamp: Stamp, zone: tzinfo, now: datetime) -> tuple[datetime, str | None]:
+    """The wall time with the year that puts it nearest to `now`, and never more than a day
+    in the future (syslog has no year: a December line read in January is last year's)."""
+    if stamp.year_known:
+        return stamp.wall, None
+    local_now = now.astimezone(zone)
+    best: tuple[float, datetime] | None = None
+    for year in (local_now.year - 1, local_now.year, local_now.year + 1):
+        try:
+            wall = stamp.wall.replace(year=year)
+        except ValueError:  # Feb 29 in a common year
+            continue
+        moment = wall.replace(tzinfo=zone) if stamp.offset is None else wall
+        if stamp.offset is not None:
+            moment = wall.replace(tzinfo=UTC) - stamp.offset
+        ahead = (moment - now).total_seconds()
+        if ahead > 86400:
+            continue
+        if best is None or abs(ahead) < best[0]:
+            best = (abs(ahead), wall)
+    if best is None:
+        return stamp.wall.replace(year=local_now.year - 1), None
+    note = None
+    if best[1].year != local_now.year:
+        note = f"no year in the line: read as {best[1].year} (nearest to now)"
+    return best[1], note
+
+
+def zone_named(name: str) -> tzinfo:
+    return UTC if name in ("UTC", "Etc/UTC", "Z") else ZoneInfo(name)
+
+
+def resolve(
+    stamp: Stamp,
+    zone: tzinfo,
+    zone_name: str,
+    now: datetime,
+    hint: datetime | None = None,
+) -> Resolved:
+    """Place `stamp` in time. `zone` applies only when the text has no offset; `hint` (the
+    file's mtime, UTC) picks the occurrence of a wall time repeated by a DST change."""
+    wall, year_note = infer_year(stamp, zone, now)
+    if stamp.kind == "epoch":
+        utc = wall.replace(tzinfo=UTC)
+        return Resolved(utc, utc.astimezone(zone), "epoch", None)
+    if stamp.offset is not None:
+        from datetime import timezone
+
+        local = wall.replace(tzinfo=timezone(stamp.offset))
+        return Resolved(local.astimezone(UTC), local, f"offset {local:%z} in the line", year_note)
+    first = wall.replace(tzinfo=zone, fold=0)
+    second = wall.replace(tzinfo=zone, fold=1)
+    note = year_note
+    if first.utcoffset() == second.utcoffset():
+        chosen = first
+    else:
+        u1, u2 = first.astimezone(UTC), second.astimezone(UTC)
+        exists1 = u1.astimezone(zone).replace(tzinfo=None) == wall
+        exists2 = u2.astimezone(zone).replace(tzinfo=None) == wall
+        when = f"{wall:%H:%M:%S} on {wall:%Y-%m-%d}"
+        if exists1 and exists2:
+            if hint is not None:
+                # the line was written no later than the file's mtime: the occurrence at or
+                # before it and nearest to it
+                candidates = [c for c in (first, second) if c.astimezone(UTC) <= hint + _SLACK]
+                pool = candidates or [first, second]
+                chosen = min(pool, key=lambda c: abs((hint - c.astimezone(UTC)).total_seconds()))
+                why = "the one nearest the file's modification time"
+            else:
+                chosen = first
+                why = "the first (no modification time to decide)"
+            which = "first" if chosen is first else "second"
+            note = (
+                f"{when} occurs twice in {zone_name} (DST ended): read as the {which} "
+                f"occurrence, {chosen.tzname()} (UTC{chosen:%z}), {why}"
+            )
+        else:
+            chosen = first  # PEP 495: the offset in force before the change
+            note = (
+                f"{when} does not exist in {zone_name} (clocks skipped it for DST): read with "
+                f"the offset before the change, UTC{first:%z}"
+            )
+    return Resolved(chosen.astimezone(UTC), chosen, zone_name, note)
+
+
+_SLACK = timedelta(seconds=120)
