@@ -536,3 +536,75 @@ class Lab:
         path = self.dir / f"hosts-{secrets.token_hex(3)}.toml"
         path.write_text("\n".join(parts) + "\n")
         return path
+
+    # ------------------------------------------------------------ rater (broker-side checks)
+    def start_rater(
+        self,
+        host: LabHost | None = None,
+        inbox: str = "arena:rater:inbox",
+        block_timeout: float = 1.0,
+        name: str = "rater",
+        log: Path | None = None,
+        reply_key: str | None = None,
+        pop: str = "blpop",
+    ) -> subprocess.Popen[bytes]:
+        """A simulated rater: one connection named `name` looping on `pop` (BLPOP/BRPOP) of
+        `inbox` with `block_timeout`. For each envelope it takes it appends "processed <id>"
+        to `log` and, with `reply_key`, RPUSHes the id there. Prints "ready" once connected."""
+        target = "127.0.0.1" if host is None else self.gateway
+        script = textwrap.dedent(
+            f"""\
+            import json, sys
+            import redis
+            r = redis.Redis(host={target!r}, port={self.redis_port}, client_name={name!r},
+                            protocol=2, socket_timeout=None)
+            r.ping()
+            sys.stdout.write("ready\\n"); sys.stdout.flush()
+            log = {str(log) if log else None!r}
+            while True:
+                item = r.{pop}([{inbox!r}], timeout={block_timeout!r})
+                if item is None:
+                    continue
+                raw = item[1]
+                try:
+                    ident = json.loads(raw).get("id", "")
+                except Exception:
+                    ident = ""
+                if log:
+                    with open(log, "a") as f:
+                        f.write("processed %s\\n" % ident)
+                if {reply_key!r} and ident:
+                    r.rpush({reply_key!r}, ident)
+            """
+        )
+        proc = self.spawn(
+            [sys.executable, "-c", script], ns=host.ns if host else None, stdout=subprocess.PIPE
+        )
+        assert proc.stdout is not None
+        if proc.stdout.readline().strip() != b"ready":
+            raise RuntimeError("the lab rater did not start")
+        return proc
+
+    def freeze(self, proc: subprocess.Popen[bytes]) -> None:
+        """SIGSTOP a lab process and wait until the kernel reports it stopped."""
+        os.killpg(proc.pid, signal.SIGSTOP)
+        wait_for(lambda: _proc_state(proc.pid) in ("T", "t"), 5, f"process {proc.pid} to stop")
+
+    def thaw(self, proc: subprocess.Popen[bytes]) -> None:
+        os.killpg(proc.pid, signal.SIGCONT)
+
+    def client_named(self, name: str) -> list[dict[str, str]]:
+        """The broker's CLIENT LIST entries with this client name, as field dicts."""
+        out = []
+        for c in self.client().client_list():
+            if c.get("name") == name:
+                out.append(c)
+        return out
+
+
+def _proc_state(pid: int) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "?"
+    return stat.rsplit(")", 1)[1].split()[0]

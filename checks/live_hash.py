@@ -1,0 +1,265 @@
+"""live_hash: zombie entries in the hash of running matches. (FIELD-NOTES 1)
+
+Workers HSET an entry when a match starts and HDEL it when it ends; a SIGKILLed worker leaks
+its entry forever (no per-field TTL before Redis 7.4 / Valkey 9). Observed: 263 entries with
+~50 workers alive. An entry older than `max_age` (the match wall plus margin) is certainly dead;
+one whose start is missing or unreadable cannot prove it is alive, so it is stale and counted
+as malformed. Read with HSCAN, never HGETALL. `fleetcheck reap-live` removes them safely.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from fleetcheck.check import Check, Scope
+from fleetcheck.config import Duration, HostConfig, InvalidValue
+from fleetcheck.context import PatrolContext
+from fleetcheck.model import Result, Status
+from fleetcheck.parse.clientlist import normalise_ip
+from fleetcheck.parse.duration import format_duration
+from fleetcheck.reap import LiveScan, describe_kind, read_live, stale_reason
+
+
+@dataclass(frozen=True)
+class LiveHashConfig:
+    key: str = "arena:live"  # the hash of running matches
+    max_age: Duration = 900.0  # older than this: certainly dead (match wall + margin)
+    started_field: str = "started_at"  # JSON field holding the start (epoch or ISO 8601)
+    owner_field: str = "host"  # JSON field naming the worker's host ("" for none)
+    naive_tz: str | None = None  # zone of ISO starts written without offset (else malformed)
+    crit_count: int | None = None  # CRIT when more stale entries than this
+    crit_share: float | None = 0.5  # CRIT when more than this share of entries is stale
+    scan_count: int = 500  # HSCAN COUNT per round trip
+    show: int = 5  # stale entries listed as evidence
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            raise InvalidValue("key", "must not be empty")
+        if self.max_age <= 0:
+            raise InvalidValue("max_age", "must be longer than 0s")
+        if not self.started_field:
+            raise InvalidValue("started_field", "must not be empty")
+        if self.naive_tz is not None:
+            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+            try:
+                ZoneInfo(self.naive_tz)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise InvalidValue(
+                    "naive_tz", f"unknown time zone {self.naive_tz!r} (use an IANA name)"
+                ) from None
+        if self.crit_count is not None and self.crit_count < 0:
+            raise InvalidValue("crit_count", "must be 0 or more")
+        if self.crit_share is not None and not 0 <= self.crit_share < 1:
+            raise InvalidValue("crit_share", "must be at least 0 and below 1 (a share)")
+        if not 10 <= self.scan_count <= 5000:
+            raise InvalidValue("scan_count", "must be between 10 and 5000")
+        if not 0 <= self.show <= 100:
+            raise InvalidValue("show", "must be between 0 and 100")
+
+
+@dataclass(frozen=True)
+class LiveHashFacts:
+    scan: LiveScan
+    owners_connected: dict[str, bool | None]  # owner -> has broker connections (None: unknown)
+    hexpire: bool  # the server has per-field TTLs
+    server: str  # "redis 7.0.15" for the advice line
+
+
+def owner_presence(
+    owners: list[str], hosts: tuple[HostConfig, ...], connected: set[str]
+) -> dict[str, bool | None]:
+    """For each owner name: True/False if we can tell whether it holds broker connections
+    (it is a configured host's name or one of its addresses, or an IP), None if we cannot."""
+    out: dict[str, bool | None] = {}
+    for owner in owners:
+        addrs: set[str] | None = None
+        ip = normalise_ip(owner)
+        for h in hosts:
+            claimed = {normalise_ip(a) for a in h.addrs}
+            if owner == h.name or ip in claimed:
+                addrs = claimed or None
+                break
+        else:
+            if _is_ip(ip):
+                addrs = {ip}
+        out[owner] = None if addrs is None else bool(addrs & connected)
+    return out
+
+
+def _is_ip(text: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return False
+
+
+class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
+    name = "live_hash"
+    description = "zombie entries in the live-matches hash (HSCAN; stale and malformed)"
+    scope = Scope.BROKER
+    config_type = LiveHashConfig
+
+    def probe(
+        self, ctx: PatrolContext, host: HostConfig | None, config: LiveHashConfig
+    ) -> LiveHashFacts:
+        from fleetcheck.transport.redis import server_identity, supports
+
+        r = ctx.broker()
+        tz = None
+        if config.naive_tz:
+            from zoneinfo import ZoneInfo
+
+            tz = ZoneInfo(config.naive_tz)
+        try:
+            scan = read_live(
+                r,
+                config.key,
+                count=config.scan_count,
+                started_field=config.started_field,
+                owner_field=config.owner_field or None,
+                assume_tz=tz,
+                keep=max(config.show, 1),
+            )
+        except Exception as e:
+            raise ctx.broker_error(e) from None
+        owners = sorted(set(scan.owner_names) | set(scan.malformed_owners))
+        presence: dict[str, bool | None] = {o: None for o in owners}
+        if owners:
+            try:
+                connected = {c.host for c in ctx.client_list()}
+                presence = owner_presence(owners, ctx.fleet.hosts, connected)
+            except Exception:
+                pass  # evidence only: without CLIENT LIST no leak is called confirmed
+        info: dict[str, Any] = {}
+        try:
+            info = ctx.info()
+        except Exception:
+            pass
+        server, version = server_identity(info)
+        label = f"{server} {'.'.join(map(str, version))}" if version else server
+        return LiveHashFacts(scan, presence, bool(info) and supports(info, "hexpire"), label)
+
+    def evaluate(
+        self, facts: LiveHashFacts, config: LiveHashConfig, host: HostConfig | None, now: datetime
+    ) -> Result:
+        scan = facts.scan
+        key = config.key
+        if scan.kind not in ("hash", "none"):
+            return self.result(host, Status.UNKNOWN, describe_kind(key, scan.kind))
+        t = now.timestamp()
+        max_age = config.max_age
+        old = future = 0
+        oldest_start = None
+        stale_by_owner: Counter[str] = Counter(scan.malformed_owners)
+        for start, owner in zip(scan.starts, scan.owners, strict=True):
+            if oldest_start is None or start < oldest_start:
+                oldest_start = start
+            reason = stale_reason(start, None, t, max_age)
+            if not reason:
+                continue
+            if reason.startswith("malformed"):
+                future += 1
+            else:
+                old += 1
+            if owner >= 0:
+                stale_by_owner[scan.owner_names[owner]] += 1
+        malformed = scan.malformed + future
+        stale = old + malformed
+        entries = scan.entries
+        fresh = entries - stale
+        oldest_age = None if oldest_start is None else round(max(0.0, t - oldest_start), 3)
+        metrics: dict[str, Any] = {
+            "entries": entries,
+            "fresh": fresh,
+            "stale": stale,
+            "malformed": malformed,
+            "oldest_age_s": oldest_age,
+        }
+        if scan.kind == "none":
+            return self.result(
+                host, Status.OK, f"{key}: absent (no running matches recorded)", metrics=metrics
+            )
+        leaks = sorted(o for o in stale_by_owner if facts.owners_connected.get(o) is False)
+        examples: list[dict[str, Any]] = []
+        for start, name, owner in scan.oldest:
+            if len(examples) >= config.show or t - start <= max_age:
+                break
+            examples.append(self._example(name, round(t - start, 3), None, owner, facts))
+        for name, problem, owner in scan.malformed_samples:
+            if len(examples) >= config.show * 2:
+                break
+            examples.append(self._example(name, None, problem, owner, facts))
+        advice = (
+            f"{facts.server} has HEXPIRE: let workers give each field a TTL "
+            f"(HEXPIRE {key} <wall+margin> FIELDS 1 <id>) so leaks expire by themselves"
+            if facts.hexpire
+            else f"{facts.server} has no per-field TTL (HEXPIRE needs Redis >= 7.4 or "
+            f"Valkey >= 9): remove zombies with `fleetcheck reap-live --apply`"
+        )
+        evidence: dict[str, Any] = {
+            "stale_examples": examples,
+            "stale_by_owner": dict(stale_by_owner.most_common(20)),
+            "confirmed_leaks": leaks,
+        }
+        if future:
+            evidence["future_starts"] = future
+        age_text = format_duration(max_age)
+        if stale == 0:
+            oldest = f", oldest {format_duration(oldest_age)}" if oldest_age is not None else ""
+            return self.result(
+                host,
+                Status.OK,
+                f"{key}: {entries} entries, all younger than {age_text}{oldest}",
+                metrics=metrics,
+                evidence=evidence,
+            )
+        evidence["advice"] = advice
+        share = stale / entries if entries else 0.0
+        crit = (config.crit_count is not None and stale > config.crit_count) or (
+            config.crit_share is not None and share > config.crit_share
+        )
+        parts = []
+        if old:
+            parts.append(f"{old} older than {age_text}")
+        if malformed:
+            parts.append(f"{malformed} malformed")
+        summary = f"{key}: {stale} of {entries} entries stale ({', '.join(parts)})"
+        if oldest_age is not None and oldest_age > max_age:
+            summary += f", oldest {format_duration(oldest_age)}"
+        if leaks:
+            summary += f"; confirmed leak: {', '.join(leaks)} not connected to the broker"
+        summary += "; fleetcheck reap-live removes them"
+        return self.result(
+            host,
+            Status.CRIT if crit else Status.WARN,
+            summary,
+            metrics=metrics,
+            evidence=evidence,
+        )
+
+    @staticmethod
+    def _example(
+        name: str, age: float | None, problem: str | None, owner: str | None, facts: LiveHashFacts
+    ) -> dict[str, Any]:
+        row: dict[str, Any] = {"id": name}
+        if age is not None:
+            row["age_s"] = age
+        if problem is not None:
+            row["malformed"] = problem
+        if owner is not None:
+            row["owner"] = owner
+            connected = facts.owners_connected.get(owner)
+            if connected is False:
+                row["confirmed_leak"] = True
+                row["note"] = f"owner {owner} has no broker connection: confirmed leak"
+        return row
+
+
+CHECK = LiveHashCheck()

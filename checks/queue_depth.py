@@ -1,0 +1,220 @@
+"""queue_depth: queue depth against the backpressure cap, and how old the head is.
+(FIELD-NOTES 2 and 8)
+
+Depth is the sum of LLEN over several lists (pending plus in-flight), read in one pipelined
+round trip per sample. A depth over the cap is not "busy": the cap is enforced by the enqueue
+path, so going past it proves the guard is broken (a check-then-act race). Several samples are
+taken, all reported, judged on the largest. Where jobs are JSON with an enqueue time, the age
+of each list's head (the next job out) is reported too: a short queue can still hold a job that
+has waited for two hours.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from fleetcheck.check import Check, CheckError, Scope
+from fleetcheck.config import Duration, HostConfig, InvalidValue
+from fleetcheck.context import PatrolContext
+from fleetcheck.model import Result, Status, worst
+from fleetcheck.parse.duration import format_duration
+from fleetcheck.parse.instant import parse_instant
+
+
+@dataclass(frozen=True)
+class QueueDepthConfig:
+    keys: tuple[str, ...]  # the lists whose lengths add up to the depth (required)
+    cap: int  # the enqueue guard's cap on the summed depth (required)
+    warn_at: float = 0.8  # WARN at or above this share of the cap
+    samples: int = 3  # readings per patrol
+    interval: Duration = 1.0  # time between readings
+    push: Literal["rpush", "lpush"] = "rpush"  # how producers add jobs (the head is the other end)
+    enqueued_field: str = "enqueued_at"  # JSON field with the enqueue time (epoch or ISO 8601)
+    max_wait: Duration | None = None  # WARN when a head job has waited longer than this
+    naive_tz: str | None = None  # zone for ISO times written without offset
+
+    def __post_init__(self) -> None:
+        if not self.keys:
+            raise InvalidValue("keys", "list at least one queue key")
+        if len(set(self.keys)) != len(self.keys):
+            raise InvalidValue("keys", "a key is listed twice (it would be counted twice)")
+        if any(not k for k in self.keys):
+            raise InvalidValue("keys", "a key must not be empty")
+        if self.cap < 1:
+            raise InvalidValue("cap", "must be 1 or more")
+        if not 0 < self.warn_at <= 1:
+            raise InvalidValue("warn_at", "must be a share of the cap above 0 and at most 1")
+        if not 1 <= self.samples <= 60:
+            raise InvalidValue("samples", "must be between 1 and 60")
+        if self.interval > 60:
+            raise InvalidValue("interval", "must be at most 60s")
+        if self.max_wait is not None and self.max_wait <= 0:
+            raise InvalidValue("max_wait", "must be longer than 0s")
+        if self.naive_tz is not None:
+            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+            try:
+                ZoneInfo(self.naive_tz)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise InvalidValue(
+                    "naive_tz", f"unknown time zone {self.naive_tz!r} (use an IANA name)"
+                ) from None
+
+
+@dataclass(frozen=True)
+class Head:
+    """The next job of one list, as far as we could read its enqueue time."""
+
+    enqueued_at: float | None
+    problem: str | None  # why no enqueue time was read ("not JSON", "no enqueued_at", ...)
+
+
+@dataclass(frozen=True)
+class QueueFacts:
+    samples: tuple[dict[str, int], ...]  # per sample: key -> length
+    heads: dict[str, Head] = field(default_factory=dict)  # at the last sample, non-empty lists
+    read_at: float = 0.0  # epoch of the last sample (head ages are measured from it)
+
+
+def read_head(raw: bytes | None, enqueued_field: str, assume_tz: Any = None) -> Head | None:
+    """Pure: the enqueue time of a head job, None for an empty list."""
+    if raw is None:
+        return None
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return Head(None, "not JSON")
+    if not isinstance(doc, dict):
+        return Head(None, "not a JSON object")
+    if enqueued_field not in doc:
+        return Head(None, f"no {enqueued_field}")
+    try:
+        return Head(parse_instant(doc[enqueued_field], assume_tz), None)
+    except ValueError as e:
+        return Head(None, f"{enqueued_field}: {e}")
+
+
+class QueueDepthCheck(Check[QueueDepthConfig, QueueFacts]):
+    name = "queue_depth"
+    description = "summed queue depth against the enqueue cap, and the age of each queue's head"
+    scope = Scope.BROKER
+    config_type = QueueDepthConfig
+
+    def probe(
+        self, ctx: PatrolContext, host: HostConfig | None, config: QueueDepthConfig
+    ) -> QueueFacts:
+        import redis
+
+        r = ctx.broker()
+        head_index = 0 if config.push == "rpush" else -1
+        tz = None
+        if config.naive_tz:
+            from zoneinfo import ZoneInfo
+
+            tz = ZoneInfo(config.naive_tz)
+        samples: list[dict[str, int]] = []
+        heads: dict[str, Head] = {}
+        read_at = 0.0
+        for i in range(config.samples):
+            if i:
+                time.sleep(config.interval)
+            last = i == config.samples - 1
+            pipe = r.pipeline(transaction=False)
+            for key in config.keys:
+                pipe.llen(key)
+            if last:  # the head of each list, in the same round trip
+                for key in config.keys:
+                    pipe.lindex(key, head_index)
+            try:
+                replies = pipe.execute(raise_on_error=False)
+            except Exception as e:
+                raise ctx.broker_error(e) from None
+            read_at = time.time()
+            n = len(config.keys)
+            for key, reply in zip(config.keys, replies[:n], strict=True):
+                if isinstance(reply, redis.ResponseError):
+                    if "WRONGTYPE" in str(reply):
+                        raise CheckError(f"{key} is a {self._type(ctx, key)}, not a list")
+                    raise ctx.broker_error(reply)
+                if isinstance(reply, Exception):
+                    raise ctx.broker_error(reply)
+            samples.append({k: int(v) for k, v in zip(config.keys, replies[:n], strict=True)})
+            if last:
+                for key, raw in zip(config.keys, replies[n:], strict=True):
+                    if isinstance(raw, Exception):
+                        raise ctx.broker_error(raw)
+                    head = read_head(raw, config.enqueued_field, tz)
+                    if head is not None:
+                        heads[key] = head
+        return QueueFacts(tuple(samples), heads, read_at)
+
+    @staticmethod
+    def _type(ctx: PatrolContext, key: str) -> str:
+        try:
+            raw = ctx.broker().type(key)
+        except Exception:
+            return "value of another type"
+        return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+    def evaluate(
+        self, facts: QueueFacts, config: QueueDepthConfig, host: HostConfig | None, now: datetime
+    ) -> Result:
+        if not facts.samples:
+            return self.result(host, Status.UNKNOWN, "no queue samples were taken")
+        depths = [sum(s.values()) for s in facts.samples]
+        peak = max(range(len(depths)), key=lambda i: depths[i])
+        depth, lengths, cap = depths[peak], facts.samples[peak], config.cap
+        spread = ", ".join(f"{k} {n}" for k, n in lengths.items())
+        seen = f" (samples {', '.join(map(str, depths))})" if len(depths) > 1 else ""
+        if depth > cap:
+            status = Status.CRIT
+            summary = f"depth {depth} > cap {cap}: the enqueue guard is not holding ({spread})"
+        elif depth >= config.warn_at * cap:
+            status = Status.WARN
+            summary = (
+                f"depth {depth} is {depth / cap:.0%} of cap {cap} "
+                f"(warn at {config.warn_at:.0%}; {spread})"
+            )
+        else:
+            status = Status.OK
+            summary = f"depth {depth} of cap {cap} ({spread})"
+        summary += seen
+
+        waits: dict[str, float] = {}
+        unreadable: dict[str, str] = {}
+        for key, head in facts.heads.items():
+            if head.enqueued_at is None:
+                unreadable[key] = head.problem or "unreadable"
+            else:
+                waits[key] = round(max(0.0, facts.read_at - head.enqueued_at), 3)
+        metrics: dict[str, Any] = {
+            "depth": depth,
+            "cap": cap,
+            "lengths": lengths,
+            "samples": depths,
+        }
+        evidence: dict[str, Any] = {}
+        if waits:
+            oldest_key = max(waits, key=lambda k: waits[k])
+            oldest = waits[oldest_key]
+            metrics["oldest_wait_s"] = oldest
+            evidence["wait_by_key"] = waits
+            summary += f"; oldest head job waited {format_duration(oldest)} ({oldest_key})"
+            if config.max_wait is not None and oldest > config.max_wait:
+                status = worst([status, Status.WARN])
+                summary += f" > max_wait {format_duration(config.max_wait)}"
+        if unreadable:
+            evidence["head_unreadable"] = unreadable
+            if config.max_wait is not None:
+                status = worst([status, Status.UNKNOWN])
+                summary += "; head age unknown for " + ", ".join(
+                    f"{k} ({why})" for k, why in unreadable.items()
+                )
+        return self.result(host, status, summary, metrics=metrics, evidence=evidence or None)
+
+
+CHECK = QueueDepthCheck()

@@ -1,0 +1,437 @@
+"""rater_probe: is the rater's loop alive? Push one envelope and watch it leave. (FIELD-NOTES 6, 7)
+
+A process that exists and logs is not a loop that answers. The hard proof is behavioural: push
+a uniquely marked envelope into the rater's inbox and see that exact envelope taken within the
+timeout. Not taken: CRIT, and the envelope is removed again (LREM of exactly that value), so
+the inbox holds what it held before. Taken is not yet processed (a frozen process can still own
+a pending BLPOP that takes one envelope); `ack` asks for stronger proof: the id in the rater's
+log, or the id pushed back to a reply list. CLIENT LIST says what the rater's connection is
+doing, which separates "process gone" from "loop stuck outside BLPOP".
+
+This check is the only thing a patrol writes to the broker.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import shlex
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from fleetcheck.check import Check, CheckError, Scope
+from fleetcheck.config import Duration, HostConfig, InvalidValue
+from fleetcheck.context import PatrolContext
+from fleetcheck.model import Result, Status
+from fleetcheck.parse.clientlist import Client, parse_client_list
+from fleetcheck.parse.duration import format_duration
+
+DEFAULT_PAYLOAD = '{"type": "fleetcheck.probe", "id": "{id}", "sent_at": {sent_at}}'
+BLOCKING = {"blpop", "brpop", "blmove", "brpoplpush", "blmpop"}
+LOG_TAIL_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RaterProbeConfig:
+    inbox: str = "arena:rater:inbox"  # the list the rater pops from
+    push: Literal["rpush", "lpush"] = "rpush"  # how producers add to the inbox
+    timeout: Duration = 5.0  # the envelope must be taken (and acknowledged) within this
+    payload: str = DEFAULT_PAYLOAD  # template; {id} and {sent_at} are filled in
+    client_name: str = "rater"  # CLIENT SETNAME of the rater's connection (glob allowed)
+    ack: str | None = None  # stronger proof: "log" or "reply:KEY"
+    ack_host: str | None = None  # ack = "log": the host whose log shows the id
+    ack_log: str | None = None  # ack = "log": that log's path (default: the host's first log)
+
+    def __post_init__(self) -> None:
+        if not self.inbox:
+            raise InvalidValue("inbox", "must not be empty")
+        if not 0 < self.timeout <= 300:
+            raise InvalidValue("timeout", "must be longer than 0s and at most 5m")
+        if "{id}" not in self.payload:
+            raise InvalidValue("payload", "must contain {id} (the probe finds its envelope by it)")
+        sample = render_payload(self.payload, "00000000-0000-4000-8000-000000000000", 0.0)
+        if sample.lstrip().startswith(("{", "[")):
+            try:
+                json.loads(sample)
+            except ValueError as e:
+                raise InvalidValue("payload", f"looks like JSON but is not: {e}") from None
+        if self.ack is not None:
+            if self.ack == "log":
+                if not self.ack_host:
+                    raise InvalidValue("ack_host", 'ack = "log" needs ack_host (a host name)')
+            elif not (self.ack.startswith("reply:") and len(self.ack) > len("reply:")):
+                raise InvalidValue("ack", 'must be "log" or "reply:KEY"')
+            if self.ack == f"reply:{self.inbox}":
+                raise InvalidValue("ack", "the reply list must not be the inbox")
+
+
+def render_payload(template: str, probe_id: str, sent_at: float) -> str:
+    return template.replace("{id}", probe_id).replace("{sent_at}", f"{sent_at:.6f}")
+
+
+@dataclass(frozen=True)
+class ProbeFacts:
+    inbox: str
+    probe_id: str
+    timeout: float
+    consumed: bool
+    latency_ms: float | None  # push to first poll that no longer saw the envelope
+    inbox_length: int  # elements in the inbox when ours was pushed (ours excluded)
+    position: int | None = None  # not consumed: where ours still was
+    length_at_deadline: int | None = None  # not consumed: inbox length then (ours excluded)
+    removed: bool = False  # we took our envelope back out
+    ack: str | None = None
+    acked: bool | None = None  # None: not asked for, or could not look
+    ack_detail: str = ""
+    raters: tuple[Client, ...] | None = None  # None: CLIENT LIST unreadable
+    rater_pattern: str = "rater"
+
+
+def describe_raters(raters: tuple[Client, ...] | None, pattern: str) -> str:
+    """One phrase on what the rater's broker connection is doing (pure)."""
+    if raters is None:
+        return "rater connection unknown (CLIENT LIST unreadable)"
+    if not raters:
+        return f"no rater connection (no client named {pattern!r}): process gone or cut off"
+    blocked = [c for c in raters if c.blocked]
+    if blocked:
+        c = blocked[0]
+        idle = f", idle {c.idle_s} s" if c.idle_s is not None else ""
+        return f"rater connected and blocked in {c.cmd or 'a blocking pop'}{idle}"
+    c = max(raters, key=lambda c: c.idle_s or 0)
+    idle = f", idle {c.idle_s} s" if c.idle_s is not None else ""
+    last = f" (last command {c.cmd})" if c.cmd else ""
+    return f"rater connected, not blocked{idle}{last}: its loop is stuck outside BLPOP"
+
+
+class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
+    name = "rater_probe"
+    description = "pushes one probe envelope into the rater's inbox and times its consumption"
+    scope = Scope.BROKER
+    config_type = RaterProbeConfig
+
+    def probe(
+        self, ctx: PatrolContext, host: HostConfig | None, config: RaterProbeConfig
+    ) -> ProbeFacts:
+        from fleetcheck.transport.redis import supports
+
+        r = ctx.broker()
+        ack_host = self._ack_host(ctx, config)  # refuse a bad ack setup before writing
+        try:
+            info = ctx.info()
+            kind = r.type(config.inbox)
+        except CheckError:
+            raise
+        except Exception as e:
+            raise ctx.broker_error(e) from None
+        kind_text = kind.decode() if isinstance(kind, bytes) else str(kind)
+        if kind_text not in ("list", "none"):
+            raise CheckError(f"{config.inbox} is a {kind_text}, not a list: nothing pushed")
+        has_lpos = supports(info, "lpos")
+        raters = self._raters(ctx, config.client_name)
+
+        probe_id = str(uuid.uuid4())
+        envelope = render_payload(config.payload, probe_id, time.time()).encode()
+        from_head = config.push == "rpush"  # consumers pop the other end
+        start = time.perf_counter()
+        try:
+            pushed = (
+                r.rpush(config.inbox, envelope) if from_head else r.lpush(config.inbox, envelope)
+            )
+        except Exception as e:
+            raise ctx.broker_error(e) from None
+        length = int(pushed)  # type: ignore[arg-type]
+        deadline = start + config.timeout
+        window = length  # ours can only move towards the consumer's end
+
+        consumed, latency_ms, position = False, None, None
+        polls = 0
+        try:
+            while True:
+                position = self._position(r, config.inbox, envelope, window, from_head, has_lpos)
+                now = time.perf_counter()
+                if position is None:
+                    consumed, latency_ms = True, (now - start) * 1000
+                    break
+                window = position + 1
+                if now >= deadline:
+                    break
+                polls += 1
+                time.sleep(min(0.001 if polls < 200 else 0.005, max(0.0, deadline - now)))
+        except Exception as e:
+            self._take_back(r, config, envelope)
+            raise ctx.broker_error(e) from None
+
+        removed, length_at_deadline = False, None
+        if not consumed:
+            n_removed, length_at_deadline = self._take_back(r, config, envelope)
+            removed = n_removed > 0
+            if not removed:  # taken between our last look and the LREM: consumed, but late
+                consumed, latency_ms = True, (time.perf_counter() - start) * 1000
+                position = None
+
+        acked, ack_detail = None, ""
+        if consumed and config.ack:
+            acked, ack_detail = self._await_ack(ctx, config, probe_id, ack_host, deadline, has_lpos)
+        if not consumed or acked is False:
+            raters = self._refresh(ctx, raters, config.client_name, info)
+        return ProbeFacts(
+            inbox=config.inbox,
+            probe_id=probe_id,
+            timeout=config.timeout,
+            consumed=consumed,
+            latency_ms=None if latency_ms is None else round(latency_ms, 3),
+            inbox_length=length - 1,
+            position=position,
+            length_at_deadline=length_at_deadline,
+            removed=removed,
+            ack=config.ack,
+            acked=acked,
+            ack_detail=ack_detail,
+            raters=raters,
+            rater_pattern=config.client_name,
+        )
+
+    # ------------------------------------------------------------ helpers (I/O)
+    @staticmethod
+    def _position(
+        r: Any, inbox: str, envelope: bytes, window: int, from_head: bool, has_lpos: bool
+    ) -> int | None:
+        """Where our envelope is, counted from the consumer's end; None once it is gone.
+
+        Only the first `window` elements from the consumer's end are searched: ours cannot be
+        further away than where it was last seen, so each look stays short on the server.
+        """
+        if has_lpos:
+            if from_head:
+                pos = r.execute_command("LPOS", inbox, envelope, "RANK", 1, "MAXLEN", window)
+                return None if pos is None else int(pos)
+            pipe = r.pipeline(transaction=False)
+            pipe.execute_command("LPOS", inbox, envelope, "RANK", -1, "MAXLEN", window)
+            pipe.llen(inbox)
+            pos, length = pipe.execute()
+            return None if pos is None else max(0, int(length) - 1 - int(pos))
+        if from_head:
+            items = r.lrange(inbox, 0, window - 1)
+        else:
+            items = list(reversed(r.lrange(inbox, -window, -1)))
+        try:
+            return items.index(envelope)
+        except ValueError:
+            return None
+
+    @staticmethod
+    def _take_back(r: Any, config: RaterProbeConfig, envelope: bytes) -> tuple[int, int | None]:
+        """LREM exactly our envelope (one copy); (removed, inbox length afterwards)."""
+        try:
+            pipe = r.pipeline(transaction=False)
+            pipe.lrem(config.inbox, 1 if config.push == "rpush" else -1, envelope)
+            pipe.llen(config.inbox)
+            removed, length = pipe.execute()
+            return int(removed), int(length)
+        except Exception:
+            return 0, None
+
+    @staticmethod
+    def _ack_host(ctx: PatrolContext, config: RaterProbeConfig) -> HostConfig | None:
+        if config.ack != "log":
+            return None
+        try:
+            h = ctx.fleet.host(config.ack_host or "")
+        except KeyError:
+            raise CheckError(
+                f"ack_host {config.ack_host!r} is not a host in {ctx.fleet.path}: nothing pushed"
+            ) from None
+        if h.ssh is None:
+            raise CheckError(f"ack_host {h.name} has no ssh, so its log cannot be read")
+        if not (config.ack_log or h.logs):
+            raise CheckError(f"ack_host {h.name} has no logs; set ack_log to the rater's log")
+        return h
+
+    @staticmethod
+    def _raters(ctx: PatrolContext, pattern: str) -> tuple[Client, ...] | None:
+        try:
+            clients = ctx.client_list()
+        except Exception:
+            return None
+        return tuple(c for c in clients if fnmatch.fnmatchcase(c.name, pattern))
+
+    @staticmethod
+    def _refresh(
+        ctx: PatrolContext,
+        raters: tuple[Client, ...] | None,
+        pattern: str,
+        info: dict[str, Any],
+    ) -> tuple[Client, ...] | None:
+        """The rater connections as they are now (CLIENT LIST ID: cheap with 10k clients)."""
+        from fleetcheck.transport.redis import supports
+
+        if not raters or not supports(info, "client_list_id"):
+            return raters
+        ids = [c.id for c in raters if c.id is not None]
+        try:
+            raw = ctx.broker().execute_command("CLIENT", "LIST", "ID", *ids)
+        except Exception:
+            return raters
+        return tuple(c for c in parse_client_list(raw) if fnmatch.fnmatchcase(c.name, pattern))
+
+    def _await_ack(
+        self,
+        ctx: PatrolContext,
+        config: RaterProbeConfig,
+        probe_id: str,
+        host: HostConfig | None,
+        deadline: float,
+        has_lpos: bool,
+    ) -> tuple[bool | None, str]:
+        assert config.ack is not None
+        if config.ack == "log":
+            assert host is not None
+            return self._await_log(ctx, config, probe_id, host, deadline)
+        key = config.ack.split(":", 1)[1]
+        r = ctx.broker()
+        ident = probe_id.encode()
+        try:
+            while True:
+                if has_lpos:
+                    found = r.execute_command("LPOS", key, ident, "MAXLEN", 1000) is not None
+                else:
+                    found = ident in r.lrange(key, 0, 999)
+                if found:
+                    r.lrem(key, 1, ident)  # the reply was for us: leave the list as it was
+                    return True, f"id pushed to {key}"
+                if time.perf_counter() >= deadline:
+                    return False, f"id not pushed to {key} within {format_duration(config.timeout)}"
+                time.sleep(0.002)
+        except Exception as e:
+            return None, f"reply list {key} unreadable: {ctx.broker_error(e).reason}"
+
+    @staticmethod
+    def _await_log(
+        ctx: PatrolContext,
+        config: RaterProbeConfig,
+        probe_id: str,
+        host: HostConfig,
+        deadline: float,
+    ) -> tuple[bool | None, str]:
+        path = config.ack_log or host.logs[0].path
+        wait = max(0.0, deadline - time.perf_counter())
+        # one exec that polls on the host (every exec costs the host a login shell)
+        script = (
+            f"f={shlex.quote(path)}; id={shlex.quote(probe_id)}; n={int(wait * 10) + 1}\n"
+            '[ -r "$f" ] || { echo "unreadable"; exit 3; }\n'
+            "while :; do\n"
+            f'  tail -c {LOG_TAIL_BYTES} "$f" | grep -F -q -- "$id" && {{ echo found; exit 0; }}\n'
+            '  n=$((n - 1)); [ "$n" -le 0 ] && exit 1\n'
+            "  sleep 0.1\n"
+            "done"
+        )
+        try:
+            result = ctx.shell(host).run(script, wait + 5.0, 4096)
+        except CheckError as e:
+            return None, f"{host.name}: log not readable: {e.reason}"
+        out = result.stdout.decode("utf-8", "replace")
+        if "found" in out:
+            return True, f"id logged in {host.name}:{path}"
+        if "unreadable" in out:
+            return None, f"{host.name}:{path} is not readable"
+        if result.rc is None:
+            return None, f"{host.name}: log search did not finish"
+        return False, f"id not in {host.name}:{path} within {format_duration(config.timeout)}"
+
+    # ------------------------------------------------------------ judgement (pure)
+    def evaluate(
+        self, facts: ProbeFacts, config: RaterProbeConfig, host: HostConfig | None, now: datetime
+    ) -> Result:
+        raters = describe_raters(facts.raters, facts.rater_pattern)
+        proof = None
+        if facts.consumed:
+            proof = "consumed"
+            if facts.acked:
+                proof = "logged" if facts.ack == "log" else "replied"
+        metrics: dict[str, Any] = {
+            "consumed": facts.consumed,
+            "latency_ms": facts.latency_ms,
+            "inbox_length": facts.inbox_length,
+            "proof": proof,
+        }
+        if facts.raters is not None:
+            metrics["rater_connections"] = len(facts.raters)
+            metrics["rater_blocked"] = sum(1 for c in facts.raters if c.blocked)
+        evidence: dict[str, Any] = {
+            "probe_id": facts.probe_id,
+            "rater": raters,
+            "raters": [
+                {
+                    "addr": c.fields.get("addr", c.host),
+                    "name": c.name,
+                    "flags": c.flags,
+                    "cmd": c.cmd,
+                    "idle_s": c.idle_s,
+                }
+                for c in (facts.raters or ())
+            ][:10],
+        }
+        if facts.ack_detail:
+            evidence["ack"] = facts.ack_detail
+        limit = format_duration(facts.timeout)
+        inbox = facts.inbox
+        if not facts.consumed:
+            metrics["position"] = facts.position
+            metrics["length_at_deadline"] = facts.length_at_deadline
+            where = (
+                f"at position {facts.position} of {facts.length_at_deadline}"
+                if facts.length_at_deadline is not None
+                else f"at position {facts.position}"
+            )
+            back = "removed again" if facts.removed else "COULD NOT be removed"
+            return self.result(
+                host,
+                Status.CRIT,
+                f"{inbox}: probe not consumed within {limit} (still {where}; {back}): {raters}",
+                metrics=metrics,
+                evidence=evidence,
+            )
+        latency = f"{facts.latency_ms:.1f} ms" if facts.latency_ms is not None else "?"
+        if facts.latency_ms is not None and facts.latency_ms > facts.timeout * 1000:
+            return self.result(
+                host,
+                Status.CRIT,
+                f"{inbox}: probe consumed only after {latency}, past the {limit} timeout: "
+                + raters,
+                metrics=metrics,
+                evidence=evidence,
+            )
+        if facts.ack and facts.acked is False:
+            return self.result(
+                host,
+                Status.CRIT,
+                f"{inbox}: probe taken in {latency} but not acknowledged ({facts.ack_detail}): "
+                f"taken is not processed (a frozen consumer can still own a pending BLPOP); "
+                + raters,
+                metrics=metrics,
+                evidence=evidence,
+            )
+        if facts.ack and facts.acked is None:
+            return self.result(
+                host,
+                Status.UNKNOWN,
+                f"{inbox}: probe taken in {latency}, but the {facts.ack} acknowledgement could "
+                f"not be checked: {facts.ack_detail}",
+                metrics=metrics,
+                evidence=evidence,
+            )
+        how = f"; {facts.ack_detail}" if facts.acked else ""
+        return self.result(
+            host,
+            Status.OK,
+            f"{inbox}: probe consumed in {latency} (proof: {proof}{how})",
+            metrics=metrics,
+            evidence=evidence,
+        )
+
+
+CHECK = RaterProbeCheck()

@@ -1,0 +1,148 @@
+"""broker: the verdict table from INFO values (pure), then one real INFO in the lab."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from fleetcheck.checks.broker import CHECK, BrokerFacts, BrokerHealthConfig
+
+from fleetcheck.config import ConfigError, from_dict
+from fleetcheck.context import PatrolContext
+from fleetcheck.model import Status
+from tests.lab import Lab
+
+NOW = datetime(2026, 11, 29, 6, 21, tzinfo=UTC)
+
+HEALTHY: dict[str, Any] = {
+    "redis_version": "7.0.15",
+    "role": "master",
+    "connected_clients": 52,
+    "maxclients": 10000,
+    "rejected_connections": 0,
+    "used_memory": 10_000_000,
+    "maxmemory": 0,
+    "maxmemory_policy": "noeviction",
+    "blocked_clients": 1,
+}
+
+
+def judge(ping_ms: float = 0.3, cfg: BrokerHealthConfig | None = None, **info: Any):
+    return CHECK.evaluate(
+        BrokerFacts(ping_ms, {**HEALTHY, **info}), cfg or BrokerHealthConfig(), None, NOW
+    )
+
+
+def test_healthy() -> None:
+    r = judge()
+    assert r.status is Status.OK
+    assert r.summary == "redis 7.0.15 master, ping 0.3 ms, 52 clients of 10000"
+    assert r.metrics["maxmemory_policy"] == "noeviction"
+    assert r.metrics["clients_share"] == 0.0052
+
+
+@pytest.mark.parametrize(
+    ("kw", "status", "text"),
+    [
+        ({"maxmemory_policy": "allkeys-lru"}, Status.WARN, "maxmemory_policy allkeys-lru"),
+        ({"connected_clients": 8000}, Status.WARN, "8000 of maxclients 10000 connections (80%)"),
+        ({"rejected_connections": 2854}, Status.WARN, "2854 connections rejected since start"),
+        (
+            {"used_memory": 900, "maxmemory": 1000},
+            Status.WARN,
+            "memory 90% of maxmemory (900 of 1000 bytes)",
+        ),
+        ({"used_memory": 700, "maxmemory": 1000}, Status.OK, ""),
+        (
+            {
+                "role": "slave",
+                "master_host": "10.0.0.1",
+                "master_port": 6379,
+                "master_link_status": "down",
+            },
+            Status.CRIT,
+            "replica of 10.0.0.1:6379 with its link down",
+        ),
+        (
+            {
+                "role": "slave",
+                "master_host": "10.0.0.1",
+                "master_port": 6379,
+                "master_link_status": "up",
+            },
+            Status.WARN,
+            "is a read-only replica of 10.0.0.1:6379",
+        ),
+        ({"valkey_version": "8.1.1", "redis_version": "7.2.4"}, Status.OK, "valkey 8.1.1"),
+    ],
+)
+def test_findings(kw: dict[str, Any], status: Status, text: str) -> None:
+    r = judge(**kw)
+    assert r.status is status
+    assert text in r.summary
+
+
+def test_slow_ping_and_options() -> None:
+    assert judge(ping_ms=80).status is Status.WARN
+    assert "PING took 80.0 ms (> 50 ms)" in judge(ping_ms=80).summary
+    relaxed = BrokerHealthConfig(require_noeviction=False, max_rejected=None)
+    assert judge(cfg=relaxed, maxmemory_policy="volatile-lru", rejected_connections=9).status is (
+        Status.OK
+    )
+    assert judge(cfg=BrokerHealthConfig(max_blocked=0), blocked_clients=3).status is Status.WARN
+
+
+def test_worst_finding_first_and_all_listed() -> None:
+    r = judge(
+        maxmemory_policy="allkeys-lru",
+        role="slave",
+        master_link_status="down",
+        master_host="h",
+        master_port=1,
+    )
+    assert r.status is Status.CRIT
+    assert [e["status"] for e in r.evidence] == ["CRIT", "WARN"]
+
+
+def test_missing_info_fields_do_not_crash() -> None:
+    r = CHECK.evaluate(
+        BrokerFacts(0.2, {"redis_version": "5.0.7"}), BrokerHealthConfig(), None, NOW
+    )
+    assert r.metrics["maxclients"] is None
+    assert r.status is Status.WARN  # policy unknown ("?") is not noeviction: cannot vouch
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"max_ping": "0s"}, "max_ping: must be longer than 0s"),
+        ({"clients_warn_at": 0}, "clients_warn_at: must be a share"),
+        ({"memory_warn_at": 2}, "memory_warn_at: must be a share"),
+        ({"max_rejected": -1}, "max_rejected: must be 0 or more"),
+        ({"require_noeviction": "yes"}, "require_noeviction: expected true or false"),
+    ],
+)
+def test_config_errors(table: dict[str, object], message: str) -> None:
+    data = {"broker": {"url": "redis://127.0.0.1:1"}, "checks": {"broker": table}}
+    with pytest.raises(ConfigError, match=message):
+        from_dict(data, "hosts.toml", lambda n: BrokerHealthConfig if n == "broker" else None)
+
+
+@pytest.mark.lab
+def test_real_info(lab: Lab) -> None:
+    from fleetcheck import registry
+    from fleetcheck.config import load
+
+    lab.client().config_set("maxmemory-policy", "allkeys-lru")
+    fleet = load(lab.config(checks="[checks.broker]\n", hosts=[]), registry.config_type)
+    ctx = PatrolContext(fleet)
+    try:
+        f = CHECK.probe(ctx, None, fleet.checks["broker"])
+    finally:
+        ctx.close()
+    r = CHECK.evaluate(f, fleet.checks["broker"], None, NOW)
+    assert r.metrics["version"] == "7.0.15" and r.metrics["role"] == "master"
+    assert r.metrics["maxclients"] >= 10000 and r.metrics["connected_clients"] >= 1
+    assert r.status is Status.WARN and "maxmemory_policy allkeys-lru" in r.summary
+    assert f.ping_ms > 0
