@@ -382,16 +382,14 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
         if not facts.consumed:
             metrics["position"] = facts.position
             metrics["length_at_deadline"] = facts.length_at_deadline
-            where = (
-                f"at position {facts.position} of {facts.length_at_deadline}"
-                if facts.length_at_deadline is not None
-                else f"at position {facts.position}"
-            )
+            where = f"{facts.position} entries ahead of it"
+            if facts.length_at_deadline is not None:
+                where += f", inbox length {facts.length_at_deadline} without it"
             back = "removed again" if facts.removed else "COULD NOT be removed"
             return self.result(
                 host,
                 Status.CRIT,
-                f"{inbox}: probe not consumed within {limit} (still {where}; {back}): {raters}",
+                f"{inbox}: probe not consumed within {limit} ({where}; {back}): {raters}",
                 metrics=metrics,
                 evidence=evidence,
             )

@@ -279,6 +279,72 @@ def history_cmd(
     render_history.render(rounds, lines, Console(), bad)
 
 
+@app.command("probe-rater")
+def probe_rater(
+    config: ConfigOpt = None,
+    timeout: Annotated[
+        str | None, typer.Option("--timeout", help="How long the rater gets, e.g. 5s.")
+    ] = None,
+    format: FormatOpt = None,
+) -> None:
+    """Only the rater probe: push one envelope into its inbox and time its consumption.
+    Exit 0 consumed, 2 not consumed, 3 broker unreachable."""
+    from dataclasses import replace
+
+    from fleetcheck.checks.rater_probe import CHECK as RATER
+    from fleetcheck.checks.rater_probe import RaterProbeConfig
+    from fleetcheck.parse.duration import parse_duration
+    from fleetcheck.runner import Planned, run_patrol
+
+    fleet = load_fleet(config)
+    cfg = fleet.checks.get("rater_probe") or RaterProbeConfig()
+    if timeout is not None:
+        try:
+            cfg = replace(cfg, timeout=parse_duration(timeout))
+        except ValueError as e:
+            raise UsageFailure(f"--timeout: {getattr(e, 'message', e)}") from None
+    b = fleet.broker
+    # far past the probe's own bound, so the deadline never cuts it before it takes its
+    # envelope back
+    deadline = 2 * cfg.timeout + 3 * (b.retries + 1) * (b.connect_timeout + b.socket_timeout) + 10
+    report = run_patrol(fleet, [Planned(RATER, cfg, None)], deadline=deadline)
+    emit(report, output_format(format))
+    raise typer.Exit(report.exit_code)
+
+
+@app.command("reap-live")
+def reap_live(
+    config: ConfigOpt = None,
+    max_age: Annotated[
+        str | None, typer.Option("--max-age", help="Stale past this age (default: config, 900s).")
+    ] = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Delete (default: dry run).")] = False,
+    key: Annotated[str | None, typer.Option("--key", help="The live hash's key.")] = None,
+    keep_malformed: Annotated[
+        bool, typer.Option("--keep-malformed", help="Leave entries without a start time.")
+    ] = False,
+    show: Annotated[int, typer.Option("--show", help="Entries listed (0: all).")] = 20,
+) -> None:
+    """Stale live-hash entries: listed (dry run), deleted with --apply, each only if its value
+    is still the one judged stale."""
+    from fleetcheck.parse.duration import parse_duration
+    from fleetcheck.reap import reap_live_command
+
+    fleet = load_fleet(config)
+    age = None
+    if max_age is not None:
+        try:
+            age = parse_duration(max_age)
+        except ValueError as e:
+            raise UsageFailure(f"--max-age: {e}") from None
+        if age <= 0:
+            raise UsageFailure("--max-age: must be longer than 0s")
+    code = reap_live_command(
+        fleet, key=key, max_age=age, apply=apply, keep_malformed=keep_malformed, show=show
+    )
+    raise typer.Exit(code)
+
+
 def fail(message: str) -> NoReturn:
     print(f"fleetcheck: error: {message}", file=sys.stderr)
     sys.exit(EXIT_USAGE)

@@ -359,7 +359,7 @@ def reap_live_command(
             f"{malformed} malformed{', malformed kept' if keep_malformed else ''})",
             file=out,
         )
-        ordered = sorted(stale, key=lambda s: -(s.age_s if s.age_s is not None else 1e18))
+        ordered = sorted(stale, key=lambda s: (s.age_s is None, -(s.age_s or 0.0)))  # oldest first
         listed = ordered if show <= 0 else ordered[:show]
         for s in listed:
             age = format_duration(s.age_s) if s.age_s is not None else "-"

@@ -1,0 +1,152 @@
+"""reap-live on a real redis-server: the dry run changes nothing, --apply leaves exactly the
+fresh entries, and an id re-HSET between the scan and the delete survives."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fleetcheck import registry
+from fleetcheck.config import load
+from fleetcheck.reap import Stale, find_stale, reap, reap_live_command
+from tests.lab import Lab, incident_live_hash
+
+pytestmark = pytest.mark.lab
+FLEETCHECK = str(Path(sys.executable).with_name("fleetcheck"))
+KEY = "arena:live"
+
+
+def seed(lab: Lab) -> dict[bytes, bytes]:
+    r = lab.client()
+    r.hset(KEY, mapping=incident_live_hash(time.time()))
+    return r.hgetall(KEY)
+
+
+def cli(cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [FLEETCHECK, "reap-live", "-c", str(cfg), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_dry_run_lists_and_changes_nothing(lab: Lab) -> None:
+    before = seed(lab)
+    proc = cli(lab.config(checks="", hosts=[]), "--show", "3")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == (
+        "arena:live: 263 entries scanned, 219 stale (200 older than 15m00s, 19 malformed)"
+    )
+    assert lines[1].startswith("  match:old:199  age 4h")
+    assert "owner mini  older than max_age" in lines[1]
+    assert lines[4] == "  ... and 216 more (--show 0 lists all)"
+    assert lines[-1] == "dry run: nothing deleted (run with --apply to delete these 219)"
+    assert lab.client().hgetall(KEY) == before
+
+
+def test_apply_leaves_exactly_the_fresh_entries(lab: Lab) -> None:
+    before = seed(lab)
+    proc = cli(lab.config(checks="", hosts=[]), "--apply", "--show", "0")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "removed 219 of 219 stale entries from arena:live"
+    assert len(proc.stdout.splitlines()) == 1 + 219 + 1
+    after = lab.client().hgetall(KEY)
+    assert sorted(after) == sorted(f"match:fresh:{i}".encode() for i in range(44))
+    assert all(after[k] == before[k] for k in after)  # untouched values
+
+
+def test_entry_rewritten_between_scan_and_delete_survives(lab: Lab) -> None:
+    seed(lab)
+    r = lab.client()
+    fleet = load(lab.config(checks="", hosts=[]), registry.config_type)
+    renewed = b'{"started_at": %d, "host": "mini"}' % int(time.time())
+
+    def worker_restarts_match(stale: list[Stale]) -> None:
+        assert any(s.field == b"match:old:5" for s in stale)
+        r.hset(KEY, "match:old:5", renewed)  # same id, new value: a live match
+        r.hdel(KEY, "match:bad:0")  # and one finished normally in between
+
+    out = io.StringIO()
+    code = reap_live_command(fleet, apply=True, out=out, between=worker_restarts_match)
+    assert code == 0
+    assert out.getvalue().splitlines()[-1] == (
+        "removed 217 of 219 stale entries from arena:live (2 changed since the scan and were kept)"
+    )
+    assert r.hget(KEY, "match:old:5") == renewed
+    assert r.hlen(KEY) == 44 + 1
+
+
+def test_keep_malformed_and_max_age(lab: Lab) -> None:
+    seed(lab)
+    cfg = lab.config(checks="", hosts=[])
+    proc = cli(cfg, "--keep-malformed", "--max-age", "7230s", "--apply")
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stdout.splitlines()[0]
+    # older than 7230 s: i >= 61 of the old ones (3600 + 60 i > 7230)
+    assert first == (
+        "arena:live: 263 entries scanned, 139 stale (139 older than 2h00m, 0 malformed, "
+        "malformed kept)"
+    )
+    assert lab.client().hlen(KEY) == 263 - 139
+
+
+def test_settings_from_the_live_hash_table(lab: Lab) -> None:
+    r = lab.client()
+    fresh = '{"t0": %d}' % int(time.time() - 10)
+    r.hset("other:live", mapping={"a": '{"t0": 1, "node": "x"}', "b": fresh})
+    checks = '[checks.live_hash]\nkey = "other:live"\nstarted_field = "t0"\nowner_field = "node"\n'
+    proc = cli(lab.config(checks=checks, hosts=[]), "--apply")
+    assert proc.returncode == 0, proc.stderr
+    assert "  a  age " in proc.stdout and "owner x" in proc.stdout
+    assert r.hkeys("other:live") == [b"b"]
+
+
+def test_reap_batches_and_compare(lab: Lab) -> None:
+    r = lab.client()
+    r.hset(KEY, mapping={f"f{i}": f"v{i}" for i in range(10)})
+    stale = [Stale(f"f{i}".encode(), f"v{i}".encode(), "old", 1.0, None) for i in range(10)]
+    stale.append(Stale(b"gone", b"x", "old", 1.0, None))  # already deleted
+    stale[3] = Stale(b"f3", b"not-the-value", "old", 1.0, None)  # changed
+    assert reap(r, KEY, stale, batch=3, calls_per_round_trip=2) == 9
+    assert r.hgetall(KEY) == {b"f3": b"v3"}
+
+
+def test_find_stale_reports_reasons(lab: Lab) -> None:
+    seed(lab)
+    total, stale = find_stale(lab.client(), KEY, time.time(), 900.0)
+    assert total == 263 and len(stale) == 219
+    reasons = {s.reason.split(":")[0].split(" (")[0] for s in stale}
+    assert reasons == {"older than max_age", "malformed"}
+
+
+def test_errors_exit_3_and_delete_nothing(lab: Lab, tmp_path: Path) -> None:
+    lab.client().rpush(KEY, "x")
+    proc = cli(lab.config(checks="", hosts=[]), "--apply")
+    assert proc.returncode == 3
+    assert (
+        proc.stderr.strip()
+        == "fleetcheck: error: arena:live is a list, not a hash: nothing deleted"
+    )
+    assert lab.client().llen(KEY) == 1
+    proc = cli(lab.config(checks="", hosts=[]), "--max-age", "0s")
+    assert proc.returncode == 3 and "--max-age: must be longer than 0s" in proc.stderr
+    proc = cli(lab.config(checks="", hosts=[]), "--max-age", "later")
+    assert proc.returncode == 3 and "--max-age: bad duration" in proc.stderr
+    dead = tmp_path / "dead.toml"
+    dead.write_text('[broker]\nurl = "redis://:hunter2@127.0.0.1:1/0"\nconnect_timeout = "300ms"\n')
+    proc = cli(dead)
+    assert proc.returncode == 3
+    assert proc.stderr.startswith("fleetcheck: error: broker 127.0.0.1:1 unreachable")
+    assert "hunter2" not in proc.stderr + proc.stdout
+
+
+def test_absent_key(lab: Lab) -> None:
+    proc = cli(lab.config(checks="", hosts=[]), "--apply")
+    assert (proc.returncode, proc.stdout) == (0, "arena:live: absent, nothing to reap\n")
