@@ -146,3 +146,96 @@ def test_real_info(lab: Lab) -> None:
     assert r.metrics["maxclients"] >= 10000 and r.metrics["connected_clients"] >= 1
     assert r.status is Status.WARN and "maxmemory_policy allkeys-lru" in r.summary
     assert f.ping_ms > 0
+
+
+# ---------------------------------------------------------------- Done when: the incident state
+INCIDENT_CHECKS = """
+[checks.clients]
+
+[checks.live_hash]
+max_age = "15m"
+
+[checks.queue_depth]
+keys = ["q:pending", "q:inflight"]
+cap = 100
+samples = 3
+interval = "50ms"
+
+[checks.broker]
+"""
+
+
+@pytest.mark.lab
+def test_incident_state_through_the_real_cli(lab: Lab) -> None:
+    import json
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from tests.lab import incident_live_hash
+
+    mini = lab.add_host("mini", sshd=False)  # SIGKILLed by the deploy: no connections
+    wsl = lab.add_host("wsl", sshd=False)  # seen from two addresses (WSL2 behind NAT)
+    big = lab.add_host("big", sshd=False)
+    second = lab.add_interface(wsl, "eth1")
+    lab.start_workers(wsl, 3, "wsl-worker")
+    lab.start_workers(wsl, 2, "wsl-worker", source=second)
+    lab.start_workers(big, 5, "big-worker")
+    r = lab.client()
+    r.hset("arena:live", mapping=incident_live_hash(time.time(), "mini", "big"))
+    r.rpush("q:pending", *[f"job{i}" for i in range(120)])
+    r.rpush("q:inflight", *[f"job{i}" for i in range(47)])
+    r.close()  # the test's own connection is not part of the fleet
+
+    cfg = lab.config(checks=INCIDENT_CHECKS)
+    fleetcheck = str(Path(sys.executable).with_name("fleetcheck"))
+    proc = subprocess.run(
+        [fleetcheck, "run", "-c", str(cfg), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    report = json.loads(proc.stdout)
+    rows = {(x["check"], x["host"]): x for x in report["results"]}
+    assert proc.returncode == 2 and report["exit_code"] == 2, proc.stderr
+
+    row = rows[("clients", "mini")]
+    assert (row["status"], row["summary"]) == (
+        "CRIT",
+        f"mini: no broker connections from {mini.addr}",
+    )
+    assert row["metrics"]["connections"] == 0
+    row = rows[("clients", "wsl")]
+    assert row["status"] == "OK"
+    assert row["metrics"]["connections"] == 5
+    assert row["metrics"]["by_addr"] == {wsl.addr: 3, second: 2}
+    assert rows[("clients", "big")]["metrics"]["connections"] == 5
+    assert rows[("clients", None)]["status"] == "OK"
+
+    row = rows[("live_hash", None)]
+    assert row["status"] == "CRIT"
+    assert {k: row["metrics"][k] for k in ("entries", "fresh", "stale", "malformed")} == {
+        "entries": 263,
+        "fresh": 44,
+        "stale": 219,
+        "malformed": 19,
+    }
+    assert row["summary"].startswith(
+        "arena:live: 219 of 263 entries stale (200 older than 15m00s, 19 malformed)"
+    )
+    assert "confirmed leak: mini not connected to the broker" in row["summary"]
+    assert row["evidence"]["confirmed_leaks"] == ["mini"]
+    assert 4 * 3600 < row["metrics"]["oldest_age_s"] < 4.5 * 3600
+
+    row = rows[("queue_depth", None)]
+    assert row["status"] == "CRIT"
+    assert row["summary"].startswith("depth 167 > cap 100: the enqueue guard is not holding")
+    assert row["metrics"]["depth"] == 167 and row["metrics"]["cap"] == 100
+    assert row["metrics"]["lengths"] == {"q:pending": 120, "q:inflight": 47}
+    assert row["metrics"]["samples"] == [167, 167, 167]
+
+    row = rows[("broker", None)]
+    assert row["status"] == "OK", row["summary"]
+    assert row["metrics"]["maxmemory_policy"] == "noeviction"
+    assert len(rows) == 7  # clients: 3 hosts + the broker-wide row
