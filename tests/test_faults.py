@@ -1,0 +1,178 @@
+"""Fault matrix, broker side: each fault gives its own verdict and reason, the exit code
+follows, and the patrol ends within its deadline (a generous bound; timings live in bench/)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from tests.lab import Lab, run
+
+BROKER_CHECKS = """
+[checks.clients]
+[checks.live_hash]
+key = "arena:live"
+[checks.queue_depth]
+keys = ["arena:queue"]
+cap = 100
+samples = 1
+[checks.broker]
+"""
+
+
+def patrol(cfg: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[dict, float, int]:
+    start = time.monotonic()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fleetcheck",
+            "run",
+            "-c",
+            str(cfg),
+            "--format",
+            "json",
+            "--no-state",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
+    elapsed = time.monotonic() - start
+    assert "Traceback" not in proc.stderr, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["exit_code"] == proc.returncode
+    return report, elapsed, proc.returncode
+
+
+def rows(report: dict) -> dict:
+    return {(r["check"], r["host"]): r for r in report["results"]}
+
+
+def test_broker_refused(lab: Lab) -> None:
+    lab.add_host("n8", sshd=False)
+    cfg = lab.config(checks=BROKER_CHECKS)
+    lab.stop(lab.redis)
+    report, elapsed, code = patrol(cfg)
+    assert code == 3
+    reasons = {r["summary"] for r in report["results"]}
+    assert len(reasons) == 1 and "unreachable" in reasons.pop()
+    assert "refused" in report["results"][0]["summary"].lower()
+    assert elapsed < 30
+
+
+def test_broker_link_down_no_route(lab: Lab) -> None:
+    """The broker URL points into a lab namespace whose link is down: no route to host."""
+    ghost = lab.add_host("ghost", sshd=False)
+    lab.link_down(ghost)
+    cfg = lab.config(checks=BROKER_CHECKS, hosts=[])
+    cfg.write_text(cfg.read_text().replace(lab.broker_url, f"redis://{ghost.addr}:6379/0"))
+    report, elapsed, code = patrol(cfg)
+    assert code == 3
+    summary = report["results"][0]["summary"].lower()
+    assert "unreachable" in summary and "no route to host" in summary
+    assert elapsed < 30
+
+
+def test_broker_blackholed_connect_timeout(lab: Lab) -> None:
+    """Packets to the broker vanish (a lab neighbour entry to a MAC nobody has): the connect
+    times out after connect_timeout instead of hanging."""
+    ghost = lab.add_host("ghost", sshd=False)
+    run(
+        "ip",
+        "neigh",
+        "replace",
+        ghost.addr,
+        "lladdr",
+        "02:00:00:00:00:01",
+        "dev",
+        lab.bridge,
+        "nud",
+        "permanent",
+    )
+    cfg = lab.config(checks=BROKER_CHECKS, hosts=[])
+    cfg.write_text(cfg.read_text().replace(lab.broker_url, f"redis://{ghost.addr}:6379/0"))
+    report, elapsed, code = patrol(cfg)
+    assert code == 3
+    summary = report["results"][0]["summary"].lower()
+    assert "unreachable" in summary and "timeout" in summary.replace("timed out", "timeout")
+    assert elapsed < 30  # connect_timeout 2s, one retry
+
+
+def test_acl_user_without_client_list(lab: Lab) -> None:
+    n8 = lab.add_host("n8", sshd=False)
+    lab.start_workers(n8, 2)
+    r = lab.client()
+    r.execute_command(
+        "ACL", "SETUSER", "limited", "on", ">pw", "~*", "+@all", "-client|list", "-client|kill"
+    )
+    r.close()
+    cfg = lab.config(checks=BROKER_CHECKS)
+    cfg.write_text(cfg.read_text().replace("redis://", "redis://limited:pw@", 1))
+    report, _, code = patrol(cfg)
+    by = rows(report)
+    assert by[("clients", "n8")]["status"] == "UNKNOWN"
+    assert (
+        "NOPERM" in by[("clients", "n8")]["summary"]
+        or "permission" in by[("clients", "n8")]["summary"].lower()
+    )
+    assert by[("queue_depth", None)]["status"] == "OK"
+    assert by[("broker", None)]["status"] != "UNKNOWN"
+    assert "pw@" not in json.dumps(report)
+
+
+def test_broker_paused_within_deadline(lab: Lab) -> None:
+    lab.add_host("n8", sshd=False)
+    cfg = lab.config(checks=BROKER_CHECKS, patrol='deadline = "8s"\n')
+    r = lab.client()
+    r.execute_command("CLIENT", "PAUSE", "10000", "ALL")
+    try:
+        report, elapsed, code = patrol(cfg)
+    finally:
+        r.execute_command("CLIENT", "UNPAUSE")
+        r.close()
+    assert code == 3
+    assert {x["status"] for x in report["results"]} == {"UNKNOWN"}
+    assert elapsed < 8 + 5  # the deadline, plus interpreter start-up
+
+
+def test_broker_killed_mid_patrol(lab: Lab) -> None:
+    n8 = lab.add_host("n8", sshd=False)
+    lab.start_workers(n8, 1)
+    checks = BROKER_CHECKS.replace("samples = 1", 'samples = 5\ninterval = "0.5s"')
+    cfg = lab.config(checks=checks)
+    r = lab.client()
+    r.rpush("arena:queue", "a")
+    killer = threading.Timer(0.8, lambda: lab.stop(lab.redis))
+    killer.start()
+    try:
+        report, elapsed, code = patrol(cfg)
+    finally:
+        killer.cancel()
+    by = rows(report)
+    assert by[("queue_depth", None)]["status"] == "UNKNOWN"
+    assert code == 3
+    assert elapsed < 30
+
+
+def test_keys_of_wrong_type(lab: Lab) -> None:
+    lab.start_workers(lab.add_host("n8", sshd=False), 1)
+    cfg = lab.config(checks=BROKER_CHECKS)
+    r = lab.client()
+    r.set("arena:live", "a string, not a hash")
+    r.hset("arena:queue", "f", "v")
+    report, _, code = patrol(cfg)
+    by = rows(report)
+    assert by[("live_hash", None)]["status"] == "UNKNOWN"
+    assert "string" in by[("live_hash", None)]["summary"]
+    assert by[("queue_depth", None)]["status"] == "UNKNOWN"
+    assert "hash" in by[("queue_depth", None)]["summary"]
+    assert by[("broker", None)]["status"] == "OK"
+    assert code == 3
