@@ -1,0 +1,225 @@
+"""Feeding the alerting stack: Alertmanager (API v2) and a dead man's switch (heartbeat).
+
+Alertmanager. Each patrol POSTs every row to `{url}/api/v2/alerts`:
+- a row whose `should_alert` is true (not OK, and bad for `fail_after` rounds when the state
+  file is used) is sent firing, with `endsAt` = now + `expires_after`, so alerts lapse by
+  themselves if fleetcheck stops patrolling (the heartbeat tells you that it did);
+- every other row, and every (check, host) pair in `resolved`, is sent resolved
+  (`endsAt` = now).
+Labels: alertname="FleetcheckCheck", check, host (absent for broker-wide rows), severity
+(warning, critical or unknown), plus `extra_labels`. Annotations: summary ("n8 clients: no
+broker connections"), status, and since/bad_rounds when known. Because severity is a label, it
+is part of the alert's identity: a row going from WARN to CRIT must end its warning alert, so
+a row is sent resolved for every severity it does not fire with. That keeps this stateless:
+Alertmanager ends exactly the alerts that are no longer true, whatever the previous patrol
+sent, and needs no memory on our side.
+
+Heartbeat (healthchecks.io, Dead Man's Snitch, Uptime Kuma push, Cronitor...): after each
+completed patrol, one GET of the URL, whatever the fleet's status. The heartbeat says
+"fleetcheck is alive and patrolling", not "the fleet is healthy": the fleet's state goes to
+Alertmanager, Nagios or Prometheus. (Appending `/fail` on a bad patrol would page twice for the
+same fault, through two channels that resolve differently.)
+
+Both use the stdlib's urllib (environment proxies honoured, like curl). Every failure raises
+DeliveryError with one line and no secrets: URLs are shown as scheme://host:port only, since
+userinfo, paths (healthchecks' UUIDs) and query strings may carry tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from fleetcheck.model import Report, Result, Status
+
+ALERTNAME = "FleetcheckCheck"
+SEVERITIES = {Status.WARN: "warning", Status.CRIT: "critical", Status.UNKNOWN: "unknown"}
+DEFAULT_EXPIRES_AFTER = 2700.0  # 3 x the default 15-minute patrol interval
+USER_AGENT = "fleetcheck"
+
+
+class DeliveryError(Exception):
+    """An alert or heartbeat could not be delivered. `str()` is one secret-free line."""
+
+
+def redact(url: str) -> str:
+    """`https://user:pw@hc-ping.com/uuid?k=v` -> `https://hc-ping.com/...`."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "(unparsable URL)"
+    if ":" in host:
+        host = f"[{host}]"
+    shown = f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+    if parts.path.strip("/") or parts.query or parts.fragment:
+        shown += "/..."
+    return shown
+
+
+def check_url(url: str, what: str = "URL") -> None:
+    """Raise DeliveryError unless `url` is an http(s) URL with a host (for early validation)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 (raises ValueError on a bad port)
+    except ValueError:
+        raise DeliveryError(f"{what} {redact(url)}: not a valid URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise DeliveryError(f"{what} {redact(url)}: expected an http:// or https:// URL")
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _labels(
+    check: str, host: str | None, severity: str, extra: Mapping[str, str]
+) -> dict[str, str]:
+    labels = {k: v for k, v in extra.items() if v}
+    labels.update({"alertname": ALERTNAME, "check": check, "severity": severity})
+    if host:
+        labels["host"] = host
+    return labels
+
+
+def _subject(check: str, host: str | None) -> str:
+    return f"{host or 'broker'} {check}"
+
+
+def build_alerts(
+    report: Report,
+    resolved: Iterable[tuple[str, str | None]] = (),
+    now: datetime | None = None,
+    expires_after: float = DEFAULT_EXPIRES_AFTER,
+    extra_labels: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """The Alertmanager v2 `postableAlerts` body for a report (pure; see the module doc)."""
+    now = now or datetime.now(UTC)
+    extra = dict(extra_labels or {})
+    ends = _iso(now)
+    alerts: list[dict[str, Any]] = []
+    rows: set[tuple[str, str | None]] = set()
+
+    def resolve(check: str, host: str | None, keep: str | None, summary: str) -> None:
+        for severity in SEVERITIES.values():
+            if severity != keep:
+                alerts.append(
+                    {
+                        "labels": _labels(check, host, severity, extra),
+                        "annotations": {"summary": summary, "status": "OK"},
+                        "startsAt": ends,
+                        "endsAt": ends,
+                    }
+                )
+
+    for r in report.sorted_results():
+        if (r.check, r.host) in rows:
+            continue
+        rows.add((r.check, r.host))
+        subject = f"{_subject(r.check, r.host)}: {r.summary}"
+        if r.should_alert and r.status in SEVERITIES:
+            severity = SEVERITIES[r.status]
+            alerts.append(_firing(r, severity, subject, now, expires_after, extra))
+            resolve(r.check, r.host, severity, subject)
+        else:
+            resolve(r.check, r.host, None, subject)
+    for check, host in resolved:
+        if (check, host) not in rows:
+            rows.add((check, host))
+            resolve(check, host, None, f"{_subject(check, host)}: no longer checked")
+    return alerts
+
+
+def _firing(
+    r: Result,
+    severity: str,
+    subject: str,
+    now: datetime,
+    expires_after: float,
+    extra: Mapping[str, str],
+) -> dict[str, Any]:
+    annotations = {"summary": subject, "status": r.status.label}
+    starts = now
+    if r.since is not None:
+        annotations["since"] = r.since
+        annotations["bad_rounds"] = str(r.bad_rounds)
+        try:
+            starts = min(now, datetime.fromisoformat(r.since))
+        except ValueError:
+            pass
+    return {
+        "labels": _labels(r.check, r.host, severity, extra),
+        "annotations": annotations,
+        "startsAt": _iso(starts),
+        "endsAt": _iso(now + timedelta(seconds=expires_after)),
+    }
+
+
+def _request(
+    what: str, url: str, data: bytes | None, timeout: float, headers: dict[str, str]
+) -> None:
+    check_url(url, what)
+    request = urllib.request.Request(url, data=data, method="POST" if data is not None else "GET")
+    request.add_header("User-Agent", USER_AGENT)
+    for key, value in headers.items():
+        request.add_header(key, value)
+    shown = redact(url)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            response.read(65536)
+    except urllib.error.HTTPError as e:
+        detail = ""
+        try:
+            body = e.read(2048).decode("utf-8", "replace")
+            detail = " ".join(body.split())[:200]
+        except OSError:
+            pass
+        raise DeliveryError(
+            f"{what} {shown}: HTTP {e.code} {e.reason}" + (f": {detail}" if detail else "")
+        ) from None
+    except urllib.error.URLError as e:
+        reason = e.reason
+        if isinstance(reason, TimeoutError | socket.timeout):
+            message = f"timed out after {timeout:g}s"
+        elif isinstance(reason, OSError):
+            message = reason.strerror or type(reason).__name__
+        else:
+            message = " ".join(str(reason).split())
+        raise DeliveryError(f"{what} {shown}: {message}") from None
+    except TimeoutError:
+        raise DeliveryError(f"{what} {shown}: timed out after {timeout:g}s") from None
+    except OSError as e:
+        raise DeliveryError(f"{what} {shown}: {e.strerror or type(e).__name__}") from None
+    except ValueError as e:  # e.g. a malformed URL urllib cannot open
+        raise DeliveryError(f"{what} {shown}: {' '.join(str(e).split())[:120]}") from None
+
+
+def push_alerts(
+    url: str,
+    report: Report,
+    resolved: Iterable[tuple[str, str | None]] = (),
+    timeout: float = 5,
+    expires_after: float = DEFAULT_EXPIRES_AFTER,
+    extra_labels: Mapping[str, str] | None = None,
+) -> None:
+    """POST the report's alerts (firing and resolved) to Alertmanager at `url` (its base URL,
+    e.g. http://alertmanager:9093). Raises DeliveryError."""
+    alerts = build_alerts(report, resolved, expires_after=expires_after, extra_labels=extra_labels)
+    if not alerts:
+        return
+    endpoint = url.rstrip("/") + "/api/v2/alerts"
+    body = json.dumps(alerts).encode()
+    _request("alertmanager", endpoint, body, timeout, {"Content-Type": "application/json"})
+
+
+def ping_heartbeat(url: str, report: Report | None = None, timeout: float = 5) -> None:
+    """GET the dead man's switch `url` after a completed patrol (any fleet status).
+    Raises DeliveryError."""
+    _request("heartbeat", url, None, timeout, {})

@@ -1,0 +1,325 @@
+"""--format prometheus and --textfile: the report as Prometheus metrics (exposition format).
+
+Every sample is a gauge, rebuilt from one Report in a fresh CollectorRegistry (never the
+process-global one), so a render holds exactly what the patrol saw:
+
+    fleetcheck_check_status{check,host}            0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN (Nagios code)
+    fleetcheck_check_duration_seconds{check,host}  how long the row's probe took
+    fleetcheck_check_alerting{check,host}          1 when the row pages (fail_after respected)
+    fleetcheck_check_flapping{check,host}          1 when the row changed status often
+    fleetcheck_check_bad_rounds{check,host}        consecutive bad rounds (rows with state only)
+    fleetcheck_check_since_timestamp_seconds{...}  when the row got its status (state only)
+    fleetcheck_<check>_<metric>{host[,key,...]}    each numeric metric of each row
+    fleetcheck_results{status}                     rows per status in this patrol
+    fleetcheck_status                              the patrol's worst status (0-3)
+    fleetcheck_last_run_timestamp_seconds          when the patrol finished (Unix time)
+    fleetcheck_last_run_duration_seconds           how long it took
+
+Broker-wide rows carry `host=""`. A check's metric maps become labels: `by_addr` on host n8
+gives `fleetcheck_clients_by_addr{host="n8",key="198.18.0.10"} 3`; a map of maps adds `key2`,
+and so on. Booleans are 0/1; strings, lists and None are skipped.
+
+Names are made to pass `promtool check metrics`: characters outside [a-zA-Z0-9_] become `_`,
+camelCase becomes snake_case, and units move to base units with the value converted
+(`ping_ms` 1.5 becomes `..._ping_seconds` 0.0015; `_s`/`_sec` become `_seconds`; `_m`,
+`_minutes`, `_h`, `_hours`, `_d`, `_days` become seconds; `_b`, `_kb`, `_mb`, `_gb` become bytes,
+KiB-style). An abbreviation or a type word (gauge, counter, ...) elsewhere in a name, and the
+reserved suffixes _total/_count/_sum/_bucket, are glued to the token before them
+(`samples_count` -> `samplescount`). When two metrics end up with one name and one label set,
+the first (worst row first) wins; a check metric that would take a name from the table above is
+left out.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
+
+from fleetcheck.model import Report, Result, Status
+
+PREFIX = "fleetcheck"
+ROW_LABELS = ("check", "host")
+KEY_LABELS = ("key", "key2", "key3", "key4")
+
+# Units as promtool knows them: base units, and the non-base ones with their factor to base.
+_BASE_UNITS = {"amperes", "bytes", "celsius", "grams", "joules", "kelvin", "meters", "metres"}
+_BASE_UNITS |= {"seconds", "volts"}
+_TO_BASE: dict[str, tuple[str, float | None]] = {  # factor None: not a linear conversion
+    "minutes": ("seconds", 60.0),
+    "hours": ("seconds", 3600.0),
+    "days": ("seconds", 86400.0),
+    "weeks": ("seconds", 604800.0),
+    "bits": ("bytes", 0.125),
+    "kelvins": ("kelvin", 1.0),
+    "fahrenheit": ("celsius", None),
+    "rankine": ("celsius", None),
+    "inches": ("meters", 0.0254),
+    "yards": ("meters", 0.9144),
+    "miles": ("meters", 1609.344),
+    "calories": ("joules", 4.184),
+    "pounds": ("grams", 453.59237),
+    "ounces": ("grams", 28.349523125),
+}
+_PREFIXES = {
+    "pico": 1e-12,
+    "nano": 1e-9,
+    "micro": 1e-6,
+    "milli": 1e-3,
+    "centi": 1e-2,
+    "deci": 1e-1,
+    "deca": 1e1,
+    "hecto": 1e2,
+    "kilo": 1e3,
+    "kibi": 1024.0,
+    "mega": 1e6,
+    "mibi": 1024.0**2,
+    "giga": 1e9,
+    "gibi": 1024.0**3,
+    "tera": 1e12,
+    "tebi": 1024.0**4,
+    "peta": 1e15,
+    "pebi": 1024.0**5,
+}
+# abbreviations promtool rejects as name tokens, with what they mean
+_ABBREVIATIONS: dict[str, tuple[str, float]] = {
+    "s": ("seconds", 1.0),
+    "sec": ("seconds", 1.0),
+    "ms": ("seconds", 1e-3),
+    "us": ("seconds", 1e-6),
+    "ns": ("seconds", 1e-9),
+    "m": ("seconds", 60.0),
+    "h": ("seconds", 3600.0),
+    "d": ("seconds", 86400.0),
+    "b": ("bytes", 1.0),
+    "kb": ("bytes", 1024.0),
+    "mb": ("bytes", 1024.0**2),
+    "gb": ("bytes", 1024.0**3),
+    "tb": ("bytes", 1024.0**4),
+    "pb": ("bytes", 1024.0**5),
+}
+# friendly spellings that promtool accepts but that are still not base units
+_ALIASES: dict[str, tuple[str, float]] = {
+    "secs": ("seconds", 1.0),
+    "second": ("seconds", 1.0),
+    "msec": ("seconds", 1e-3),
+    "millis": ("seconds", 1e-3),
+    "mins": ("seconds", 60.0),
+    "minute": ("seconds", 60.0),
+    "hour": ("seconds", 3600.0),
+    "day": ("seconds", 86400.0),
+}
+_TYPE_WORDS = ("gauge_histogram", "counter", "gauge", "summary", "untyped", "histogram")
+_RESERVED_SUFFIXES = ("total", "count", "sum", "bucket")
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_INVALID = re.compile(r"[^a-zA-Z0-9_]+")
+
+
+def unit_of(token: str) -> tuple[str, float | None] | None:
+    """(base unit, factor) when `token` is a unit that is not a base unit promtool accepts."""
+    if token in _BASE_UNITS:
+        return None
+    if token in _ABBREVIATIONS:
+        return _ABBREVIATIONS[token]
+    if token in _TO_BASE:
+        return _TO_BASE[token]
+    for prefix, scale in _PREFIXES.items():
+        if token.startswith(prefix):
+            rest = token[len(prefix) :]
+            if rest in _BASE_UNITS:
+                return rest, scale
+            if rest in _TO_BASE:
+                base, factor = _TO_BASE[rest]
+                return base, None if factor is None else scale * factor
+    return None
+
+
+RESERVED_NAMES = frozenset(
+    f"{PREFIX}_{n}"
+    for n in (
+        "check_status",
+        "check_duration_seconds",
+        "check_alerting",
+        "check_flapping",
+        "check_bad_rounds",
+        "check_since_timestamp_seconds",
+        "results",
+        "status",
+        "last_run_timestamp_seconds",
+        "last_run_duration_seconds",
+    )
+)
+
+
+def snake(text: str) -> str:
+    """`fooBar.baz-qux` -> `foo_bar_baz_qux`: lower snake_case from anything."""
+    text = _CAMEL.sub(r"\1_\2", text)
+    return "_".join(t for t in _INVALID.sub("_", text).lower().split("_") if t)
+
+
+def _lint_bad(token: str, last: bool) -> bool:
+    return unit_of(token) is not None or (last and token in _RESERVED_SUFFIXES)
+
+
+def metric_name(check: str, metric: str) -> tuple[str, float]:
+    """(Prometheus name, factor to multiply values by) for a check's metric."""
+    tokens = [t for t in f"{snake(check)}_{snake(metric)}".split("_") if t] or ["value"]
+    factor = 1.0
+    last = tokens[-1]
+    unit = _ALIASES.get(last) or unit_of(last)
+    if unit is not None and unit[1] is not None and len(tokens) > 1:
+        tokens[-1], factor = unit[0], unit[1]
+    for _ in range(len(tokens)):  # glue tokens promtool rejects onto a neighbour
+        changed = False
+        for i, token in enumerate(tokens):
+            if len(tokens) > 1 and _lint_bad(token, i == len(tokens) - 1):
+                if i > 0:
+                    tokens[i - 1 : i + 1] = [tokens[i - 1] + token]
+                else:
+                    tokens[0:2] = [token + tokens[1]]
+                changed = True
+                break
+        if not changed:
+            break
+    rest = "_".join(tokens)
+    for word in _TYPE_WORDS:
+        rest = rest.replace(f"_{word}", word)
+    if rest.startswith(_TYPE_WORDS):
+        rest = "x" + rest
+    return f"{PREFIX}_{rest}", factor
+
+
+def numeric(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, int | float):
+        return float(value)
+    return None
+
+
+def leaves(value: Any, keys: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], float]]:
+    """Numeric leaves of a metric value with the map keys on the way to each."""
+    number = numeric(value)
+    if number is not None:
+        yield keys, number
+    elif isinstance(value, dict) and len(keys) < len(KEY_LABELS):
+        for key, inner in value.items():
+            yield from leaves(inner, (*keys, str(key)))
+
+
+def epoch(iso: str) -> float | None:
+    try:
+        return datetime.fromisoformat(iso).timestamp()
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass
+class _Family:
+    help: str
+    depth: int = 0
+    samples: dict[tuple[str, ...], float] = field(default_factory=dict)  # (host, *keys) -> value
+
+
+def _check_families(results: list[Result]) -> dict[str, _Family]:
+    families: dict[str, _Family] = {}
+    for r in results:
+        for metric, value in r.metrics.items():
+            name, factor = metric_name(r.check, str(metric))
+            if name in RESERVED_NAMES:
+                continue
+            for keys, number in leaves(value):
+                family = families.setdefault(
+                    name, _Family(f"fleetcheck check {r.check}: metric {metric} (base units)")
+                )
+                family.depth = max(family.depth, len(keys))
+                scaled = number * factor if math.isfinite(number) else number
+                family.samples.setdefault((r.host or "", *keys), scaled)
+    return families
+
+
+def registry_for(report: Report) -> CollectorRegistry:
+    """A fresh registry holding the report's metrics (see the module docstring)."""
+    registry = CollectorRegistry(auto_describe=True)
+    results = report.sorted_results()
+
+    def gauge(name: str, doc: str, labels: tuple[str, ...] = ()) -> Gauge:
+        return Gauge(f"{PREFIX}_{name}", doc, labelnames=labels, registry=registry)
+
+    status = gauge("check_status", "Row status: 0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN", ROW_LABELS)
+    duration = gauge("check_duration_seconds", "How long the row's probe took", ROW_LABELS)
+    alerting = gauge("check_alerting", "1 when the row alerts (fail_after respected)", ROW_LABELS)
+    flapping = gauge("check_flapping", "1 when the row changed status often lately", ROW_LABELS)
+    bad_rounds = None
+    since = None
+    if any(r.since is not None for r in results):
+        bad_rounds = gauge("check_bad_rounds", "Consecutive rounds not OK", ROW_LABELS)
+        since = gauge(
+            "check_since_timestamp_seconds", "When the row got its current status", ROW_LABELS
+        )
+    seen: set[tuple[str, str]] = set()
+    for r in results:
+        row = (r.check, r.host or "")
+        if row in seen:
+            continue
+        seen.add(row)
+        status.labels(*row).set(r.status.code)
+        duration.labels(*row).set(r.duration_s)
+        alerting.labels(*row).set(1 if r.should_alert else 0)
+        flapping.labels(*row).set(1 if r.flapping else 0)
+        if r.since is not None and bad_rounds is not None and since is not None:
+            bad_rounds.labels(*row).set(r.bad_rounds)
+            started = epoch(r.since)
+            if started is not None:
+                since.labels(*row).set(started)
+
+    for name, family in _check_families(results).items():
+        labels = ("host", *KEY_LABELS[: family.depth])
+        g = Gauge(name, family.help, labelnames=labels, registry=registry)
+        for (host, *keys), value in family.samples.items():
+            padded = [*keys, *[""] * (family.depth - len(keys))]
+            g.labels(host, *padded).set(value)
+
+    counts = report.counts()
+    per_status = gauge("results", "Rows per status in the last patrol", ("status",))
+    for s in Status:
+        per_status.labels(s.label).set(counts[s.label])
+    gauge("status", "Worst status of the last patrol: 0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN").set(
+        report.status.code
+    )
+    started = epoch(report.started_at)
+    if started is not None:
+        gauge("last_run_timestamp_seconds", "When the last patrol finished (Unix time)").set(
+            started + report.duration_s
+        )
+    gauge("last_run_duration_seconds", "How long the last patrol took").set(report.duration_s)
+    return registry
+
+
+def render(report: Report) -> str:
+    """The report in the Prometheus text exposition format (0.0.4)."""
+    return generate_latest(registry_for(report)).decode()
+
+
+def textfile_problem(path: str) -> str | None:
+    """Why node_exporter's textfile collector would not read `path`, or None."""
+    if not path.endswith(".prom"):
+        return f"{path}: node_exporter's textfile collector reads only files ending in .prom"
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        return f"{directory}: no such directory"
+    return None
+
+
+def write_textfile(report: Report, path: str) -> None:
+    """Write the metrics to `path` atomically (a temporary file in the same directory, then
+    rename(2)), so node_exporter never reads half a file. Raises OSError."""
+    from prometheus_client import write_to_textfile
+
+    write_to_textfile(path, registry_for(report))

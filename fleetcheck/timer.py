@@ -1,0 +1,200 @@
+"""`fleetcheck timer`: the systemd units (and the crontab line) that patrol on a schedule.
+
+A oneshot service runs one `fleetcheck run` per activation; the timer activates it every
+`--every` (default `[patrol] every`). Details that matter:
+- OnCalendar when the interval divides a minute, an hour or a day (15m -> `*-*-* *:00/15:00`),
+  so runs land on round times and `Persistent=true` catches up a run missed while the machine
+  was off. Other intervals (e.g. 1h30m) use monotonic timers (OnBootSec + OnUnitActiveSec);
+  Persistent= does not apply to those.
+- RandomizedDelaySec: a small jitter (a tenth of the interval, at most 30s) so several patrol
+  machines (--shard) do not hit the broker at the same second.
+- TimeoutStartSec: the patrol deadline plus a margin for startup and the outputs
+  (Alertmanager, heartbeat: 5s timeouts each). A oneshot still running when its timer elapses
+  is not started twice: rounds never overlap.
+- SuccessExitStatus=1 2: WARN and CRIT are verdicts about the fleet, delivered by the outputs;
+  the unit fails only on 3 (UNKNOWN: fleetcheck could not look, or its config is broken),
+  which `systemctl --failed` and OnFailure= handlers should see.
+- State lives in /var/lib/fleetcheck (StateDirectory=, XDG_STATE_HOME=/var/lib), so memory
+  across runs (since, fail_after) survives reboots; secrets for `password_env` go in the
+  optional EnvironmentFile /etc/default/fleetcheck.
+
+The crontab line is the same patrol for machines without systemd, behind `flock -n` so a slow
+round is skipped rather than stacked; its stdout is dropped (errors on stderr reach cron mail).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from fleetcheck.parse.duration import format_duration
+
+TIMEOUT_MARGIN = 30.0
+MAX_JITTER = 30.0
+SYSTEM_DIR = "/etc/systemd/system"
+ENVIRONMENT_FILE = "/etc/default/fleetcheck"
+
+
+@dataclass(frozen=True)
+class Units:
+    name: str
+    service: str
+    timer: str
+    crontab: str  # one crontab line, or a comment saying why cron cannot do it
+
+    @property
+    def service_file(self) -> str:
+        return f"{self.name}.service"
+
+    @property
+    def timer_file(self) -> str:
+        return f"{self.name}.timer"
+
+
+def fleetcheck_command() -> list[str]:
+    """The absolute command that runs this fleetcheck (the venv's script when there is one)."""
+    beside = Path(sys.executable).parent / "fleetcheck"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return [str(beside.absolute())]
+    found = shutil.which("fleetcheck")
+    if found:
+        return [str(Path(found).absolute())]
+    return [str(Path(sys.executable).absolute()), "-m", "fleetcheck"]
+
+
+def on_calendar(every: float) -> str | None:
+    """A systemd OnCalendar= expression for `every` seconds, or None when the interval does not
+    divide a minute, an hour or a day evenly."""
+    s = round(every)
+    if s <= 0 or abs(every - s) > 1e-9:
+        return None
+    if s < 60 and 60 % s == 0:
+        return f"*-*-* *:*:00/{s}" if s > 1 else "*-*-* *:*:*"
+    if s % 60 == 0 and s < 3600 and 60 % (s // 60) == 0:
+        return f"*-*-* *:00/{s // 60}:00"
+    if s % 3600 == 0 and s < 86400 and 24 % (s // 3600) == 0:
+        return f"*-*-* 00/{s // 3600}:00:00"
+    if s == 86400:
+        return "*-*-* 00:00:00"
+    return None
+
+
+def cron_schedule(every: float) -> str | None:
+    """The five cron fields for `every` seconds, or None when cron cannot express it."""
+    s = round(every)
+    if abs(every - s) > 1e-9 or s < 60 or s % 60:
+        return None
+    m = s // 60
+    if m < 60 and 60 % m == 0:
+        return "* * * * *" if m == 1 else f"*/{m} * * * *"
+    if m % 60 == 0 and m < 1440 and 24 % (m // 60) == 0:
+        h = m // 60
+        return "0 * * * *" if h == 1 else f"0 */{h} * * *"
+    if m == 1440:
+        return "0 0 * * *"
+    return None
+
+
+def seconds_text(seconds: float) -> str:
+    """A systemd time span: whole seconds, e.g. `90s`."""
+    return f"{max(1, math.ceil(seconds))}s"
+
+
+def systemd_quote(arg: str) -> str:
+    """One ExecStart= argument: `%` and `$` escaped, quoted when it needs to be."""
+    escaped = arg.replace("%", "%%").replace("$", "$$")
+    if escaped and not any(c in escaped for c in " \t\n\"'\\;"):
+        return escaped
+    escaped = escaped.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def cron_escape(command: str) -> str:
+    """A shell command for a crontab line: cron turns an unescaped % into a newline."""
+    return command.replace("%", "\\%")
+
+
+def build(
+    config_path: str,
+    every: float,
+    deadline: float,
+    name: str = "fleetcheck",
+    run_args: list[str] | None = None,
+    command: list[str] | None = None,
+) -> Units:
+    """The units and crontab line for patrolling `config_path` every `every` seconds."""
+    config = str(Path(config_path).absolute())
+    argv = [*(command or fleetcheck_command()), "run", "-c", config, *(run_args or [])]
+    exec_start = " ".join(systemd_quote(a) for a in argv)
+    timeout = seconds_text(deadline + TIMEOUT_MARGIN)
+    jitter = seconds_text(min(MAX_JITTER, every / 10))
+    every_text = format_duration(every)
+
+    service = f"""\
+[Unit]
+Description=fleetcheck patrol of {config}
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=oneshot
+ExecStart={exec_start}
+# the patrol deadline ({format_duration(deadline)}) plus a margin for startup and the outputs
+TimeoutStartSec={timeout}
+# 1 WARN and 2 CRIT are verdicts about the fleet; 3 (UNKNOWN, bad config) fails the unit
+SuccessExitStatus=1 2
+EnvironmentFile=-{ENVIRONMENT_FILE}
+Environment=XDG_STATE_HOME=/var/lib
+StateDirectory=fleetcheck
+"""
+
+    calendar = on_calendar(every)
+    if calendar is not None:
+        schedule = f"OnCalendar={calendar}\nPersistent=true\n"
+    else:
+        schedule = (
+            f"OnBootSec={seconds_text(min(every, 60))}\nOnUnitActiveSec={seconds_text(every)}\n"
+        )
+    timer = f"""\
+[Unit]
+Description=fleetcheck patrol every {every_text} ({config})
+
+[Timer]
+{schedule}RandomizedDelaySec={jitter}
+AccuracySec=1s
+Unit={name}.service
+
+[Install]
+WantedBy=timers.target
+"""
+
+    fields = cron_schedule(every)
+    if fields is None:
+        crontab = f"# cron cannot run every {every_text}; use the systemd timer"
+    else:
+        lock = f"/run/lock/{name}.lock"
+        shell = " ".join(shlex.quote(a) for a in ["flock", "-n", lock, *argv])
+        crontab = f"{fields} {cron_escape(shell)} >/dev/null"
+    return Units(name=name, service=service, timer=timer, crontab=crontab)
+
+
+def install(units: Units, directory: str = SYSTEM_DIR) -> list[Path]:
+    """Write both units into `directory` (atomically, mode 0644); returns the paths."""
+    target = Path(directory)
+    written = []
+    for filename, text in ((units.service_file, units.service), (units.timer_file, units.timer)):
+        path = target / filename
+        tmp = target / f".{filename}.tmp{os.getpid()}"
+        try:
+            tmp.write_text(text)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        written.append(path)
+    return written
