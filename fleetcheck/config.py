@@ -116,8 +116,9 @@ class LogSpec:
     format: str | None = None
     regex: str | None = None
     error_regex: str = "ERROR|Traceback|Exception"
-    max_error_lines: int | None = None
+    max_error_lines: int | None = None  # WARN when more error lines than this are in the tail
     tail_bytes: int = 65536
+    max_error_rate: float = 10.0  # WARN past this many error lines per minute; 0 turns it off
 
     def __post_init__(self) -> None:
         if not self.path:
@@ -139,6 +140,17 @@ class LogSpec:
                     raise InvalidValue(key, f"not a valid regular expression: {e}") from None
         if self.regex is not None and "ts" not in re.compile(self.regex).groupindex:
             raise InvalidValue("regex", "needs a named group (?P<ts>...) around the timestamp")
+        if self.format is not None:
+            from fleetcheck.parse.timestamps import FormatError, format_regex
+
+            try:
+                format_regex(self.format)
+            except FormatError as e:
+                raise InvalidValue("format", str(e)) from None
+        if self.max_error_lines is not None and self.max_error_lines < 0:
+            raise InvalidValue("max_error_lines", "must be 0 or more")
+        if self.max_error_rate < 0:
+            raise InvalidValue("max_error_rate", "must be 0 (off) or more")
 
     @property
     def effective_crit_age(self) -> float:

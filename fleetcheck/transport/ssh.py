@@ -170,7 +170,7 @@ class Budget:
     def _expire(self) -> None:
         with self._lock:
             self.expired = True
-            closers = list(self._closers)
+            closers = list(reversed(self._closers))  # newest (transport) before its socket
         for c in closers:
             _quiet_close(c)
 
@@ -196,7 +196,15 @@ def open_shell(host: HostConfig, cfg: SshConfig) -> SshShell:
     patrol's shell for it. Raises TransportError with one precise line on any failure."""
     if host.ssh is None:
         raise TransportError(f"{host.name}: no ssh configured")
+    import logging
+
     import paramiko  # noqa: F401  (fail early and clearly if it is missing)
+
+    # paramiko logs a traceback for errors we already turn into one line; never let it reach
+    # the operator's terminal through logging's last-resort handler
+    plog = logging.getLogger("paramiko")
+    if not plog.handlers:
+        plog.addHandler(logging.NullHandler())
 
     ssh_config = load_ssh_config(cfg.config_file)
     target = resolve_target(host.ssh, cfg, ssh_config, host.user, host.port)

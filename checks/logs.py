@@ -1,0 +1,507 @@
+"""logs: is each host's log still moving, judged in UTC? (FIELD-NOTES 3, 4, 6)
+
+A worker that stopped pulling jobs went unnoticed for 2.5 hours; another log looked "four
+hours silent" when it was minutes old, because 02:21 EDT was read as 02:21 UTC. So every
+timestamp is placed in UTC with an explicit zone (an offset in the line, else the host's
+declared `tz`, else what the host says with `tz = "auto"`), and the zone itself is
+cross-checked against the file's mtime, which is zone-free epoch seconds from `stat`.
+
+One gathered exec per patrol reads, per log: `stat` (mtime, size) and a bounded `tail -c`.
+The error-line count runs here on that tail, with Python's regex, so `error_regex` means the
+same thing on every host. Error floods (700,000 ConnectionError lines while the process
+looked alive) show as an error-line rate.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import Any
+
+from fleetcheck.check import Check, CheckError, Scope
+from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue, LogSpec
+from fleetcheck.context import PatrolContext
+from fleetcheck.model import Result, Status, worst
+from fleetcheck.parse.timestamps import Resolved, Stamp, find_with, resolve, zone_named
+
+NEWEST_WINDOW = 50  # the newest stamp is the max over this many stamped lines from the end
+ZONE_TOLERANCE_S = 90.0  # how far from a whole half hour a line/mtime gap may be
+FUTURE_SLACK_S = 300.0
+
+
+@dataclass(frozen=True)
+class LogsConfig:
+    max_clock_skew: Duration = 60.0  # WARN when the host's clock is off by more than this
+    zone_check: bool = True  # compare each newest line with the file's mtime
+
+    def __post_init__(self) -> None:
+        if self.max_clock_skew <= 0:
+            raise InvalidValue("max_clock_skew", "must be longer than 0s")
+
+
+@dataclass(frozen=True)
+class LogFacts:
+    path: str
+    state: str  # "ok", "missing", "denied", "not-regular", "error"
+    detail: str = ""  # the host's own words for a non-ok state
+    mtime: float | None = None  # epoch seconds (host clock)
+    size: int | None = None
+    tail: bytes = b""
+
+
+@dataclass(frozen=True)
+class ZoneFacts:
+    """What `tz = "auto"` found on the host."""
+
+    name: str | None  # an IANA zone, when one was found
+    how: str  # where it came from, or why nothing was found
+    offset: str | None = None  # `date +%z` on the host, e.g. "-0500"
+
+
+@dataclass(frozen=True)
+class LogsFacts:
+    logs: tuple[LogFacts, ...]
+    clock_skew_s: float | None = None
+    zone: ZoneFacts | None = None  # only for tz = "auto"
+
+
+# ---------------------------------------------------------------- remote side
+
+
+def log_fragment(spec: LogSpec) -> str:
+    """POSIX sh printing `stat MTIME SIZE` then `tail` and the last `tail_bytes` of the file,
+    or one `state ...` line. The path is shell-quoted; GNU and BSD stat are both tried."""
+    p = shlex.quote(spec.path)
+    n = int(spec.tail_bytes)
+    return (
+        "LC_ALL=C; export LC_ALL\n"
+        f"p={p}\n"
+        "if s=$(stat -L -c '%Y %s' -- \"$p\" 2>&1); then :\n"
+        "elif s2=$(stat -L -f '%m %z' -- \"$p\" 2>/dev/null); then s=$s2\n"
+        "else printf 'state error %s\\n' \"$s\" | head -c 400; exit 0; fi\n"
+        "if [ ! -f \"$p\" ]; then echo 'state not-regular'; exit 0; fi\n"
+        "if [ ! -r \"$p\" ]; then echo 'state denied'; exit 0; fi\n"
+        "printf 'stat %s\\ntail\\n' \"$s\"\n"
+        f'tail -c {n} -- "$p"'
+    )
+
+
+ZONE_FRAGMENT = (
+    "LC_ALL=C; export LC_ALL\n"
+    "printf 'TZ=%s\\n' \"${TZ-}\"\n"
+    "printf 'offset=%s\\n' \"$(date +%z 2>/dev/null)\"\n"
+    "lt=$(readlink /etc/localtime 2>/dev/null); printf 'localtime=%s\\n' \"$lt\"\n"
+    "et=''; [ -r /etc/timezone ] && et=$(head -n 1 /etc/timezone 2>/dev/null | head -c 100)\n"
+    "printf 'etc_timezone=%s\\n' \"$et\"\n"
+    'if [ -z "${TZ-}$lt$et" ] && command -v timedatectl >/dev/null 2>&1; then\n'
+    "  printf 'timedatectl=%s\\n' \"$(timedatectl show -p Timezone --value 2>/dev/null)\"\n"
+    "fi"
+)
+
+
+def parse_log_output(path: str, rc: int, out: bytes) -> LogFacts:
+    head, sep, tail = out.partition(b"\ntail\n")
+    first = head.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+    if first.startswith("state "):
+        word, _, rest = first[6:].partition(" ")
+        if word == "error":
+            low = rest.lower()
+            if "no such file" in low:
+                return LogFacts(path, "missing", "no such file")
+            if "permission denied" in low:
+                return LogFacts(path, "denied", "permission denied")
+            if "not a directory" in low:
+                return LogFacts(path, "missing", "a parent is not a directory")
+            return LogFacts(path, "error", rest.strip() or f"stat failed (rc {rc})")
+        if word == "denied":
+            return LogFacts(path, "denied", "permission denied")
+        if word == "not-regular":
+            return LogFacts(path, "not-regular", "not a regular file")
+        return LogFacts(path, "error", first)
+    if not sep or not first.startswith("stat "):
+        return LogFacts(path, "error", f"unexpected output from the host (rc {rc})")
+    try:
+        mtime_s, size_s = first[5:].split()[:2]
+        mtime, size = float(mtime_s), int(size_s)
+    except ValueError:
+        return LogFacts(path, "error", f"cannot read stat output {first[:80]!r}")
+    return LogFacts(path, "ok", "", mtime, size, tail)
+
+
+def parse_zone_output(text: str) -> ZoneFacts:
+    """Which zone the host runs in: $TZ, then /etc/localtime's link, then /etc/timezone, then
+    timedatectl. Only an IANA name that this machine's tzdata knows is accepted."""
+    from zoneinfo import ZoneInfo
+
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip()
+    offset = values.get("offset") or None
+    tried = []
+    for key, label in (
+        ("TZ", "$TZ"),
+        ("localtime", "/etc/localtime"),
+        ("etc_timezone", "/etc/timezone"),
+        ("timedatectl", "timedatectl"),
+    ):
+        raw = values.get(key, "")
+        if not raw:
+            continue
+        name = raw.lstrip(":")
+        if "zoneinfo/" in name:
+            name = name.split("zoneinfo/", 1)[1]
+        for prefix in ("posix/", "right/"):
+            if name.startswith(prefix):
+                name = name[len(prefix) :]
+        try:
+            ZoneInfo(name)
+        except Exception:
+            tried.append(f"{label} {raw!r} is not an IANA zone")
+            continue
+        return ZoneFacts(name, f"{label} ({raw})", offset)
+    how = "; ".join(tried) if tried else "no $TZ, /etc/localtime link, /etc/timezone or timedatectl"
+    return ZoneFacts(None, how, offset)
+
+
+# ---------------------------------------------------------------- the check
+
+
+class LogsCheck(Check[LogsConfig, LogsFacts]):
+    name = "logs"
+    description = "log-tail recency normalised to UTC, zone cross-check, error floods"
+    scope = Scope.HOST
+    config_type = LogsConfig
+
+    def targets(self, fleet: FleetConfig, config: LogsConfig) -> list[HostConfig | None]:
+        return [h for h in fleet.hosts if h.ssh is not None and h.logs]
+
+    def remote_commands(self, host: HostConfig, config: LogsConfig) -> dict[str, str]:
+        out = {f"log{i}": log_fragment(spec) for i, spec in enumerate(host.logs)}
+        if host.tz == "auto":
+            out["tz"] = ZONE_FRAGMENT
+        return out
+
+    def probe(self, ctx: PatrolContext, host: HostConfig | None, config: LogsConfig) -> LogsFacts:
+        assert host is not None
+        facts = ctx.host_facts(host)
+        logs = []
+        for i, spec in enumerate(host.logs):
+            frag = facts.get(f"logs.log{i}")
+            logs.append(parse_log_output(spec.path, frag.rc, frag.output))
+        zone = None
+        if host.tz == "auto":
+            zone = parse_zone_output(facts.get("logs.tz").text)
+        return LogsFacts(tuple(logs), facts.clock_skew_s, zone)
+
+    def evaluate(
+        self, facts: LogsFacts, config: LogsConfig, host: HostConfig | None, now: datetime
+    ) -> Result:
+        assert host is not None
+        if len(facts.logs) != len(host.logs):
+            raise CheckError("facts do not match the configured logs")
+        verdicts = [
+            judge_log(spec, lf, host, facts, config, now)
+            for spec, lf in zip(host.logs, facts.logs, strict=True)
+        ]
+        status = worst(v.status for v in verdicts)
+        skew = facts.clock_skew_s
+        skew_note = ""
+        if skew is not None and abs(skew) > config.max_clock_skew:
+            status = worst([status, Status.WARN])
+            skew_note = (
+                f"; host clock is {_span(abs(skew))} {'ahead of' if skew > 0 else 'behind'} "
+                f"ours (max_clock_skew {config.max_clock_skew:g}s)"
+            )
+        lead = max(verdicts, key=lambda v: v.status.rank)
+        summary = lead.summary
+        others = [v for v in verdicts if v is not lead]
+        if others:
+            counts: dict[str, int] = {}
+            for v in others:
+                counts[v.status.label] = counts.get(v.status.label, 0) + 1
+            summary += " (other logs: " + ", ".join(f"{n} {s}" for s, n in counts.items()) + ")"
+        summary += skew_note
+        metrics: dict[str, Any] = dict(lead.metrics)
+        metrics["clock_skew_s"] = None if skew is None else round(skew, 3)
+        metrics["logs"] = {v.path: v.metrics for v in verdicts}
+        evidence: dict[str, Any] = {"logs": [v.evidence for v in verdicts]}
+        if facts.zone is not None:
+            evidence["tz_auto"] = {
+                "zone": facts.zone.name,
+                "how": facts.zone.how,
+                "offset": facts.zone.offset,
+            }
+        return self.result(host, status, summary, metrics=metrics, evidence=evidence)
+
+
+@dataclass
+class LogVerdict:
+    path: str
+    status: Status
+    summary: str
+    metrics: dict[str, Any] = field(default_factory=dict)
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+def _span(seconds: float) -> str:
+    s = abs(seconds)
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    if s < 2 * 86400:
+        h, m = divmod(int(s // 60), 60)
+        return f"{h} h {m} min" if m else f"{h} h"
+    return f"{s / 86400:.1f} days"
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def _zone_for(host: HostConfig, facts: LogsFacts) -> tuple[tzinfo | None, str, str | None]:
+    """(zone, its name, why there is none)."""
+    if host.tz == "auto":
+        z = facts.zone
+        if z is None or z.name is None:
+            return (
+                None,
+                "auto",
+                "tz = auto but the host's zone could not be found ("
+                + (z.how if z else "no answer")
+                + ")",
+            )
+        return zone_named(z.name), z.name, None
+    assert host.tz is not None  # config guarantees tz for hosts with logs
+    return zone_named(host.tz), host.tz, None
+
+
+def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
+    from zoneinfo import ZoneInfo, available_timezones
+
+    if offset == timedelta(0):
+        return ["UTC"]
+    region = declared.split("/", 1)[0] if "/" in declared else ""
+    preferred = (
+        "America/New_York",
+        "America/Chicago",
+        "America/Denver",
+        "America/Los_Angeles",
+        "Europe/London",
+        "Europe/Berlin",
+        "Europe/Moscow",
+        "Asia/Kolkata",
+        "Asia/Shanghai",
+        "Asia/Tokyo",
+        "Australia/Sydney",
+    )
+    matches = []
+    for name in sorted(available_timezones()):
+        if "/" not in name or name.startswith(("Etc/", "SystemV/", "posix", "right")):
+            continue
+        try:
+            if at.astimezone(ZoneInfo(name)).utcoffset() == offset:
+                matches.append(name)
+        except Exception:
+            continue
+    matches.sort(key=lambda n: (n not in preferred, not n.startswith(region + "/"), n))
+    return matches[:2]
+
+
+def judge_log(
+    spec: LogSpec,
+    lf: LogFacts,
+    host: HostConfig,
+    facts: LogsFacts,
+    config: LogsConfig,
+    now: datetime,
+) -> LogVerdict:
+    path = spec.path
+    metrics: dict[str, Any] = {
+        "last_line_at": None,
+        "age_s": None,
+        "tz": host.tz,
+        "mtime_age_s": None,
+        "clock_skew_s": facts.clock_skew_s,
+        "error_lines": None,
+        "size_bytes": lf.size,
+    }
+    evidence: dict[str, Any] = {"path": path}
+
+    def verdict(status: Status, summary: str) -> LogVerdict:
+        return LogVerdict(path, status, f"{path}: {summary}", metrics, evidence)
+
+    if lf.state != "ok":
+        return verdict(Status.UNKNOWN, lf.detail or lf.state)
+    assert lf.mtime is not None and lf.size is not None
+    skew = facts.clock_skew_s or 0.0
+    host_now = now + timedelta(seconds=skew)  # ages are measured on the host's own clock
+    mtime = datetime.fromtimestamp(lf.mtime, UTC)
+    mtime_age = (host_now - mtime).total_seconds()
+    metrics["mtime_age_s"] = round(mtime_age, 3)
+    evidence["mtime"] = mtime.isoformat().replace("+00:00", "Z")
+    if lf.size == 0:
+        return verdict(Status.UNKNOWN, f"empty file (modified {_span(mtime_age)} ago)")
+    tail = lf.tail
+    if _looks_binary(tail):
+        return verdict(
+            Status.UNKNOWN,
+            f"looks binary (control bytes in the last {_size(len(tail))}), not a text log",
+        )
+    text = tail.decode("utf-8", "replace")
+    lines = text.split("\n")
+    if lf.size > len(tail):  # the tail began mid-line: drop the partial first line
+        lines = lines[1:]
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines:
+        return verdict(
+            Status.UNKNOWN,
+            f"no complete line in the last {_size(len(tail))} (a single line longer than "
+            f"tail_bytes {spec.tail_bytes}); cannot see a timestamp",
+        )
+    rx = re.compile(spec.regex) if spec.regex else None
+    err_rx = re.compile(spec.error_regex)
+    error_lines = sum(1 for line in lines if err_rx.search(line))
+    metrics["error_lines"] = error_lines
+
+    # newest: max over the last NEWEST_WINDOW stamped lines (threads may interleave)
+    zone, zone_name, zone_problem = _zone_for(host, facts)
+    metrics["tz"] = zone_name
+    stamped: list[tuple[str, Stamp]] = []
+    for line in reversed(lines):
+        stamp = find_with(line, spec.format, rx)
+        if stamp is not None:
+            stamped.append((line, stamp))
+            if len(stamped) >= NEWEST_WINDOW:
+                break
+    if not stamped:
+        what = f"format {spec.format!r}" if spec.format else "regex" if spec.regex else "format"
+        return verdict(
+            Status.UNKNOWN,
+            f"no parseable timestamp in the last {len(lines)} lines "
+            f"({_size(len(tail))}; no recognised {what}); last line: {lines[-1][:80]!r}",
+        )
+    if zone is None and any(s.offset is None and s.kind != "epoch" for _, s in stamped):
+        return verdict(Status.UNKNOWN, zone_problem or "no zone for this host")
+    utc_zone: tzinfo = zone or UTC
+    resolved: list[tuple[str, Resolved]] = [
+        (line, resolve(s, utc_zone, zone_name, now, hint=mtime)) for line, s in stamped
+    ]
+    newest_line, newest = max(resolved, key=lambda item: item[1].utc)
+    newest_stamp = next(s for line, s in stamped if line is newest_line)
+    oldest = None
+    for line in lines:
+        s = find_with(line, spec.format, rx)
+        if s is not None:
+            oldest = resolve(s, utc_zone, zone_name, now, hint=mtime)
+            break
+    age = (host_now - newest.utc).total_seconds()
+    metrics["last_line_at"] = newest.utc.isoformat().replace("+00:00", "Z")
+    metrics["age_s"] = round(age, 3)
+    evidence["last_line"] = newest_line[:200]
+    evidence["zone"] = newest.zone
+    if newest.note:
+        evidence["note"] = newest.note
+    where = (
+        f"last line {newest.local_label} = {newest.utc:%H:%M:%S} UTC"
+        if newest.zone != "epoch"
+        else f"last line {newest.utc:%H:%M:%S} UTC (epoch)"
+    )
+    if newest.utc.date() != host_now.date():
+        where += f" on {newest.utc:%Y-%m-%d}"
+
+    # error flood
+    span = (newest.utc - oldest.utc).total_seconds() if oldest else 0.0
+    rate = error_lines / (span / 60) if span >= 1 else None
+    metrics["error_rate_per_min"] = None if rate is None else round(rate, 2)
+    flood = []
+    if spec.max_error_lines is not None and error_lines > spec.max_error_lines:
+        flood.append(f"more than max_error_lines {spec.max_error_lines}")
+    if rate is not None and spec.max_error_rate > 0 and rate > spec.max_error_rate:
+        flood.append(f"over max_error_rate {spec.max_error_rate:g}/min")
+    errors = ""
+    if error_lines:
+        rate_text = f", {rate:.1f}/min" if rate is not None else ""
+        errors = (
+            f"; {error_lines} error lines in the last {_size(len(tail))}{rate_text}, "
+            f"file {_size(lf.size)}"
+        )
+        if flood:
+            errors += " (" + " and ".join(flood) + ")"
+
+    statuses = [Status.WARN] if flood else []
+    note = f"; {newest.note}" if newest.note else ""
+
+    # zone cross-check: the line's UTC against the zone-free mtime
+    diff = (mtime - newest.utc).total_seconds()
+    halves = round(diff / 1800)
+    zone_wrong = (
+        config.zone_check
+        and newest_stamp.offset is None
+        and newest_stamp.kind != "epoch"
+        and halves != 0
+        and abs(diff - halves * 1800) <= ZONE_TOLERANCE_S
+    )
+    if zone_wrong:
+        declared_offset = newest.local.utcoffset() or timedelta(0)
+        true_offset = declared_offset - timedelta(seconds=halves * 1800)
+        guesses = _suggest_zones(true_offset, mtime, zone_name)
+        hint = f" ({' or '.join(guesses)}?)" if guesses else ""
+        by_mtime = _age_status(mtime_age, spec)
+        summary = (
+            f"declared zone looks wrong: last line {newest.local:%H:%M} {zone_name} = "
+            f"{newest.utc:%H:%M} UTC, file modified {mtime:%H:%M} UTC{hint}; "
+            f"by mtime the log is {_span(mtime_age)} old"
+        )
+        evidence["zone_check"] = {
+            "declared": zone_name,
+            "line_utc": metrics["last_line_at"],
+            "mtime_utc": evidence["mtime"],
+            "implied_offset_h": true_offset.total_seconds() / 3600,
+            "suggested": guesses,
+        }
+        return verdict(worst([Status.WARN, by_mtime, *statuses]), summary + note + errors)
+
+    if age < -FUTURE_SLACK_S:
+        return verdict(
+            Status.WARN,
+            f"{where}, {_span(-age)} in the FUTURE (zone or clock wrong?){note}{errors}",
+        )
+    status = _age_status(age, spec)
+    ago = f"{_span(max(age, 0))} ago"
+    limit = ""
+    if status is Status.CRIT:
+        limit = f" (crit_age {_span(spec.effective_crit_age)})"
+    elif status is Status.WARN:
+        limit = f" (max_age {_span(spec.max_age)})"
+    return verdict(worst([status, *statuses]), f"{where}, {ago}{limit}{note}{errors}")
+
+
+_CONTROL = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27)) + b"\x7f"
+
+
+def _looks_binary(data: bytes) -> bool:
+    """More than 5% control bytes (tabs, newlines and ANSI escapes do not count)."""
+    if not data:
+        return False
+    controls = len(data) - len(data.translate(None, _CONTROL))
+    return controls > len(data) * 0.05
+
+
+def _age_status(age: float, spec: LogSpec) -> Status:
+    if age > spec.effective_crit_age:
+        return Status.CRIT
+    if age > spec.max_age:
+        return Status.WARN
+    return Status.OK
+
+
+CHECK = LogsCheck()

@@ -1,0 +1,325 @@
+"""The logs check without the lab: its pure evaluate (table-driven), the host-output parsers,
+and its shell fragment run for real by /bin/sh on this machine."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from fleetcheck.checks.logs import (
+    CHECK,
+    ZONE_FRAGMENT,
+    LogFacts,
+    LogsConfig,
+    LogsFacts,
+    ZoneFacts,
+    log_fragment,
+    parse_log_output,
+    parse_zone_output,
+)
+
+from fleetcheck.config import ConfigError, HostConfig, LogSpec, build
+from fleetcheck.model import Status
+
+NOW = datetime(2026, 11, 29, 7, 24, 0, tzinfo=UTC)
+CFG = LogsConfig()
+
+
+def host(tz: str = "America/New_York", **spec: object) -> HostConfig:
+    return HostConfig(name="mini", ssh="local", tz=tz, logs=(LogSpec(path="/l", **spec),))  # type: ignore[arg-type]
+
+
+def facts(tail: str, mtime: datetime = NOW, skew: float | None = 0.0, **kw: object) -> LogsFacts:
+    data = tail.encode()
+    lf = LogFacts("/l", "ok", "", mtime.timestamp(), kw.pop("size", len(data)), data)  # type: ignore[arg-type]
+    return LogsFacts((lf,), skew, kw.get("zone"))  # type: ignore[arg-type]
+
+
+# tail, declared tz, mtime, expected status, words in the summary
+CASES = [
+    # FIELD-NOTES 6: 02:21 EDT is 06:21 UTC, minutes ago: not "four hours silent"
+    (
+        "2026-11-29 02:21:00,123 INFO tick\n",
+        "America/New_York",
+        NOW,
+        Status.OK,
+        ["02:21:00 EST = 07:21:00 UTC, 3 min ago"],
+    ),
+    (
+        "2026-11-29T02:21:00Z tick\n",
+        "America/New_York",
+        NOW,
+        Status.CRIT,
+        ["02:21:00 UTC = 02:21:00 UTC", "5 h 3 min ago", "crit_age 30 min"],
+    ),
+    (
+        "2026-11-29T07:10:00Z tick\n",
+        "UTC",
+        datetime(2026, 11, 29, 7, 10, tzinfo=UTC),
+        Status.WARN,
+        ["14 min ago (max_age 10 min)"],
+    ),
+    # mtime says now, line read in Chicago says 1 h ago: the zone is wrong, not the log
+    (
+        "2026-11-29 02:21:00 tick\n",
+        "America/Chicago",
+        datetime(2026, 11, 29, 7, 21, tzinfo=UTC),
+        Status.WARN,
+        [
+            "declared zone looks wrong: last line 02:21 America/Chicago = 08:21 UTC, "
+            "file modified 07:21 UTC (America/New_York"
+        ],
+    ),
+    # a line far in the future that is not a whole-hour zone shift
+    ("2026-11-29T09:03:00Z tick\n", "UTC", NOW, Status.WARN, ["in the FUTURE"]),
+    # newest of interleaved lines wins; partial first line dropped
+    (
+        "26:00 partial\n2026-11-29 02:22:00 b\n2026-11-29 02:20:00 a\n",
+        "America/New_York",
+        NOW,
+        Status.OK,
+        ["02:22:00 EST"],
+    ),
+    # syslog in Kolkata
+    (
+        "Nov 29 12:50:00 box rater: tick\n",
+        "Asia/Kolkata",
+        NOW,
+        Status.OK,
+        ["12:50:00 IST = 07:20:00 UTC, 4 min ago"],
+    ),
+    # epoch: zone-free
+    ("1795937000 tick\n", "America/New_York", NOW, Status.OK, ["(epoch)"]),
+]
+
+
+@pytest.mark.parametrize("tail,tz,mtime,status,words", CASES)
+def test_evaluate(tail: str, tz: str, mtime: datetime, status: Status, words: list[str]) -> None:
+    size = len(tail) + (1000 if tail.startswith("26:00") else 0)
+    r = CHECK.evaluate(facts(tail, mtime, size=size), CFG, host(tz), NOW)
+    assert r.status is status, r.summary
+    for w in words:
+        assert w in r.summary, r.summary
+    assert set(r.metrics) >= {
+        "last_line_at",
+        "age_s",
+        "tz",
+        "mtime_age_s",
+        "clock_skew_s",
+        "error_lines",
+        "size_bytes",
+    }
+
+
+def test_dst_ambiguous_line_says_how_it_was_read() -> None:
+    mtime = datetime(2026, 11, 1, 6, 30, 5, tzinfo=UTC)
+    r = CHECK.evaluate(facts("2026-11-01 01:30:00 tick\n", mtime), CFG, host(), NOW)
+    assert "occurs twice in America/New_York" in r.summary
+    assert r.metrics["last_line_at"] == "2026-11-01T06:30:00Z"
+
+
+def test_clock_skew_warns_and_ages_use_the_host_clock() -> None:
+    # the host runs 5 min ahead: its line stamped 07:28 is "now" on its clock
+    r = CHECK.evaluate(facts("2026-11-29T07:28:30Z tick\n", skew=300.0), CFG, host("UTC"), NOW)
+    assert r.status is Status.WARN
+    assert "host clock is 5 min ahead of ours" in r.summary
+    assert r.metrics["clock_skew_s"] == 300.0
+    assert 0 < r.metrics["age_s"] < 60
+
+
+def test_error_flood_thresholds() -> None:
+    lines = "".join(
+        f"2026-11-29 07:2{i // 60}:{i % 60:02d} ERROR ConnectionError\n" for i in range(120)
+    )
+    r = CHECK.evaluate(facts(lines), CFG, host("UTC"), NOW)
+    assert r.status is Status.WARN
+    assert "120 error lines" in r.summary and "over max_error_rate 10/min" in r.summary
+    r = CHECK.evaluate(facts(lines), CFG, host("UTC", max_error_rate=0.0), NOW)
+    assert r.status is Status.OK and "120 error lines" in r.summary
+    r = CHECK.evaluate(facts(lines), CFG, host("UTC", max_error_rate=0.0, max_error_lines=100), NOW)
+    assert r.status is Status.WARN and "more than max_error_lines 100" in r.summary
+
+
+def test_auto_zone_without_an_answer_is_unknown_unless_lines_carry_offsets() -> None:
+    zone = ZoneFacts(None, "no $TZ, /etc/localtime link, /etc/timezone or timedatectl", "+0000")
+    h = host("auto")
+    r = CHECK.evaluate(facts("2026-11-29 07:20:00 tick\n", zone=zone), CFG, h, NOW)
+    assert (
+        r.status is Status.UNKNOWN
+        and "tz = auto but the host's zone could not be found" in r.summary
+    )
+    r = CHECK.evaluate(facts("2026-11-29T07:20:00Z tick\n", zone=zone), CFG, h, NOW)
+    assert r.status is Status.OK
+
+
+def test_several_logs_lead_with_the_worst() -> None:
+    h = HostConfig(name="m", ssh="local", tz="UTC", logs=(LogSpec(path="/a"), LogSpec(path="/b")))
+    ok = LogFacts("/a", "ok", "", NOW.timestamp(), 26, b"2026-11-29T07:23:00Z tick\n")
+    gone = LogFacts("/b", "missing", "no such file")
+    r = CHECK.evaluate(LogsFacts((ok, gone), 0.0), CFG, h, NOW)
+    assert r.status is Status.UNKNOWN
+    assert r.summary == "/b: no such file (other logs: 1 OK)"
+    assert set(r.metrics["logs"]) == {"/a", "/b"}
+
+
+# ---------------------------------------------------------------- host output parsers
+
+
+@pytest.mark.parametrize(
+    "out,state,detail",
+    [
+        (
+            b"state error stat: cannot statx 'x': No such file or directory\n",
+            "missing",
+            "no such file",
+        ),
+        (b"state error stat: cannot statx 'x': Permission denied\n", "denied", "permission denied"),
+        (b"state denied\n", "denied", "permission denied"),
+        (b"state not-regular\n", "not-regular", "not a regular file"),
+        (b"state error stat: weird\n", "error", "stat: weird"),
+        (b"garbage", "error", "unexpected output from the host (rc 0)"),
+        (b"stat x y\ntail\n", "error", "cannot read stat output 'stat x y'"),
+    ],
+)
+def test_parse_log_output_states(out: bytes, state: str, detail: str) -> None:
+    lf = parse_log_output("/l", 0, out)
+    assert (lf.state, lf.detail) == (state, detail)
+
+
+def test_parse_log_output_keeps_the_tail_bytes_exactly() -> None:
+    lf = parse_log_output("/l", 0, b"stat 1795937000 42\ntail\nline one\n\x00tail\nx")
+    assert (lf.mtime, lf.size, lf.tail) == (1795937000.0, 42, b"line one\n\x00tail\nx")
+
+
+@pytest.mark.parametrize(
+    "text,name,how",
+    [
+        (
+            "TZ=America/New_York\noffset=-0500\nlocaltime=/usr/share/zoneinfo/Etc/UTC\n",
+            "America/New_York",
+            "$TZ",
+        ),
+        ("TZ=:Asia/Kolkata\n", "Asia/Kolkata", "$TZ"),
+        ("TZ=\nlocaltime=/usr/share/zoneinfo/Europe/Berlin\n", "Europe/Berlin", "/etc/localtime"),
+        (
+            "TZ=\nlocaltime=/var/db/timezone/zoneinfo/America/Chicago\n",
+            "America/Chicago",
+            "/etc/localtime",
+        ),  # macOS
+        ("TZ=\nlocaltime=../usr/share/zoneinfo/posix/Asia/Tokyo\n", "Asia/Tokyo", "/etc/localtime"),
+        ("TZ=\nlocaltime=\netc_timezone=Europe/London\n", "Europe/London", "/etc/timezone"),
+        ("TZ=\ntimedatectl=Australia/Sydney\n", "Australia/Sydney", "timedatectl"),
+        ("TZ=CST6CDT-bogus\nlocaltime=\n", None, "$TZ 'CST6CDT-bogus' is not an IANA zone"),
+        ("TZ=\noffset=+0000\n", None, "no $TZ"),
+    ],
+)
+def test_parse_zone_output(text: str, name: str | None, how: str) -> None:
+    z = parse_zone_output(text)
+    assert z.name == name
+    assert z.how.startswith(how)
+
+
+# ---------------------------------------------------------------- the fragments, run for real
+
+
+def run_sh(script: str, *prefix: str) -> bytes:
+    return subprocess.run(
+        [*prefix, "/bin/sh", "-c", script], capture_output=True, check=True
+    ).stdout
+
+
+def test_fragment_quotes_a_hostile_path(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    path = f"x'; touch {marker}; '"
+    out = run_sh(log_fragment(LogSpec(path=path)))
+    assert not marker.exists()
+    assert parse_log_output(path, 0, out).state == "missing"
+    # a real file with spaces, quotes and $ in its name is read
+    odd = tmp_path / "it's a $HOME `log`"
+    odd.write_bytes(b"a\n" * 10)
+    lf = parse_log_output(str(odd), 0, run_sh(log_fragment(LogSpec(path=str(odd), tail_bytes=256))))
+    assert lf.state == "ok" and lf.size == 20 and lf.tail == b"a\n" * 10
+
+
+def test_fragment_bounds_the_tail(tmp_path: Path) -> None:
+    big = tmp_path / "big.log"
+    big.write_bytes(b"y" * 1_000_000)
+    lf = parse_log_output(
+        str(big), 0, run_sh(log_fragment(LogSpec(path=str(big), tail_bytes=4096)))
+    )
+    assert lf.size == 1_000_000 and len(lf.tail) == 4096
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root")
+def test_fragment_reports_permission_denied(tmp_path: Path) -> None:
+    secret = tmp_path / "private"
+    secret.mkdir()
+    log = secret / "app.log"
+    log.write_text("x\n")
+    secret.chmod(0o700)
+    tmp_path.chmod(0o755)
+    nobody = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+    lf = parse_log_output(str(log), 0, run_sh(log_fragment(LogSpec(path=str(log))), *nobody))
+    assert (lf.state, lf.detail) == ("denied", "permission denied")
+    # readable directory, unreadable file
+    secret.chmod(0o755)
+    log.chmod(0o600)
+    lf = parse_log_output(str(log), 0, run_sh(log_fragment(LogSpec(path=str(log))), *nobody))
+    assert lf.state == "denied"
+
+
+def test_zone_fragment_reads_tz_from_the_environment() -> None:
+    out = subprocess.run(
+        ["/bin/sh", "-c", ZONE_FRAGMENT],
+        capture_output=True,
+        check=True,
+        env={"PATH": os.environ["PATH"], "TZ": "America/New_York"},
+    ).stdout.decode()
+    z = parse_zone_output(out)
+    assert z.name == "America/New_York" and z.offset in ("-0500", "-0400")
+
+
+def test_remote_commands_one_fragment_per_log_plus_zone() -> None:
+    h = HostConfig(name="m", ssh="local", tz="auto", logs=(LogSpec(path="/a"), LogSpec(path="/b")))
+    assert set(CHECK.remote_commands(h, CFG)) == {"log0", "log1", "tz"}
+    h2 = HostConfig(name="m", ssh="local", tz="UTC", logs=(LogSpec(path="/a"),))
+    assert set(CHECK.remote_commands(h2, CFG)) == {"log0"}
+
+
+# ---------------------------------------------------------------- config errors
+
+
+@pytest.mark.parametrize(
+    "table,message",
+    [
+        ({"path": "/l", "format": "%Y-%m-%d %H:%M:%S %Z"}, "format: %Z"),
+        ({"path": "/l", "format": "%Y"}, "format: format has no hour"),
+        ({"path": "/l", "regex": "(?P<when>.*)"}, "regex: needs a named group"),
+        ({"path": "/l", "error_regex": "("}, "error_regex: not a valid regular expression"),
+        ({"path": "/l", "max_error_rate": -1}, "max_error_rate: must be 0 (off) or more"),
+        ({"path": "/l", "max_error_lines": -1}, "max_error_lines: must be 0 or more"),
+        ({"path": "/l", "max_age": "5m", "crit_age": "1m"}, "crit_age: must not be shorter"),
+    ],
+)
+def test_bad_log_config_is_refused(table: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        build(LogSpec, table, "hosts.toml", "hosts[0].logs[0]")
+
+
+def test_host_with_logs_needs_a_zone() -> None:
+    with pytest.raises(ConfigError, match="a host with logs needs tz"):
+        build(HostConfig, {"name": "m", "ssh": "local", "logs": [{"path": "/l"}]}, "h", "hosts[0]")
+
+
+def test_logs_config_rejects_a_zero_skew() -> None:
+    with pytest.raises(ConfigError, match="max_clock_skew"):
+        build(LogsConfig, {"max_clock_skew": 0}, "h", "checks.logs")
+
+
+def test_epoch_case_is_really_recent() -> None:
+    # guard for the epoch row of CASES: 1795937000 is 07:23:20 UTC on 2026-11-29
+    assert datetime.fromtimestamp(1795937000, UTC) == NOW - timedelta(seconds=40)

@@ -1,0 +1,279 @@
+"""The logs check end to end: real sshd in lab namespaces, the real CLI, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from tests.lab import Lab, LabHost
+
+pytestmark = pytest.mark.lab
+
+
+def write_log(path: Path, lines: list[str], mtime: datetime | None = None) -> None:
+    path.write_text("".join(line + "\n" for line in lines))
+    if mtime is not None:
+        os.utime(path, (mtime.timestamp(), mtime.timestamp()))
+
+
+def patrol(config: Path, *extra: str) -> tuple[int, dict[tuple[str | None, str], dict[str, Any]]]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "fleetcheck", "run", "--format", "json", "-c", str(config), *extra],
+        capture_output=True,
+        timeout=120,
+    )
+    assert proc.stderr == b"" or b"Traceback" not in proc.stderr, proc.stderr.decode()
+    report = json.loads(proc.stdout)
+    return proc.returncode, {(r["host"], r["check"]): r for r in report["results"]}
+
+
+def log_table(path: Path, **keys: str) -> str:
+    extra = "".join(f"{k} = {v}\n" for k, v in keys.items())
+    return f'[[hosts.logs]]\npath = "{path}"\nmax_age = "10m"\n{extra}'
+
+
+def host_lines(tz: str, *tables: str) -> str:
+    return f'tz = "{tz}"\n' + "\n".join(tables)
+
+
+def test_recency_in_each_zone(lab: Lab) -> None:
+    """The Eastern log written a minute ago is OK (not '5 hours stale'); the UTC log 2.5 h
+    old is CRIT; a syslog log in Asia/Kolkata, zone found by tz = auto, reads right; the DST
+    repeated hour is resolved and says so."""
+    now = datetime.now(UTC)
+    east, utc_host, india, dst = (
+        lab.add_host("east"),
+        lab.add_host("utc"),
+        lab.add_host("india", tz="Asia/Kolkata"),  # sshd sets TZ: the host's zone
+        lab.add_host("dst"),
+    )
+    ny = now - timedelta(minutes=1)
+    east_log = east.log_path("rater.log")
+    write_log(
+        east_log,
+        [f"{ny.astimezone(ZoneInfo('America/New_York')):%Y-%m-%d %H:%M:%S},123 INFO tick"],
+    )
+    old = now - timedelta(hours=2, minutes=30)
+    utc_log = utc_host.log_path("worker.log")
+    write_log(utc_log, [f"{old:%Y-%m-%dT%H:%M:%S} INFO pulled job"], mtime=old)
+    india_log = india.log_path("syslog")
+    ist = (now - timedelta(minutes=2)).astimezone(ZoneInfo("Asia/Kolkata"))
+    write_log(india_log, [f"{ist:%b %e %H:%M:%S} india rater[42]: heartbeat"])
+    # 01:30 on the day DST ended in New York, written in the second (EST) pass
+    dst_log = dst.log_path("rater.log")
+    second_pass = datetime(2026, 11, 1, 6, 30, 30, tzinfo=UTC)
+    write_log(dst_log, ["2026-11-01 01:30:00 INFO tick"], mtime=second_pass)
+
+    config = lab.config(
+        checks="[checks.logs]\n",
+        host_extra={
+            "east": host_lines("America/New_York", log_table(east_log)),
+            "utc": host_lines("UTC", log_table(utc_log)),
+            "india": host_lines("auto", log_table(india_log)),
+            "dst": host_lines("America/New_York", log_table(dst_log)),
+        },
+    )
+    code, rows = patrol(config)
+
+    r = rows[("east", "logs")]
+    assert r["status"] == "OK", r["summary"]
+    assert "EST = " in r["summary"] and " UTC, 6" in r["summary"] and " s ago" in r["summary"]
+    assert r["metrics"]["tz"] == "America/New_York"
+    assert abs(r["metrics"]["age_s"] - 60) < 30
+
+    r = rows[("utc", "logs")]
+    assert r["status"] == "CRIT", r["summary"]
+    assert "2 h 30 min ago" in r["summary"] and "crit_age 30 min" in r["summary"]
+
+    r = rows[("india", "logs")]
+    assert r["status"] == "OK", r["summary"]
+    assert r["metrics"]["tz"] == "Asia/Kolkata"
+    assert f"{ist:%H:%M:%S} IST = " in r["summary"]
+    assert r["evidence"]["tz_auto"]["how"].startswith("$TZ")
+    assert r["evidence"]["tz_auto"]["offset"] == "+0530"
+
+    r = rows[("dst", "logs")]
+    assert r["status"] == "CRIT"  # it is weeks old; the point is how it was read
+    assert r["metrics"]["last_line_at"] == "2026-11-01T06:30:00Z"
+    assert "occurs twice in America/New_York" in r["summary"]
+    assert "second occurrence, EST" in r["summary"]
+    assert code == 2
+
+
+def test_wrongly_declared_zone_warns_and_names_the_likely_zone(lab: Lab) -> None:
+    now = datetime.now(UTC)
+    h = lab.add_host("mac")
+    log = h.log_path("rater.log")
+    written = now - timedelta(minutes=1)
+    # written in New York time, but the config says Chicago
+    write_log(log, [f"{written.astimezone(ZoneInfo('America/New_York')):%Y-%m-%d %H:%M:%S} tick"])
+    config = lab.config(
+        checks="[checks.logs]\n",
+        host_extra={"mac": host_lines("America/Chicago", log_table(log))},
+    )
+    code, rows = patrol(config)
+    r = rows[("mac", "logs")]
+    assert r["status"] == "WARN", r["summary"]
+    assert r["summary"].startswith(f"{log}: declared zone looks wrong: last line ")
+    assert "America/Chicago = " in r["summary"]
+    assert "(America/New_York" in r["summary"]
+    assert "by mtime the log is" in r["summary"]
+    assert r["evidence"]["logs"][0]["zone_check"]["implied_offset_h"] in (-5.0, -4.0)
+    assert code == 1
+
+
+def test_unreadable_logs_are_unknown_with_the_reason(lab: Lab, tmp_path: Path) -> None:
+    h = lab.add_host("w")
+    marker = tmp_path / "pwned"
+    evil = f"{h.dir}/x'; touch {marker}; '"
+    empty = h.log_path("empty.log")
+    empty.write_bytes(b"")
+    binary = h.log_path("core.bin")
+    binary.write_bytes(bytes(range(256)) * 64)
+    huge = h.log_path("one-line.log")
+    with huge.open("wb") as f:  # a 50 MB single line: only tail_bytes of it may be read
+        f.write(b"2026-11-29 02:21:00 " + b"x" * (50 * 1024 * 1024))
+    noisy = h.log_path("no-stamps.log")
+    write_log(noisy, ["starting", "still starting"])
+    missing = h.log_path("gone.log")
+    fifo = h.log_path("fifo.log")
+    os.mkfifo(fifo)
+    config = lab.config(
+        checks="[checks.logs]\n",
+        host_extra={
+            "w": host_lines(
+                "UTC",
+                log_table(Path(evil)),
+                log_table(empty),
+                log_table(binary),
+                log_table(huge),
+                log_table(noisy),
+                log_table(missing),
+                log_table(fifo),
+            )
+        },
+    )
+    code, rows = patrol(config)
+    r = rows[("w", "logs")]
+    assert r["status"] == "UNKNOWN"
+    assert not marker.exists(), "the log path was executed by the remote shell"
+    by_path = {e["path"]: e for e in r["evidence"]["logs"]}
+    assert set(by_path) == {
+        evil,
+        str(empty),
+        str(binary),
+        str(huge),
+        str(noisy),
+        str(missing),
+        str(fifo),
+    }
+    assert r["metrics"]["logs"][str(huge)]["size_bytes"] == 50 * 1024 * 1024 + 20
+    assert code == 3
+    # each log's own reason: run the check's evaluate on the same facts for the one-liners
+    from fleetcheck.checks.logs import CHECK  # noqa: F401  (import path is the public one)
+
+    summaries = r["summary"]
+    assert summaries.startswith(f"{evil}: no such file")  # first UNKNOWN leads
+
+
+@pytest.mark.parametrize(
+    "name,content,expected",
+    [
+        ("empty", b"", "empty file"),
+        ("binary", bytes(range(256)) * 64, "looks binary"),
+        ("huge", b"2026-11-29 02:21:00 " + b"x" * (5 * 1024 * 1024), "no complete line"),
+        ("nostamps", b"starting\nstill starting\n", "no parseable timestamp in the last 2 lines"),
+        ("missing", None, "no such file"),
+    ],
+)
+def test_each_unreadable_log_reason(
+    lab: Lab, name: str, content: bytes | None, expected: str
+) -> None:
+    h = lab.add_host("w")
+    path = h.log_path(f"{name}.log")
+    if content is not None:
+        path.write_bytes(content)
+    config = lab.config(
+        checks="[checks.logs]\n", host_extra={"w": host_lines("UTC", log_table(path))}
+    )
+    _, rows = patrol(config)
+    r = rows[("w", "logs")]
+    assert r["status"] == "UNKNOWN"
+    assert r["summary"].startswith(f"{path}: {expected}"), r["summary"]
+
+
+def test_error_flood_warns_with_rate_and_size(lab: Lab) -> None:
+    now = datetime.now(UTC)
+    h = lab.add_host("w")
+    log = h.log_path("worker.log")
+    lines = []
+    for i in range(600):  # 600 error lines over the last 60 s
+        t = now - timedelta(seconds=60 - i / 10)
+        lines.append(
+            f"{t:%Y-%m-%d %H:%M:%S},000 ERROR redis.exceptions.ConnectionError: "
+            "Error 113 connecting to broker. No route to host."
+        )
+    write_log(log, lines)
+    config = lab.config(
+        checks="[checks.logs]\n",
+        host_extra={"w": host_lines("UTC", log_table(log, tail_bytes="1048576"))},
+    )
+    code, rows = patrol(config)
+    r = rows[("w", "logs")]
+    assert r["status"] == "WARN", r["summary"]
+    assert "600 error lines" in r["summary"] and "over max_error_rate 10/min" in r["summary"]
+    assert r["metrics"]["error_lines"] == 600
+    assert r["metrics"]["error_rate_per_min"] > 500
+    assert r["metrics"]["size_bytes"] == log.stat().st_size
+    assert code == 1
+
+
+def test_fleet_failures_each_get_their_own_verdict(lab: Lab) -> None:
+    """Host down, sshd stopped, sshd frozen, host key changed, auth refused: each its own
+    precise verdict within the timeouts, while the healthy hosts are checked normally."""
+    now = datetime.now(UTC)
+    hosts: dict[str, LabHost] = {}
+    for name in ("ok1", "down", "stopped", "frozen", "rekeyed", "denied", "ok2"):
+        opts = "DenyUsers root\n" if name == "denied" else ""
+        hosts[name] = lab.add_host(name, sshd_options=opts)
+    extra = {}
+    for name, h in hosts.items():
+        log = h.log_path("w.log")
+        write_log(log, [f"{now:%Y-%m-%dT%H:%M:%S}Z tick"])
+        extra[name] = host_lines("UTC", log_table(log))
+    lab.link_down(hosts["down"])
+    lab.stop_sshd(hosts["stopped"])
+    lab.freeze_sshd(hosts["frozen"])
+    lab.change_host_key(hosts["rekeyed"])
+    config = lab.config(checks="[checks.logs]\n", host_extra=extra)
+    start = datetime.now(UTC)
+    code, rows = patrol(config)
+    took = (datetime.now(UTC) - start).total_seconds()
+    assert took < 3 + 5 + 5  # connect_timeout + command_timeout + interpreter start-up
+
+    def row(name: str) -> tuple[str, str]:
+        r = rows[(name, "logs")]
+        return r["status"], r["summary"]
+
+    assert row("ok1")[0] == "OK" and row("ok2")[0] == "OK"
+    status, summary = row("down")
+    assert status == "UNKNOWN"
+    assert "no route to" in summary or "connecting to" in summary, summary
+    status, summary = row("stopped")
+    assert status == "UNKNOWN" and "connection refused by" in summary
+    status, summary = row("frozen")
+    assert status == "UNKNOWN" and summary.startswith("timed out after 3s waiting for the SSH")
+    status, summary = row("rekeyed")
+    assert status == "CRIT" and "host key changed" in summary and "man-in-the-middle" in summary
+    status, summary = row("denied")
+    assert status == "UNKNOWN" and "authentication refused by" in summary
+    assert code == 2
+    lab.thaw_sshd(hosts["frozen"])
