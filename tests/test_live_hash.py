@@ -4,7 +4,7 @@ redis-server in the lab."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -75,7 +75,7 @@ def test_parse_instant_refuses(value: object, message: str) -> None:
 
 def test_parse_instant_naive_with_assumed_zone() -> None:
     assert parse_instant("2026-11-29T01:21:00", ZoneInfo("America/New_York")) == T
-    assert parse_instant("2026-11-29T06:21:00", timezone.utc) == T
+    assert parse_instant("2026-11-29T06:21:00", UTC) == T
 
 
 # ---------------------------------------------------------------- entries

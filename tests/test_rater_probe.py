@@ -77,7 +77,8 @@ def test_not_consumed_is_crit_with_position_and_diagnosis() -> None:
     )
     assert r.status is Status.CRIT
     assert r.summary == (
-        f"{INBOX}: probe not consumed within 5s (3 entries ahead of it, inbox length 3 without it; removed again): "
+        f"{INBOX}: probe not consumed within 5s (3 entries ahead of it, inbox length 3 "
+        "without it; removed again): "
         "rater connected, not blocked, idle 300 s (last command get): its loop is stuck "
         "outside BLPOP"
     )

@@ -4,6 +4,7 @@ fresh entries, and an id re-HSET between the scan and the delete survives."""
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 import time
@@ -99,7 +100,7 @@ def test_keep_malformed_and_max_age(lab: Lab) -> None:
 
 def test_settings_from_the_live_hash_table(lab: Lab) -> None:
     r = lab.client()
-    fresh = '{"t0": %d}' % int(time.time() - 10)
+    fresh = json.dumps({"t0": int(time.time() - 10)})
     r.hset("other:live", mapping={"a": '{"t0": 1, "node": "x"}', "b": fresh})
     checks = '[checks.live_hash]\nkey = "other:live"\nstarted_field = "t0"\nowner_field = "node"\n'
     proc = cli(lab.config(checks=checks, hosts=[]), "--apply")
