@@ -1,0 +1,316 @@
+"""routes: does a host have two default routes on one subnet? (FIELD-NOTES 5)
+
+The Mac mini had wired and Wi-Fi up on the same subnet: two default routes, the OS flipping
+between interfaces, inconsistent ARP, 9 EHOSTUNREACH a minute. Turning Wi-Fi off fixed it.
+This check lists every default route with its interface, gateway, metric and the interface's
+addresses, names the interface broker traffic takes, and judges:
+
+- CRIT: two or more defaults through different interfaces on the same subnet (also when the
+  second is macOS-scoped: both interfaces still answer ARP on that subnet).
+- WARN: other multiple defaults that are not clearly legitimate (equal metrics on different
+  subnets, several gateways on one interface with equal metrics), or a same-subnet second
+  default whose link is down right now (it comes back with the link).
+- OK: one default; or several that are explained (VPN interface, ECMP multipath, failover by
+  distinct metrics, policy-routing tables, macOS scoped defaults on other subnets), with the
+  reason in the summary.
+
+Facts come from the host's one gathered exec: `uname -s`, then on Linux `ip -j route show
+default table all` (v4 and v6), `ip -j addr`, `ip -j rule`, `ip -j route get <broker>`
+(fallback /proc/net/route and `ip -o addr`); on macOS/BSD `netstat -rn -f inet|inet6`,
+`ifconfig`, `route -n get <broker>`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import shlex
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from fleetcheck.check import Check, CheckError, Scope
+from fleetcheck.config import FleetConfig, HostConfig
+from fleetcheck.context import PatrolContext
+from fleetcheck.model import Result, Status
+from fleetcheck.parse.routes import (
+    DefaultRoute,
+    Interface,
+    RouteFacts,
+    RouteParseError,
+    parse_gathered,
+)
+
+ADVICE = "turn one interface off, move it to another subnet, or bond them"
+
+
+@dataclass(frozen=True)
+class RoutesConfig:
+    # the address whose route is looked up on each host; default: the broker's host
+    target: str | None = None
+
+
+def broker_host(url: str) -> str | None:
+    if url.startswith("unix://"):
+        return None
+    return urlsplit(url).hostname
+
+
+def routes_fragment(target: str | None) -> str:
+    """POSIX sh, every section bounded; the target address is shell-quoted."""
+    t = shlex.quote(target) if target else "''"
+    return (
+        "LC_ALL=C; export LC_ALL\n"
+        f"t={t}\n"
+        'case "$t" in *[!0-9a-fA-F.:]*) '
+        "t=$(getent ahosts \"$t\" 2>/dev/null | awk 'NR==1{print $1}');; esac\n"
+        "os=$(uname -s 2>/dev/null); printf '@@os %s\\n' \"$os\"\n"
+        'case "$os" in\n'
+        "Darwin|*BSD|DragonFly)\n"
+        "  echo @@netstat; netstat -rn -f inet 2>&1 | head -c 262144\n"
+        "  echo @@netstat6; netstat -rn -f inet6 2>&1 | head -c 262144\n"
+        "  echo @@ifconfig; ifconfig 2>&1 | head -c 262144\n"
+        '  if [ -n "$t" ]; then echo @@get; route -n get "$t" 2>&1 | head -c 4096; fi ;;\n'
+        "*)\n"
+        "  if ip -j route show default >/dev/null 2>&1; then\n"
+        "    echo @@v4; ip -j route show default table all 2>&1 | head -c 262144; echo\n"
+        "    echo @@v6; ip -j -6 route show default table all 2>/dev/null | head -c 262144; echo\n"
+        "    echo @@addr; ip -j addr show 2>&1 | head -c 262144; echo\n"
+        "    echo @@rules; ip -j rule show 2>/dev/null | head -c 65536; echo\n"
+        "    echo @@rules6; ip -j -6 rule show 2>/dev/null | head -c 65536; echo\n"
+        '    if [ -n "$t" ]; then echo @@get; ip -j route get "$t" 2>&1 | head -c 4096; echo; fi\n'
+        "  else\n"
+        "    echo @@proc; head -c 262144 /proc/net/route\n"
+        "    echo @@addrtext; ip -o addr show 2>/dev/null | head -c 262144\n"
+        "  fi ;;\n"
+        "esac"
+    )
+
+
+class RoutesCheck(Check[RoutesConfig, RouteFacts]):
+    name = "routes"
+    description = "default routes per host: two on one subnet is CRIT (ARP flux, EHOSTUNREACH)"
+    scope = Scope.HOST
+    config_type = RoutesConfig
+
+    def __init__(self) -> None:
+        self._targets: dict[str, str | None] = {}
+        self._lock = threading.Lock()
+
+    def targets(self, fleet: FleetConfig, config: RoutesConfig) -> list[HostConfig | None]:
+        # remote_commands gets no fleet: remember the broker address for each host here
+        target = config.target or broker_host(fleet.broker.url)
+        hosts = [h for h in fleet.hosts if h.ssh is not None]
+        with self._lock:
+            for h in hosts:
+                self._targets[h.name] = target
+        return list(hosts)
+
+    def target_for(self, host: HostConfig, config: RoutesConfig) -> str | None:
+        with self._lock:
+            return config.target or self._targets.get(host.name)
+
+    def remote_commands(self, host: HostConfig, config: RoutesConfig) -> dict[str, str]:
+        return {"table": routes_fragment(self.target_for(host, config))}
+
+    def probe(
+        self, ctx: PatrolContext, host: HostConfig | None, config: RoutesConfig
+    ) -> RouteFacts:
+        assert host is not None
+        frag = ctx.host_facts(host).get("routes.table")
+        try:
+            return parse_gathered(frag.text, self.target_for(host, config))
+        except RouteParseError as e:
+            raise CheckError(f"cannot read the route table: {e}") from None
+
+    def evaluate(
+        self, facts: RouteFacts, config: RoutesConfig, host: HostConfig | None, now: datetime
+    ) -> Result:
+        assert host is not None
+        status, verdict = judge(facts)
+        live = [r for r in facts.routes if r.table == "main"]
+        shown = "; ".join(_show(r, facts.interfaces) for r in live) or "none"
+        broker = ""
+        if facts.broker_target:
+            if facts.broker_dev:
+                via = f" via {facts.broker_via}" if facts.broker_via else ""
+                broker = f"; broker {facts.broker_target} goes out {facts.broker_dev}{via}"
+            else:
+                broker = f"; route to broker {facts.broker_target} unknown"
+        summary = f"{verdict}: {shown}{broker}"
+        main_unscoped = [r for r in live if not r.scoped]
+        metrics = {
+            "default_routes": len(live),
+            "interfaces": len({r.dev for r in live}),
+            "unscoped_default_routes": len(main_unscoped),
+        }
+        evidence: dict[str, Any] = {
+            "os": facts.os,
+            "source": facts.source,
+            "routes": [
+                {
+                    "family": r.family,
+                    "dev": r.dev,
+                    "gateway": r.gateway,
+                    "metric": r.metric,
+                    "flags": list(r.flags),
+                    "table": r.table,
+                    "ecmp": r.ecmp,
+                    "scoped": r.scoped,
+                    "addrs": list(facts.interfaces.get(r.dev, Interface(r.dev)).addrs),
+                }
+                for r in facts.routes
+            ],
+            "broker": {
+                "target": facts.broker_target,
+                "dev": facts.broker_dev,
+                "via": facts.broker_via,
+            },
+        }
+        if facts.problems:
+            evidence["problems"] = list(facts.problems)
+        return self.result(host, status, summary, metrics=metrics, evidence=evidence)
+
+
+def _show(r: DefaultRoute, ifaces: dict[str, Interface]) -> str:
+    iface = ifaces.get(r.dev)
+    fam = [
+        a for a in (iface.addrs if iface else ()) if ipaddress.ip_interface(a).version == r.family
+    ]
+    fam = [a for a in fam if not ipaddress.ip_interface(a).ip.is_link_local] or fam
+    addr = f" [{', '.join(fam[:2])}]" if fam else ""
+    return r.describe() + addr
+
+
+def same_subnet(a: DefaultRoute, b: DefaultRoute, ifaces: dict[str, Interface]) -> str | None:
+    """The shared subnet of two routes' interfaces (or why they are judged on one), or None."""
+    ia, ib = ifaces.get(a.dev), ifaces.get(b.dev)
+    if ia and ib:
+        for na in ia.networks(a.family):
+            for nb in ib.networks(b.family):
+                if na.overlaps(nb):
+                    return str(na if na.prefixlen >= nb.prefixlen else nb)
+    if a.gateway and a.gateway == b.gateway and not a.gateway.startswith("link#"):
+        return f"the same gateway {a.gateway}"
+    for r, other in ((a, ib), (b, ia)):
+        if r.gateway and other and not r.gateway.startswith("link#"):
+            try:
+                gw = ipaddress.ip_address(r.gateway.split("%")[0])
+            except ValueError:
+                continue
+            for n in other.networks(r.family):
+                if gw in n:
+                    return str(n)
+    return None
+
+
+def judge(facts: RouteFacts) -> tuple[Status, str]:
+    """The verdict and its one-line reason."""
+    main = [r for r in facts.routes if r.table == "main"]
+    policy = [r for r in facts.routes if r.table != "main"]
+    verdicts: list[tuple[Status, str]] = []
+    for family in (4, 6):
+        routes = [r for r in main if r.family == family]
+        if len(routes) < 2:
+            if routes and routes[0].down and not routes[0].scoped:
+                verdicts.append((Status.WARN, f"the only IPv{family} default route's link is down"))
+            continue
+        devs = sorted({r.dev for r in routes})
+        pairs = [
+            (a, b, s)
+            for i, a in enumerate(routes)
+            for b in routes[i + 1 :]
+            if a.dev != b.dev and (s := same_subnet(a, b, facts.interfaces))
+        ]
+        live_pairs = [(a, b, s) for a, b, s in pairs if not a.down and not b.down]
+        if live_pairs:
+            a, b, s = live_pairs[0]
+            verdicts.append(
+                (
+                    Status.CRIT,
+                    f"{len(routes)} IPv{family} default routes through different interfaces "
+                    f"({a.dev}, {b.dev}) on one subnet {s}: {ADVICE}",
+                )
+            )
+            continue
+        if pairs:
+            a, b, s = pairs[0]
+            down = a if a.down else b
+            verdicts.append(
+                (
+                    Status.WARN,
+                    f"second IPv{family} default via {down.dev} on the same subnet {s} is link-"
+                    f"down now; when it comes up the host has two defaults on one subnet: "
+                    f"{ADVICE}",
+                )
+            )
+            continue
+        unscoped = [r for r in routes if not r.scoped]
+        if len(unscoped) < 2:
+            verdicts.append(
+                (
+                    Status.OK,
+                    f"one unscoped IPv{family} default; the others are macOS scoped routes on "
+                    "other subnets (used only by sockets bound to them)",
+                )
+            )
+            continue
+        if any(r.vpn for r in unscoped):
+            vpn = ", ".join(sorted({r.dev for r in unscoped if r.vpn}))
+            verdicts.append(
+                (Status.OK, f"{len(unscoped)} IPv{family} defaults, judged legitimate: VPN ({vpn})")
+            )
+            continue
+        if all(r.ecmp for r in unscoped):
+            verdicts.append(
+                (
+                    Status.OK,
+                    f"IPv{family} multipath (ECMP) default over {', '.join(devs)} on different "
+                    "subnets, judged legitimate",
+                )
+            )
+            continue
+        metrics = [r.metric for r in unscoped]
+        if len(set(metrics)) == len(metrics):
+            best = min(unscoped, key=lambda r: r.metric)
+            verdicts.append(
+                (
+                    Status.OK,
+                    f"{len(unscoped)} IPv{family} defaults on different subnets with distinct "
+                    f"metrics, judged legitimate failover ({best.dev} preferred)",
+                )
+            )
+            continue
+        where = "one interface" if len(devs) == 1 else "different subnets"
+        verdicts.append(
+            (
+                Status.WARN,
+                f"{len(unscoped)} IPv{family} default routes on {where} with equal metrics: "
+                "which one wins is not defined; give them distinct metrics or remove one",
+            )
+        )
+    if not verdicts:
+        v4 = [r for r in main if r.family == 4]
+        if not v4:
+            if facts.broker_dev:
+                verdicts.append((Status.OK, "no IPv4 default route (the broker is reachable)"))
+            else:
+                verdicts.append((Status.WARN, "no IPv4 default route"))
+        else:
+            verdicts.append((Status.OK, "one default route"))
+    if policy:
+        used = [r for r in policy if r.table in facts.rule_tables]
+        note = (
+            f"{len(policy)} more in policy-routing tables "
+            f"({', '.join(sorted({r.table for r in policy}))}"
+            + ("; used by ip rule" if used else "; no ip rule uses them")
+            + "), judged legitimate"
+        )
+        verdicts.append((Status.OK, note))
+    status = max((s for s, _ in verdicts), key=lambda s: s.rank)
+    ordered = sorted(verdicts, key=lambda v: -v[0].rank)
+    return status, "; ".join(text for _, text in ordered)
+
+
+CHECK = RoutesCheck()

@@ -1,0 +1,332 @@
+"""Default routes and interface addresses from Linux (`ip -j`, /proc/net/route) and macOS
+(`netstat -rn`, `ifconfig`, `route -n get`) output. Pure functions, no I/O.
+
+Linux notes: metric 0 has no `metric` key in `ip -j`; ECMP routes carry `nexthops`; a route
+over a dead link has the `linkdown` flag. macOS notes: Big Sur+ prints `Destination Gateway
+Flags Netif Expire` (older releases also `Refs Use`); a default with the `I` flag is scoped to
+its interface (only sockets bound there use it), only rows without `I` are unscoped
+defaults; a VPN default may have a `link#N` gateway.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+VPN_PREFIXES = ("tun", "tap", "wg", "utun", "ppp", "ipsec", "tailscale", "zt", "nordlynx", "gpd")
+
+
+@dataclass(frozen=True)
+class DefaultRoute:
+    family: int  # 4 or 6
+    dev: str
+    gateway: str | None
+    metric: int = 0
+    flags: tuple[str, ...] = ()  # "linkdown", "dead", "onlink"; macOS: the flag letters
+    table: str = "main"
+    ecmp: bool = False  # one nexthop of a multipath route
+    scoped: bool = False  # macOS `I` flag: bound to its interface
+
+    @property
+    def down(self) -> bool:
+        return "linkdown" in self.flags or "dead" in self.flags
+
+    @property
+    def vpn(self) -> bool:
+        return self.dev.startswith(VPN_PREFIXES)
+
+    def describe(self) -> str:
+        via = f"via {self.gateway} " if self.gateway else ""
+        extra = []
+        if self.metric:
+            extra.append(f"metric {self.metric}")
+        if self.down:
+            extra.append("LINK DOWN")
+        if self.ecmp:
+            extra.append("multipath")
+        if self.scoped:
+            extra.append("scoped")
+        if self.table != "main":
+            extra.append(f"table {self.table}")
+        return f"{via}dev {self.dev}" + (f" ({', '.join(extra)})" if extra else "")
+
+
+@dataclass(frozen=True)
+class Interface:
+    name: str
+    addrs: tuple[str, ...] = ()  # CIDR, e.g. "198.18.5.10/24"
+    up: bool = True
+
+    def networks(self, family: int) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+        out = []
+        for a in self.addrs:
+            iface = ipaddress.ip_interface(a)
+            if iface.version == family and not iface.ip.is_link_local:
+                out.append(iface.network)
+        return out
+
+
+@dataclass(frozen=True)
+class RouteFacts:
+    os: str
+    source: str  # which commands the facts came from
+    routes: tuple[DefaultRoute, ...]
+    interfaces: dict[str, Interface] = field(default_factory=dict)
+    rule_tables: frozenset[str] = frozenset()  # tables some `ip rule` looks up
+    broker_target: str | None = None
+    broker_dev: str | None = None
+    broker_via: str | None = None
+    problems: tuple[str, ...] = ()
+
+
+class RouteParseError(ValueError):
+    pass
+
+
+# ---------------------------------------------------------------- Linux
+
+
+def _json(text: str, what: str) -> Any:
+    text = text.strip()
+    if not text:
+        return []
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise RouteParseError(f"{what}: not JSON ({text[:60]!r})") from None
+
+
+def parse_ip_routes(text: str, family: int) -> list[DefaultRoute]:
+    """`ip -j [-6] route show default [table all]` -> one DefaultRoute per path."""
+    out = []
+    for r in _json(text, "ip -j route"):
+        if r.get("type", "unicast") != "unicast":
+            continue  # unreachable/blackhole/prohibit defaults route nothing out
+        table = str(r.get("table", "main"))
+        metric = int(r.get("metric", 0))  # metric 0 has no key
+        flags = tuple(r.get("flags", ()))
+        hops = r.get("nexthops")
+        if hops:
+            for hop in hops:
+                out.append(
+                    DefaultRoute(
+                        family,
+                        hop.get("dev", "?"),
+                        hop.get("gateway"),
+                        metric,
+                        tuple(hop.get("flags", ())) + flags,
+                        table,
+                        ecmp=True,
+                    )
+                )
+        else:
+            out.append(
+                DefaultRoute(family, r.get("dev", "?"), r.get("gateway"), metric, flags, table)
+            )
+    return out
+
+
+def parse_ip_addr(text: str) -> dict[str, Interface]:
+    out = {}
+    for link in _json(text, "ip -j addr"):
+        name = link.get("ifname", "?")
+        addrs = tuple(
+            f"{a['local']}/{a.get('prefixlen', 32)}"
+            for a in link.get("addr_info", ())
+            if "local" in a
+        )
+        up = "UP" in link.get("flags", ()) and link.get("operstate") != "DOWN"
+        out[name] = Interface(name, addrs, up)
+    return out
+
+
+def parse_ip_addr_text(text: str) -> dict[str, Interface]:
+    """`ip -o addr show` (old iproute2 without -j)."""
+    found: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        m = re.match(r"\d+:\s+(\S+?)(?:@\S+)?\s+inet6?\s+(\S+)", line)
+        if m:
+            found.setdefault(m.group(1), []).append(m.group(2))
+    return {k: Interface(k, tuple(v)) for k, v in found.items()}
+
+
+def parse_ip_rules(text: str) -> frozenset[str]:
+    return frozenset(
+        str(r["table"])
+        for r in _json(text, "ip -j rule")
+        if "table" in r and str(r["table"]) not in ("local", "main", "default")
+    )
+
+
+def parse_ip_route_get(text: str) -> tuple[str | None, str | None]:
+    data = _json(text, "ip -j route get")
+    if not data:
+        return None, None
+    return data[0].get("dev"), data[0].get("gateway")
+
+
+def parse_proc_net_route(text: str) -> list[DefaultRoute]:
+    """/proc/net/route: hex, little-endian addresses; default = destination and mask 0."""
+    out = []
+    for line in text.splitlines()[1:]:
+        cols = line.split()
+        if len(cols) < 8:
+            continue
+        dev, dest, gw, flags, metric, mask = cols[0], cols[1], cols[2], cols[3], cols[6], cols[7]
+        if dest != "00000000" or mask != "00000000":
+            continue
+        if not int(flags, 16) & 0x1:  # RTF_UP
+            continue
+        gateway = str(ipaddress.IPv4Address(int(gw, 16).to_bytes(4, "little")))
+        out.append(DefaultRoute(4, dev, None if gateway == "0.0.0.0" else gateway, int(metric)))
+    return out
+
+
+# ---------------------------------------------------------------- macOS / BSD
+
+
+def parse_netstat(text: str, family: int = 4) -> list[DefaultRoute]:
+    """`netstat -rn [-f inet|inet6]`: every `default` row of the Internet (or Internet6)
+    section, scoped (`I` flag) rows marked as such."""
+    out = []
+    section = None
+    columns: list[str] = []
+    for line in text.splitlines():
+        s = line.strip()
+        if s in ("Internet:", "Internet6:"):
+            section = 4 if s == "Internet:" else 6
+            columns = []
+            continue
+        if s.startswith("Destination"):
+            columns = s.split()
+            if section is None:
+                section = family
+            continue
+        if section != family or not columns or not s:
+            continue
+        cols = s.split()
+        if cols[0] != "default":
+            continue
+        row = dict(zip(columns, cols, strict=False))
+        # Expire may be empty; Netif is then the last column present
+        netif = row.get("Netif")
+        if netif is None or netif.isdigit():
+            netif = cols[-1] if not cols[-1].isdigit() else cols[-2]
+        flags = row.get("Flags", "")
+        gateway = row.get("Gateway")  # may be `link#N` (an interface, no router)
+        out.append(DefaultRoute(family, netif, gateway, 0, tuple(flags), scoped="I" in flags))
+    return out
+
+
+def parse_ifconfig(text: str) -> dict[str, Interface]:
+    out: dict[str, Interface] = {}
+    name = None
+    addrs: list[str] = []
+    up = True
+
+    def flush() -> None:
+        if name is not None:
+            out[name] = Interface(name, tuple(addrs), up)
+
+    for line in text.splitlines():
+        m = re.match(r"^([A-Za-z0-9_.-]+):\s+flags=\w+<([^>]*)>", line)
+        if m:
+            flush()
+            name, addrs, up = m.group(1), [], "UP" in m.group(2).split(",")
+            continue
+        s = line.strip()
+        m4 = re.match(r"inet (\d+\.\d+\.\d+\.\d+)(?: --> \S+)? netmask (0x[0-9a-fA-F]+|\S+)", s)
+        if m4 and name:
+            mask = m4.group(2)
+            if mask.startswith("0x"):
+                prefix = bin(int(mask, 16)).count("1")
+            else:
+                prefix = ipaddress.IPv4Network(f"0.0.0.0/{mask}").prefixlen
+            addrs.append(f"{m4.group(1)}/{prefix}")
+            continue
+        m6 = re.match(r"inet6 ([0-9a-fA-F:]+)(?:%\S+)? prefixlen (\d+)", s)
+        if m6 and name:
+            addrs.append(f"{m6.group(1)}/{m6.group(2)}")
+    flush()
+    return out
+
+
+def parse_route_get(text: str) -> tuple[str | None, str | None]:
+    """`route -n get X` on macOS/BSD: (interface, gateway)."""
+    dev = gw = None
+    for line in text.splitlines():
+        key, _, value = line.strip().partition(":")
+        if key == "interface":
+            dev = value.strip() or None
+        elif key == "gateway":
+            gw = value.strip() or None
+    return dev, gw
+
+
+# ---------------------------------------------------------------- the gathered fragment
+
+
+def split_sections(text: str) -> dict[str, str]:
+    """`@@name [value]` lines start sections (`@@os Linux` names the OS)."""
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in text.split("\n"):
+        m = re.fullmatch(r"@@(\w+)(?: (.*))?", line)
+        if m:
+            current = m.group(1)
+            sections[current] = [m.group(2)] if m.group(2) else []
+            continue
+        if current is not None:
+            sections[current].append(line)
+    return {k: "\n".join(v).strip("\n") for k, v in sections.items()}
+
+
+def parse_gathered(text: str, target: str | None) -> RouteFacts:
+    s = split_sections(text)
+    os_name = s.get("os", "").strip() or "unknown"
+    problems: list[str] = []
+    if "netstat" in s:
+        routes = parse_netstat(s["netstat"], 4) + parse_netstat(s.get("netstat6", ""), 6)
+        ifaces = parse_ifconfig(s.get("ifconfig", ""))
+        dev, via = parse_route_get(s.get("get", "")) if target else (None, None)
+        return RouteFacts(
+            os_name,
+            "netstat -rn, ifconfig, route -n get",
+            tuple(routes),
+            ifaces,
+            frozenset(),
+            target,
+            dev,
+            via,
+        )
+    if "v4" in s:
+        routes = parse_ip_routes(s["v4"], 4) + parse_ip_routes(s.get("v6", ""), 6)
+        ifaces = parse_ip_addr(s.get("addr", ""))
+        rules = parse_ip_rules(s.get("rules", "")) | parse_ip_rules(s.get("rules6", ""))
+        dev = via = None
+        if target and "get" in s:
+            try:
+                dev, via = parse_ip_route_get(s["get"])
+            except RouteParseError:
+                problems.append(f"ip route get {target}: {s['get'][:80]}")
+        return RouteFacts(
+            os_name, "ip -j", tuple(routes), ifaces, rules, target, dev, via, tuple(problems)
+        )
+    if "proc" in s:
+        routes = parse_proc_net_route(s["proc"])
+        ifaces = parse_ip_addr_text(s.get("addrtext", ""))
+        return RouteFacts(
+            os_name,
+            "/proc/net/route",
+            tuple(routes),
+            ifaces,
+            frozenset(),
+            target,
+            None,
+            None,
+            ("IPv6 defaults not read (no ip -j)",),
+        )
+    raise RouteParseError(f"no route table in the host's output (os {os_name!r})")
