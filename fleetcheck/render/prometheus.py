@@ -169,11 +169,11 @@ def _lint_bad(token: str, last: bool) -> bool:
 
 def metric_name(check: str, metric: str) -> tuple[str, float]:
     """(Prometheus name, factor to multiply values by) for a check's metric."""
-    tokens = [t for t in f"{snake(check)}_{snake(metric)}".split("_") if t] or ["value"]
+    own = [t for t in snake(metric).split("_") if t] or ["value"]
+    tokens = [t for t in snake(check).split("_") if t] + own
     factor = 1.0
-    last = tokens[-1]
-    unit = _ALIASES.get(last) or unit_of(last)
-    if unit is not None and unit[1] is not None and len(tokens) > 1:
+    unit = _ALIASES.get(own[-1]) or unit_of(own[-1])
+    if unit is not None and unit[1] is not None and len(own) > 1:  # `m` alone is no unit
         tokens[-1], factor = unit[0], unit[1]
     for _ in range(len(tokens)):  # glue tokens promtool rejects onto a neighbour
         changed = False
