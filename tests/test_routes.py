@@ -1,0 +1,256 @@
+"""Route parsers and the routes verdict, table-driven. Linux inputs are the shapes the lab
+produces (see test_routes_lab.py for the real thing); macOS inputs are RECORDINGS in
+tests/recordings/ (we cannot run macOS here), each file marked as such in its header."""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from fleetcheck.checks.routes import CHECK, RoutesConfig, broker_host, judge, routes_fragment
+
+from fleetcheck.config import HostConfig
+from fleetcheck.model import Status
+from fleetcheck.parse.routes import (
+    DefaultRoute,
+    Interface,
+    RouteFacts,
+    RouteParseError,
+    parse_gathered,
+    parse_ifconfig,
+    parse_ip_routes,
+    parse_netstat,
+    parse_proc_net_route,
+    parse_route_get,
+)
+
+RECORDINGS = Path(__file__).parent / "recordings"
+NOW = datetime(2026, 11, 29, 7, 0, tzinfo=UTC)
+HOST = HostConfig(name="mini", ssh="local")
+
+
+# ---------------------------------------------------------------- Linux parsers
+
+
+def test_ip_json_metric_zero_ecmp_linkdown_and_non_unicast() -> None:
+    text = (
+        '[{"dst":"default","gateway":"198.18.5.1","dev":"eth0","flags":[]},'
+        '{"dst":"default","gateway":"198.18.5.1","dev":"eth1","metric":200,"flags":["linkdown"]},'
+        '{"dst":"default","metric":50,"flags":[],"nexthops":['
+        '{"gateway":"198.18.5.1","dev":"eth2","weight":1,"flags":[]},'
+        '{"gateway":"198.18.9.1","dev":"eth3","weight":1,"flags":["linkdown"]}]},'
+        '{"type":"unreachable","dst":"default","dev":"lo","metric":4278198272,"flags":[]},'
+        '{"dst":"default","gateway":"198.18.5.1","dev":"eth1","table":"100","flags":[]}]'
+    )
+    routes = parse_ip_routes(text, 4)
+    assert [(r.dev, r.metric, r.down, r.ecmp, r.table) for r in routes] == [
+        ("eth0", 0, False, False, "main"),
+        ("eth1", 200, True, False, "main"),
+        ("eth2", 50, False, True, "main"),
+        ("eth3", 50, True, True, "main"),
+        ("eth1", 0, False, False, "100"),
+    ]
+
+
+def test_ip_json_errors_are_named() -> None:
+    with pytest.raises(RouteParseError, match="ip -j route: not JSON"):
+        parse_ip_routes('Option "-j" is unknown', 4)
+    assert parse_ip_routes("", 4) == []
+
+
+def test_proc_net_route() -> None:
+    text = (
+        "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+        "eth0\t00000000\t010512C6\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
+        "eth1\t00000000\t010512C6\t0003\t0\t0\t200\t00000000\t0\t0\t0\n"
+        "eth0\t000512C6\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"
+        "eth9\t00000000\t010512C6\t0002\t0\t0\t0\t00000000\t0\t0\t0\n"  # not RTF_UP
+    )
+    assert [(r.dev, r.gateway, r.metric) for r in parse_proc_net_route(text)] == [
+        ("eth0", "198.18.5.1", 0),
+        ("eth1", "198.18.5.1", 200),
+    ]
+
+
+# ---------------------------------------------------------------- macOS parsers (recordings)
+
+
+def recording(name: str) -> str:
+    text = (RECORDINGS / name).read_text()
+    assert text.startswith("# RECORDING"), "recorded outputs must say so in their header"
+    return text
+
+
+def test_netstat_big_sur_format_scoped_rows() -> None:
+    facts = parse_gathered(recording("macos14-wired-and-wifi-same-subnet.txt"), "192.168.1.5")
+    v4 = [r for r in facts.routes if r.family == 4]
+    assert [(r.dev, r.gateway, r.scoped) for r in v4] == [
+        ("en0", "192.168.1.1", False),
+        ("en1", "192.168.1.1", True),
+    ]
+    assert facts.interfaces["en0"].addrs[-1] == "192.168.1.20/24"
+    assert facts.interfaces["en1"].addrs[-1] == "192.168.1.21/24"
+    assert (facts.broker_dev, facts.os) == ("en0", "Darwin")
+
+
+def test_netstat_vpn_link_gateway_and_point_to_point() -> None:
+    facts = parse_gathered(recording("macos13-full-tunnel-vpn-utun.txt"), None)
+    v4 = [r for r in facts.routes if r.family == 4]
+    assert [(r.dev, r.gateway, r.scoped) for r in v4] == [
+        ("utun3", "link#17", False),
+        ("en0", "10.0.0.1", True),
+    ]
+    assert facts.interfaces["utun3"].addrs == ("10.8.0.2/32",)
+
+
+def test_netstat_legacy_columns() -> None:
+    routes = parse_netstat(recording("macos10-single-legacy-columns.txt"), 4)
+    assert [(r.dev, r.gateway, r.flags) for r in routes] == [
+        ("en0", "10.10.10.1", ("U", "G", "S", "c"))
+    ]
+
+
+@pytest.mark.parametrize(
+    "name,status,words",
+    [
+        (
+            "macos14-wired-and-wifi-same-subnet.txt",
+            Status.CRIT,
+            [
+                "(en0, en1) on one subnet 192.168.1.0/24",
+                "bond them",
+                "broker 192.168.1.5 goes out en0",
+            ],
+        ),
+        ("macos13-full-tunnel-vpn-utun.txt", Status.OK, ["one unscoped IPv4 default"]),
+        (
+            "macos10-single-legacy-columns.txt",
+            Status.OK,
+            ["one default route: via 10.10.10.1 dev en0"],
+        ),
+    ],
+)
+def test_macos_recordings_verdicts(name: str, status: Status, words: list[str]) -> None:
+    target = "192.168.1.5" if "wifi" in name else None
+    facts = parse_gathered(recording(name), target)
+    r = CHECK.evaluate(facts, RoutesConfig(), HOST, NOW)
+    assert r.status is status, r.summary
+    for w in words:
+        assert w in r.summary, r.summary
+
+
+def test_ifconfig_and_route_get() -> None:
+    ifaces = parse_ifconfig(
+        "en5: flags=8822<BROADCAST,SMART,SIMPLEX,MULTICAST> mtu 1500\n"
+        "\tinet 172.16.0.9 netmask 0xfffff000 broadcast 172.16.15.255\n"
+    )
+    assert ifaces["en5"] == Interface("en5", ("172.16.0.9/20",), up=False)
+    assert parse_route_get("   route to: default\n    gateway: 10.0.0.1\n  interface: en0\n") == (
+        "en0",
+        "10.0.0.1",
+    )
+
+
+def test_gathered_without_a_table_is_an_error() -> None:
+    with pytest.raises(RouteParseError, match="no route table"):
+        parse_gathered("@@os Plan9\n", None)
+
+
+# ---------------------------------------------------------------- the verdict
+
+
+def R(dev: str, gw: str | None = "10.0.0.1", metric: int = 0, **kw: object) -> DefaultRoute:
+    return DefaultRoute(kw.pop("family", 4), dev, gw, metric, **kw)  # type: ignore[arg-type]
+
+
+IF = {
+    "eth0": Interface("eth0", ("10.0.0.5/24",)),
+    "wlan0": Interface("wlan0", ("10.0.0.6/24",)),
+    "wwan0": Interface("wwan0", ("100.64.3.2/30",)),
+    "wg0": Interface("wg0", ("10.8.0.2/32",)),
+}
+
+JUDGE = [
+    ([R("eth0")], Status.OK, "one default route"),
+    ([], Status.WARN, "no IPv4 default route"),
+    ([R("eth0", flags=("linkdown",))], Status.WARN, "the only IPv4 default route's link is down"),
+    ([R("eth0"), R("wlan0", metric=600)], Status.CRIT, "on one subnet 10.0.0.0/24"),
+    # same gateway, interfaces we know nothing about: still one subnet
+    ([R("ethX"), R("ethY")], Status.CRIT, "one subnet the same gateway 10.0.0.1"),
+    ([R("eth0"), R("wlan0", flags=("linkdown",))], Status.WARN, "is link-down now"),
+    ([R("eth0"), R("wwan0", "100.64.3.1", 700)], Status.OK, "judged legitimate failover"),
+    ([R("eth0"), R("wwan0", "100.64.3.1", 0)], Status.WARN, "equal metrics"),
+    ([R("eth0"), R("eth0", "10.0.0.254")], Status.WARN, "on one interface with equal metrics"),
+    ([R("eth0"), R("wg0", None)], Status.OK, "judged legitimate: VPN (wg0)"),
+    ([R("eth0", ecmp=True), R("wwan0", "100.64.3.1", ecmp=True)], Status.OK, "multipath (ECMP)"),
+    ([R("eth0", ecmp=True), R("wlan0", ecmp=True)], Status.CRIT, "one subnet"),
+    ([R("eth0"), R("wlan0", table="100")], Status.OK, "policy-routing tables (100; no ip rule"),
+    ([R("eth0"), R("wlan0", "10.0.0.1", scoped=True)], Status.CRIT, "one subnet"),
+    ([R("eth0"), R("wwan0", "100.64.3.1", scoped=True)], Status.OK, "macOS scoped"),
+    (
+        [R("eth0"), R("eth0", "fe80::1", family=6), R("wlan0", "fe80::1", family=6)],
+        Status.CRIT,
+        "IPv6 default routes through different interfaces (eth0, wlan0) on one subnet the "
+        "same gateway fe80::1",
+    ),
+]
+
+
+@pytest.mark.parametrize("routes,status,words", JUDGE)
+def test_judge(routes: list[DefaultRoute], status: Status, words: str) -> None:
+    got, reason = judge(RouteFacts("Linux", "ip -j", tuple(routes), IF))
+    assert got is status, reason
+    assert words in reason, reason
+
+
+def test_summary_lists_every_route_and_the_broker_path() -> None:
+    facts = RouteFacts(
+        "Linux",
+        "ip -j",
+        (R("eth0"), R("wlan0", metric=600)),
+        IF,
+        broker_target="10.0.0.9",
+        broker_dev="eth0",
+    )
+    r = CHECK.evaluate(facts, RoutesConfig(), HOST, NOW)
+    assert r.status is Status.CRIT
+    assert "via 10.0.0.1 dev eth0 [10.0.0.5/24]" in r.summary
+    assert "via 10.0.0.1 dev wlan0 (metric 600) [10.0.0.6/24]" in r.summary
+    assert r.summary.endswith("broker 10.0.0.9 goes out eth0")
+    assert r.metrics == {"default_routes": 2, "interfaces": 2, "unscoped_default_routes": 2}
+    assert len(r.evidence["routes"]) == 2
+
+
+@pytest.mark.parametrize(
+    "url,host",
+    [
+        ("redis://198.18.3.1:6379/0", "198.18.3.1"),
+        ("rediss://user:pw@broker.lan:6380", "broker.lan"),
+        ("redis://[::1]:6379", "::1"),
+        ("unix:///run/redis.sock", None),
+    ],
+)
+def test_broker_host(url: str, host: str | None) -> None:
+    assert broker_host(url) == host
+
+
+def test_fragment_quotes_the_target(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    # a name (not an address) is resolved on the host with getent: shim it, so this test
+    # never sends a DNS query anywhere
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "getent").write_text('#!/bin/sh\necho "getent $*" >> "$GETENT_LOG"\nexit 2\n')
+    (shim / "getent").chmod(0o755)
+    log = tmp_path / "getent.log"
+    out = subprocess.run(
+        ["/bin/sh", "-c", routes_fragment(f"x'; touch {marker}; '")],
+        capture_output=True,
+        check=True,
+        env={"PATH": f"{shim}:/usr/sbin:/usr/bin:/sbin:/bin", "GETENT_LOG": str(log)},
+    ).stdout.decode()
+    assert log.read_text() == f"getent ahosts x'; touch {marker}; '\n"  # one argument, intact
+    assert not marker.exists()
+    assert out.startswith("@@os Linux")
