@@ -8,11 +8,11 @@ Alertmanager. Each patrol POSTs every row to `{url}/api/v2/alerts`:
   (`endsAt` = now).
 Labels: alertname="FleetcheckCheck", check, host (absent for broker-wide rows), severity
 (warning, critical or unknown), plus `extra_labels`. Annotations: summary ("n8 clients: no
-broker connections"), status, and since/bad_rounds when known. Because severity is a label, it
-is part of the alert's identity: a row going from WARN to CRIT must end its warning alert, so
-a row is sent resolved for every severity it does not fire with. That keeps this stateless:
-Alertmanager ends exactly the alerts that are no longer true, whatever the previous patrol
-sent, and needs no memory on our side.
+broker connections", "(broker) queue_depth: ..."), status, and since/bad_rounds when known.
+Because severity is a label, it is part of the alert's identity: a row going from WARN to CRIT
+must end its warning alert, so a row is sent resolved for every severity it does not fire
+with. That keeps this stateless: Alertmanager ends exactly the alerts that are no longer true,
+whatever the previous patrol sent, and needs no memory on our side.
 
 Heartbeat (healthchecks.io, Dead Man's Snitch, Uptime Kuma push, Cronitor...): after each
 completed patrol, one GET of the URL, whatever the fleet's status. The heartbeat says
@@ -20,13 +20,15 @@ completed patrol, one GET of the URL, whatever the fleet's status. The heartbeat
 Alertmanager, Nagios or Prometheus. (Appending `/fail` on a bad patrol would page twice for the
 same fault, through two channels that resolve differently.)
 
-Both use the stdlib's urllib (environment proxies honoured, like curl). Every failure raises
+Both use the stdlib's urllib (environment proxies honoured, like curl); `user:password@` in a
+URL is sent as HTTP Basic auth (e.g. an Alertmanager behind a reverse proxy). Every failure raises
 DeliveryError with one line and no secrets: URLs are shown as scheme://host:port only, since
 userinfo, paths (healthchecks' UUIDs) and query strings may carry tokens.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import urllib.error
@@ -90,7 +92,7 @@ def _labels(
 
 
 def _subject(check: str, host: str | None) -> str:
-    return f"{host or 'broker'} {check}"
+    return f"{host or '(broker)'} {check}"
 
 
 def build_alerts(
@@ -162,15 +164,32 @@ def _firing(
     }
 
 
+def _split_userinfo(url: str) -> tuple[str, str | None]:
+    """(URL without user:password@, Basic Authorization header or None): urllib would take the
+    userinfo for part of the host name."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(
+        f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()
+    ).decode()
+    return urllib.parse.urlunsplit(parts._replace(netloc=hostport)), f"Basic {token}"
+
+
 def _request(
     what: str, url: str, data: bytes | None, timeout: float, headers: dict[str, str]
 ) -> None:
     check_url(url, what)
+    shown = redact(url)
+    url, auth = _split_userinfo(url)
     request = urllib.request.Request(url, data=data, method="POST" if data is not None else "GET")
     request.add_header("User-Agent", USER_AGENT)
+    if auth is not None:
+        request.add_header("Authorization", auth)
     for key, value in headers.items():
         request.add_header(key, value)
-    shown = redact(url)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             response.read(65536)
