@@ -279,6 +279,64 @@ def history_cmd(
     render_history.render(rounds, lines, Console(), bad)
 
 
+@app.command("timer")
+def timer_cmd(
+    config: ConfigOpt = None,
+    every: Annotated[
+        str | None, typer.Option("--every", help="Interval, e.g. 15m (default: [patrol] every).")
+    ] = None,
+    show: Annotated[
+        bool, typer.Option("--print", help="Print the units and the crontab line (default).")
+    ] = False,
+    install: Annotated[
+        bool, typer.Option("--install", help="Write the units to --dir (no systemctl run).")
+    ] = False,
+    directory: Annotated[
+        str, typer.Option("--dir", help="Where --install writes the units.")
+    ] = "/etc/systemd/system",
+    name: Annotated[str, typer.Option("--name", help="Unit name (one per fleet).")] = "fleetcheck",
+    run_args: Annotated[
+        list[str] | None,
+        typer.Argument(help="Extra `fleetcheck run` options, after --, e.g. -- --textfile F"),
+    ] = None,
+) -> None:
+    """systemd service + timer (and a crontab line) that run one patrol every --every."""
+    import re
+
+    from fleetcheck import timer
+    from fleetcheck.parse.duration import parse_duration
+
+    if show and install:
+        raise UsageFailure("--print and --install: choose one")
+    if not re.fullmatch(r"[A-Za-z0-9_.:-]+", name) or name.startswith("."):
+        raise UsageFailure(f"--name {name!r}: use letters, digits, '_', '.', ':' or '-'")
+    fleet = load_fleet(config)
+    interval = fleet.patrol.every
+    if every is not None:
+        try:
+            interval = parse_duration(every)
+        except ValueError as e:
+            raise UsageFailure(f"--every: {e}") from None
+        if interval < 1:
+            raise UsageFailure(f"--every {every}: must be at least 1s")
+    units = timer.build(fleet.path, interval, fleet.patrol.deadline, name, list(run_args or []))
+    if not install:
+        print(f"# /etc/systemd/system/{units.service_file}")
+        print(units.service)
+        print(f"# /etc/systemd/system/{units.timer_file}")
+        print(units.timer)
+        print("# or, without systemd, this crontab line (crontab -e):")
+        print(units.crontab)
+        return
+    try:
+        paths = timer.install(units, directory)
+    except OSError as e:
+        raise UsageFailure(f"--install into {directory}: {e.strerror or e}") from None
+    for path in paths:
+        print(f"wrote {path}")
+    print(f"now run: systemctl daemon-reload && systemctl enable --now {units.timer_file}")
+
+
 @app.command("probe-rater")
 def probe_rater(
     config: ConfigOpt = None,
