@@ -86,7 +86,7 @@ class ProbeFacts:
     ack: str | None = None
     acked: bool | None = None  # None: not asked for, or could not look
     ack_detail: str = ""
-    raters: tuple[Client, ...] | None = None  # None: CLIENT LIST unreadable
+    raters: tuple[Client, ...] | None = None  # None: not read (no failure) or unreadable
     rater_pattern: str = "rater"
 
 
@@ -131,7 +131,7 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
         if kind_text not in ("list", "none"):
             raise CheckError(f"{config.inbox} is a {kind_text}, not a list: nothing pushed")
         has_lpos = supports(info, "lpos")
-        raters = self._raters(ctx, config.client_name)
+        raters: tuple[Client, ...] | None = None  # read only when the probe fails
 
         probe_id = str(uuid.uuid4())
         envelope = render_payload(config.payload, probe_id, time.time()).encode()
@@ -177,6 +177,9 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
         if consumed and config.ack:
             acked, ack_detail = self._await_ack(ctx, config, probe_id, ack_host, deadline, has_lpos)
         if not consumed or acked is False:
+            # CLIENT LIST is the priciest read there is (tens of ms with 10k clients): only
+            # when there is something to explain, and the patrol's shared copy refreshed by id
+            raters = self._raters(ctx, config.client_name)
             raters = self._refresh(ctx, raters, config.client_name, info)
         return ProbeFacts(
             inbox=config.inbox,
@@ -363,7 +366,7 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
             metrics["rater_blocked"] = sum(1 for c in facts.raters if c.blocked)
         evidence: dict[str, Any] = {
             "probe_id": facts.probe_id,
-            "rater": raters,
+            "rater": raters if facts.raters is not None else None,
             "raters": [
                 {
                     "addr": c.fields.get("addr", c.host),

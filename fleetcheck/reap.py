@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, TextIO
 
-from fleetcheck.parse.instant import parse_instant
+from fleetcheck.parse.instant import MS_THRESHOLD, parse_instant
 
 if TYPE_CHECKING:
     import redis
@@ -60,24 +60,43 @@ def parse_entry(
     assume_tz: tzinfo | None = None,
 ) -> LiveEntry:
     """Read one value (pure). Malformed: not JSON, not an object, start missing or unreadable."""
+    return LiveEntry(*read_entry(value, started_field, owner_field, assume_tz))
+
+
+_decode_json = json.JSONDecoder().decode
+
+
+def read_entry(
+    value: bytes | str,
+    started_field: str = "started_at",
+    owner_field: str | None = "host",
+    assume_tz: tzinfo | None = None,
+) -> tuple[float | None, str | None, str | None]:
+    """parse_entry as a plain (started_at, problem, owner) tuple: the scan's hot path, run once
+    per field of a hash that may hold a million."""
     try:
-        doc = json.loads(value)
+        doc = _decode_json(value.decode("utf-8") if isinstance(value, bytes) else value)
     except (ValueError, UnicodeDecodeError):
-        return LiveEntry(None, "not JSON", None)
-    if not isinstance(doc, dict):
-        return LiveEntry(None, f"not a JSON object ({type(doc).__name__})", None)
+        return None, "not JSON", None
+    if type(doc) is not dict:
+        return None, f"not a JSON object ({type(doc).__name__})", None
     owner = None
     if owner_field:
         raw_owner = doc.get(owner_field)
-        if isinstance(raw_owner, str) and raw_owner.strip():
-            owner = raw_owner.strip()[:OWNER_MAX]
-    if started_field not in doc:
-        return LiveEntry(None, f"no {started_field}", owner)
+        if type(raw_owner) is str and raw_owner:
+            owner = raw_owner.strip()[:OWNER_MAX] or None
+    raw = doc.get(started_field, _MISSING)
+    if raw is _MISSING:
+        return None, f"no {started_field}", owner
+    if (type(raw) is float or type(raw) is int) and 0 <= raw < MS_THRESHOLD:
+        return float(raw), None, owner  # plain epoch seconds: the common case, no NaN here
     try:
-        started = parse_instant(doc[started_field], assume_tz)
+        return parse_instant(raw, assume_tz), None, owner
     except ValueError as e:
-        return LiveEntry(None, f"{started_field}: {e}", owner)
-    return LiveEntry(started, None, owner)
+        return None, f"{started_field}: {e}", owner
+
+
+_MISSING = object()
 
 
 def stale_reason(started_at: float | None, problem: str | None, now: float, max_age: float) -> str:
@@ -145,25 +164,28 @@ class LiveScan:
     def entries(self) -> int:
         return len(self.starts) + self.malformed
 
-    def add(self, name: str, entry: LiveEntry) -> None:
-        if entry.started_at is None:
+    def add(self, name: bytes | str, entry: LiveEntry) -> None:
+        self.add_values(name, entry.started_at, entry.problem, entry.owner)
+
+    def add_values(
+        self, name: bytes | str, started: float | None, problem: str | None, owner: str | None
+    ) -> None:
+        if started is None:
             self.malformed += 1
             if len(self.malformed_samples) < self.keep:
-                self.malformed_samples.append((name, entry.problem or "malformed", entry.owner))
-            if entry.owner:
-                self.malformed_owners[entry.owner] = self.malformed_owners.get(entry.owner, 0) + 1
+                self.malformed_samples.append((_text(name), problem or "malformed", owner))
+            if owner:
+                self.malformed_owners[owner] = self.malformed_owners.get(owner, 0) + 1
             return
-        self.starts.append(entry.started_at)
-        self.owners.append(self._index(entry.owner))
-        item = (-entry.started_at, name, entry.owner)  # max-heap on start: keeps the oldest
-        if len(self._heap) < self.keep:
-            heapq.heappush(self._heap, item)
-        elif item > self._heap[0]:
-            heapq.heapreplace(self._heap, item)
+        self.starts.append(started)
+        self.owners.append(-1 if owner is None else self._index(owner))
+        heap = self._heap
+        if len(heap) < self.keep:  # max-heap on start (negated): keeps the oldest
+            heapq.heappush(heap, (-started, _text(name), owner))
+        elif -started > heap[0][0]:
+            heapq.heapreplace(heap, (-started, _text(name), owner))
 
-    def _index(self, owner: str | None) -> int:
-        if owner is None:
-            return -1
+    def _index(self, owner: str) -> int:
         index = self._owner_index.get(owner)
         if index is None:
             index = self._owner_index[owner] = len(self.owner_names)
@@ -190,8 +212,9 @@ def read_live(
     scan = LiveScan(key=key, kind=kind, keep=keep)
     if kind != "hash":
         return scan
+    add = scan.add_values
     for f, v in scan_hash(r, key, count):
-        scan.add(_text(f), parse_entry(v, started_field, owner_field, assume_tz))
+        add(f, *read_entry(v, started_field, owner_field, assume_tz))
     return scan.finish()
 
 
@@ -227,12 +250,12 @@ def find_stale(
     out: list[Stale] = []
     for f, v in scan_hash(r, key, count):
         total += 1
-        entry = parse_entry(v, started_field, owner_field, assume_tz)
-        reason = stale_reason(entry.started_at, entry.problem, now, max_age)
+        started, problem, owner = read_entry(v, started_field, owner_field, assume_tz)
+        reason = stale_reason(started, problem, now, max_age)
         if not reason or (not include_malformed and reason.startswith("malformed")):
             continue
-        age = None if entry.started_at is None else now - entry.started_at
-        out.append(Stale(f, v, reason, age, entry.owner))
+        age = None if started is None else now - started
+        out.append(Stale(f, v, reason, age, owner))
     return total, out
 
 

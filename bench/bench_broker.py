@@ -1,0 +1,375 @@
+"""Benchmark of the broker-side checks at fleet-breaking sizes.
+
+Starts its own redis-server on loopback (file-descriptor limit raised so it can hold the
+clients), fills a live hash of 1,000,000 fields, opens 10,000 client connections from four
+loopback "hosts" (127.0.1.1-4, a few processes each holding ~2,500 sockets), runs a simulated
+rater, then times each broker check (probe + evaluate, through a fresh patrol context each
+run, median of --runs) and one whole patrol, and reads the longest server-side command time of
+fleetcheck's own commands from SLOWLOG (threshold 0, reset before each check, read after).
+
+    .venv/bin/python bench/bench_broker.py            # full: 1M fields, 10k clients (~1-2 min)
+    .venv/bin/python bench/bench_broker.py --quick    # seconds: 20k fields, 400 clients
+
+Only loopback is used. Not part of the test run: numbers are measurements, not assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+HOSTS = [f"127.0.1.{i}" for i in range(1, 5)]
+NOFILE = 65536
+
+
+def raise_nofile() -> None:
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))
+    except (ValueError, OSError):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("redis-server did not start")
+
+
+HOLDER = textwrap.dedent(
+    """\
+    import resource, socket, sys, time
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, ({nofile}, {nofile}))
+    except (ValueError, OSError):
+        pass
+    src, port, count, name = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    socks = []
+    n = name.encode()
+    cmd = b"*3\\r\\n$6\\r\\nCLIENT\\r\\n$7\\r\\nSETNAME\\r\\n$%d\\r\\n%s\\r\\n" % (len(n), n)
+    for i in range(count):
+        s = socket.socket()
+        s.bind((src, 0))
+        s.connect(("127.0.0.1", port))
+        s.sendall(cmd)
+        socks.append(s)
+    for s in socks:
+        s.recv(16)
+    sys.stdout.write("ready\\n"); sys.stdout.flush()
+    while True:
+        time.sleep(3600)
+    """
+).format(nofile=NOFILE)
+
+
+class Bench:
+    def __init__(self, fields: int, clients: int, runs: int) -> None:
+        self.fields, self.clients, self.runs = fields, clients, runs
+        self.dir = Path(tempfile.mkdtemp(prefix="fleetcheck-bench-"))
+        self.port = free_port()
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.stop_rater = threading.Event()
+
+    # ------------------------------------------------------------ setup
+    def start_redis(self) -> None:
+        proc = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.dir),
+                "--maxclients",
+                "20000",
+                "--protected-mode",
+                "no",
+            ],
+            stdout=open(self.dir / "redis.log", "wb"),
+            stderr=subprocess.STDOUT,
+            preexec_fn=raise_nofile,
+            start_new_session=True,
+        )
+        self.procs.append(proc)
+        wait_port(self.port)
+
+    def client(self) -> Any:
+        import redis
+
+        return redis.Redis(port=self.port, protocol=2, client_name="bench-setup")
+
+    def fill(self) -> float:
+        r = self.client()
+        start = time.perf_counter()
+        now = time.time()
+        chunk = 1000
+        pipe = r.pipeline(transaction=False)
+        for base in range(0, self.fields, chunk):
+            mapping = {}
+            for i in range(base, min(base + chunk, self.fields)):
+                if i % 100 == 0:
+                    value = "not json"
+                elif i % 10 == 0:
+                    value = json.dumps({"started_at": now - 3600 - i % 997, "host": "gone"})
+                else:
+                    host = f"host{i % 4 + 1}"
+                    value = json.dumps({"started_at": now - i % 600, "host": host})
+                mapping[f"match:{i}"] = value
+            pipe.hset("arena:live", mapping=mapping)
+            if len(pipe) >= 20:
+                pipe.execute()
+        pipe.execute()
+        jobs = [json.dumps({"enqueued_at": now - 120 + i}) for i in range(500)]
+        r.rpush("q:pending", *jobs)
+        r.rpush("q:inflight", *jobs[:40])
+        assert r.hlen("arena:live") == self.fields
+        r.close()
+        return time.perf_counter() - start
+
+    def open_clients(self) -> float:
+        start = time.perf_counter()
+        per_host = self.clients // len(HOSTS)
+        holders = []
+        for i, src in enumerate(HOSTS):
+            left = per_host if i < len(HOSTS) - 1 else self.clients - per_host * (len(HOSTS) - 1)
+            proc = subprocess.Popen(
+                [sys.executable, "-c", HOLDER, src, str(self.port), str(left), f"worker-{i + 1}"],
+                stdout=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=raise_nofile,
+            )
+            self.procs.append(proc)
+            holders.append(proc)
+        for proc in holders:
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != b"ready":
+                raise RuntimeError("a client holder did not start (file descriptor limit?)")
+        return time.perf_counter() - start
+
+    def start_rater(self) -> None:
+        import redis
+
+        r = redis.Redis(port=self.port, protocol=2, client_name="rater", socket_timeout=None)
+
+        def loop() -> None:
+            while not self.stop_rater.is_set():
+                try:
+                    r.blpop(["arena:rater:inbox"], timeout=1)
+                except Exception:
+                    return
+
+        threading.Thread(target=loop, daemon=True).start()
+
+    def config(self) -> Path:
+        lines = [
+            "[broker]",
+            f'url = "redis://127.0.0.1:{self.port}/0"',
+            'socket_timeout = "30s"',
+            "",
+            "[patrol]",
+            'deadline = "300s"',
+            "",
+        ]
+        for i, addr in enumerate(HOSTS, 1):
+            lines += ["[[hosts]]", f'name = "host{i}"', f'addrs = ["{addr}"]', ""]
+        lines += [
+            "[checks.clients]",
+            "max_unknown = 5",
+            "[checks.live_hash]",
+            "[checks.queue_depth]",
+            'keys = ["q:pending", "q:inflight"]',
+            "cap = 1000",
+            "samples = 1",
+            "[checks.rater_probe]",
+            'timeout = "5s"',
+            "[checks.broker]",
+        ]
+        path = self.dir / "hosts.toml"
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    # ------------------------------------------------------------ measuring
+    def slowlog_reset(self) -> None:
+        r = self.client()
+        r.config_set("slowlog-log-slower-than", 0)
+        r.config_set("slowlog-max-len", 1_000_000)
+        r.slowlog_reset()
+        r.close()
+
+    def slowlog_read(self) -> dict[str, Any]:
+        r = self.client()
+        entries = r.execute_command("SLOWLOG", "GET", "-1")
+        r.close()
+        ours = []
+        for e in entries:
+            # [id, time, duration_us, argv, client addr, client name]
+            name = e[5] if len(e) > 5 else b""
+            if name != b"fleetcheck":
+                continue
+            argv = [a.decode("utf-8", "replace") if isinstance(a, bytes) else str(a) for a in e[3]]
+            ours.append((int(e[2]), " ".join(argv[:3])[:60]))
+        if not ours:
+            return {"commands": 0, "max_us": None, "max_command": None}
+        longest = max(ours)
+        by_cmd: dict[str, int] = {}
+        for us, text in ours:
+            verb = text.split()[0].upper()
+            by_cmd[verb] = max(by_cmd.get(verb, 0), us)
+        return {
+            "commands": len(ours),
+            "max_us": longest[0],
+            "max_command": longest[1],
+            "max_us_by_command": dict(sorted(by_cmd.items(), key=lambda kv: -kv[1])),
+        }
+
+    def time_check(self, fleet: Any, name: str) -> dict[str, Any]:
+        from fleetcheck import registry
+        from fleetcheck.context import PatrolContext
+
+        check = registry.available()[name]
+        config = fleet.checks[name]
+        times, statuses, slow = [], [], []
+        for _ in range(self.runs):
+            self.slowlog_reset()
+            ctx = PatrolContext(fleet)
+            ctx.broker()  # the connection and its PING are not the check's cost
+            start = time.perf_counter()
+            try:
+                for target in check.targets(fleet, config):
+                    result = check.evaluate(
+                        check.probe(ctx, target, config), config, target, ctx.clock()
+                    )
+                    statuses.append(result.status.label)
+            finally:
+                times.append(time.perf_counter() - start)
+                ctx.close()
+            slow.append(self.slowlog_read())
+        worst = max(slow, key=lambda s: s["max_us"] or 0)
+        return {
+            "check": name,
+            "median_s": round(statistics.median(times), 4),
+            "runs_s": [round(t, 4) for t in times],
+            "statuses": sorted(set(statuses)),
+            "server": worst,
+        }
+
+    def time_patrol(self, fleet: Any) -> dict[str, Any]:
+        from fleetcheck import registry, runner
+
+        times = []
+        for _ in range(self.runs):
+            items = runner.plan(fleet, registry.available())
+            start = time.perf_counter()
+            report = runner.run_patrol(fleet, items)
+            times.append(time.perf_counter() - start)
+        return {
+            "median_s": round(statistics.median(times), 4),
+            "runs_s": [round(t, 4) for t in times],
+            "rows": len(report.results),
+        }
+
+    def close(self) -> None:
+        self.stop_rater.set()
+        for proc in self.procs:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes, finishes in seconds")
+    ap.add_argument("--fields", type=int, help="live-hash fields (default 1,000,000)")
+    ap.add_argument("--clients", type=int, help="client connections (default 10,000)")
+    ap.add_argument("--runs", type=int, help="runs per check (median reported; default 3)")
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    args = ap.parse_args()
+    fields = args.fields or (20_000 if args.quick else 1_000_000)
+    clients = args.clients or (400 if args.quick else 10_000)
+    runs = args.runs or (1 if args.quick else 3)
+    if shutil.which("redis-server") is None:
+        print("bench needs redis-server", file=sys.stderr)
+        return 3
+    raise_nofile()
+
+    from fleetcheck import registry
+    from fleetcheck.config import load
+
+    bench = Bench(fields, clients, runs)
+    try:
+        bench.start_redis()
+        fill_s = bench.fill()
+        clients_s = bench.open_clients()
+        bench.start_rater()
+        fleet = load(bench.config(), registry.config_type)
+        out: dict[str, Any] = {
+            "machine": {
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                "redis": subprocess.run(
+                    ["redis-server", "--version"], capture_output=True, text=True
+                ).stdout.split()[2].removeprefix("v="),
+            },
+            "sizes": {"live_hash_fields": fields, "clients": clients, "runs": runs},
+            "setup_s": {"fill": round(fill_s, 2), "clients": round(clients_s, 2)},
+            "checks": [],
+        }
+        for name in ("broker", "clients", "queue_depth", "rater_probe", "live_hash"):
+            row = bench.time_check(fleet, name)
+            out["checks"].append(row)
+            srv = row["server"]
+            print(
+                f"{name:<12} {row['median_s'] * 1000:9.1f} ms  statuses {','.join(row['statuses'])}"
+                f"  server: {srv['commands']} commands, longest {srv['max_us']} us"
+                f" ({srv['max_command']})",
+                flush=True,
+            )
+        out["patrol"] = bench.time_patrol(fleet)
+        print(f"{'patrol':<12} {out['patrol']['median_s'] * 1000:9.1f} ms  (all five checks)")
+        if args.json:
+            args.json.write_text(json.dumps(out, indent=2) + "\n")
+        print(json.dumps(out, indent=2))
+        return 0
+    finally:
+        bench.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
