@@ -142,7 +142,7 @@ def row_perfdata(result: Result) -> list[str]:
                     maximum=100 if uom == "%" else None,
                 )
             )
-    items.append(perf(f"{prefix}_duration", result.duration_s, "s", minimum=0))
+    items.append(perf(f"{prefix}_duration", round(result.duration_s, 6), "s", minimum=0))
     return items
 
 
@@ -171,7 +171,7 @@ def headline(report: Report) -> str:
 def patrol_perfdata(report: Report) -> list[str]:
     counts = report.counts()
     items = [perf(s.label.lower(), counts[s.label], minimum=0) for s in Status]
-    items.append(perf("patrol_duration", report.duration_s, "s", minimum=0))
+    items.append(perf("patrol_duration", round(report.duration_s, 6), "s", minimum=0))
     return items
 
 
