@@ -239,6 +239,6 @@ def push_alerts(
 
 
 def ping_heartbeat(url: str, report: Report | None = None, timeout: float = 5) -> None:
-    """GET the dead man's switch `url` after a completed patrol (any fleet status).
-    Raises DeliveryError."""
+    """GET the dead man's switch `url` after a completed patrol, whatever the fleet's status
+    (`report` is accepted for symmetry and not sent). Raises DeliveryError."""
     _request("heartbeat", url, None, timeout, {})
