@@ -178,9 +178,7 @@ def test_missing_identity_file_is_named(lab: Lab, tmp_path: Path) -> None:
 
 def test_ssh_config_hostname_user_port_identityfile(lab: Lab, tmp_path: Path) -> None:
     h = lab.add_host("a", sshd_options="Port 2222\n")
-    lab.known_hosts.write_text(
-        lab.known_hosts.read_text() + f"[{h.addr}]:2222 {h.host_key_pub}\n"
-    )
+    lab.known_hosts.write_text(lab.known_hosts.read_text() + f"[{h.addr}]:2222 {h.host_key_pub}\n")
     conf = tmp_path / "ssh_config"
     conf.write_text(
         f"Host box-a\n  HostName {h.addr}\n  User root\n  Port 2222\n"
