@@ -82,7 +82,11 @@ def one_round(fleet: FleetConfig, items: list[Planned], outputs: Outputs) -> Rep
         from fleetcheck import alerting
 
         try:
-            alerting.push_alerts(outputs.alertmanager, report)
+            # firing alerts lapse by themselves three patrol intervals after the last
+            # confirmation, so a dead fleetcheck never leaves them firing forever
+            alerting.push_alerts(
+                outputs.alertmanager, report, expires_after=max(300.0, 3 * fleet.patrol.every)
+            )
         except alerting.DeliveryError as e:
             warn(str(e))
     if outputs.heartbeat is not None:
