@@ -32,6 +32,7 @@ from fleetcheck.parse.duration import format_duration
 DEFAULT_PAYLOAD = '{"type": "fleetcheck.probe", "id": "{id}", "sent_at": {sent_at}}'
 BLOCKING = {"blpop", "brpop", "blmove", "brpoplpush", "blmpop"}
 LOG_TAIL_BYTES = 4 * 1024 * 1024
+GRACE_S = 5.0  # patrol time the probe needs beyond its timeout (ack, LREM, diagnosis)
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,13 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
     ) -> ProbeFacts:
         from fleetcheck.transport.redis import supports
 
+        deadline_s = ctx.fleet.patrol.deadline
+        if config.timeout + GRACE_S > deadline_s:
+            # cut by the patrol deadline, the probe could not take its envelope back
+            raise CheckError(
+                f"timeout {format_duration(config.timeout)} leaves less than {GRACE_S:g}s of the "
+                f"patrol deadline {format_duration(deadline_s)}: nothing pushed"
+            )
         r = ctx.broker()
         ack_host = self._ack_host(ctx, config)  # refuse a bad ack setup before writing
         try:

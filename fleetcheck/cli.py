@@ -365,7 +365,8 @@ def probe_rater(
     # far past the probe's own bound, so the deadline never cuts it before it takes its
     # envelope back
     deadline = 2 * cfg.timeout + 3 * (b.retries + 1) * (b.connect_timeout + b.socket_timeout) + 10
-    report = run_patrol(fleet, [Planned(RATER, cfg, None)], deadline=deadline)
+    fleet = replace(fleet, patrol=replace(fleet.patrol, deadline=deadline))
+    report = run_patrol(fleet, [Planned(RATER, cfg, None)])
     emit(report, output_format(format))
     raise typer.Exit(report.exit_code)
 

@@ -320,3 +320,26 @@ def test_log_ack_missing_host_pushes_nothing(lab: Lab) -> None:
     assert (code, r["status"]) == (3, "UNKNOWN")
     assert "ack_host 'nowhere' is not a host" in r["summary"]
     assert lab.client().exists(INBOX) == 0
+
+
+@pytest.mark.lab
+def test_timeout_too_close_to_the_patrol_deadline_pushes_nothing(lab: Lab) -> None:
+    import subprocess as sp
+
+    checks = '[checks.rater_probe]\ntimeout = "8s"\n'
+    cfg = lab.config(checks=checks, hosts=[], patrol='deadline = "10s"\n')
+    proc = sp.run(
+        [FLEETCHECK, "run", "-c", str(cfg), "--format", "json", "--no-state"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    r = row(json.loads(proc.stdout))
+    assert r["status"] == "UNKNOWN"
+    assert r["summary"] == (
+        "timeout 8s leaves less than 5s of the patrol deadline 10s: nothing pushed"
+    )
+    assert lab.client().exists(INBOX) == 0
+    # probe-rater sets its own deadline from the timeout, so the same config probes
+    code, report, _ = probe_rater(cfg, "--timeout", "200ms")
+    assert code == 2 and row(report)["metrics"]["consumed"] is False
