@@ -245,15 +245,24 @@ class Bench:
         if not ours:
             return {"commands": 0, "max_us": None, "max_command": None}
         longest = max(ours)
-        by_cmd: dict[str, int] = {}
+        by_cmd: dict[str, list[int]] = {}
         for us, text in ours:
-            verb = text.split()[0].upper()
-            by_cmd[verb] = max(by_cmd.get(verb, 0), us)
+            by_cmd.setdefault(text.split()[0].upper(), []).append(us)
+        stats = {}
+        for verb, times in sorted(by_cmd.items(), key=lambda kv: -max(kv[1])):
+            times.sort()
+            stats[verb] = {
+                "n": len(times),
+                "p50_us": times[len(times) // 2],
+                "p99_us": times[min(len(times) - 1, int(len(times) * 0.99))],
+                "max_us": times[-1],
+                "over_10ms": sum(1 for t in times if t > 10_000),
+            }
         return {
             "commands": len(ours),
             "max_us": longest[0],
             "max_command": longest[1],
-            "max_us_by_command": dict(sorted(by_cmd.items(), key=lambda kv: -kv[1])),
+            "by_command": stats,
         }
 
     def time_check(self, fleet: Any, name: str) -> dict[str, Any]:
@@ -342,10 +351,13 @@ def main() -> int:
         out: dict[str, Any] = {
             "machine": {
                 "cpus": os.cpu_count(),
+                "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
                 "python": platform.python_version(),
                 "redis": subprocess.run(
                     ["redis-server", "--version"], capture_output=True, text=True
-                ).stdout.split()[2].removeprefix("v="),
+                )
+                .stdout.split()[2]
+                .removeprefix("v="),
             },
             "sizes": {"live_hash_fields": fields, "clients": clients, "runs": runs},
             "setup_s": {"fill": round(fill_s, 2), "clients": round(clients_s, 2)},
@@ -362,6 +374,7 @@ def main() -> int:
                 flush=True,
             )
         out["patrol"] = bench.time_patrol(fleet)
+        out["machine"]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
         print(f"{'patrol':<12} {out['patrol']['median_s'] * 1000:9.1f} ms  (all five checks)")
         if args.json:
             args.json.write_text(json.dumps(out, indent=2) + "\n")
