@@ -10,6 +10,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fleetcheck.checks.rater_probe import (
@@ -21,6 +22,7 @@ from fleetcheck.checks.rater_probe import (
 )
 
 from fleetcheck.config import ConfigError, from_dict
+from fleetcheck.context import PatrolContext
 from fleetcheck.model import Status
 from fleetcheck.parse.clientlist import parse_client_list
 from tests.lab import Lab, wait_for
@@ -343,3 +345,44 @@ def test_timeout_too_close_to_the_patrol_deadline_pushes_nothing(lab: Lab) -> No
     # probe-rater sets its own deadline from the timeout, so the same config probes
     code, report, _ = probe_rater(cfg, "--timeout", "200ms")
     assert code == 2 and row(report)["metrics"]["consumed"] is False
+
+
+class OldServerContext(PatrolContext):
+    """A real patrol context whose INFO says 6.0.5 (before LPOS): the LRANGE path runs against
+    the same real server."""
+
+    def info(self) -> dict[str, Any]:
+        return {**super().info(), "redis_version": "6.0.5"}
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("push", ["rpush", "lpush"])
+def test_without_lpos_the_window_is_read_with_lrange(lab: Lab, push: str) -> None:
+    from fleetcheck import registry
+    from fleetcheck.config import load
+
+    r = lab.client()
+    fleet = load(lab.config(checks="", hosts=[]), registry.config_type)
+    r.config_set("slowlog-log-slower-than", 0)
+    r.slowlog_reset()
+    r.rpush(INBOX, "a", "b")
+    cfg = RaterProbeConfig(push=push, timeout=0.3)  # type: ignore[arg-type]
+    ctx = OldServerContext(fleet)
+    try:
+        f = CHECK.probe(ctx, None, cfg)
+    finally:
+        ctx.close()
+    assert (f.consumed, f.removed, f.position, f.inbox_length) == (False, True, 2, 2)
+    assert r.lrange(INBOX, 0, -1) == [b"a", b"b"]
+    verbs = {e["command"].split()[0].upper() for e in r.slowlog_get(1000)}
+    assert b"LRANGE" in verbs and b"LPOS" not in verbs
+    pop = "blpop" if push == "rpush" else "brpop"
+    lab.start_rater(pop=pop)
+    wait_for(lambda: r.llen(INBOX) == 0, 10, "the rater to drain the inbox")
+    wait_for(lambda: blocked(lab), 10, "the rater to block")
+    ctx = OldServerContext(fleet)
+    try:
+        f = CHECK.probe(ctx, None, RaterProbeConfig(push=push, timeout=5.0))  # type: ignore[arg-type]
+    finally:
+        ctx.close()
+    assert f.consumed and f.latency_ms is not None
