@@ -179,7 +179,9 @@ class LogsCheck(Check[LogsConfig, LogsFacts]):
     def targets(self, fleet: FleetConfig, config: LogsConfig) -> list[HostConfig | None]:
         return [h for h in fleet.hosts if h.ssh is not None and h.logs]
 
-    def remote_commands(self, host: HostConfig, config: LogsConfig) -> dict[str, str]:
+    def remote_commands(
+        self, host: HostConfig, config: LogsConfig, fleet: FleetConfig
+    ) -> dict[str, str]:
         out = {f"log{i}": log_fragment(spec) for i, spec in enumerate(host.logs)}
         if host.tz == "auto":
             out["tz"] = ZONE_FRAGMENT

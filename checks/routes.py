@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ipaddress
 import shlex
-import threading
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -94,25 +93,15 @@ class RoutesCheck(Check[RoutesConfig, RouteFacts]):
     scope = Scope.HOST
     config_type = RoutesConfig
 
-    def __init__(self) -> None:
-        self._targets: dict[str, str | None] = {}
-        self._lock = threading.Lock()
+    @staticmethod
+    def target_for(config: RoutesConfig, fleet: FleetConfig) -> str | None:
+        """The address whose route each host looks up: configured, else the broker's."""
+        return config.target or broker_host(fleet.broker.url)
 
-    def targets(self, fleet: FleetConfig, config: RoutesConfig) -> list[HostConfig | None]:
-        # remote_commands gets no fleet: remember the broker address for each host here
-        target = config.target or broker_host(fleet.broker.url)
-        hosts = [h for h in fleet.hosts if h.ssh is not None]
-        with self._lock:
-            for h in hosts:
-                self._targets[h.name] = target
-        return list(hosts)
-
-    def target_for(self, host: HostConfig, config: RoutesConfig) -> str | None:
-        with self._lock:
-            return config.target or self._targets.get(host.name)
-
-    def remote_commands(self, host: HostConfig, config: RoutesConfig) -> dict[str, str]:
-        return {"table": routes_fragment(self.target_for(host, config))}
+    def remote_commands(
+        self, host: HostConfig, config: RoutesConfig, fleet: FleetConfig
+    ) -> dict[str, str]:
+        return {"table": routes_fragment(self.target_for(config, fleet))}
 
     def probe(
         self, ctx: PatrolContext, host: HostConfig | None, config: RoutesConfig
@@ -120,7 +109,7 @@ class RoutesCheck(Check[RoutesConfig, RouteFacts]):
         assert host is not None
         frag = ctx.host_facts(host).get("routes.table")
         try:
-            return parse_gathered(frag.text, self.target_for(host, config))
+            return parse_gathered(frag.text, self.target_for(config, ctx.fleet))
         except RouteParseError as e:
             raise CheckError(f"cannot read the route table: {e}") from None
 

@@ -62,7 +62,9 @@ class Check(Generic[ConfigT, FactsT]):
             return [None]
         return [h for h in fleet.hosts if h.ssh is not None]
 
-    def remote_commands(self, host: HostConfig, config: ConfigT) -> dict[str, str]:
+    def remote_commands(
+        self, host: HostConfig, config: ConfigT, fleet: FleetConfig
+    ) -> dict[str, str]:
         """Shell fragments this check needs from `host`, keyed by name.
 
         All fragments of all checks for a host run in one exec per patrol (every exec costs

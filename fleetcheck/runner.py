@@ -81,14 +81,16 @@ def run_one(ctx: PatrolContext, item: Planned) -> Result:
     return result.with_duration(time.monotonic() - start)
 
 
-def fragments_for(items: list[Planned]) -> Callable[[HostConfig], dict[str, str]]:
+def fragments_for(
+    items: list[Planned], fleet: FleetConfig
+) -> Callable[[HostConfig], dict[str, str]]:
     """The shell fragments each host's one gathered exec must run, from its host checks."""
 
     def for_host(host: HostConfig) -> dict[str, str]:
         out: dict[str, str] = {}
         for item in items:
             if item.target is not None and item.target.name == host.name:
-                for key, body in item.check.remote_commands(host, item.config).items():
+                for key, body in item.check.remote_commands(host, item.config, fleet).items():
                     out[f"{item.check.name}.{key}"] = body
         return out
 
@@ -104,7 +106,7 @@ def run_patrol(
     started = clock()
     t0 = time.monotonic()
     deadline_s = fleet.patrol.deadline if deadline is None else deadline
-    ctx = PatrolContext(fleet, fragments_for(items), clock)
+    ctx = PatrolContext(fleet, fragments_for(items, fleet), clock)
 
     # Lanes: each broker check is one lane (its rows share one probe's facts); each host is
     # one lane running its host checks in turn over its one shell.

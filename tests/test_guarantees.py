@@ -162,12 +162,13 @@ def test_no_secret_in_any_output(secured_lab: Lab, where: str, tmp_path: Path) -
     )
     outputs.append(proc.stdout + proc.stderr)
     bad = json.loads(proc.stdout)
-    assert bad["exit_code"] == 3
-    assert any(
+    broker_rows = [r for r in bad["results"] if r["check"] in ("broker", "live_hash", "clients")]
+    assert broker_rows and all(r["status"] == "UNKNOWN" for r in broker_rows)
+    assert all(
         "WRONGPASS" in r["summary"]
         or "invalid" in r["summary"].lower()
         or "auth" in r["summary"].lower()
-        for r in bad["results"]
+        for r in broker_rows
     )
     for out in outputs:
         assert SECRET not in out

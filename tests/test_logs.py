@@ -22,7 +22,16 @@ from fleetcheck.checks.logs import (
     parse_zone_output,
 )
 
-from fleetcheck.config import ConfigError, HostConfig, LogSpec, build
+from fleetcheck.config import (
+    BrokerConfig,
+    ConfigError,
+    FleetConfig,
+    HostConfig,
+    LogSpec,
+    PatrolConfig,
+    SshConfig,
+    build,
+)
 from fleetcheck.model import Status
 
 NOW = datetime(2026, 11, 29, 7, 24, 0, tzinfo=UTC)
@@ -285,9 +294,16 @@ def test_zone_fragment_reads_tz_from_the_environment() -> None:
 
 def test_remote_commands_one_fragment_per_log_plus_zone() -> None:
     h = HostConfig(name="m", ssh="local", tz="auto", logs=(LogSpec(path="/a"), LogSpec(path="/b")))
-    assert set(CHECK.remote_commands(h, CFG)) == {"log0", "log1", "tz"}
+    fleet = FleetConfig(
+        path="t.toml",
+        broker=BrokerConfig(url="redis://127.0.0.1:6379/0"),
+        ssh=SshConfig(),
+        patrol=PatrolConfig(),
+        hosts=(h,),
+    )
+    assert set(CHECK.remote_commands(h, CFG, fleet)) == {"log0", "log1", "tz"}
     h2 = HostConfig(name="m", ssh="local", tz="UTC", logs=(LogSpec(path="/a"),))
-    assert set(CHECK.remote_commands(h2, CFG)) == {"log0"}
+    assert set(CHECK.remote_commands(h2, CFG, fleet)) == {"log0"}
 
 
 # ---------------------------------------------------------------- config errors
