@@ -244,6 +244,26 @@ def config_check(config: ConfigOpt = None) -> None:
         )
 
 
+@app.command("demo")
+def demo_cmd(
+    keep: Annotated[bool, typer.Option("--keep", help="Leave the fleet running.")] = False,
+    local: Annotated[
+        bool, typer.Option("--local", help='Loopback only: ssh = "local" hosts, no namespaces.')
+    ] = False,
+    format: FormatOpt = None,
+) -> None:
+    """A throwaway fleet on this machine with the field notes' faults planted, patrolled once."""
+    import shutil
+
+    if shutil.which("redis-server") is None:
+        raise UsageFailure("the demo needs redis-server (apt-get install redis-server)")
+    from fleetcheck import demo
+
+    fmt = output_format(format)
+    code = demo.run_demo(keep, lambda report: emit(report, fmt), netns=False if local else None)
+    raise typer.Exit(code)
+
+
 @app.command("history")
 def history_cmd(
     config: ConfigOpt = None,

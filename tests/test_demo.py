@@ -1,0 +1,106 @@
+"""`fleetcheck demo`, the README's first command: every check fires on its planted fault and is
+OK on the healthy parts, and nothing is left running afterwards."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import _require_lab
+
+
+def demo(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fleetcheck", "demo", "--format", "plain", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def rows(out: str) -> dict[tuple[str, str], str]:
+    found = {}
+    for line in out.splitlines():
+        m = re.match(r"^(OK|WARN|CRIT|UNKNOWN)\s+(\S+)\s+(\S+)\s", line)
+        if m:
+            found[(m.group(2), m.group(3))] = m.group(1)
+    return found
+
+
+def lab_dir(out: str) -> str:
+    m = re.search(r"(/tmp/fleetcheck-lab-[^/]+)/", out)
+    assert m, out
+    return m.group(1)
+
+
+def test_demo_with_namespaces() -> None:
+    _require_lab()
+    before = set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
+    proc = demo()
+    assert proc.returncode == 2, proc.stderr
+    got = rows(proc.stdout)
+    assert got[("(broker)", "queue_depth")] == "CRIT"
+    assert got[("(broker)", "live_hash")] == "WARN"
+    assert got[("mini", "clients")] == "CRIT"
+    assert got[("mini", "logs")] == "CRIT"
+    assert got[("mini", "routes")] == "CRIT"
+    for host in ("n8", "laptop", "broker"):
+        assert got[(host, "clients")] == "OK"
+        assert got[(host, "logs")] == "OK"  # n8's Eastern log included: not "5 hours stale"
+        assert got[(host, "routes")] == "OK"
+    assert got[("(broker)", "rater_probe")] == "OK"
+    assert got[("(broker)", "broker")] == "OK"
+    assert got[("(broker)", "clients")] == "OK"
+    assert "What the rows mean:" in proc.stdout
+    assert "n8 / logs (OK)" in proc.stdout
+    after = set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
+    assert after == before
+    assert not os.path.exists(lab_dir(proc.stdout))
+
+
+def test_demo_local_without_namespaces() -> None:
+    proc = demo("--local")
+    if "needs redis-server" in proc.stderr:
+        pytest.skip("redis-server missing")
+    assert proc.returncode == 2, proc.stderr
+    got = rows(proc.stdout)
+    assert got[("mini", "clients")] == "CRIT" and got[("mini", "logs")] == "CRIT"
+    assert got[("n8", "logs")] == "OK" and got[("laptop", "logs")] == "OK"
+    assert got[("(broker)", "clients")] == "OK"
+    assert not any(check == "routes" for _, check in got)
+    assert not os.path.exists(lab_dir(proc.stdout))
+
+
+def test_demo_keep_then_stop() -> None:
+    proc = demo("--local", "--keep")
+    assert proc.returncode == 2, proc.stderr
+    m = re.search(r"fleetcheck run -c (\S+)", proc.stdout)
+    stop = re.search(r"sh (\S+stop\.sh)", proc.stdout)
+    assert m and stop
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fleetcheck",
+            "run",
+            "-c",
+            m.group(1),
+            "--no-state",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 2  # the kept fleet still answers
+    subprocess.run(["sh", stop.group(1)], check=True, timeout=60)
+    assert not os.path.exists(lab_dir(proc.stdout))
+    gone = subprocess.run(
+        [sys.executable, "-m", "fleetcheck", "run", "-c", "/nonexistent"], capture_output=True
+    )
+    assert gone.returncode == 3
