@@ -162,7 +162,7 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
         old = future = 0
         oldest_start = None
         stale_by_owner: Counter[str] = Counter(scan.malformed_owners)
-        for start, owner in zip(scan.starts, scan.owners, strict=True):
+        for start, owner_index in zip(scan.starts, scan.owners, strict=True):
             if oldest_start is None or start < oldest_start:
                 oldest_start = start
             reason = stale_reason(start, None, t, max_age)
@@ -172,8 +172,8 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
                 future += 1
             else:
                 old += 1
-            if owner >= 0:
-                stale_by_owner[scan.owner_names[owner]] += 1
+            if owner_index >= 0:
+                stale_by_owner[scan.owner_names[owner_index]] += 1
         malformed = scan.malformed + future
         stale = old + malformed
         entries = scan.entries
@@ -196,10 +196,10 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
             if len(examples) >= config.show or t - start <= max_age:
                 break
             examples.append(self._example(name, round(t - start, 3), None, owner, facts))
-        for name, problem, owner in scan.malformed_samples:
+        for name, problem, bad_owner in scan.malformed_samples:
             if len(examples) >= config.show * 2:
                 break
-            examples.append(self._example(name, None, problem, owner, facts))
+            examples.append(self._example(name, None, problem, bad_owner, facts))
         advice = (
             f"{facts.server} has HEXPIRE: let workers give each field a TTL "
             f"(HEXPIRE {key} <wall+margin> FIELDS 1 <id>) so leaks expire by themselves"

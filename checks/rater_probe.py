@@ -151,7 +151,7 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
             )
         except Exception as e:
             raise ctx.broker_error(e) from None
-        length = int(pushed)  # type: ignore[arg-type]
+        length = int(pushed)
         deadline = start + config.timeout
         window = length  # ours can only move towards the consumer's end
 
@@ -312,7 +312,8 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
                 else:
                     found = ident in r.lrange(key, 0, 999)
                 if found:
-                    r.lrem(key, 1, ident)  # the reply was for us: leave the list as it was
+                    # the reply was for us: leave the list as it was
+                    r.lrem(key, 1, ident)  # type: ignore[arg-type]  # bytes are fine on the wire
                     return True, f"id pushed to {key}"
                 if time.perf_counter() >= deadline:
                     return False, f"id not pushed to {key} within {format_duration(config.timeout)}"
