@@ -1,0 +1,99 @@
+"""Fault matrix, host side, through a full patrol over real sshd: a host whose clock is
+10 minutes off and a host without `ip` each get their own verdict while healthy hosts in the
+same patrol stay OK, and the patrol ends within its deadline. (Host down, sshd stopped or
+frozen, changed key and auth refused: tests/test_logs_lab.py and test_ssh_transport.py; log
+missing, empty, binary, 50 MB line: tests/test_logs_lab.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.lab import Lab, LabHost
+
+
+def fake_bin(host: LabHost, name: str, script: str) -> Path:
+    """A PATH directory for `host`'s sessions: every real tool, with `name` replaced by
+    `script` (or left out when script is empty)."""
+    d = host.dir / "bin"
+    d.mkdir()
+    for base in ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"):
+        if not os.path.isdir(base):
+            continue
+        for tool in os.listdir(base):
+            if tool != name and not (d / tool).exists():
+                (d / tool).symlink_to(os.path.join(base, tool))
+    if script:
+        (d / name).write_text(script)
+        (d / name).chmod(0o755)
+    return d
+
+
+def write_log(host: LabHost) -> str:
+    path = host.log_path("worker.log")
+    now = time.time()
+    path.write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ INFO tick\n", time.gmtime(now - 30)))
+    os.utime(path, (now - 30, now - 30))
+    return f'tz = "UTC"\nlogs = [{{ path = "{path}", max_age = "10m" }}]'
+
+
+def test_clock_off_and_missing_ip(lab: Lab) -> None:
+    healthy = lab.add_host("healthy")
+    skewed = lab.add_host("skewed", sshd=False)
+    real_date = "/usr/bin/date" if os.path.exists("/usr/bin/date") else "/bin/date"
+    ahead = fake_bin(
+        skewed,
+        "date",
+        "#!/bin/sh\n"
+        'case "$1" in +%s*) echo $(( $(' + real_date + " +%s) + 600 )).0;; "
+        "*) exec " + real_date + ' "$@";; esac\n',
+    )
+    lab.start_sshd(skewed, options=f"SetEnv PATH={ahead}\n")
+    noip = lab.add_host("noip", sshd=False)
+    lab.start_sshd(noip, options=f"SetEnv PATH={fake_bin(noip, 'ip', '')}\n")
+    extra = {h.name: write_log(h) for h in (healthy, skewed, noip)}
+    cfg = lab.config(
+        checks="[checks.logs]\n[checks.routes]\n", host_extra=extra, patrol='deadline = "20s"\n'
+    )
+    start = time.monotonic()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fleetcheck",
+            "run",
+            "-c",
+            str(cfg),
+            "--format",
+            "json",
+            "--no-state",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    elapsed = time.monotonic() - start
+    assert "Traceback" not in proc.stderr
+    report = json.loads(proc.stdout)
+    rows = {(r["host"], r["check"]): r for r in report["results"]}
+
+    assert rows[("healthy", "logs")]["status"] == "OK"
+    assert rows[("healthy", "routes")]["status"] == "OK"
+
+    skew = rows[("skewed", "logs")]
+    assert skew["status"] == "WARN", skew["summary"]
+    assert "clock" in skew["summary"].lower()
+    assert 590 <= skew["metrics"]["clock_skew_s"] <= 610
+
+    routes = rows[("noip", "routes")]
+    # no `ip`: the route table is still read, from /proc/net/route, and the gap is named
+    assert routes["status"] == "OK", routes["summary"]
+    assert routes["evidence"]["source"] == "/proc/net/route"
+    assert "IPv6 defaults not read (no ip -j)" in routes["evidence"]["problems"]
+    assert rows[("noip", "logs")]["status"] == "OK"
+    assert report["exit_code"] == proc.returncode
+    assert elapsed < 20 + 5
