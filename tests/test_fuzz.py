@@ -131,3 +131,114 @@ def test_toml_text_value_or_error(text: str) -> None:
         from_dict(doc, "fuzz.toml", registry.config_type)
     except ConfigError:
         pass
+
+
+# Log timestamps and route tables: what hosts send back is arbitrary text.
+from datetime import UTC, datetime  # noqa: E402
+
+from fleetcheck.parse import routes as route_parse  # noqa: E402
+from fleetcheck.parse.instant import parse_instant  # noqa: E402
+from fleetcheck.parse.timestamps import (  # noqa: E402
+    FormatError,
+    find_stamp,
+    find_with,
+    format_regex,
+    resolve,
+    zone_named,
+)
+
+NOW = datetime(2026, 11, 29, 7, 0, tzinfo=UTC)
+_stampish = st.one_of(
+    st.text(max_size=80),
+    st.from_regex(
+        r"\A(\d{1,5}[-/:. T]){2,7}\d{0,9}( ?[+-]\d{2}:?\d{2}|Z)?.{0,20}\Z", fullmatch=True
+    ),
+    st.from_regex(r"\A[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d .{0,20}\Z", fullmatch=True),
+    st.from_regex(
+        r"\A\[\d\d/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d [+-]\d{4}\].{0,10}\Z", fullmatch=True
+    ),
+)
+
+
+@FUZZ
+@given(_stampish, st.sampled_from(["UTC", "America/New_York", "Asia/Kolkata", "Europe/London"]))
+def test_log_timestamps_value_or_none(line: str, zone: str) -> None:
+    stamp = find_stamp(line)
+    if stamp is None:
+        return
+    resolved = resolve(stamp, zone_named(zone), zone, NOW, hint=NOW)
+    assert resolved.utc.tzinfo is not None
+
+
+@FUZZ
+@given(st.text(max_size=30), st.text(max_size=60))
+def test_custom_formats_value_or_format_error(fmt: str, line: str) -> None:
+    try:
+        format_regex(fmt)
+    except FormatError:
+        return
+    find_with(line, fmt, None)
+
+
+@FUZZ
+@given(st.one_of(st.text(max_size=40), st.integers(), st.floats(), st.none(), st.booleans()))
+def test_instants_value_or_valueerror(value: object) -> None:
+    try:
+        parse_instant(value)
+    except ValueError:
+        pass
+
+
+_json_junk = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "dst",
+                    "dev",
+                    "gateway",
+                    "metric",
+                    "flags",
+                    "nexthops",
+                    "table",
+                    "type",
+                    "ifname",
+                    "addr_info",
+                    "local",
+                    "prefixlen",
+                    "family",
+                    "prefsrc",
+                ]
+            ),
+            inner,
+            max_size=6,
+        ),
+    ),
+    max_leaves=20,
+)
+
+
+@FUZZ
+@given(_json_junk, st.text(max_size=300))
+def test_route_parsers_value_or_route_parse_error(doc: object, text: str) -> None:
+    import json as _json
+
+    raw = _json.dumps(doc)
+    for fn in (
+        lambda: route_parse.parse_ip_routes(raw, 4),
+        lambda: route_parse.parse_ip_addr(raw),
+        lambda: route_parse.parse_ip_route_get(raw),
+        lambda: route_parse.parse_ip_rules(raw),
+        lambda: route_parse.parse_proc_net_route(text),
+        lambda: route_parse.parse_netstat(text),
+        lambda: route_parse.parse_ifconfig(text),
+        lambda: route_parse.parse_route_get(text),
+        lambda: route_parse.parse_ip_addr_text(text),
+        lambda: route_parse.parse_gathered(text, "198.18.0.1"),
+    ):
+        try:
+            fn()
+        except route_parse.RouteParseError:
+            pass

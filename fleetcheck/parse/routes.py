@@ -10,11 +10,13 @@ defaults; a VPN default may have a `link#N` gateway.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 VPN_PREFIXES = ("tun", "tap", "wg", "utun", "ppp", "ipsec", "tailscale", "zt", "nordlynx", "gpd")
 
@@ -82,8 +84,34 @@ class RouteFacts:
     problems: tuple[str, ...] = ()
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
 class RouteParseError(ValueError):
     pass
+
+
+def _guarded(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Route output comes from arbitrary hosts and tool versions: any surprise in its shape
+    (a string where an object was expected, a metric that is not a number) is one clean
+    RouteParseError naming the source, never a crash."""
+
+    def wrap(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return fn(*args, **kwargs)
+            except RouteParseError:
+                raise
+            except (TypeError, AttributeError, KeyError, ValueError, IndexError) as e:
+                raise RouteParseError(
+                    f"{what}: unexpected output ({type(e).__name__}: {e})"
+                ) from None
+
+        return guarded
+
+    return wrap
 
 
 # ---------------------------------------------------------------- Linux
@@ -99,6 +127,7 @@ def _json(text: str, what: str) -> Any:
         raise RouteParseError(f"{what}: not JSON ({text[:60]!r})") from None
 
 
+@_guarded("ip -j route")
 def parse_ip_routes(text: str, family: int) -> list[DefaultRoute]:
     """`ip -j [-6] route show default [table all]` -> one DefaultRoute per path."""
     out = []
@@ -129,6 +158,7 @@ def parse_ip_routes(text: str, family: int) -> list[DefaultRoute]:
     return out
 
 
+@_guarded("ip -j addr")
 def parse_ip_addr(text: str) -> dict[str, Interface]:
     out = {}
     for link in _json(text, "ip -j addr"):
@@ -143,6 +173,7 @@ def parse_ip_addr(text: str) -> dict[str, Interface]:
     return out
 
 
+@_guarded("ip -o addr")
 def parse_ip_addr_text(text: str) -> dict[str, Interface]:
     """`ip -o addr show` (old iproute2 without -j)."""
     found: dict[str, list[str]] = {}
@@ -153,6 +184,7 @@ def parse_ip_addr_text(text: str) -> dict[str, Interface]:
     return {k: Interface(k, tuple(v)) for k, v in found.items()}
 
 
+@_guarded("ip -j rule")
 def parse_ip_rules(text: str) -> frozenset[str]:
     return frozenset(
         str(r["table"])
@@ -161,6 +193,7 @@ def parse_ip_rules(text: str) -> frozenset[str]:
     )
 
 
+@_guarded("ip -j route get")
 def parse_ip_route_get(text: str) -> tuple[str | None, str | None]:
     data = _json(text, "ip -j route get")
     if not data:
@@ -168,6 +201,7 @@ def parse_ip_route_get(text: str) -> tuple[str | None, str | None]:
     return data[0].get("dev"), data[0].get("gateway")
 
 
+@_guarded("/proc/net/route")
 def parse_proc_net_route(text: str) -> list[DefaultRoute]:
     """/proc/net/route: hex, little-endian addresses; default = destination and mask 0."""
     out = []
@@ -188,6 +222,7 @@ def parse_proc_net_route(text: str) -> list[DefaultRoute]:
 # ---------------------------------------------------------------- macOS / BSD
 
 
+@_guarded("netstat -rn")
 def parse_netstat(text: str, family: int = 4) -> list[DefaultRoute]:
     """`netstat -rn [-f inet|inet6]`: every `default` row of the Internet (or Internet6)
     section, scoped (`I` flag) rows marked as such."""
@@ -221,6 +256,7 @@ def parse_netstat(text: str, family: int = 4) -> list[DefaultRoute]:
     return out
 
 
+@_guarded("ifconfig")
 def parse_ifconfig(text: str) -> dict[str, Interface]:
     out: dict[str, Interface] = {}
     name = None
@@ -254,6 +290,7 @@ def parse_ifconfig(text: str) -> dict[str, Interface]:
     return out
 
 
+@_guarded("route -n get")
 def parse_route_get(text: str) -> tuple[str | None, str | None]:
     """`route -n get X` on macOS/BSD: (interface, gateway)."""
     dev = gw = None
@@ -284,6 +321,7 @@ def split_sections(text: str) -> dict[str, str]:
     return {k: "\n".join(v).strip("\n") for k, v in sections.items()}
 
 
+@_guarded("route facts")
 def parse_gathered(text: str, target: str | None) -> RouteFacts:
     s = split_sections(text)
     os_name = s.get("os", "").strip() or "unknown"
