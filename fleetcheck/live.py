@@ -76,7 +76,7 @@ def _live(round_fn: Callable[[], Report], every: float, rounds: int | None) -> N
 
         def on_report(report: Report, next_at: float | None) -> None:
             state["report"] = report
-            note = f"next round at {_when(next_at)}" if next_at else "done"
-            live.update(view(Text(note + " (Ctrl-C to stop)", style="dim")))
+            note = f"next round at {_when(next_at)} (Ctrl-C to stop)" if next_at else "done"
+            live.update(view(Text(note, style="dim")))
 
         repeat(round_fn, every, rounds, on_report, on_start)
