@@ -87,28 +87,27 @@ class PatrolContext:
     def once(self, key: Any, fetch: Callable[[], T]) -> T:
         """`fetch()` at most once per patrol; later callers get its value or its error."""
         with self._lock:
-            if key in self._memo:
-                ok, value = self._memo[key]
-                if ok:
-                    return value
-                raise value
+            known = self._memo.get(key)
             lock = self._memo_locks.setdefault(key, threading.Lock())
-        with lock:
-            with self._lock:
-                if key in self._memo:
-                    ok, value = self._memo[key]
-                    if ok:
-                        return value
-                    raise value
-            try:
-                value = fetch()
-            except BaseException as e:
+        if known is None:
+            with lock:  # one fetch per key; other callers wait for it, not for each other
                 with self._lock:
-                    self._memo[key] = (False, e)
-                raise
-            with self._lock:
-                self._memo[key] = (True, value)
+                    known = self._memo.get(key)
+                if known is None:
+                    known = self._fetch(key, fetch)
+        ok, value = known
+        if ok:
             return value
+        raise value
+
+    def _fetch(self, key: Any, fetch: Callable[[], Any]) -> tuple[bool, Any]:
+        try:
+            outcome: tuple[bool, Any] = (True, fetch())
+        except Exception as e:
+            outcome = (False, e)
+        with self._lock:
+            self._memo[key] = outcome
+        return outcome
 
     # ------------------------------------------------------------ broker
     def broker(self) -> redis.Redis:
