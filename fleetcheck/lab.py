@@ -389,7 +389,21 @@ class Lab:
         if not (host.dir / "ssh_host_ed25519_key").exists():
             self._write_host_key(host)
             self.trust(host)
-        env_line = f"SetEnv TZ={tz}\n" if tz else ""
+        # sshd honours only the FIRST SetEnv line: merge ours with any in `options` into one.
+        # SHLVL=1 stops a Debian bash (root's login shell here) from sourcing ~/.bashrc for
+        # every ssh command (bash does that when SSH_CLIENT is set and SHLVL < 2): this
+        # machine's root .bashrc runs `pyenv init`, ~100 ms of CPU per session that no real
+        # worker would pay and that would otherwise dominate every SSH benchmark and test.
+        env = ["SHLVL=1"] + ([f"TZ={tz}"] if tz else [])
+        kept = []
+        for line in options.splitlines():
+            words = line.split()
+            if words and words[0].lower() == "setenv":
+                env += words[1:]
+            else:
+                kept.append(line)
+        options = "".join(line + "\n" for line in kept)
+        env_line = "SetEnv " + " ".join(env) + "\n"
         cfg = host.dir / "sshd_config"
         cfg.write_text(
             textwrap.dedent(

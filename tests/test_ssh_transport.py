@@ -250,3 +250,77 @@ def test_resolve_target_precedence(tmp_path: Path) -> None:
     assert t.known_hosts_name == "[198.18.0.7]:2201"
     t = resolve_target("other", cfg, conf)
     assert (t.hostname, t.user, t.port) == ("other", "root", 22)
+
+
+def test_cached_known_hosts_sees_a_changed_key_and_a_re_trust(lab: Lab) -> None:
+    """known_hosts is parsed once per patrol, but never served stale: a key that changes after
+    a good connect is CRIT, and the operator's fix of known_hosts is seen at once."""
+    h = lab.add_host("a")
+    open_shell(host_cfg(h), ssh_cfg(lab)).close()  # the parsed file is cached now
+    lab.change_host_key(h)
+    err, _ = fail(h, ssh_cfg(lab))
+    assert err.status is Status.CRIT
+    assert "host key changed" in err.reason
+    lab.trust(h)  # the operator verifies the new key and writes it
+    open_shell(host_cfg(h), ssh_cfg(lab)).close()
+
+
+FRESH = """
+import sys, threading, json
+from fleetcheck.config import HostConfig, SshConfig
+from fleetcheck.transport.ssh import open_shell
+args = json.loads(sys.argv[1])
+cfg = SshConfig(user="root", known_hosts=args["known_hosts"], identity_file=args["key"],
+                config_file=args["config"], connect_timeout=5.0, command_timeout=5.0,
+                use_agent=False)
+out = {}
+def one(name, ssh):
+    try:
+        shell = open_shell(HostConfig(name=name, ssh=ssh), cfg)
+        try:
+            out[name] = shell.run("printf ok", 5, 100).stdout.decode()
+        finally:
+            shell.close()
+    except Exception as e:
+        out[name] = f"{type(e).__name__}: {e}"
+lanes = [threading.Thread(target=one, args=item) for item in args["hosts"].items()]
+for t in lanes: t.start()
+for t in lanes: t.join()
+print(json.dumps({"results": out, "invoke": "invoke" in sys.modules}))
+"""
+
+
+def fresh_process(lab: Lab, hosts: dict[str, str], config: str = "/dev/null") -> dict[str, object]:
+    """Connect from a new interpreter (paramiko not yet imported), all hosts at once."""
+    import json
+    import subprocess
+    import sys
+
+    args = dict(known_hosts=str(lab.known_hosts), key=str(lab.client_key), config=config)
+    proc = subprocess.run(
+        [sys.executable, "-c", FRESH, json.dumps({**args, "hosts": hosts})],
+        capture_output=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    result: dict[str, object] = json.loads(proc.stdout)
+    return result
+
+
+def test_first_connects_race_the_paramiko_import_without_invoke(lab: Lab) -> None:
+    """Every lane of a fresh patrol connects at once while paramiko is still being imported
+    (once); the import skips `invoke`, which only ssh config's `Match exec` needs."""
+    hosts = {f"h{i}": lab.add_host(f"h{i}").addr for i in range(4)}
+    out = fresh_process(lab, hosts)
+    assert out["results"] == dict.fromkeys(hosts, "ok")
+    assert out["invoke"] is False
+
+
+def test_match_exec_in_ssh_config_still_works(lab: Lab, tmp_path: Path) -> None:
+    h = lab.add_host("a")
+    conf = tmp_path / "ssh_config"
+    conf.write_text(f"Match host box exec true\n  HostName {h.addr}\n")
+    out = fresh_process(lab, {"a": "box"}, config=str(conf))
+    assert out["results"] == {"a": "ok"}
+    assert out["invoke"] is True  # loaded late, when the first `Match exec` needed it

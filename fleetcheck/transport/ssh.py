@@ -14,7 +14,13 @@ What it guarantees (each point is tested against a real OpenSSH sshd in tests/):
 - `~/.ssh/config` (or `[ssh] config_file`) is honoured through paramiko.SSHConfig: HostName,
   User, Port, IdentityFile, ProxyCommand and ProxyJump (each hop a direct-tcpip channel through
   the previous one, host keys checked at every hop).
-- TCP_NODELAY is set on the socket (paramiko leaves Nagle on, which costs delayed ACKs).
+- TCP_NODELAY is set on the socket (paramiko leaves Nagle on, which costs delayed ACKs), and
+  on Linux TCP_QUICKACK is re-armed after every read: OpenSSH's sshd keeps Nagle on and sends
+  two small packets after authentication (hostkeys-00 and the session's confirmation), so a
+  delayed ACK from us would hold the second one back ~40 ms per host.
+- Per patrol, the ssh config, known_hosts and private keys are parsed once (cached by path
+  and the file's inode, size and mtime, so an accept_new append is seen at once), and a
+  literal IP address never goes through the resolver thread.
 - A command runs as `/bin/sh -s` with the script on stdin, so the remote login shell (bash,
   zsh, fish, csh) never parses it. Its deadline is hard: the channel is polled against a
   monotonic clock and closed at the deadline; stdout/stderr are kept up to a byte bound.
@@ -29,6 +35,7 @@ import os
 import select
 import shlex
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -45,6 +52,94 @@ if TYPE_CHECKING:
 
 _known_hosts_lock = threading.Lock()
 MAX_JUMPS = 4
+_TCP_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
+
+
+# ---------------------------------------------------------------- importing and caching
+
+
+_import_lock = threading.Lock()
+_imported: list[Any] = []  # [paramiko] once its import has finished
+
+
+def _paramiko() -> Any:
+    """Import paramiko once, without `invoke`: paramiko.config imports it eagerly although
+    only `Match exec` in an ssh config uses it, and it costs ~65 ms of CPU (a third of
+    paramiko's import). `_lookup` loads it on the first `Match exec` it meets."""
+    if _imported:  # not sys.modules: it holds paramiko while another lane is importing it
+        return _imported[0]
+    with _import_lock:
+        if _imported:
+            return _imported[0]
+        blocked = "invoke" not in sys.modules
+        if blocked:
+            sys.modules["invoke"] = None  # type: ignore[assignment]  # makes `import` fail fast
+        try:
+            import paramiko
+        finally:
+            if blocked and "invoke" in sys.modules and sys.modules["invoke"] is None:
+                del sys.modules["invoke"]
+        _imported.append(paramiko)
+        return paramiko
+
+
+def _lookup(ssh_config: Any, alias: str) -> Any:
+    """ssh_config.lookup(alias), loading `invoke` late if the file uses `Match exec`."""
+    try:
+        return ssh_config.lookup(alias)
+    except ImportError:
+        import paramiko.config
+
+        pconfig: Any = paramiko.config
+        if pconfig.invoke is not None:
+            raise
+        try:
+            import invoke
+        except ImportError:
+            raise TransportError(
+                "ssh config uses `Match exec`, which needs the `invoke` package"
+            ) from None
+        pconfig.invoke = invoke
+        return ssh_config.lookup(alias)
+
+
+class _FileCache:
+    """Parsed files by path, reparsed when the file's inode, size or mtime changes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, tuple[tuple[int, int, int], Any]] = {}
+
+    def get(self, path: str, parse: Any) -> Any:
+        """parse(path) or the cached result; OSError from stat propagates (missing file)."""
+        st = os.stat(path)
+        sig = (st.st_ino, st.st_size, st.st_mtime_ns)
+        with self._lock:
+            hit = self._entries.get(path)
+        if hit is not None and hit[0] == sig:
+            return hit[1]
+        value = parse(path)
+        with self._lock:
+            self._entries[path] = (sig, value)
+        return value
+
+
+_ssh_configs = _FileCache()
+_known_hosts_files = _FileCache()
+_private_keys = _FileCache()
+
+
+class _QuickAckSocket(socket.socket):
+    """A TCP socket that re-arms TCP_QUICKACK after each read (Linux clears it again when we
+    send): the server's next small packet is never held back by our delayed ACK."""
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        data = super().recv(bufsize, flags)
+        try:
+            self.setsockopt(socket.IPPROTO_TCP, _TCP_QUICKACK or 0, 1)
+        except OSError:
+            pass
+        return data
 
 
 # ---------------------------------------------------------------- resolving the target
@@ -73,14 +168,15 @@ class Target:
 
 
 def load_ssh_config(path: str) -> Any:
-    """paramiko.SSHConfig from `path` (a missing default file is an empty config)."""
-    import paramiko
+    """paramiko.SSHConfig from `path` (a missing default file is an empty config); parsed
+    once per process while the file is unchanged."""
+    paramiko = _paramiko()
 
     p = Path(path).expanduser()
     if not p.exists():
         return paramiko.SSHConfig()
     try:
-        return paramiko.SSHConfig.from_path(str(p))
+        return _ssh_configs.get(str(p), paramiko.SSHConfig.from_path)
     except OSError as e:
         raise TransportError(f"cannot read ssh config {p}: {e.strerror}") from None
     except Exception as e:  # a malformed file
@@ -110,7 +206,7 @@ def resolve_target(
         host_part, _, port_part = alias[1:].partition("]:")
         if port_part.isdigit():
             alias, port = host_part, port or int(port_part)
-    entry = ssh_config.lookup(alias)
+    entry = _lookup(ssh_config, alias)
     hostname = entry.get("hostname", alias)
     final_user = user or entry.get("user") or cfg.user or getpass.getuser()
     try:
@@ -198,7 +294,7 @@ def open_shell(host: HostConfig, cfg: SshConfig) -> SshShell:
         raise TransportError(f"{host.name}: no ssh configured")
     import logging
 
-    import paramiko  # noqa: F401  (fail early and clearly if it is missing)
+    _paramiko()  # fail early and clearly if it is missing
 
     # paramiko logs a traceback for errors we already turn into one line; never let it reach
     # the operator's terminal through logging's last-resort handler
@@ -269,7 +365,7 @@ def _direct_tcpip(transport: Any, hop_next: tuple[str, int], budget: Budget, via
 
 
 def _proxy_command(target: Target, budget: Budget) -> Any:
-    import paramiko
+    paramiko = _paramiko()
 
     budget.stage = f"starting ProxyCommand {target.proxy_command!r}"
     try:
@@ -291,11 +387,16 @@ def _tcp_connect(target: Target, budget: Budget) -> socket.socket:
         except BaseException as e:  # noqa: BLE001 (handed to the caller)
             error.append(e)
 
-    th = threading.Thread(target=lookup, daemon=True)
-    th.start()
-    th.join(budget.left())
-    if th.is_alive():
-        raise budget.timeout_error()
+    try:  # a literal address needs no resolver (and no thread to bound it)
+        infos = socket.getaddrinfo(
+            target.hostname, target.port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST
+        )
+    except (socket.gaierror, UnicodeError):
+        th = threading.Thread(target=lookup, daemon=True)
+        th.start()
+        th.join(budget.left())
+        if th.is_alive():
+            raise budget.timeout_error() from None
     if error:
         e = error[0]
         msg = e.args[1] if isinstance(e, socket.gaierror) and len(e.args) > 1 else str(e)
@@ -303,7 +404,8 @@ def _tcp_connect(target: Target, budget: Budget) -> socket.socket:
     last: OSError | None = None
     for family, kind, proto, _, addr in infos:
         budget.stage = f"connecting to {addr[0]}:{addr[1]} (host down or port filtered?)"
-        sock = socket.socket(family, kind, proto)
+        tcp = family in (socket.AF_INET, socket.AF_INET6) and _TCP_QUICKACK is not None
+        sock = (_QuickAckSocket if tcp else socket.socket)(family, kind, proto)
         budget.guard(sock)
         sock.settimeout(budget.left())
         try:
@@ -336,7 +438,7 @@ def _connect_one(
     role: str | None,
 ) -> Any:
     """TCP (unless `sock` is given), SSH handshake, host key check, authentication."""
-    import paramiko
+    paramiko = _paramiko()
 
     who = role or target.hostname
     if sock is None:
@@ -381,19 +483,25 @@ def _connect_one(
     return transport
 
 
-def _known_keys(cfg: SshConfig, target: Target) -> dict[str, Any]:
-    import paramiko
-
-    path = Path(cfg.known_hosts).expanduser()
+def _parse_known_hosts(path: str) -> Any:
+    paramiko = _paramiko()
     keys = paramiko.HostKeys()
+    keys.load(path)
+    return keys
+
+
+def _known_keys(cfg: SshConfig, target: Target) -> dict[str, Any]:
+    """The keys known_hosts has for the target (the file is parsed once while unchanged)."""
+    path = Path(cfg.known_hosts).expanduser()
+    keys: Any = None
     if path.exists():
         try:
-            keys.load(str(path))
+            keys = _known_hosts_files.get(str(path), _parse_known_hosts)
         except OSError as e:
             raise TransportError(f"cannot read known_hosts {path}: {e.strerror}") from None
         except Exception as e:
             raise TransportError(f"cannot parse known_hosts {path}: {e}") from None
-    entry = keys.lookup(target.known_hosts_name)
+    entry = keys.lookup(target.known_hosts_name) if keys is not None else None
     return dict(entry) if entry else {}
 
 
@@ -431,10 +539,12 @@ def _verify_host_key(
 
 
 def _load_key(path: str) -> tuple[Any | None, str]:
-    import paramiko
+    """The private key at `path` (parsed once while the file is unchanged: an RSA key costs
+    milliseconds to load) or None and the reason."""
+    paramiko = _paramiko()
 
     try:
-        return paramiko.PKey.from_path(path), ""
+        return _private_keys.get(path, paramiko.PKey.from_path), ""
     except FileNotFoundError:
         return None, f"{path}: no such file"
     except PermissionError:
@@ -446,7 +556,7 @@ def _load_key(path: str) -> tuple[Any | None, str]:
 
 
 def _authenticate(transport: Any, target: Target, cfg: SshConfig, budget: Budget, who: str) -> None:
-    import paramiko
+    paramiko = _paramiko()
 
     tried: list[str] = []
     problems: list[str] = []
