@@ -324,3 +324,90 @@ def test_match_exec_in_ssh_config_still_works(lab: Lab, tmp_path: Path) -> None:
     out = fresh_process(lab, {"a": "box"}, config=str(conf))
     assert out["results"] == {"a": "ok"}
     assert out["invoke"] is True  # loaded late, when the first `Match exec` needed it
+
+
+def test_known_hosts_index_answers_like_paramiko(tmp_path: Path) -> None:
+    """The per-patrol known_hosts index returns exactly what paramiko.HostKeys.lookup
+    returns, for plain, hashed, multi-name, non-default-port, duplicate-type and bad lines;
+    a line paramiko refuses outright (bad base64) makes both refuse the file."""
+    import paramiko
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    from fleetcheck.transport.ssh import _KnownHosts
+
+    def pub() -> str:
+        key = ed25519.Ed25519PrivateKey.generate().public_key()
+        ssh = serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+        return key.public_bytes(*ssh).decode()
+
+    ecdsa = paramiko.ECDSAKey.generate()
+    ecdsa_pub = f"{ecdsa.get_name()} {ecdsa.get_base64()}"
+    a1, a2, b, c, d = pub(), pub(), pub(), pub(), pub()
+    hashed = paramiko.HostKeys.hash_host("10.0.0.9")
+    kh = tmp_path / "known_hosts"
+    kh.write_text(
+        "# a comment\n\n"
+        f"10.0.0.1 {a1}\n"
+        f"10.0.0.1 {a2}\n"  # a second key of the same type: the first one counts
+        f"10.0.0.1 {ecdsa_pub}\n"
+        f"web1,10.0.0.2 {b}\n"
+        f"[10.0.0.3]:2222 {c}\n"
+        f"{hashed} {d}\n"
+        "10.0.0.5 ssh-unknown AAAA\n"
+        "10.0.0.6 onlytwo\n"
+    )
+    theirs = paramiko.HostKeys(str(kh))
+    ours = _KnownHosts(str(kh))
+    names = ["10.0.0.1", "web1", "10.0.0.2", "[10.0.0.3]:2222", "10.0.0.3", "10.0.0.9"]
+    for name in [*names, "10.0.0.5", "10.0.0.6", "nope"]:
+        entry = theirs.lookup(name)
+        expected = {k: entry[k] for k in entry} if entry else {}
+        assert ours.lookup(name) == expected, name
+    assert ours.lookup("10.0.0.9")["ssh-ed25519"].get_base64() == d.split()[1]
+    assert ours.lookup("10.0.0.1")["ssh-ed25519"].get_base64() == a1.split()[1]
+    assert set(ours.lookup("10.0.0.1")) == {"ssh-ed25519", ecdsa.get_name()}
+
+    kh.write_text(kh.read_text() + "10.0.0.4 ssh-ed25519 !!!not-base64\n")
+    with pytest.raises(paramiko.hostkeys.InvalidHostKey):
+        paramiko.HostKeys(str(kh))
+    with pytest.raises(paramiko.hostkeys.InvalidHostKey):
+        _KnownHosts(str(kh))
+
+
+def test_prefers_aes_gcm_and_still_reaches_a_server_without_it(lab: Lab) -> None:
+    """AES-GCM (cheaper per byte in paramiko) is asked for first; a server that allows only
+    AES-CTR with a non-ETM MAC is still reached with what it allows."""
+    modern = lab.add_host("modern")
+    old = lab.add_host("old", sshd_options="Ciphers aes128-ctr\nMACs hmac-sha2-256\n")
+    for h, cipher, mac in (
+        (modern, "aes128-gcm@openssh.com", None),
+        (old, "aes128-ctr", "hmac-sha2-256"),
+    ):
+        shell = open_shell(host_cfg(h), ssh_cfg(lab))
+        try:
+            t = shell.transport
+            assert (t.local_cipher, t.remote_cipher) == (cipher, cipher)
+            if mac is not None:
+                assert (t.local_mac, t.remote_mac) == (mac, mac)
+            assert shell.run("printf ok", 5, 100).stdout == b"ok"
+        finally:
+            shell.close()
+
+
+@pytest.mark.parametrize(
+    ("offered", "preferred", "expected"),
+    [
+        (("a", "b", "c"), ("c",), ("c", "a", "b")),
+        (("a", "b", "c"), ("c", "b"), ("c", "b", "a")),
+        (("a", "b"), ("x", "b"), ("b", "a")),  # not offered: never added
+        (("a", "b"), (), ("a", "b")),
+        ((), ("a",), ()),
+    ],
+)
+def test_first_moves_preferred_to_the_front(
+    offered: tuple[str, ...], preferred: tuple[str, ...], expected: tuple[str, ...]
+) -> None:
+    from fleetcheck.transport.ssh import _first
+
+    assert _first(offered, preferred) == expected

