@@ -10,8 +10,11 @@ as malformed. Read with HSCAN, never HGETALL. `fleetcheck reap-live` removes the
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import compress, repeat
+from operator import gt, or_, sub
 from typing import Any
 
 from fleetcheck.check import Check, Scope
@@ -20,7 +23,7 @@ from fleetcheck.context import PatrolContext
 from fleetcheck.model import Result, Status
 from fleetcheck.parse.clientlist import normalise_ip
 from fleetcheck.parse.duration import format_duration
-from fleetcheck.reap import LiveScan, describe_kind, read_live, stale_reason
+from fleetcheck.reap import LiveScan, describe_kind, read_live
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,34 @@ def _is_ip(text: str) -> bool:
         return False
 
 
+def stale_counts(scan: LiveScan, now: float, max_age: float) -> tuple[int, int, Counter[str]]:
+    """(older than max_age, starting more than max_age in the future, stale per owner with
+    the malformed ones) over the scan's start times (pure).
+
+    The same tests as stale_reason (age > max_age; -age > max_age), run at C speed over the
+    typed arrays: a million-field scan takes a fraction of a second, not seconds.
+    """
+    starts = scan.starts
+    if not starts:
+        return 0, 0, Counter(scan.malformed_owners)
+    old_flags = bytes(map(gt, map(sub, repeat(now), starts), repeat(max_age)))
+    old = old_flags.count(1)
+    future = 0
+    stale_flags: Iterable[int] = old_flags
+    # -age > max_age; -(now - s) is exactly s - now in floating point, and grows with s
+    if max(starts) - now > max_age:
+        future_flags = bytes(map(gt, map(sub, starts, repeat(now)), repeat(max_age)))
+        future = future_flags.count(1)
+        stale_flags = map(or_, old_flags, future_flags)
+    by_index = Counter(compress(scan.owners, stale_flags))
+    stale_by_owner: Counter[str] = Counter(scan.malformed_owners)
+    names = scan.owner_names
+    for index, n in by_index.items():
+        if index >= 0:
+            stale_by_owner[names[index]] += n
+    return old, future, stale_by_owner
+
+
 class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
     name = "live_hash"
     description = "zombie entries in the live-matches hash (HSCAN; stale and malformed)"
@@ -159,21 +190,8 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
             return self.result(host, Status.UNKNOWN, describe_kind(key, scan.kind))
         t = now.timestamp()
         max_age = config.max_age
-        old = future = 0
-        oldest_start = None
-        stale_by_owner: Counter[str] = Counter(scan.malformed_owners)
-        for start, owner_index in zip(scan.starts, scan.owners, strict=True):
-            if oldest_start is None or start < oldest_start:
-                oldest_start = start
-            reason = stale_reason(start, None, t, max_age)
-            if not reason:
-                continue
-            if reason.startswith("malformed"):
-                future += 1
-            else:
-                old += 1
-            if owner_index >= 0:
-                stale_by_owner[scan.owner_names[owner_index]] += 1
+        old, future, stale_by_owner = stale_counts(scan, t, max_age)
+        oldest_start = min(scan.starts) if scan.starts else None
         malformed = scan.malformed + future
         stale = old + malformed
         entries = scan.entries
@@ -209,7 +227,9 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
         )
         evidence: dict[str, Any] = {
             "stale_examples": examples,
-            "stale_by_owner": dict(stale_by_owner.most_common(20)),
+            "stale_by_owner": dict(
+                sorted(stale_by_owner.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
+            ),
             "confirmed_leaks": leaks,
         }
         if future:

@@ -13,13 +13,27 @@ from fleetcheck.checks.live_hash import (
     LiveHashConfig,
     LiveHashFacts,
     owner_presence,
+    stale_counts,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fleetcheck.config import ConfigError, HostConfig, from_dict
 from fleetcheck.context import PatrolContext
 from fleetcheck.model import Status
-from fleetcheck.parse.instant import parse_instant
-from fleetcheck.reap import LiveScan, parse_entry, read_live, scan_hash, stale_reason
+from fleetcheck.parse.instant import MS_THRESHOLD, parse_instant
+from fleetcheck.reap import (
+    EntryReader,
+    LiveReducer,
+    LiveScan,
+    hscan_replies,
+    parse_entry,
+    read_entry,
+    read_entry_json,
+    read_live,
+    scan_hash,
+    stale_reason,
+)
 from tests.lab import Lab
 
 NOW = datetime(2026, 11, 29, 6, 21, tzinfo=UTC)
@@ -373,3 +387,377 @@ def test_unreachable_broker_is_unknown_with_the_reason(lab: Lab) -> None:
     (row,) = report.results
     assert row.status is Status.UNKNOWN
     assert row.summary.startswith("broker 127.0.0.1:1 unreachable:")
+
+
+# ---------------------------------------------------------------- the fast path equals json
+# EntryReader reads the common value shape with a regex instead of json. Every value it
+# accepts must read exactly as json would (read_entry_json, the reference): same start (same
+# float, sign included), same problem, same owner. `same` compares reprs so 0.0 != -0.0.
+def same(a: object, b: object) -> bool:
+    return repr(a) == repr(b)
+
+
+FAST_ACCEPTS = [
+    b'{"started_at": 1700000000.25, "host": "big"}',  # json.dumps
+    b'{"started_at":1700000000,"host":"big"}',  # JSON.stringify
+    b'{"host": "big", "started_at": 1700000000}',  # owner first
+    b'{"started_at": 1700000000}',  # no owner
+    b'{"started_at": 1700000000123, "host": "big"}',  # epoch milliseconds
+    b'{"started_at": "2026-11-29T06:21:00Z", "host": "big"}',  # ISO
+    b'{"started_at": "2026-11-29T06:21:00", "host": "big"}',  # zone-less: malformed
+    b'{"started_at": "soon"}',  # malformed
+    b'{"id": "m1", "started_at": 1.7e9, "pid": -4, "ok": true, "x": null, "host": "b"}',
+    b' \t{ "started_at" :\n 5 ,"host":"  padded  " }\r\n',  # JSON whitespace, owner stripped
+    b'{"host": "a", "started_at": 5, "host": "b"}',  # duplicate owner: json keeps the last
+    b'{"host": "", "started_at": 5}',  # empty owner: none
+    b'{"started_at": 0}',
+    b'{"started_at": 1e400}',  # inf: not a time
+    b'{"started_at": 99999999999999999999999}',  # out of range after /1000
+    b'{"started_at": 1700000000, "host": "' + b"h" * 100 + b'"}',  # owner cut to 64
+]
+
+FAST_REFUSES = [  # json reads these (or refuses them); the fast path must leave them to json
+    b'{"started_at": -0}',  # json: int 0, not -0.0
+    b'{"started_at": -5}',
+    b'{"started_at": 5, "started_at": 6}',  # duplicate start: json keeps the last
+    b'{"started\\u005fat": 5}',  # escaped key names the start
+    b'{"started_at": 5, "host": "caf\\u00e9"}',  # escape in the owner
+    '{"started_at": 5, "host": "café"}'.encode(),  # non-ASCII
+    b'{"started_at": 5, "host": "\xff"}',  # not UTF-8: not JSON at all
+    b'{"started_at": 5, "tags": ["a"]}',  # nested
+    b'{"started_at": NaN}',
+    b'{"started_at": 5, "x": Infinity}',
+    b'{"started_at": 05}',  # leading zero: not JSON
+    b'{"started_at": 5.}',
+    b'{"started_at": 5}x',
+    b'\xef\xbb\xbf{"started_at": 5}',  # BOM: json refuses
+    b'{"started_at": 5,}',
+    b'{"started_at": 5, "host": 7}',  # owner not a string: none
+    b'{"started_at": null}',
+    b'{"started_at": 1' + b"0" * 400 + b"}",  # json reads a huge int; float() overflows
+    b'{"started_at": "a\tb"}',  # raw control character: not JSON
+    b"{}",
+    b"[1, 2]",
+    b"not json",
+    b"",
+]
+
+
+@pytest.mark.parametrize("value", FAST_ACCEPTS)
+def test_fast_path_takes_the_common_shapes_and_equals_json(value: bytes) -> None:
+    reader = EntryReader()
+    got = reader.fast(value)
+    assert got is not None, "the fast path should read this shape"
+    assert same(got, read_entry_json(value))
+
+
+@pytest.mark.parametrize("value", FAST_REFUSES)
+def test_fast_path_leaves_the_rest_to_json(value: bytes) -> None:
+    reader = EntryReader()
+    assert reader.fast(value) is None
+    assert same(reader(value), read_entry_json(value))
+
+
+def test_huge_integer_start_is_malformed_not_a_crash() -> None:
+    got = read_entry(b'{"started_at": 1' + b"0" * 400 + b"}")
+    assert got == (None, "started_at: not a time: out of range", None)
+
+
+def test_fast_path_other_field_names() -> None:
+    reader = EntryReader("t0", "node")
+    value = b'{"node": "big", "t0": 5, "host": "x", "started_at": 9}'
+    assert same(reader.fast(value), (5.0, None, "big"))
+    assert same(reader.fast(value), read_entry_json(value, "t0", "node"))
+    assert EntryReader("t0", None).fast(value) == (5.0, None, None)
+    # names that need escapes or are not ASCII: no fast path, json reads them
+    for started, owner in (('a"b', "host"), ("début", "host"), ("t0", "t0")):
+        reader = EntryReader(started, owner)
+        assert reader.pattern is None and reader.lines is None
+        doc = json.dumps({started: 5}).encode()
+        assert same(reader(doc), read_entry_json(doc, started, owner))
+
+
+# values near the common shape, and mutations of them
+_names = st.one_of(
+    st.sampled_from(["started_at", "host"]),
+    st.sampled_from(["id", "pid", "Started_at", "started_at ", ""]),
+)
+_scalars = st.one_of(
+    st.integers(min_value=-(10**20), max_value=10**20),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(min_value=0, max_value=2e12),
+    st.text(max_size=12),
+    st.sampled_from(["2026-11-29T06:21:00Z", "2026-11-29T06:21:00", " 5 ", "big", " h "]),
+    st.none(),
+    st.booleans(),
+    st.lists(st.integers(), max_size=2),
+)
+_number_text = st.from_regex(r"-?(0|[1-9][0-9]{0,25}|0[0-9]+)(\.[0-9]{0,5})?([eE][-+]?[0-9]{1,4})?")
+
+
+@st.composite
+def live_values(draw: st.DrawFn) -> bytes:
+    pairs = draw(st.lists(st.tuples(_names, _scalars), max_size=5))
+    kind = draw(st.integers(0, 3))
+    if kind == 0:  # json.dumps of a dict, any options
+        text = json.dumps(
+            dict(pairs),
+            separators=draw(st.sampled_from([(", ", ": "), (",", ":"), (" ,\n", " :\t")])),
+            ensure_ascii=draw(st.booleans()),
+            sort_keys=draw(st.booleans()),
+        )
+    else:  # members written by hand: duplicate keys, raw number texts
+        members = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in pairs]
+        if kind >= 2:
+            members.insert(
+                draw(st.integers(0, len(members))), f'"started_at": {draw(_number_text)}'
+            )
+        text = "{" + draw(st.sampled_from([", ", ",", " , "])).join(members) + "}"
+    raw = text.encode()
+    if draw(st.booleans()):  # damage it
+        cut = draw(st.integers(0, len(raw)))
+        raw = raw[:cut] + draw(st.binary(max_size=3)) + raw[cut + draw(st.integers(0, 2)) :]
+    return raw
+
+
+@st.composite
+def line_values(draw: st.DrawFn) -> bytes:
+    """The shape the reducer takes in bulk: start as a number (seconds, milliseconds, out of
+    range), the owner optional."""
+    doc: dict[str, object] = {
+        "started_at": draw(
+            st.one_of(
+                st.integers(0, 10**15),
+                st.floats(min_value=0, max_value=1e15),
+                st.sampled_from([MS_THRESHOLD, MS_THRESHOLD - 1, 1e14, 1e14 - 1]),
+            )
+        )
+    }
+    if draw(st.booleans()):
+        doc["host"] = draw(st.sampled_from(["big", "mini", " h ", ""]))
+    return json.dumps(doc, separators=draw(st.sampled_from([(", ", ": "), (",", ":")]))).encode()
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(live_values(), line_values()))
+def test_fast_path_equals_json_property(value: bytes) -> None:
+    reader = EntryReader()
+    reference = read_entry_json(value)
+    fast = reader.fast(value)
+    assert fast is None or same(fast, reference)
+    assert same(reader(value), reference)
+
+
+# ---------------------------------------------------------------- whole replies at once
+def reference_scan(replies: list[list[bytes]], keep: int = 5) -> LiveScan:
+    """What the scan must hold: each field in turn, read through json, first reading wins."""
+    scan = LiveScan(key="arena:live", kind="hash", keep=keep)
+    seen: set[bytes] = set()
+    for items in replies:
+        for name, value in zip(items[0::2], items[1::2], strict=True):
+            if name not in seen:
+                seen.add(name)
+                scan.add_values(name, *read_entry_json(value))
+    return scan.finish()
+
+
+def reduced_scan(replies: list[list[bytes]], keep: int = 5) -> LiveScan:
+    scan = LiveScan(key="arena:live", kind="hash", keep=keep)
+    reduce = LiveReducer(scan, EntryReader())
+    for items in replies:
+        reduce(items)
+    return scan.finish()
+
+
+def canonical(scan: LiveScan) -> tuple[object, ...]:
+    owned = sorted(
+        (repr(s), scan.owner_names[o] if o >= 0 else "")
+        for s, o in zip(scan.starts, scan.owners, strict=True)
+    )
+    return (
+        scan.entries,
+        scan.malformed,
+        owned,
+        scan.malformed_samples,
+        sorted(scan.malformed_owners.items()),
+        [(repr(s), n, o) for s, n, o in scan.oldest],
+    )
+
+
+def test_reducer_equals_field_by_field_on_a_mixed_reply() -> None:
+    values = [
+        b'{"started_at": 100, "host": "mini"}',
+        b'{"started_at": 50.5, "host": "big"}',
+        b"not json",
+        b'{"host": "big", "started_at": 10}',  # owner first: one by one
+        b'{"started_at": "1970-01-01T00:00:20Z", "host": "mini"}',
+        b'{"started_at": 30000, "host": "mini"}',
+        b'{"started_at": 1700000000123}',  # milliseconds in the bulk
+        b'{"host": "mini"}',
+        b'{"started_at": 5, "host": "line\nbreak"}',  # not JSON: a raw newline in a string
+        b'{"started_at": 7, "host": "big"}',
+    ]
+    first = [x for i, v in enumerate(values[:5]) for x in (f"m{i}".encode(), v)]
+    second = [x for i, v in enumerate(values[5:], 5) for x in (f"m{i}".encode(), v)]
+    second += [b"m0", b'{"started_at": 1, "host": "late"}']  # a field again: first wins
+    replies = [first, [], second]
+    for keep in (1, 3, 20):
+        assert canonical(reduced_scan(replies, keep)) == canonical(reference_scan(replies, keep))
+    scan = reduced_scan(replies)
+    assert scan.entries == 10 and scan.malformed == 3
+    assert [n for _, n, _ in scan.oldest] == ["m9", "m3", "m4", "m1", "m0"]
+
+
+def test_oldest_few_ties_go_by_id_whatever_the_order() -> None:
+    v = b'{"started_at": 100, "host": "h"}'
+    forward = [[b"b", v, b"a", v, b"c", v]]
+    backward = [[b"c", v, b"a", v, b"b", v]]
+    for replies in (forward, backward):
+        assert [n for _, n, _ in reduced_scan(replies, keep=2).oldest] == ["a", "b"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.integers(0, 40), st.one_of(line_values(), live_values())), max_size=12
+        ),
+        max_size=5,
+    ),
+    st.integers(1, 6),
+)
+def test_reducer_equals_field_by_field_property(
+    replies_spec: list[list[tuple[int, bytes]]], keep: int
+) -> None:
+    replies = []
+    for spec in replies_spec:
+        items: list[bytes] = []
+        for number, value in spec:
+            items += [f"m{number}".encode(), value]
+        replies.append(items)
+    assert canonical(reduced_scan(replies, keep)) == canonical(reference_scan(replies, keep))
+
+
+# ---------------------------------------------------------------- stale_counts equals stale_reason
+def reference_counts(scan: LiveScan, t: float, max_age: float) -> tuple[int, int, dict[str, int]]:
+    old = future = 0
+    by_owner: dict[str, int] = dict(scan.malformed_owners)
+    for start, index in zip(scan.starts, scan.owners, strict=True):
+        reason = stale_reason(start, None, t, max_age)
+        if not reason:
+            continue
+        if reason.startswith("malformed"):
+            future += 1
+        else:
+            old += 1
+        if index >= 0:
+            name = scan.owner_names[index]
+            by_owner[name] = by_owner.get(name, 0) + 1
+    return old, future, by_owner
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(
+                st.floats(min_value=0, max_value=2e10),
+                st.sampled_from([T - 900, T + 900, T - 900.0000001, T + 900.0000001, T, 0.0]),
+            ),
+            st.sampled_from([None, "a", "b"]),
+        ),
+        max_size=60,
+    ),
+    st.sampled_from([900.0, 0.001, 1e9]),
+)
+def test_stale_counts_equal_stale_reason(rows: list[tuple[float, str | None]], max_age: float):
+    scan = LiveScan(key="k", kind="hash")
+    for i, (start, owner) in enumerate(rows):
+        scan.add_values(f"m{i}", start, None, owner)
+    scan.add_values("bad", None, "not JSON", "c")
+    old, future, by_owner = stale_counts(scan, T, max_age)
+    assert (old, future, dict(by_owner)) == reference_counts(scan, T, max_age)
+
+
+# ---------------------------------------------------------------- lab: the pipelined scan
+@pytest.mark.lab
+def test_read_live_equals_field_by_field_on_a_real_hash(lab: Lab) -> None:
+    from fleetcheck.lab import incident_live_hash
+
+    r = lab.client()
+    now = datetime.now(UTC).timestamp()
+    mapping: dict[str, str] = dict(incident_live_hash(now))
+    for i in range(4000):  # enough for many replies; a few odd values among them
+        doc: dict[str, object] = {"started_at": now - i, "host": f"h{i % 3}"}
+        if i % 97 == 0:
+            doc = {"host": "h1", "started_at": (now - i) * 1000}  # owner first, milliseconds
+        mapping[f"bulk:{i}"] = json.dumps(doc)
+    mapping["odd:newline"] = '{"started_at": 5,\n "host": "h0"}'  # valid JSON: no joining
+    r.hset("arena:live", mapping=mapping)
+    scan = read_live(lab.client(), "arena:live", count=50, keep=7)
+    reference = reference_scan([[x for kv in r.hgetall("arena:live").items() for x in kv]], 7)
+    # HGETALL order differs from HSCAN's: malformed samples are the first few seen
+    assert canonical(scan)[:3] == canonical(reference)[:3]
+    assert canonical(scan)[4:] == canonical(reference)[4:]
+    # the incident's 19 malformed include one start a day ahead: evaluate calls that malformed
+    assert scan.entries == len(mapping) and scan.malformed == 18
+
+
+@pytest.mark.lab
+def test_a_scan_stopped_early_leaves_no_reply_in_flight(lab: Lab) -> None:
+    r = lab.client()
+    r.hset("arena:live", mapping={f"m{i}": "{}" for i in range(2000)})
+    client = lab.client(single_connection_client=False)
+    replies = hscan_replies(client, "arena:live", 100)
+    next(replies)  # the second HSCAN is already sent
+    replies.close()
+    # had the connection gone back to the pool with that reply unread, this would read it
+    assert client.ping() is True
+    assert client.hlen("arena:live") == 2000
+    assert client.get("nothing") is None
+
+
+@pytest.mark.lab
+def test_scan_survives_its_connection_being_killed(lab: Lab) -> None:
+    r = lab.client()
+    r.hset("arena:live", mapping={f"m{i}": json.dumps({"started_at": i}) for i in range(3000)})
+    from fleetcheck.config import BrokerConfig
+    from fleetcheck.transport.redis import connect
+
+    client = connect(BrokerConfig(url=f"redis://127.0.0.1:{lab.redis_port}/0", retries=2))
+    seen: set[bytes] = set()
+    killed = 0
+    for i, items in enumerate(hscan_replies(client, "arena:live", 100)):
+        seen.update(items[0::2])
+        if i == 3:  # the next HSCAN is in flight on the connection we kill
+            killed = r.client_kill_filter(_type="normal", skipme=True)
+    assert killed >= 1 and len(seen) == 3000
+
+
+@pytest.mark.lab
+def test_fields_returned_twice_after_a_shrink_count_once(lab: Lab) -> None:
+    """Redis returns some fields again when the hash shrinks mid-scan (HDEL below 10 % fill):
+    play that for real, keep the replies, and check the reducer counts each field once."""
+    r = lab.client()
+    for at in range(2, 12):
+        r.delete("t:live")
+        r.hset("t:live", mapping={f"f{i}": json.dumps({"started_at": i}) for i in range(5000)})
+        replies: list[list[bytes]] = []
+        cursor = 0
+        while True:  # one HSCAN at a time, so the delete lands between two of them
+            cursor, chunk = r.hscan("t:live", cursor, count=100)
+            replies.append([x for kv in chunk.items() for x in kv])
+            if len(replies) == at:  # delete most fields not returned yet: the table shrinks
+                got = {f for rep in replies for f in rep[0::2]}
+                gone = [f"f{n}".encode() for n in range(5000)]
+                r.hdel("t:live", *[f for f in gone if f not in got][:4400])
+            if cursor == 0:
+                break
+        names = [f for rep in replies for f in rep[0::2]]
+        if len(names) > len(set(names)):
+            break
+    else:
+        pytest.fail("no field came back twice: this redis-server never repeats, test it anew")
+    scan = reduced_scan(replies)
+    assert scan.entries == len(set(names)) < len(names)
+    assert canonical(scan) == canonical(reference_scan(replies))
