@@ -54,7 +54,8 @@ def main() -> None:
     if mode.endswith("-true"):  # the transport alone: the remote side runs `true`
         mode = mode.removesuffix("-true")
         scripts = dict.fromkeys(scripts, "true\n")
-    ssh._paramiko()  # import cost is start-up, not per-host latency
+    # import cost is start-up, not per-host latency (older transports lack _paramiko)
+    getattr(ssh, "_paramiko", lambda: __import__("paramiko"))()
     out: dict[str, Any] = {}
     cpu0, t0 = time.process_time(), time.monotonic()
     if mode == "concurrent":
