@@ -7,8 +7,15 @@ rater, then times each broker check (probe + evaluate, through a fresh patrol co
 run, median of --runs) and one whole patrol, and reads the longest server-side command time of
 fleetcheck's own commands from SLOWLOG (threshold 0, reset before each check, read after).
 
-    .venv/bin/python bench/bench_broker.py            # full: 1M fields, 10k clients (~1-2 min)
+    .venv/bin/python bench/bench_broker.py            # full: 1M fields, 10k clients (~2-3 min)
     .venv/bin/python bench/bench_broker.py --quick    # seconds: 20k fields, 400 clients
+
+The live-hash pass is also measured before/after in the same run, each run in a fresh child
+process (so its peak RSS is its own): the previous code (r.hscan, json.loads per value, one
+stale_reason per entry in evaluate; replicated below as `previous_pass`) and the current
+code (pipelined HSCAN, whole-reply fast path, C-speed counts), each with redis-py's
+pure-Python reply parser and with hiredis; the current code also with COUNT 1000. All give
+the same entries and stale counts (checked).
 
 Only loopback is used. Not part of the test run: numbers are measurements, not assertions.
 """
@@ -89,6 +96,106 @@ HOLDER = textwrap.dedent(
         time.sleep(3600)
     """
 ).format(nofile=NOFILE)
+
+
+# ---------------------------------------------------------------- live-hash pass, before/after
+VARIANTS = [  # (label, code, parser, COUNT)
+    ("before: previous code, pure-Python parser", "previous", "python", 500),
+    ("previous code, hiredis", "previous", "hiredis", 500),
+    ("current code, pure-Python parser", "current", "python", 500),
+    ("after: current code, hiredis", "current", "hiredis", 500),
+    ("current code, hiredis, COUNT 1000", "current", "hiredis", 1000),
+]
+MAX_AGE = 900.0
+
+
+def previous_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
+    """The live-hash pass as it was before (commit c257985): r.hscan (redis-py builds a dict
+    per reply), a set of field names, json per value, then evaluate's loop calling
+    stale_reason once per entry. (entries, stale)."""
+    from collections import Counter
+
+    from fleetcheck.reap import LiveScan, key_type, read_entry_json, stale_reason
+
+    scan = LiveScan(key=key, kind=key_type(r, key), keep=5)
+    seen: set[bytes] = set()
+    cursor = 0
+    while True:
+        cursor, chunk = r.hscan(key, cursor, count=count)
+        for f, v in chunk.items():
+            if f in seen:
+                continue
+            seen.add(f)
+            scan.add_values(f, *read_entry_json(v))
+        if int(cursor) == 0:
+            break
+    scan.finish()
+    old = future = 0
+    oldest = None
+    by_owner: Counter[str] = Counter(scan.malformed_owners)
+    for start, index in zip(scan.starts, scan.owners, strict=True):
+        if oldest is None or start < oldest:
+            oldest = start
+        reason = stale_reason(start, None, now, MAX_AGE)
+        if not reason:
+            continue
+        if reason.startswith("malformed"):
+            future += 1
+        else:
+            old += 1
+        if index >= 0:
+            by_owner[scan.owner_names[index]] += 1
+    return scan.entries, old + future + scan.malformed
+
+
+def current_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
+    """The live_hash check's probe scan and evaluate's counting, as they are now."""
+    from fleetcheck.checks.live_hash import stale_counts
+
+    from fleetcheck.reap import read_live
+
+    scan = read_live(r, key, count=count, keep=5)
+    old, future, _by_owner = stale_counts(scan, now, MAX_AGE)
+    min(scan.starts, default=None)
+    return scan.entries, old + future + scan.malformed
+
+
+def vm_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def run_variant(port: int, code: str, parser: str, count: int, now: float) -> dict[str, Any]:
+    """One pass in this (fresh) process: wall, CPU, RSS before and peak."""
+    import redis
+    from redis._parsers import _HiredisParser, _RESP2Parser
+
+    if parser == "hiredis" and not redis.utils.HIREDIS_AVAILABLE:
+        return {"skipped": "hiredis not installed"}
+    pool = redis.ConnectionPool(
+        port=port,
+        protocol=2,
+        client_name="bench-variant",
+        parser_class=_HiredisParser if parser == "hiredis" else _RESP2Parser,
+    )
+    r = redis.Redis(connection_pool=pool)
+    r.ping()
+    rss0 = vm_rss_mb()
+    fn = previous_pass if code == "previous" else current_pass
+    c0, t0 = time.process_time(), time.perf_counter()
+    entries, stale = fn(r, "arena:live", now, count)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {
+        "wall_s": round(wall, 3),
+        "cpu_s": round(cpu, 3),
+        "rss_before_mb": round(rss0, 1),
+        "rss_peak_mb": round(peak, 1),
+        "entries": entries,
+        "stale": stale,
+    }
 
 
 class Bench:
@@ -230,7 +337,7 @@ class Bench:
         r.slowlog_reset()
         r.close()
 
-    def slowlog_read(self) -> dict[str, Any]:
+    def slowlog_read(self, client_name: str = "fleetcheck") -> dict[str, Any]:
         r = self.client()
         entries = r.execute_command("SLOWLOG", "GET", "-1")
         r.close()
@@ -238,7 +345,7 @@ class Bench:
         for e in entries:
             # [id, time, duration_us, argv, client addr, client name]
             name = e[5] if len(e) > 5 else b""
-            if name != b"fleetcheck":
+            if name != client_name.encode():
                 continue
             argv = [a.decode("utf-8", "replace") if isinstance(a, bytes) else str(a) for a in e[3]]
             ours.append((int(e[2]), " ".join(argv[:3])[:60]))
@@ -311,6 +418,54 @@ class Bench:
             "rows": len(report.results),
         }
 
+    def live_hash_passes(self, now: float) -> list[dict[str, Any]]:
+        """Each variant `runs` times, each run in a fresh child process."""
+        rows = []
+        for label, code, parser, count in VARIANTS:
+            runs, slow = [], []
+            for _ in range(self.runs):
+                self.slowlog_reset()
+                proc = subprocess.run(
+                    [sys.executable, __file__, "--variant", f"{code}:{parser}:{count}"]
+                    + ["--port", str(self.port), "--now", repr(now)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+                slow.append(self.slowlog_read("bench-variant"))
+            if "skipped" in runs[0]:
+                rows.append({"variant": label, **runs[0]})
+                print(f"  {label:<44} skipped: {runs[0]['skipped']}", flush=True)
+                continue
+            hscan = [s.get("by_command", {}).get("HSCAN", {}) for s in slow]
+            row = {
+                "variant": label,
+                "count": count,
+                "median_wall_s": round(statistics.median(r["wall_s"] for r in runs), 3),
+                "median_cpu_s": round(statistics.median(r["cpu_s"] for r in runs), 3),
+                "runs_wall_s": [r["wall_s"] for r in runs],
+                "rss_before_mb": max(r["rss_before_mb"] for r in runs),
+                "rss_peak_mb": max(r["rss_peak_mb"] for r in runs),
+                "entries": runs[0]["entries"],
+                "stale": runs[0]["stale"],
+                "hscan_calls": max((h.get("n", 0) for h in hscan), default=0),
+                "hscan_p50_us": max((h.get("p50_us", 0) for h in hscan), default=0),
+                "hscan_p99_us": max((h.get("p99_us", 0) for h in hscan), default=0),
+                "hscan_max_us": max((h.get("max_us", 0) for h in hscan), default=0),
+            }
+            rows.append(row)
+            print(
+                f"  {label:<44} {row['median_wall_s']:6.2f} s wall, {row['median_cpu_s']:5.2f} s"
+                f" CPU, peak RSS {row['rss_peak_mb']:.0f} MB; HSCAN x{row['hscan_calls']}"
+                f" p50 {row['hscan_p50_us']} us, max {row['hscan_max_us']} us",
+                flush=True,
+            )
+        answers = {(r["entries"], r["stale"]) for r in rows if "entries" in r}
+        if len(answers) > 1:
+            raise RuntimeError(f"the live-hash variants disagree: {answers}")
+        return rows
+
     def close(self) -> None:
         self.stop_rater.set()
         for proc in self.procs:
@@ -329,7 +484,14 @@ def main() -> int:
     ap.add_argument("--clients", type=int, help="client connections (default 10,000)")
     ap.add_argument("--runs", type=int, help="runs per check (median reported; default 3)")
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--variant", help=argparse.SUPPRESS)  # child: code:parser:count
+    ap.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--now", type=float, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.variant:
+        code, parser, count = args.variant.split(":")
+        print(json.dumps(run_variant(args.port, code, parser, int(count), args.now)))
+        return 0
     fields = args.fields or (20_000 if args.quick else 1_000_000)
     clients = args.clients or (400 if args.quick else 10_000)
     runs = args.runs or (1 if args.quick else 3)
@@ -345,6 +507,7 @@ def main() -> int:
     try:
         bench.start_redis()
         fill_s = bench.fill()
+        judged_at = time.time() + 60  # one `now` for every variant: same stale counts
         clients_s = bench.open_clients()
         bench.start_rater()
         fleet = load(bench.config(), registry.config_type)
@@ -374,6 +537,8 @@ def main() -> int:
                 flush=True,
             )
         out["patrol"] = bench.time_patrol(fleet)
+        print("live-hash pass (scan + counting), each run in a fresh process:", flush=True)
+        out["live_hash_passes"] = bench.live_hash_passes(judged_at)
         out["machine"]["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
         print(f"{'patrol':<12} {out['patrol']['median_s'] * 1000:9.1f} ms  (all five checks)")
         if args.json:

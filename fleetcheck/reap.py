@@ -27,7 +27,6 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import tzinfo
-from itertools import compress
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fleetcheck.parse.instant import MS_THRESHOLD, parse_instant
@@ -172,10 +171,13 @@ def line_pattern(started_field: str, owner_field: str | None) -> re.Pattern[byte
         return None
     start = re.escape(started_field.encode())
     if owner_field:
-        owner = rb'(?:, ?"' + re.escape(owner_field.encode()) + rb'": ?"(' + _CHARS + rb'+)")?'
+        owner = rb'(?:, ?"' + re.escape(owner_field.encode()) + rb'": ?"(' + _CHARS + rb'++)")?'
     else:
         owner = rb"(?:(?!)(x))?"  # never takes part; keeps the group
-    shape = rb'\{"' + start + rb'": ?(' + _DIGITS + rb")" + owner + rb"\}"
+    # possessive: a valid line never needs a digit or character given back (what follows a
+    # run can never be part of it), and not backtracking saves a sixth of the time
+    digits = rb"(?:0|[1-9][0-9]{0,30}+)(?:\.[0-9]{1,30}+)?+(?:[eE][-+]?[0-9]{1,3}+)?+"
+    shape = rb'\{"' + start + rb'": ?(' + digits + rb")" + owner + rb"\}"
     return re.compile(rb"^(?:" + shape + rb")$|^.*$", re.MULTILINE)
 
 
@@ -494,16 +496,23 @@ class LiveReducer:
     def _bulk(self, names: list[Any], rows: list[tuple[bytes, bytes]]) -> Sequence[int]:
         """Add the rows of the line shape; the indexes of the others, for the caller to
         read one by one."""
+        numbers: Sequence[bytes]
+        owners: Sequence[bytes]
         numbers, owners = zip(*rows, strict=True)
-        rest: Sequence[int] = ()
-        if b"" in numbers:
-            good = list(map(bool, numbers))
-            rest = [i for i, g in enumerate(good) if not g]
+        rest: list[int] = []
+        if b"" in numbers:  # a few values of another shape: find them (C-speed index)
+            at = numbers.index(b"")
+            try:
+                while True:
+                    rest.append(at)
+                    at = numbers.index(b"", at + 1)
+            except ValueError:
+                pass
             if len(rest) == len(rows):
                 return rest
-            names = list(compress(names, good))
-            numbers = tuple(compress(numbers, good))
-            owners = tuple(compress(owners, good))
+            names, numbers, owners = list(names), list(numbers), list(owners)
+            for at in reversed(rest):
+                del names[at], numbers[at], owners[at]
         starts = list(map(float, numbers))  # json's int or float, as a float: the same value
         if max(starts) >= MS_THRESHOLD:  # epoch milliseconds, as parse_instant reads them
             starts = [s if s < MS_THRESHOLD else s / 1000.0 for s in starts]
