@@ -423,6 +423,7 @@ class Lab:
                 MaxStartups 500
                 MaxSessions 100
                 LogLevel ERROR
+                UseDNS no
                 """
             )
             + env_line
