@@ -110,6 +110,19 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+def kill_namespace(ns: str) -> None:
+    """Kill every process still inside `ns`, then delete it. sshd's per-session children
+    call setsid(), so killing the listener's process group does not reach them; left alone
+    they would keep a deleted namespace (and its sockets) alive."""
+    pids = run("ip", "netns", "pids", ns, check=False).stdout.split()
+    for pid in pids:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+    run("ip", "netns", "del", ns, check=False)
+
+
 def sweep_orphans() -> None:
     """Remove labs whose owning process is gone (a test run that was killed)."""
     if not REGISTRY.is_dir():
@@ -127,7 +140,7 @@ def sweep_orphans() -> None:
             except (ProcessLookupError, PermissionError):
                 pass
         for ns in info.get("namespaces", []):
-            run("ip", "netns", "del", ns, check=False)
+            kill_namespace(ns)
         if info.get("bridge"):
             run("ip", "link", "del", info["bridge"], check=False)
         shutil.rmtree(info.get("dir", "/nonexistent"), ignore_errors=True)
@@ -236,7 +249,7 @@ class Lab:
             except subprocess.TimeoutExpired:
                 pass
         for ns in self.namespaces:
-            run("ip", "netns", "del", ns, check=False)
+            kill_namespace(ns)
         if self.bridge:
             run("ip", "link", "del", self.bridge, check=False)
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -248,8 +261,10 @@ class Lab:
         self._owner = self.redis.pid
         self._save_registry()
         lines = ["#!/bin/sh", "# stops the fleetcheck lab " + self.id]
-        lines += [f"kill -KILL -- -{p.pid} 2>/dev/null" for p in self.procs]
-        lines += [f"ip netns del {ns} 2>/dev/null" for ns in self.namespaces]
+        lines += [f"kill -9 -{p.pid} 2>/dev/null" for p in self.procs]  # dash: no "--"
+        for ns in self.namespaces:
+            lines.append(f"ip netns pids {ns} 2>/dev/null | xargs -r kill -9 2>/dev/null")
+            lines.append(f"ip netns del {ns} 2>/dev/null")
         if self.bridge:
             lines.append(f"ip link del {self.bridge} 2>/dev/null")
         lines.append(f"rm -f {REGISTRY / self.id}")

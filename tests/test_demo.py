@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from tests.conftest import _require_lab
+from tests.lab import port_open, wait_for
 
 
 def demo(*args: str) -> subprocess.CompletedProcess[str]:
@@ -98,8 +99,13 @@ def test_demo_keep_then_stop() -> None:
         timeout=120,
     )
     assert again.returncode == 2  # the kept fleet still answers
+    port = int(re.search(r"redis://127\.0\.0\.1:(\d+)", proc.stdout).group(1))  # type: ignore[union-attr]
+    assert port_open("127.0.0.1", port)
     subprocess.run(["sh", stop.group(1)], check=True, timeout=60)
     assert not os.path.exists(lab_dir(proc.stdout))
+    wait_for(lambda: not port_open("127.0.0.1", port), 10, "the kept broker to be stopped")
+    left = subprocess.run(["pgrep", "-f", f"127.0.0.1', {port}"], capture_output=True, text=True)
+    assert left.stdout == "", "workers of the kept demo survived its stop script"
     gone = subprocess.run(
         [sys.executable, "-m", "fleetcheck", "run", "-c", "/nonexistent"], capture_output=True
     )
