@@ -32,7 +32,10 @@ def parse_instant(value: object, assume_tz: tzinfo | None = None) -> float:
     if isinstance(value, bool) or value is None:
         raise ValueError(f"not a time: {value!r}")
     if isinstance(value, int | float):
-        return _epoch(float(value), value)
+        try:
+            return _epoch(float(value), value)
+        except OverflowError:  # an int too large for a float (JSON allows any length)
+            raise ValueError(f"epoch {str(value)[:20]}... is out of range") from None
     if isinstance(value, bytes):
         try:
             value = value.decode("utf-8")
