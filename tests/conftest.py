@@ -38,3 +38,15 @@ def lab() -> Iterator[Lab]:
     _require_lab()
     with Lab() as the_lab:
         yield the_lab
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Under FLEETCHECK_REQUIRE_LAB=1 (CI) a skipped test fails the run: a lab test that did
+    not run proves nothing, and CI must not go green on it."""
+    if os.environ.get("FLEETCHECK_REQUIRE_LAB") != "1":
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = len(reporter.stats.get("skipped", [])) if reporter is not None else 0
+    if skipped and session.exitstatus == 0:
+        print(f"\nFLEETCHECK_REQUIRE_LAB=1: {skipped} test(s) skipped; failing the run")
+        session.exitstatus = 1
