@@ -460,7 +460,7 @@ def test_fast_path_leaves_the_rest_to_json(value: bytes) -> None:
 
 def test_huge_integer_start_is_malformed_not_a_crash() -> None:
     got = read_entry(b'{"started_at": 1' + b"0" * 400 + b"}")
-    assert got == (None, "started_at: not a time: out of range", None)
+    assert got == (None, "started_at: epoch 10000000000000000000... is out of range", None)
 
 
 def test_fast_path_other_field_names() -> None:
