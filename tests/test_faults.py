@@ -4,13 +4,11 @@ follows, and the patrol ends within its deadline (a generous bound; timings live
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
+from tests.cli import fleetcheck
 from tests.lab import Lab, run
 
 BROKER_CHECKS = """
@@ -27,24 +25,7 @@ samples = 1
 
 def patrol(cfg: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[dict, float, int]:
     start = time.monotonic()
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fleetcheck",
-            "run",
-            "-c",
-            str(cfg),
-            "--format",
-            "json",
-            "--no-state",
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
+    proc = fleetcheck("run", "-c", str(cfg), "--format", "json", "--no-state", *extra, env=env)
     elapsed = time.monotonic() - start
     assert "Traceback" not in proc.stderr, proc.stderr
     report = json.loads(proc.stdout)

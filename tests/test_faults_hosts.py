@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
+from tests.cli import fleetcheck
 from tests.lab import Lab, LabHost
 
 
@@ -60,22 +59,7 @@ def test_clock_off_and_missing_ip(lab: Lab) -> None:
         checks="[checks.logs]\n[checks.routes]\n", host_extra=extra, patrol='deadline = "20s"\n'
     )
     start = time.monotonic()
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fleetcheck",
-            "run",
-            "-c",
-            str(cfg),
-            "--format",
-            "json",
-            "--no-state",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = fleetcheck("run", "-c", str(cfg), "--format", "json", "--no-state")
     elapsed = time.monotonic() - start
     assert "Traceback" not in proc.stderr
     report = json.loads(proc.stdout)

@@ -5,11 +5,10 @@ heartbeat, all at once."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from fleetcheck.lab import Lab
+from tests.cli import fleetcheck
 from tests.test_alertmanager import active, alertmanager, no_proxies, recorder  # noqa: F401
 
 
@@ -29,30 +28,22 @@ def test_one_patrol_feeds_every_output(
         state = tmp_path / "state.json"
 
         def patrol() -> dict:
-            proc = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "fleetcheck",
-                    "run",
-                    "-c",
-                    str(cfg),
-                    "--format",
-                    "json",
-                    "--textfile",
-                    str(textfile),
-                    "--history",
-                    str(history),
-                    "--state",
-                    str(state),
-                    "--alertmanager",
-                    alertmanager,
-                    "--heartbeat",
-                    f"{hb_base}/ping/abc",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=120,
+            proc = fleetcheck(
+                "run",
+                "-c",
+                str(cfg),
+                "--format",
+                "json",
+                "--textfile",
+                str(textfile),
+                "--history",
+                str(history),
+                "--state",
+                str(state),
+                "--alertmanager",
+                alertmanager,
+                "--heartbeat",
+                f"{hb_base}/ping/abc",
             )
             assert proc.stderr == "", proc.stderr
             assert proc.returncode == 2
@@ -76,27 +67,19 @@ def test_unreachable_outputs_warn_and_keep_the_patrol(tmp_path: Path) -> None:
         lab.start_workers(lab.add_host("n8"), 1)
         cfg = lab.config()
         dead = "http://127.0.0.1:9"  # discard port: nothing listens
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "fleetcheck",
-                "run",
-                "-c",
-                str(cfg),
-                "--format",
-                "json",
-                "--no-state",
-                "--alertmanager",
-                dead,
-                "--heartbeat",
-                dead + "/ping/x",
-                "--textfile",
-                str(tmp_path / "missing-dir" / "f.prom"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
+        proc = fleetcheck(
+            "run",
+            "-c",
+            str(cfg),
+            "--format",
+            "json",
+            "--no-state",
+            "--alertmanager",
+            dead,
+            "--heartbeat",
+            dead + "/ping/x",
+            "--textfile",
+            str(tmp_path / "missing-dir" / "f.prom"),
         )
     assert proc.returncode == 0
     assert json.loads(proc.stdout)["status"] == "OK"
