@@ -352,6 +352,14 @@ def judge_log(
     if lf.size == 0:
         return verdict(Status.UNKNOWN, f"empty file (modified {_span(mtime_age)} ago)")
     tail = lf.tail
+    if len(tail) < min(lf.size, spec.tail_bytes):
+        # stat saw more than tail could read: the file was rotated or truncated in between,
+        # so the tail and the mtime describe different files; judge nothing from either
+        return verdict(
+            Status.UNKNOWN,
+            f"changed while being read (stat: {_size(lf.size)}, read {_size(len(tail))}): "
+            "rotated or truncated; the next patrol reads the new file",
+        )
     if _looks_binary(tail):
         return verdict(
             Status.UNKNOWN,

@@ -2,7 +2,8 @@
 10 minutes off and a host without `ip` each get their own verdict while healthy hosts in the
 same patrol stay OK, and the patrol ends within its deadline. (Host down, sshd stopped or
 frozen, changed key and auth refused: tests/test_logs_lab.py and test_ssh_transport.py; log
-missing, empty, binary, 50 MB line: tests/test_logs_lab.py.)"""
+missing, empty, binary, 50 MB line: tests/test_logs_lab.py.) A log rotated mid-read, and
+sshd frozen mid-handshake (after its banner), are here too."""
 
 from __future__ import annotations
 
@@ -81,3 +82,34 @@ def test_clock_off_and_missing_ip(lab: Lab) -> None:
     assert rows[("noip", "logs")]["status"] == "OK"
     assert report["exit_code"] == proc.returncode
     assert elapsed < 20 + 5
+
+
+def test_log_rotated_mid_read(lab: Lab) -> None:
+    """The log is rotated between the host's `stat` and its `tail` (a `tail` shim on the
+    host's PATH does the rotation first, deterministically): the verdict is UNKNOWN with the
+    reason, never a crash and never a verdict from facts of two different files."""
+    h = lab.add_host("rot", sshd=False)
+    log = h.log_path("worker.log")
+    now = time.time()
+    old_line = time.strftime("%Y-%m-%dT%H:%M:%SZ INFO old\n", time.gmtime(now - 7200))
+    log.write_text(old_line * 50)
+    os.utime(log, (now - 7200, now - 7200))
+    real_tail = "/usr/bin/tail" if os.path.exists("/usr/bin/tail") else "/bin/tail"
+    shim = fake_bin(
+        h,
+        "tail",
+        "#!/bin/sh\n"
+        f"mv {log} {log}.1 && : > {log}\n"  # logrotate's create mode: a new, empty file
+        f'exec {real_tail} "$@"\n',
+    )
+    lab.start_sshd(h, options=f"SetEnv PATH={shim}\n")
+    cfg = lab.config(
+        checks="[checks.logs]\n",
+        host_extra={"rot": f'tz = "UTC"\nlogs = [{{ path = "{log}", max_age = "10m" }}]'},
+    )
+    proc = fleetcheck("run", "-c", str(cfg), "--format", "json", "--no-state")
+    assert "Traceback" not in proc.stderr
+    row = json.loads(proc.stdout)["results"][0]
+    assert row["status"] == "UNKNOWN"
+    assert "changed while being read" in row["summary"] and "rotated" in row["summary"]
+    assert (log.parent / "worker.log.1").exists()  # the shim really rotated mid-read

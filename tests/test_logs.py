@@ -106,10 +106,22 @@ CASES = [
 ]
 
 
+def test_rotated_between_stat_and_tail_is_unknown() -> None:
+    """stat saw 5000 bytes, tail read 40: two different files; judge neither."""
+    r = CHECK.evaluate(facts("2026-11-29T07:23:00Z new\n", size=5000), CFG, host("UTC"), NOW)
+    assert r.status is Status.UNKNOWN
+    assert "changed while being read (stat: " in r.summary
+
+
 @pytest.mark.parametrize("tail,tz,mtime,status,words", CASES)
 def test_evaluate(tail: str, tz: str, mtime: datetime, status: Status, words: list[str]) -> None:
-    size = len(tail) + (1000 if tail.startswith("26:00") else 0)
-    r = CHECK.evaluate(facts(tail, mtime, size=size), CFG, host(tz), NOW)
+    if tail.startswith("26:00"):  # the read began mid-line: a file longer than the tail
+        tail = "x" * (256 - len(tail)) + tail  # exactly tail_bytes were read, as on a host
+        r = CHECK.evaluate(
+            facts(tail, mtime, size=len(tail) + 1000), CFG, host(tz, tail_bytes=256), NOW
+        )
+    else:
+        r = CHECK.evaluate(facts(tail, mtime), CFG, host(tz), NOW)
     assert r.status is status, r.summary
     for w in words:
         assert w in r.summary, r.summary
