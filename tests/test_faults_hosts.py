@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -113,3 +115,35 @@ def test_log_rotated_mid_read(lab: Lab) -> None:
     assert row["status"] == "UNKNOWN"
     assert "changed while being read" in row["summary"] and "rotated" in row["summary"]
     assert (log.parent / "worker.log.1").exists()  # the shim really rotated mid-read
+
+
+def test_sshd_frozen_mid_handshake(lab: Lab) -> None:
+    """A server that sends its SSH banner and then never answers the key exchange (what a
+    sshd frozen after accepting looks like to the client): UNKNOWN within connect_timeout,
+    while a healthy host in the same patrol is checked normally."""
+    healthy = lab.add_host("healthy")
+    stuck = lab.add_host("stuck", sshd=False)
+    server = (
+        "import socket, time\n"
+        f"s = socket.create_server(({stuck.addr!r}, 22))\n"
+        "print('ready', flush=True)\n"
+        "conns = []\n"
+        "while True:\n"
+        "    c, _ = s.accept()\n"
+        "    c.sendall(b'SSH-2.0-OpenSSH_9.2p1 Debian-2\\r\\n')\n"
+        "    conns.append(c)  # read nothing more, answer nothing more\n"
+    )
+    proc = lab.spawn([sys.executable, "-c", server], ns=stuck.ns, stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+    extra = {h.name: write_log(h) for h in (healthy, stuck)}
+    cfg = lab.config(checks="[checks.logs]\n", host_extra=extra, patrol='deadline = "20s"\n')
+    start = time.monotonic()
+    out = fleetcheck("run", "-c", str(cfg), "--format", "json", "--no-state")
+    elapsed = time.monotonic() - start
+    rows = {r["host"]: r for r in json.loads(out.stdout)["results"]}
+    assert rows["healthy"]["status"] == "OK"
+    assert rows["stuck"]["status"] == "UNKNOWN"
+    summary = rows["stuck"]["summary"].lower()
+    assert "timed out" in summary or "timeout" in summary, summary
+    assert elapsed < 3 + 10  # connect_timeout 3s in the lab config, plus start-up
+    assert out.returncode == 3
