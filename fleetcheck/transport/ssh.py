@@ -466,6 +466,12 @@ def _connect_one(
     except Exception as e:
         _quiet_close(transport)
         if budget.expired:
+            banner = getattr(transport, "remote_version", "") or ""
+            if banner:  # the banner came; the key exchange is what stalled
+                budget.stage = (
+                    f"in the key exchange with {who} after its banner {banner[:40]!r} "
+                    "(sshd stalled mid-handshake?)"
+                )
             raise budget.timeout_error() from None
         raise TransportError(f"SSH handshake with {who} failed: {_describe(e)}") from None
     budget.stage = f"checking the host key of {who}"
