@@ -18,7 +18,7 @@ from operator import gt, or_, sub
 from typing import Any
 
 from fleetcheck.check import Check, Scope
-from fleetcheck.config import Duration, HostConfig, InvalidValue
+from fleetcheck.config import Duration, HostConfig, InvalidValue, zone
 from fleetcheck.context import PatrolContext
 from fleetcheck.model import Result, Status
 from fleetcheck.parse.clientlist import normalise_ip
@@ -46,14 +46,7 @@ class LiveHashConfig:
         if not self.started_field:
             raise InvalidValue("started_field", "must not be empty")
         if self.naive_tz is not None:
-            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-            try:
-                ZoneInfo(self.naive_tz)
-            except (ZoneInfoNotFoundError, ValueError):
-                raise InvalidValue(
-                    "naive_tz", f"unknown time zone {self.naive_tz!r} (use an IANA name)"
-                ) from None
+            zone(self.naive_tz, "naive_tz")
         if self.crit_count is not None and self.crit_count < 0:
             raise InvalidValue("crit_count", "must be 0 or more")
         if self.crit_share is not None and not 0 <= self.crit_share < 1:
@@ -143,11 +136,7 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
         from fleetcheck.transport.redis import server_identity, supports
 
         r = ctx.broker()
-        tz = None
-        if config.naive_tz:
-            from zoneinfo import ZoneInfo
-
-            tz = ZoneInfo(config.naive_tz)
+        tz = zone(config.naive_tz, "naive_tz") if config.naive_tz else None
         try:
             scan = read_live(
                 r,

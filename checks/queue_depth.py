@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from fleetcheck.check import Check, CheckError, Scope
-from fleetcheck.config import Duration, HostConfig, InvalidValue
+from fleetcheck.config import Duration, HostConfig, InvalidValue, zone
 from fleetcheck.context import PatrolContext
 from fleetcheck.model import Result, Status, worst
 from fleetcheck.parse.duration import format_duration
@@ -55,14 +55,7 @@ class QueueDepthConfig:
         if self.max_wait is not None and self.max_wait <= 0:
             raise InvalidValue("max_wait", "must be longer than 0s")
         if self.naive_tz is not None:
-            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-            try:
-                ZoneInfo(self.naive_tz)
-            except (ZoneInfoNotFoundError, ValueError):
-                raise InvalidValue(
-                    "naive_tz", f"unknown time zone {self.naive_tz!r} (use an IANA name)"
-                ) from None
+            zone(self.naive_tz, "naive_tz")
 
 
 @dataclass(frozen=True)
@@ -111,11 +104,7 @@ class QueueDepthCheck(Check[QueueDepthConfig, QueueFacts]):
 
         r = ctx.broker()
         head_index = 0 if config.push == "rpush" else -1
-        tz = None
-        if config.naive_tz:
-            from zoneinfo import ZoneInfo
-
-            tz = ZoneInfo(config.naive_tz)
+        tz = zone(config.naive_tz, "naive_tz") if config.naive_tz else None
         samples: list[dict[str, int]] = []
         heads: dict[str, Head] = {}
         read_at = 0.0

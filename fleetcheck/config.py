@@ -14,6 +14,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
@@ -174,7 +175,7 @@ class HostConfig:
         if self.min_clients < 0:
             raise InvalidValue("min_clients", "must be 0 or more")
         if self.tz is not None and self.tz != "auto":
-            _check_zone(self.tz)
+            zone(self.tz)
         if self.logs and self.tz is None:
             raise InvalidValue(
                 "tz",
@@ -189,14 +190,15 @@ class HostConfig:
         return self.ssh == "local"
 
 
-def _check_zone(name: str) -> None:
+def zone(name: str, key: str = "tz") -> tzinfo:
+    """The IANA zone `name`; InvalidValue naming `key` when this machine's tzdata lacks it."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     try:
-        ZoneInfo(name)
+        return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
         raise InvalidValue(
-            "tz", f"unknown time zone {name!r}: use an IANA name such as 'Europe/Berlin'"
+            key, f"unknown time zone {name!r}: use an IANA name such as 'Europe/Berlin'"
         ) from None
 
 
