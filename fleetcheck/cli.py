@@ -357,6 +357,107 @@ def timer_cmd(
     print(f"now run: systemctl daemon-reload && systemctl enable --now {units.timer_file}")
 
 
+@app.command("serve")
+def serve_cmd(
+    config: ConfigOpt = None,
+    listen: Annotated[
+        str, typer.Option("--listen", help="ADDR:PORT to bind (default loopback only).")
+    ] = "127.0.0.1:8470",
+    history: Annotated[
+        Path | None, typer.Option("--history", help="History file (default: the config's).")
+    ] = None,
+    window: Annotated[
+        str, typer.Option("--window", help="How much history the charts show, e.g. 7d.")
+    ] = "7d",
+    every: Annotated[
+        str | None,
+        typer.Option("--every", help="Also patrol every DURATION ('patrol' = [patrol] every)."),
+    ] = None,
+    token_env: Annotated[
+        str | None, typer.Option("--token-env", help="Env var holding a bearer token to require.")
+    ] = None,
+    basic_auth_env: Annotated[
+        str | None,
+        typer.Option("--basic-auth-env", help="Env var holding USER:PASSWORD to require."),
+    ] = None,
+) -> None:
+    """A read-only web console over the state the patrols write: grid, rows, charts,
+    /report.json, /metrics and /healthz (503 when rounds stop)."""
+    import signal
+    import threading
+
+    from fleetcheck import console as console_mod
+    from fleetcheck import serve
+    from fleetcheck import state as state_mod
+    from fleetcheck.parse.duration import parse_duration
+
+    fleet = load_fleet(config)
+    try:
+        host, port = serve.parse_listen(listen)
+        window_s = parse_duration(window)
+        interval = None
+        if every is not None:
+            interval = fleet.patrol.every if every == "patrol" else parse_duration(every)
+            if interval <= 0:
+                raise ValueError(f"--every {every}: must be longer than 0s")
+    except ValueError as e:
+        raise UsageFailure(str(e)) from None
+    secrets: dict[str, str | None] = {"token": None, "basic": None}
+    for key, var, option in (
+        ("token", token_env, "--token-env"),
+        ("basic", basic_auth_env, "--basic-auth-env"),
+    ):
+        if var is None:
+            continue
+        value = os.environ.get(var, "")
+        if not value:
+            raise UsageFailure(f"{option} {var}: the environment variable is unset or empty")
+        if key == "basic" and ":" not in value:
+            raise UsageFailure(f"{option} {var}: expected USER:PASSWORD")
+        secrets[key] = value
+    default_state, default_history = state_mod.default_paths(fleet.path)
+    history_path = history or default_history
+    app_console = serve.Console(
+        source=console_mod.Source(history_path),
+        every=interval or fleet.patrol.every,
+        window=window_s,
+        window_text=window,
+        max_ages=console_mod.config_max_ages(fleet),
+        auth=serve.Auth(secrets["token"], secrets["basic"]),
+    )
+    try:
+        server = serve.make_server(app_console, host, port)
+    except OSError as e:
+        raise UsageFailure(f"--listen {listen}: {e.strerror or e}") from None
+    stop = threading.Event()
+    if interval is not None:
+        from fleetcheck import patrol, registry, runner
+
+        items = runner.plan(fleet, registry.available())
+        outputs = patrol.Outputs(state=default_state, history=history_path)
+        serve.start_patrols(lambda: patrol.one_round(fleet, items, outputs), interval, stop)
+    bound_host, bound_port = server.server_address[:2]
+    shown = f"[{bound_host}]" if ":" in str(bound_host) else bound_host
+    print(f"fleetcheck serve: http://{shown}:{bound_port}/ (history {history_path})", flush=True)
+    if not app_console.auth.required and host not in ("127.0.0.1", "::1", "localhost"):
+        print(
+            f"fleetcheck: warning: listening on {listen} without --token-env/--basic-auth-env",
+            file=sys.stderr,
+        )
+
+    def on_term(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        server.serve_forever(poll_interval=0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop.set()
+        server.server_close()
+
+
 @app.command("probe-rater")
 def probe_rater(
     config: ConfigOpt = None,

@@ -1,10 +1,16 @@
 """Each patrol appended as one JSON line, so `fleetcheck history` can show when a machine went
-dark. Rotated by size (one older file kept) so a timer running for months stays bounded."""
+dark and `fleetcheck serve` can chart the numbers behind each verdict. Rotated by size (one
+older file kept) so a timer running for months stays bounded.
+
+Next to the history file, the latest round is kept whole (`latest_path`: the `run --format
+json` document, evidence included), replaced atomically each round: evidence is too bulky to
+keep for every round, but the console shows it for the newest one."""
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -28,12 +34,32 @@ def append(report: Report, path: Path, max_bytes: int = MAX_BYTES) -> None:
         "duration_s": round(report.duration_s, 3),
         "status": report.status.label,
         "rows": [
-            {"check": r.check, "host": r.host, "status": r.status.label, "summary": r.summary}
+            {
+                "check": r.check,
+                "host": r.host,
+                "status": r.status.label,
+                "summary": r.summary,
+                "metrics": r.metrics,
+            }
             for r in report.results
         ],
     }
     with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(line, separators=(",", ":")) + "\n")
+        f.write(json.dumps(line, separators=(",", ":"), default=str) + "\n")
+    write_latest(report, latest_path(path))
+
+
+def latest_path(history_path: Path) -> Path:
+    """Where the newest round is kept whole: `history-x.jsonl` -> `history-x.last.json`."""
+    return history_path.with_name(history_path.stem + ".last.json")
+
+
+def write_latest(report: Report, path: Path) -> None:
+    """The report as `run --format json` prints it, replaced atomically (readers never see
+    half a file)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(json.dumps(report.to_dict(), indent=1, default=str), encoding="utf-8")
+    os.replace(tmp, path)
 
 
 @dataclass(frozen=True)
@@ -42,6 +68,8 @@ class Round:
     status: Status
     hosts: dict[str, Status]  # "(broker)" for broker-wide rows
     summaries: dict[str, list[str]]
+    rows: tuple[dict[str, Any], ...] = ()  # as recorded: check, host, status, summary, metrics
+    duration_s: float = 0.0
 
 
 def load(path: Path, since: datetime | None = None) -> tuple[list[Round], int]:
@@ -81,6 +109,8 @@ def _round(data: dict[str, Any]) -> Round:
         status=Status.parse(data["status"]),
         hosts={h: worst(s) for h, s in per_host.items()},
         summaries=summaries,
+        rows=tuple(data["rows"]),
+        duration_s=float(data.get("duration_s") or 0.0),
     )
 
 

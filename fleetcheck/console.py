@@ -1,0 +1,371 @@
+"""What `fleetcheck serve` shows, read from the files scheduled patrols already write: the
+history (one line per round, with each row's metrics) and the newest round kept whole next to
+it. Nothing here patrols, and nothing here writes.
+
+`Source` re-reads the files when their size or mtime changes, so a console started once follows
+every new round without a restart. The rest is pure: the grid, a row's timeline and the chart
+series are computed from a `Snapshot` and table-tested.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from fleetcheck import history as hist
+from fleetcheck.model import Report, Result, Status
+from fleetcheck.state import parse_iso
+
+BROKER = "(broker)"  # the grid's row for broker-wide checks (host None)
+
+
+def report_from_dict(data: dict[str, Any]) -> Report:
+    """A Report back from the `fleetcheck.report/1` JSON (what `run --format json` prints).
+    Raises ValueError/KeyError/TypeError on a document that is not one."""
+    if data.get("schema") != "fleetcheck.report/1":
+        raise ValueError("not a fleetcheck.report/1 document")
+    results = []
+    for r in data["results"]:
+        has_state = "since" in r
+        results.append(
+            Result(
+                check=str(r["check"]),
+                host=None if r.get("host") is None else str(r["host"]),
+                status=Status.parse(str(r["status"])),
+                summary=str(r.get("summary", "")),
+                metrics=dict(r.get("metrics") or {}),
+                evidence=r.get("evidence"),
+                duration_s=float(r.get("duration_s") or 0.0),
+                since=r.get("since") if has_state else None,
+                bad_rounds=int(r.get("bad_rounds") or 0),
+                alerting=bool(r.get("alerting")) if has_state else None,
+                flapping=bool(r.get("flapping")),
+            )
+        )
+    parse_iso(str(data["started_at"]))  # a malformed time is a malformed document
+    return Report(str(data["started_at"]), float(data["duration_s"]), tuple(results))
+
+
+def report_from_round(rnd: hist.Round) -> Report:
+    """The newest round from its history line alone (no evidence): for histories written
+    before the whole-round file existed."""
+    results = tuple(
+        Result(
+            check=str(r["check"]),
+            host=r.get("host"),
+            status=Status.parse(str(r["status"])),
+            summary=str(r.get("summary", "")),
+            metrics=dict(r.get("metrics") or {}),
+        )
+        for r in rnd.rows
+    )
+    started = rnd.started_at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return Report(started, rnd.duration_s, results)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything one page is rendered from."""
+
+    report: Report | None  # the newest round (None: no round yet)
+    rounds: list[hist.Round]  # every readable round, oldest first
+    unreadable: int = 0  # history lines that could not be read
+    problem: str | None = None  # why the newest round could not be read whole
+
+    @property
+    def finished_at(self) -> datetime | None:
+        """When the newest round finished."""
+        if self.report is not None:
+            return parse_iso(self.report.started_at) + timedelta(seconds=self.report.duration_s)
+        if self.rounds:
+            last = self.rounds[-1]
+            return last.started_at + timedelta(seconds=last.duration_s)
+        return None
+
+    def window(self, since: datetime) -> list[hist.Round]:
+        return [r for r in self.rounds if r.started_at >= since]
+
+
+def _signature(paths: list[Path]) -> tuple[tuple[int, int, int], ...]:
+    out = []
+    for p in paths:
+        try:
+            st = p.stat()
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((0, -1, 0))
+    return tuple(out)
+
+
+@dataclass
+class Source:
+    """The history file (and the newest round beside it), re-read when either changes."""
+
+    history: Path
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _sig: tuple[tuple[int, int, int], ...] | None = field(default=None, repr=False)
+    _snap: Snapshot = field(default_factory=lambda: Snapshot(None, []), repr=False)
+
+    @property
+    def latest(self) -> Path:
+        return hist.latest_path(self.history)
+
+    def _paths(self) -> list[Path]:
+        return [self.history, self.history.with_name(self.history.name + ".1"), self.latest]
+
+    def snapshot(self) -> Snapshot:
+        sig = _signature(self._paths())
+        with self._lock:
+            if sig != self._sig:
+                self._snap = self._load()
+                self._sig = sig
+            return self._snap
+
+    def _load(self) -> Snapshot:
+        rounds, bad = hist.load(self.history)
+        report = None
+        problem = None
+        try:
+            report = report_from_dict(json.loads(self.latest.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            problem = f"{self.latest}: unreadable ({type(e).__name__}: {e})"
+        if rounds:
+            newest = rounds[-1]
+            if report is None or parse_iso(report.started_at) < newest.started_at:
+                report = report_from_round(newest)  # the whole-round file lags or is missing
+        return Snapshot(report, rounds, bad, problem)
+
+
+# ---------------------------------------------------------------- the grid
+
+
+@dataclass(frozen=True)
+class Grid:
+    checks: list[str]
+    hosts: list[str]  # BROKER first when there are broker-wide rows
+    cells: dict[tuple[str, str], Result]  # (host, check) -> row
+
+
+def grid(report: Report) -> Grid:
+    """Hosts x checks in the patrol's own order (config order), broker-wide rows first."""
+    checks: list[str] = []
+    hosts: list[str] = []
+    cells: dict[tuple[str, str], Result] = {}
+    broker = False
+    for r in report.results:
+        if r.check not in checks:
+            checks.append(r.check)
+        if r.host is None:
+            broker = True
+        elif r.host not in hosts:
+            hosts.append(r.host)
+        cells.setdefault((r.host or BROKER, r.check), r)
+    return Grid(checks, ([BROKER] if broker else []) + hosts, cells)
+
+
+def find_row(report: Report, check: str, host: str | None) -> Result | None:
+    for r in report.results:
+        if r.check == check and r.host == host:
+            return r
+    return None
+
+
+# ---------------------------------------------------------------- a row over time
+
+
+@dataclass(frozen=True)
+class Point:
+    at: datetime
+    status: Status | None  # None: the row was not in that round
+    summary: str = ""
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def row_timeline(rounds: list[hist.Round], check: str, host: str | None) -> list[Point]:
+    out = []
+    for rnd in rounds:
+        found = None
+        for row in rnd.rows:
+            if row.get("check") == check and row.get("host") == host:
+                found = row
+                break
+        if found is None:
+            out.append(Point(rnd.started_at, None))
+            continue
+        try:
+            status = Status.parse(str(found.get("status")))
+        except KeyError:
+            status = None
+        metrics = found.get("metrics")
+        out.append(
+            Point(
+                rnd.started_at,
+                status,
+                str(found.get("summary", "")),
+                metrics if isinstance(metrics, dict) else {},
+            )
+        )
+    return out
+
+
+def changes(points: list[Point]) -> list[Point]:
+    """The points where the row's status changed (the first one included)."""
+    out: list[Point] = []
+    last: Status | None = None
+    for p in points:
+        if p.status is not None and p.status is not last:
+            out.append(p)
+            last = p.status
+    return out
+
+
+def since_from_history(points: list[Point]) -> datetime | None:
+    """When the row got its current status, as far as the window shows."""
+    seen = [p for p in points if p.status is not None]
+    if not seen:
+        return None
+    current = seen[-1].status
+    start = seen[-1].at
+    for p in reversed(seen):
+        if p.status is not current:
+            break
+        start = p.at
+    return start
+
+
+# ---------------------------------------------------------------- chart series
+
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    points: list[tuple[float, float]]  # (Unix time, value)
+    reference: bool = False  # a limit (cap, max_age) rather than a measurement
+
+
+@dataclass(frozen=True)
+class Chart:
+    key: str
+    title: str
+    decision: str  # the decision this chart informs, one line
+    unit: str  # "count" or "seconds"
+    series: list[Series]
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _collect(
+    rounds: list[hist.Round], check: str, metric: str, per_host: bool
+) -> dict[str, list[tuple[float, float]]]:
+    out: dict[str, list[tuple[float, float]]] = {}
+    for rnd in rounds:
+        t = rnd.started_at.timestamp()
+        for row in rnd.rows:
+            if row.get("check") != check:
+                continue
+            host = row.get("host")
+            if per_host != (host is not None):
+                continue
+            metrics = row.get("metrics")
+            value = _number(metrics.get(metric)) if isinstance(metrics, dict) else None
+            if value is not None:
+                out.setdefault(str(host) if per_host else metric, []).append((t, value))
+    return out
+
+
+def _log_ages(
+    rounds: list[hist.Round], max_ages: dict[str, tuple[str, float]]
+) -> dict[str, list[tuple[float, float]]]:
+    """Per host, the age of its first configured log (the one `max_ages` names), else the
+    age the row reports (its worst log's)."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for rnd in rounds:
+        t = rnd.started_at.timestamp()
+        for row in rnd.rows:
+            host = row.get("host")
+            metrics = row.get("metrics")
+            if row.get("check") != "logs" or host is None or not isinstance(metrics, dict):
+                continue
+            value = _number(metrics.get("age_s"))
+            per_log = metrics.get("logs")
+            if host in max_ages and isinstance(per_log, dict):
+                first = per_log.get(max_ages[host][0])
+                if isinstance(first, dict):
+                    value = _number(first.get("age_s"))
+            if value is not None:
+                out.setdefault(str(host), []).append((t, value))
+    return out
+
+
+def charts(rounds: list[hist.Round], max_ages: dict[str, tuple[str, float]]) -> list[Chart]:
+    """The four charts of the numbers that drive decisions. `max_ages`: host -> (path,
+    max_age) of its first log, from the config (the history holds ages, not limits)."""
+    q = _collect(rounds, "queue_depth", "depth", False)
+    cap = _collect(rounds, "queue_depth", "cap", False)
+    queue = [Series("summed depth", q.get("depth", []))]
+    if cap.get("cap"):
+        queue.append(Series("cap", cap["cap"], reference=True))
+    fresh = _collect(rounds, "live_hash", "fresh", False).get("fresh", [])
+    stale = _collect(rounds, "live_hash", "stale", False).get("stale", [])
+    live = [Series("fresh", fresh), Series("stale", stale)] if fresh or stale else []
+    conns = _collect(rounds, "clients", "connections", True)
+    ages = _log_ages(rounds, max_ages)
+    age_series = [Series(h, pts) for h, pts in sorted(ages.items())]
+    if ages and rounds:
+        t0, t1 = rounds[0].started_at.timestamp(), rounds[-1].started_at.timestamp()
+        limits: dict[float, list[str]] = {}
+        for h in sorted(ages):
+            if h in max_ages:
+                limits.setdefault(max_ages[h][1], []).append(h)
+        for limit, hosts in sorted(limits.items()):
+            label = "max_age" if len(limits) == 1 else f"max_age {', '.join(hosts)}"
+            age_series.append(Series(label, [(t0, limit), (t1, limit)], reference=True))
+    return [
+        Chart(
+            "queue",
+            "Queue depth (summed) against the cap",
+            "over the cap: the enqueue guard is not holding (a race), not a busy fleet",
+            "count",
+            queue if q else [],
+        ),
+        Chart(
+            "live",
+            "Live hash: fresh vs stale entries",
+            "stale entries growing: workers die without cleaning up; reap-live removes them",
+            "count",
+            live,
+        ),
+        Chart(
+            "connections",
+            "Broker connections per host",
+            "a host's line at zero: its workers are gone although the queue still drains",
+            "count",
+            [Series(h, pts) for h, pts in sorted(conns.items())],
+        ),
+        Chart(
+            "logs",
+            "Log age per host against max_age",
+            "a line above max_age: that machine's log stopped moving (judged in UTC)",
+            "seconds",
+            age_series,
+        ),
+    ]
+
+
+def config_max_ages(fleet: Any) -> dict[str, tuple[str, float]]:
+    """host -> (path, max_age) of its first log: the log the age chart follows."""
+    out = {}
+    for h in getattr(fleet, "hosts", ()):
+        if h.logs:
+            out[h.name] = (h.logs[0].path, float(h.logs[0].max_age))
+    return out

@@ -1,0 +1,301 @@
+"""The console's HTML pages: one `string.Template` skeleton, every value through
+`html.escape` on its way in (host names, summaries and evidence carry log content, so a log
+line `<script>` must arrive as text). No script, no inline style, no external resource: the
+pages work under `default-src 'none'; style-src 'self'; img-src 'self'`.
+
+Renderers decide nothing: statuses, since-when and the chart series come from the Snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from html import escape
+from string import Template
+from typing import Any
+from urllib.parse import urlencode
+
+from fleetcheck.console import (
+    BROKER,
+    Chart,
+    Point,
+    Snapshot,
+    changes,
+    charts,
+    find_row,
+    grid,
+    since_from_history,
+)
+from fleetcheck.model import Result, Status
+from fleetcheck.render import host_verdicts, since_text
+from fleetcheck.render import svg
+
+# Text and shape, not only colour: readable for colour-blind operators and on paper.
+SYMBOL = {Status.OK: "\u2714", Status.WARN: "\u25b2", Status.UNKNOWN: "?", Status.CRIT: "\u2716"}
+
+CSS = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1em 2em; color: #111; background: #fff; }
+h1 { font-size: 1.3em; margin: 0 0 .2em; } h2 { font-size: 1.1em; margin: 1.2em 0 .3em; }
+nav a { margin-right: 1em; }
+.meta { color: #444; }
+.banner { border: 3px solid #C62828; padding: .4em .8em; font-weight: bold; margin: .6em 0; }
+table { border-collapse: collapse; margin: .4em 0; }
+th, td { border: 1px solid #999; padding: .25em .5em; text-align: left; vertical-align: top; }
+td.cell a { display: block; text-decoration: none; color: inherit; }
+.st { font-weight: bold; white-space: nowrap; }
+.st-OK { background: #e8f5e9; } .st-WARN { background: #fff3e0; border: 2px dashed #B26A00; }
+.st-UNKNOWN { background: #f3e5f5; border: 2px dotted #6A1B9A; }
+.st-CRIT { background: #ffebee; border: 3px solid #C62828; }
+.since { color: #333; font-size: .9em; } .flap { font-style: italic; }
+.na { color: #888; }
+pre { background: #f6f6f6; border: 1px solid #ccc; padding: .5em; white-space: pre-wrap;
+      word-break: break-word; max-width: 100em; }
+.chart, .strip { display: block; margin: .3em 0 1em; max-width: 100%; height: auto; }
+.decision { color: #444; margin: 0; }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(560px, 1fr));
+          gap: 0 2em; }
+@media print { nav { display: none; } }
+"""
+
+FAVICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+    '<rect width="16" height="16" rx="3" fill="#0072B2"/></svg>'
+)
+
+PAGE = Template(
+    """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>$title</title>
+<link rel="stylesheet" href="/static/console.css">
+<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
+</head>
+<body>
+<nav><a href="/">Grid</a><a href="/charts">Charts</a><a href="/report.json">report.json</a>\
+<a href="/metrics">metrics</a><a href="/healthz">healthz</a></nav>
+$body
+</body>
+</html>
+"""
+)
+
+
+def e(value: Any) -> str:
+    return escape(str(value), quote=True)
+
+
+def page(title: str, body: str) -> str:
+    return PAGE.substitute(title=e(title), body=body)
+
+
+def _when(moment: datetime | None) -> str:
+    if moment is None:
+        return "never"
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _ago(seconds: float) -> str:
+    return svg.format_seconds(max(0.0, round(seconds)))
+
+
+def row_link(check: str, host: str | None) -> str:
+    return "/row?" + urlencode({"check": check, "host": host or ""})
+
+
+def status_badge(status: Status) -> str:
+    return f'<span class="st st-{status.label}">{SYMBOL[status]} {status.label}</span>'
+
+
+def header(snap: Snapshot, now: datetime, stale_after: float, title: str) -> str:
+    parts = [f"<h1>{e(title)}</h1>"]
+    finished = snap.finished_at
+    if snap.report is None or finished is None:
+        parts.append(
+            '<p class="banner">No patrol round recorded yet: start the timer '
+            "(<code>fleetcheck timer</code>) or <code>fleetcheck serve --every 15m</code>.</p>"
+        )
+        return "".join(parts)
+    age = (now - finished).total_seconds()
+    if age > stale_after:
+        parts.append(
+            f'<p class="banner">STALE: the newest round finished {e(_ago(age))} ago '
+            f"(expected every {e(_ago(stale_after / 2))}): what you see may be old.</p>"
+        )
+    r = snap.report
+    counts = ", ".join(f"{n} {label}" for label, n in r.counts().items() if n)
+    parts.append(
+        f'<p class="meta">Fleet {status_badge(r.status)}; newest round {e(_when(finished))} '
+        f"({e(_ago(age))} ago), {len(r.results)} rows: {e(counts or 'none')}; "
+        f"{len(snap.rounds)} rounds in the history.</p>"
+    )
+    if snap.problem:
+        parts.append(f'<p class="banner">{e(snap.problem)}</p>')
+    if snap.unreadable:
+        parts.append(f'<p class="meta">{snap.unreadable} unreadable history lines skipped.</p>')
+    return "".join(parts)
+
+
+def cell(result: Result | None, report_started: str, check: str, host: str) -> str:
+    if result is None:
+        return '<td class="na" title="not checked on this row">\u2014</td>'
+    from fleetcheck.model import Report
+
+    since = since_text(result, Report(report_started, 0.0, (result,)))
+    extra = ""
+    if since:
+        extra += f'<br><span class="since">for {e(since.rstrip(" ~"))}</span>'
+    if result.flapping:
+        extra += '<br><span class="flap">~ flapping</span>'
+    return (
+        f'<td class="cell st-{result.status.label}">'
+        f'<a href="{e(row_link(check, None if host == BROKER else host))}" '
+        f'title="{e(result.summary)}">{status_badge(result.status)}{extra}</a></td>'
+    )
+
+
+def grid_page(snap: Snapshot, now: datetime, stale_after: float) -> str:
+    body = [header(snap, now, stale_after, "fleetcheck: the fleet now")]
+    report = snap.report
+    if report is not None:
+        g = grid(report)
+        body.append(
+            '<table class="grid"><thead><tr><th scope="col">host</th>'
+            + "".join(f'<th scope="col">{e(c)}</th>' for c in g.checks)
+            + "</tr></thead><tbody>"
+        )
+        for host in g.hosts:
+            body.append(f'<tr><th scope="row">{e(host)}</th>')
+            for check in g.checks:
+                body.append(cell(g.cells.get((host, check)), report.started_at, check, host))
+            body.append("</tr>")
+        body.append("</tbody></table>")
+        body.append(
+            '<p class="meta">Legend: '
+            + ", ".join(f"{SYMBOL[s]} {s.label}" for s in Status)
+            + "; \u2014 not checked; \u201cfor\u201d: since when the row has this status; "
+            "\u201c~ flapping\u201d: it changed often lately. Each cell opens its row.</p>"
+        )
+        verdicts = host_verdicts(report)
+        broker_bad = [r for r in report.sorted_results() if r.host is None and r.status.rank]
+        if verdicts or broker_bad:
+            body.append("<h2>Not OK</h2><ul>")
+            for r in broker_bad:
+                body.append(
+                    f'<li>{status_badge(r.status)} <a href="{e(row_link(r.check, None))}">'
+                    f"broker / {e(r.check)}</a>: {e(r.summary)}</li>"
+                )
+            for host, status, text in verdicts:
+                body.append(f"<li>{status_badge(status)} {e(text)}</li>")
+            body.append("</ul>")
+    return page("fleetcheck", "".join(body))
+
+
+def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    if isinstance(value, dict) and value:
+        out = []
+        for k, v in value.items():
+            out.extend(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return [(prefix, value)]
+
+
+def row_page(
+    snap: Snapshot,
+    check: str,
+    host: str | None,
+    window: list[Any],
+    now: datetime,
+    stale_after: float,
+) -> str | None:
+    """The row's page, or None when the newest round has no such row."""
+    from fleetcheck.console import row_timeline
+
+    report = snap.report
+    result = find_row(report, check, host) if report is not None else None
+    points = row_timeline(window, check, host)
+    if result is None and not any(p.status for p in points):
+        return None
+    where = host if host is not None else "broker"
+    body = [header(snap, now, stale_after, f"{where} / {check}")]
+    if result is not None:
+        since = result.since
+        if since is None:
+            hist_since = since_from_history(points)
+            since = _when(hist_since) if hist_since else None
+        body.append(
+            f"<p>{status_badge(result.status)} {e(result.summary)}</p><table>"
+            f"<tr><th>since</th><td>{e(since or 'this round')}</td></tr>"
+            f"<tr><th>bad rounds in a row</th><td>{e(result.bad_rounds)}</td></tr>"
+            f"<tr><th>alerting</th><td>{'yes' if result.should_alert else 'no'}</td></tr>"
+            f"<tr><th>flapping</th><td>{'yes' if result.flapping else 'no'}</td></tr>"
+            f"<tr><th>probe took</th><td>{e(f'{result.duration_s:.3f}s')}</td></tr></table>"
+        )
+        body.append("<h2>Metrics</h2>")
+        flat = _flatten(result.metrics)
+        if flat and flat != [("", {})]:
+            body.append("<table><tr><th>metric</th><th>value</th></tr>")
+            for k, v in flat:
+                body.append(f"<tr><td>{e(k)}</td><td>{e(json.dumps(v, default=str))}</td></tr>")
+            body.append("</table>")
+        else:
+            body.append('<p class="na">none</p>')
+        body.append("<h2>Evidence</h2>")
+        if result.evidence is None:
+            body.append('<p class="na">none recorded for this round</p>')
+        else:
+            text = json.dumps(result.evidence, indent=2, default=str, ensure_ascii=False)
+            body.append(f"<pre>{e(text)}</pre>")
+    body.append(f"<h2>Timeline ({len(points)} rounds in the window)</h2>")
+    t0 = window[0].started_at.timestamp() if window else 0.0
+    t1 = window[-1].started_at.timestamp() if window else 0.0
+    strip = [(p.at.timestamp(), p.status, p.summary) for p in points]
+    body.append(svg.status_strip(strip, t0, t1))
+    body.append(_changes_table(changes(points)))
+    return page(f"{where} / {check}", "".join(body))
+
+
+def _changes_table(points: list[Point]) -> str:
+    if not points:
+        return ""
+    rows = "".join(
+        f"<tr><td>{e(_when(p.at))}</td><td>{status_badge(p.status)}</td>"
+        f"<td>{e(p.summary)}</td></tr>"
+        for p in reversed(points)
+        if p.status is not None
+    )
+    return f"<table><tr><th>from</th><th>status</th><th>summary</th></tr>{rows}</table>"
+
+
+def chart_html(chart: Chart, t0: float, t1: float) -> str:
+    fmt = svg.format_seconds if chart.unit == "seconds" else svg.format_count
+    lines = [(s.label, s.points, s.reference) for s in chart.series]
+    return (
+        f'<section id="{e(chart.key)}"><h2>{e(chart.title)}</h2>'
+        f'<p class="decision">{e(chart.decision)}</p>'
+        + svg.line_chart(chart.title, lines, t0, t1, fmt)
+        + "</section>"
+    )
+
+
+def charts_page(
+    snap: Snapshot,
+    window: list[Any],
+    window_text: str,
+    max_ages: dict[str, tuple[str, float]],
+    now: datetime,
+    stale_after: float,
+) -> str:
+    body = [header(snap, now, stale_after, f"fleetcheck: the last {window_text}")]
+    t0 = window[0].started_at.timestamp() if window else now.timestamp()
+    t1 = window[-1].started_at.timestamp() if window else now.timestamp()
+    body.append('<div class="charts">')
+    for chart in charts(window, max_ages):
+        body.append(chart_html(chart, t0, t1))
+    body.append("</div>")
+    return page("fleetcheck charts", "".join(body))
+
+
+def error_page(status: int, text: str) -> str:
+    return page(f"{status}", f"<h1>{status}</h1><p>{e(text)}</p>")

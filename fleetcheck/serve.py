@@ -1,0 +1,256 @@
+"""`fleetcheck serve`: the read-only ops console over HTTP.
+
+Guarantees: only GET and HEAD are answered (anything else is 405) and no handler writes
+anything; it binds 127.0.0.1 unless told otherwise; with a token or a basic-auth pair every
+path needs it (compared in constant time); every page carries a Content-Security-Policy that
+allows no script at all, so even a rendering bug cannot run a log line.
+
+stdlib `http.server.ThreadingHTTPServer`: the console serves a handful of small pages to a few
+operators and a Prometheus scraper; a framework would add a dependency and its own attack
+surface for nothing we need, and the thread-per-request model keeps one slow client from
+blocking the others.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from fleetcheck.console import Source
+from fleetcheck.context import utcnow
+
+CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+DEFAULT_LISTEN = "127.0.0.1:8470"
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """'ADDR:PORT', '[v6]:PORT' or ':PORT' (all interfaces). Raises ValueError."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ValueError(f"--listen {text}: expected ADDR:PORT, e.g. 127.0.0.1:8470")
+    host = host.strip("[]") if host.startswith("[") else host
+    if ":" in host and not text.startswith("["):
+        raise ValueError(f"--listen {text}: write an IPv6 address in brackets, e.g. [::1]:8470")
+    return host or "0.0.0.0", int(port_text)
+
+
+@dataclass(frozen=True)
+class Auth:
+    """What a request must carry: a bearer token, a basic-auth pair, or either (both set)."""
+
+    token: str | None = None
+    basic: str | None = None  # "user:password"
+
+    @property
+    def required(self) -> bool:
+        return bool(self.token or self.basic)
+
+    def allows(self, header: str | None) -> bool:
+        if not self.required:
+            return True
+        if not header:
+            return False
+        scheme, _, value = header.strip().partition(" ")
+        value = value.strip()
+        if scheme.lower() == "bearer" and self.token:
+            return hmac.compare_digest(value.encode(), self.token.encode())
+        if scheme.lower() == "basic" and self.basic:
+            try:
+                given = base64.b64decode(value, validate=True)
+            except ValueError:
+                return False
+            return hmac.compare_digest(given, self.basic.encode())
+        return False
+
+    def challenge(self) -> str:
+        if self.basic:
+            return 'Basic realm="fleetcheck", charset="UTF-8"'
+        return 'Bearer realm="fleetcheck"'
+
+
+@dataclass
+class Console:
+    """What the handlers need: the data source, the fleet's settings, the auth."""
+
+    source: Source
+    every: float  # the patrol interval: /healthz is 503 past 2 x every
+    window: float  # seconds of history the charts and timelines show
+    window_text: str
+    max_ages: dict[str, tuple[str, float]] = field(default_factory=dict)
+    auth: Auth = field(default_factory=Auth)
+    clock: Callable[[], datetime] = utcnow
+
+    @property
+    def stale_after(self) -> float:
+        return 2 * self.every
+
+    def route(self, path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+        """(status, content type, body) for a GET. Never writes anything."""
+        from fleetcheck.render import html
+
+        if path == "/static/console.css":
+            return 200, "text/css; charset=utf-8", html.CSS.encode()
+        if path in ("/static/favicon.svg", "/favicon.ico"):
+            return 200, "image/svg+xml", html.FAVICON.encode()
+        snap = self.source.snapshot()
+        now = self.clock()
+        if path == "/healthz":
+            return self._healthz(snap.finished_at, now)
+        if path == "/report.json":
+            if snap.report is None:
+                return 503, "application/json", b'{"error": "no round recorded yet"}\n'
+            from fleetcheck.render import json as render_json
+
+            return 200, "application/json", (render_json.render(snap.report) + "\n").encode()
+        if path == "/metrics":
+            from prometheus_client import CONTENT_TYPE_LATEST
+
+            if snap.report is None:
+                return 503, "text/plain; charset=utf-8", b"no round recorded yet\n"
+            from fleetcheck.render import prometheus
+
+            return 200, CONTENT_TYPE_LATEST, prometheus.render(snap.report).encode()
+        html_type = "text/html; charset=utf-8"
+        window = snap.window(now - timedelta(seconds=self.window))
+        if path == "/":
+            return 200, html_type, html.grid_page(snap, now, self.stale_after).encode()
+        if path == "/charts":
+            body = html.charts_page(
+                snap, window, self.window_text, self.max_ages, now, self.stale_after
+            )
+            return 200, html_type, body.encode()
+        if path == "/row":
+            check = (query.get("check") or [""])[0]
+            host = (query.get("host") or [""])[0] or None
+            body_or_none = html.row_page(snap, check, host, window, now, self.stale_after)
+            if body_or_none is None:
+                text = f"no row {check!r} for {host or 'the broker'} in the newest round"
+                return 404, html_type, html.error_page(404, text).encode()
+            return 200, html_type, body_or_none.encode()
+        return 404, html_type, html.error_page(404, f"no page {path}").encode()
+
+    def _healthz(self, finished: datetime | None, now: datetime) -> tuple[int, str, bytes]:
+        from fleetcheck.parse.duration import format_duration
+
+        text_type = "text/plain; charset=utf-8"
+        if finished is None:
+            return 503, text_type, b"stale: no patrol round recorded yet\n"
+        age = max(0.0, (now - finished).total_seconds())
+        limit = self.stale_after
+        if age > limit:
+            msg = (
+                f"stale: the newest round finished {format_duration(round(age))} ago; "
+                f"expected one every {format_duration(self.every)} (limit "
+                f"{format_duration(limit)})\n"
+            )
+            return 503, text_type, msg.encode()
+        return 200, text_type, f"ok: newest round {format_duration(round(age))} ago\n".encode()
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "fleetcheck"
+    sys_version = ""
+    protocol_version = "HTTP/1.1"
+    timeout = 30  # a client that stops sending mid-request frees its thread
+    console: Console  # set on the subclass made by make_server
+
+    def _send(self, status: int, ctype: str, body: bytes, head: bool = False) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in SECURITY_HEADERS.items():
+            self.send_header(k, v)
+        if status == 401:
+            self.send_header("WWW-Authenticate", self.console.auth.challenge())
+        if status == 405:
+            self.send_header("Allow", "GET, HEAD")
+        self.end_headers()
+        if not head:
+            self.wfile.write(body)
+
+    def _get(self, head: bool) -> None:
+        if not self.console.auth.allows(self.headers.get("Authorization")):
+            self._send(401, "text/plain; charset=utf-8", b"authorization required\n", head)
+            return
+        url = urlsplit(self.path)
+        try:
+            status, ctype, body = self.console.route(url.path, parse_qs(url.query))
+        except Exception as e:  # a bug must be a 500 with one line, not a dropped connection
+            status, ctype = 500, "text/plain; charset=utf-8"
+            body = f"internal error: {type(e).__name__}: {e}\n".encode()
+        self._send(status, ctype, body, head)
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        self._get(head=False)
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self._get(head=True)
+
+    def _refuse(self) -> None:
+        self._send(405, "text/plain; charset=utf-8", b"read-only: only GET and HEAD\n")
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse  # noqa: N815
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass  # no access log: cron-style quiet; a proxy in front logs if wanted
+
+    def log_error(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 64
+
+
+def make_server(console: Console, host: str, port: int) -> Server:
+    """Bind (raises OSError) and return the server; call serve_forever() to run it."""
+    import socket
+
+    handler = type("ConsoleHandler", (Handler,), {"console": console})
+    if ":" in host:
+        server_cls = type("Server6", (Server,), {"address_family": socket.AF_INET6})
+        return server_cls((host, port), handler)
+    return Server((host, port), handler)
+
+
+def start_patrols(
+    round_fn: Callable[[], Any], every: float, stop: threading.Event
+) -> threading.Thread:
+    """serve --every: patrol in the background, one round every `every` seconds."""
+    from fleetcheck import patrol
+
+    def loop() -> None:
+        def safe_round() -> Any:
+            try:
+                return round_fn()
+            except Exception as e:  # keep serving; the stale banner will show it
+                print(f"fleetcheck: warning: patrol failed: {e}", file=sys.stderr)
+                return None
+
+        patrol.repeat(safe_round, every, None, lambda report, nxt: None, stop=stop)
+
+    thread = threading.Thread(target=loop, name="fleetcheck-serve-patrol", daemon=True)
+    thread.start()
+    return thread
+
