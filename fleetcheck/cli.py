@@ -436,8 +436,8 @@ def serve_cmd(
         items = runner.plan(fleet, registry.available())
         outputs = patrol.Outputs(state=default_state, history=history_path)
         serve.start_patrols(lambda: patrol.one_round(fleet, items, outputs), interval, stop)
-    bound_host, bound_port = server.server_address[:2]
-    shown = f"[{bound_host}]" if ":" in str(bound_host) else bound_host
+    bound_host, bound_port = (str(part) for part in server.server_address[:2])
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     print(f"fleetcheck serve: http://{shown}:{bound_port}/ (history {history_path})", flush=True)
     if not app_console.auth.required and host not in ("127.0.0.1", "::1", "localhost"):
         print(

@@ -20,7 +20,6 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -253,4 +252,3 @@ def start_patrols(
     thread = threading.Thread(target=loop, name="fleetcheck-serve-patrol", daemon=True)
     thread.start()
     return thread
-

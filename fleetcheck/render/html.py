@@ -27,8 +27,7 @@ from fleetcheck.console import (
     since_from_history,
 )
 from fleetcheck.model import Result, Status
-from fleetcheck.render import host_verdicts, since_text
-from fleetcheck.render import svg
+from fleetcheck.render import host_verdicts, since_text, svg
 
 # Text and shape, not only colour: readable for colour-blind operators and on paper.
 SYMBOL = {Status.OK: "\u2714", Status.WARN: "\u25b2", Status.UNKNOWN: "?", Status.CRIT: "\u2716"}
@@ -186,7 +185,7 @@ def grid_page(snap: Snapshot, now: datetime, stale_after: float) -> str:
                     f'<li>{status_badge(r.status)} <a href="{e(row_link(r.check, None))}">'
                     f"broker / {e(r.check)}</a>: {e(r.summary)}</li>"
                 )
-            for host, status, text in verdicts:
+            for _host, status, text in verdicts:
                 body.append(f"<li>{status_badge(status)} {e(text)}</li>")
             body.append("</ul>")
     return page("fleetcheck", "".join(body))
