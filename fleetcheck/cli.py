@@ -244,6 +244,87 @@ def config_check(config: ConfigOpt = None) -> None:
         )
 
 
+@config_app.command("discover")
+def config_discover(
+    config: ConfigOpt = None,
+    url: Annotated[
+        str | None, typer.Option("--url", help="Broker URL (default: the config's [broker]).")
+    ] = None,
+    ssh_config: Annotated[
+        str | None,
+        typer.Option("--ssh-config", help="ssh_config to match (default: [ssh] config_file)."),
+    ] = None,
+    write: Annotated[
+        Path | None, typer.Option("--write", help="Write the draft to FILE (else stdout).")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Let --write replace a file.")] = False,
+    scan_limit: Annotated[
+        int, typer.Option("--scan-limit", min=1, help="Look at no more than this many keys.")
+    ] = 10000,
+) -> None:
+    """A hosts.toml draft from the broker's CLIENT LIST, INFO and a bounded SCAN (read-only)."""
+    from fleetcheck.config import BrokerConfig, ConfigError, SshConfig, find_config
+    from fleetcheck.transport.redis import connect, describe_error
+
+    fleet: FleetConfig | None = None
+    if config is not None or url is None:
+        fleet = load_fleet(config)
+    else:
+        try:
+            fleet = load_fleet(str(find_config(None)))
+        except (UsageFailure, ConfigError):
+            fleet = None  # --url and no config yet: the first-time user
+    if url is not None:
+        from fleetcheck.config import InvalidValue
+
+        try:
+            broker = BrokerConfig(url=url)
+        except InvalidValue as e:
+            raise UsageFailure(f"--url: {e.message}") from None
+    else:
+        assert fleet is not None
+        broker = fleet.broker
+    if write is not None and write.exists() and not force:
+        raise UsageFailure(f"--write {write}: exists (add --force to replace it)")
+    ssh_path = ssh_config or (fleet.ssh.config_file if fleet else SshConfig().config_file)
+    import redis
+
+    from fleetcheck import discover
+
+    r = connect(broker)
+    try:
+        db = int(r.connection_pool.connection_kwargs.get("db") or 0)
+        sample = discover.sample_broker(r, db, scan_limit=scan_limit)
+    except redis.RedisError as e:
+        raise UsageFailure(f"broker: {describe_error(e, broker)}") from None
+    finally:
+        r.close()
+    claimed: dict[str, str] = {}
+    if fleet is not None:
+        from fleetcheck.parse.clientlist import normalise_ip
+
+        for h in fleet.hosts:
+            for a in h.addrs:
+                claimed.setdefault(normalise_ip(a), h.name)
+    addrs = {c.host for c in sample.clients}
+    aliases = discover.ssh_aliases(ssh_path, addrs)
+    hosts = discover.group_hosts(sample.clients, aliases, claimed)
+    public = discover.public_url(broker.url)
+    text = discover.draft(
+        sample, public, hosts, fleet.path if fleet else None, ssh_path, public != broker.url
+    )
+    if write is None:
+        print(text, end="")
+        return
+    try:
+        discover.write_draft(write, text, force)
+    except FileExistsError:
+        raise UsageFailure(f"--write {write}: exists (add --force to replace it)") from None
+    except OSError as e:
+        raise UsageFailure(f"--write {write}: {e.strerror or e}") from None
+    print(f"wrote {write}: {len(hosts)} hosts; fill in its TODOs, then `fleetcheck config check`")
+
+
 @app.command("demo")
 def demo_cmd(
     keep: Annotated[bool, typer.Option("--keep", help="Leave the fleet running.")] = False,

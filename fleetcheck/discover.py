@@ -1,0 +1,517 @@
+"""`fleetcheck config discover`: a hosts.toml draft from what the broker already sees.
+
+What it reads, and nothing more: CLIENT LIST and INFO once; a bounded SCAN (at most
+`scan_limit` keys) with TYPE and the size of each hash and list (HLEN, LLEN); and a small
+sample of values from the few keys that might be the live hash (HRANDFIELD, 3 fields) or a
+queue (the head element). It never writes to the broker and never reads a value in full beyond
+that sample.
+
+Guessing (pure, table-tested): clients are grouped by address; a host name is the most
+specific token of the client names seen from an address (`worker:n8:3` -> `n8`: role words
+such as "worker" and numbers are not names); addresses whose guesses agree are one host (a
+WSL2 machine's two addresses); a `~/.ssh/config` Host whose HostName is one of the addresses
+gives the ssh alias. What cannot be guessed (tz, logs, the queue cap) is left as a TODO that
+fails `fleetcheck config check` until it is filled in.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from fleetcheck.parse.clientlist import Client, normalise_ip
+
+# Words that name a program or a role, never a machine.
+ROLE_WORDS = frozenset(
+    """worker workers rater consumer producer client clients redis valkey python py node app
+    main job jobs queue queues task tasks beat scheduler web api server celery rq arq dramatiq
+    sidekiq bull huey fleetcheck monitor agent proc process thread conn pool sub pub""".split()
+)
+LIVE_WORDS = ("live", "running", "active", "inflight", "in_flight", "current", "matches")
+QUEUE_WORDS = ("queue", "inbox", "jobs", "tasks", "pending", "processing", "work", "backlog")
+TIME_FIELDS = ("started_at", "started", "start", "start_time", "started_ts", "ts", "since")
+OWNER_FIELDS = ("host", "owner", "worker", "hostname", "node", "machine")
+TODO = "TODO"
+
+
+# ---------------------------------------------------------------- host names from clients
+
+
+def tokens(name: str) -> list[str]:
+    """Candidate host-name tokens of a client name, in order."""
+    out = []
+    for tok in re.split(r"[^A-Za-z0-9]+", name):
+        low = tok.lower()
+        if not low or low.isdigit() or low in ROLE_WORDS:
+            continue
+        if re.fullmatch(r"(pid|p|w|t)?\d+", low) or re.fullmatch(r"[0-9a-f]{8,}", low):
+            continue  # pids, ordinals, hex ids
+        out.append(low)
+    return out
+
+
+def guess_names(names_by_addr: dict[str, list[str]]) -> dict[str, str | None]:
+    """addr -> guessed host name (None when its client names hold no name).
+
+    Per address, the token seen at the fewest addresses wins (a role word nobody listed
+    appears everywhere; a host name only at that host's addresses), then the one most of its
+    clients carry, then the earliest in the name."""
+    per_addr: dict[str, Counter[str]] = {}
+    first_pos: dict[str, dict[str, int]] = {}
+    for addr, names in names_by_addr.items():
+        counts: Counter[str] = Counter()
+        pos: dict[str, int] = {}
+        for n in names:
+            for i, tok in enumerate(dict.fromkeys(tokens(n))):
+                counts[tok] += 1
+                pos[tok] = min(pos.get(tok, i), i)
+        per_addr[addr] = counts
+        first_pos[addr] = pos
+    spread: Counter[str] = Counter()
+    for counts in per_addr.values():
+        spread.update(counts.keys())
+    out: dict[str, str | None] = {}
+    for addr, counts in per_addr.items():
+        if not counts:
+            out[addr] = None
+            continue
+        out[addr] = min(counts, key=lambda t: (spread[t], -counts[t], first_pos[addr][t], t))
+    return out
+
+
+# ---------------------------------------------------------------- ssh config
+
+
+def ssh_aliases(path: str, addrs: Iterable[str]) -> dict[str, str]:
+    """addr -> the first `Host` alias (no wildcards) whose HostName is that address, read
+    with paramiko's ssh_config reader (first match wins, as in ssh). Unreadable: {}."""
+    import os
+
+    wanted = set(addrs)
+    path = os.path.expanduser(path)
+    if not os.path.isfile(path):
+        return {}
+    try:
+        import paramiko
+
+        cfg = paramiko.SSHConfig.from_path(path)
+    except Exception:
+        return {}
+    out: dict[str, str] = {}
+    for alias in sorted(cfg.get_hostnames()):
+        if any(ch in alias for ch in "*?!") or not alias:
+            continue
+        try:
+            hostname = cfg.lookup(alias).get("hostname", alias)
+        except Exception:  # `Match exec` without invoke, or similar: skip the entry
+            continue
+        addr = normalise_ip(str(hostname))
+        if addr in wanted and addr != alias:
+            out.setdefault(addr, alias)
+    return out
+
+
+# ---------------------------------------------------------------- grouping
+
+
+@dataclass(frozen=True)
+class HostDraft:
+    name: str
+    addrs: tuple[str, ...]
+    connections: int
+    client_names: tuple[str, ...]
+    ssh: str | None  # alias from ~/.ssh/config, else None (then the first address)
+    named_from: str  # "client names", "ssh config" or "address"
+    claimed: dict[str, str] = field(default_factory=dict)  # addr -> host in the current config
+
+
+def group_hosts(
+    clients: Iterable[Client],
+    aliases: dict[str, str] | None = None,
+    claimed: dict[str, str] | None = None,
+) -> list[HostDraft]:
+    """Clients (our own connection, replicas and unix-socket clients already left out) as
+    hosts: grouped by address, named, joined by name."""
+    aliases = aliases or {}
+    claimed = claimed or {}
+    by_addr: dict[str, list[Client]] = {}
+    for c in clients:
+        if c.host and c.host != "unix" and not ({"S", "M"} & set(c.flags)):
+            by_addr.setdefault(c.host, []).append(c)
+    guesses = guess_names({a: [c.name for c in cs if c.name] for a, cs in by_addr.items()})
+    named: dict[str, list[str]] = {}
+    how: dict[str, str] = {}
+    for addr in by_addr:
+        name = guesses[addr]
+        source = "client names"
+        if name is None and addr in aliases:
+            name, source = aliases[addr], "ssh config"
+        if name is None:
+            name, source = "host-" + re.sub(r"[^0-9A-Za-z]+", "-", addr).strip("-"), "address"
+        named.setdefault(name, []).append(addr)
+        how.setdefault(name, source)
+    out = []
+    for name, addrs in named.items():
+        addrs = sorted(addrs, key=_addr_key)
+        cs = [c for a in addrs for c in by_addr[a]]
+        alias = next((aliases[a] for a in addrs if a in aliases), None)
+        out.append(
+            HostDraft(
+                name=name,
+                addrs=tuple(addrs),
+                connections=len(cs),
+                client_names=tuple(sorted({c.name for c in cs if c.name})),
+                ssh=alias,
+                named_from=how[name],
+                claimed={a: claimed[a] for a in addrs if a in claimed},
+            )
+        )
+    return sorted(out, key=lambda h: _addr_key(h.addrs[0]))
+
+
+def _addr_key(addr: str) -> tuple[int, Any]:
+    import ipaddress
+
+    try:
+        ip = ipaddress.ip_address(addr)
+        return (ip.version, int(ip))
+    except ValueError:
+        return (9, addr)
+
+
+# ---------------------------------------------------------------- keys
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    key: str
+    type: str  # "hash" or "list"
+    size: int
+    sample: tuple[str, ...] = ()  # at most a few values (hash) or the head element (list)
+
+
+@dataclass(frozen=True)
+class LiveGuess:
+    key: str
+    started_field: str
+    owner_field: str | None
+
+
+def _looks_like_time(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return 1e9 <= value <= 1e10 or 1e12 <= value <= 1e13  # epoch seconds or ms
+    if isinstance(value, str):
+        try:
+            datetime.fromisoformat(value.replace("Z", "+00:00"))
+            return True
+        except ValueError:
+            return False
+    return False
+
+
+def live_fields(samples: Iterable[str]) -> tuple[str, str | None] | None:
+    """(started field, owner field) when most sampled values are JSON objects with a start
+    time, else None."""
+    objs = []
+    for s in samples:
+        try:
+            v = json.loads(s)
+        except ValueError:
+            continue
+        if isinstance(v, dict):
+            objs.append(v)
+    if not objs:
+        return None
+    for f in TIME_FIELDS:
+        hits = sum(1 for o in objs if _looks_like_time(o.get(f)))
+        if hits * 2 > len(objs):
+            owner = next((o for o in OWNER_FIELDS if all(o in x for x in objs)), None)
+            return f, owner
+    return None
+
+
+def _has_word(key: str, words: Iterable[str]) -> bool:
+    parts = set(re.split(r"[^a-z0-9_]+", key.lower()))
+    return any(w in parts or any(p.startswith(w) for p in parts) for w in words)
+
+
+def live_hash_guess(keys: Iterable[KeyInfo]) -> LiveGuess | None:
+    """The hash that looks most like the live hash: its sample has start times; a live-ish
+    name and size break ties."""
+    best: tuple[tuple[int, int], LiveGuess] | None = None
+    for k in keys:
+        if k.type != "hash":
+            continue
+        found = live_fields(k.sample)
+        if found is None:
+            continue
+        score = (1 if _has_word(k.key, LIVE_WORDS) else 0, k.size)
+        if best is None or score > best[0]:
+            best = (score, LiveGuess(k.key, found[0], found[1]))
+    return best[1] if best else None
+
+
+def queue_guesses(keys: Iterable[KeyInfo]) -> list[KeyInfo]:
+    """Lists that look like queues: a queue-like name, or a JSON object at the head."""
+    out = []
+    for k in keys:
+        if k.type != "list":
+            continue
+        head_json = False
+        if k.sample:
+            try:
+                head_json = isinstance(json.loads(k.sample[0]), dict)
+            except ValueError:
+                pass
+        if _has_word(k.key, QUEUE_WORDS) or head_json:
+            out.append(k)
+    return sorted(out, key=lambda k: k.key)
+
+
+# ---------------------------------------------------------------- broker sampling (I/O)
+
+
+@dataclass(frozen=True)
+class Sample:
+    clients: list[Client]  # everything but our own connection
+    info: dict[str, Any]
+    keys: list[KeyInfo]  # hashes and lists seen by the bounded SCAN
+    scanned: int  # keys the SCAN looked at
+    complete: bool  # the SCAN reached the end of the keyspace
+    db_keys: int | None  # keys in the database, from INFO keyspace
+
+
+HASH_SAMPLES = 20  # hashes whose values are sampled (most live-like names first)
+LIST_SAMPLES = 50  # lists whose head element is read
+
+
+def sample_broker(r: Any, db: int, scan_limit: int = 10000, count: int = 500) -> Sample:
+    """Read what the draft needs from the broker (see the module docstring)."""
+    from fleetcheck.parse.clientlist import parse_client_list
+
+    own = int(r.execute_command("CLIENT", "ID"))
+    raw = r.execute_command("CLIENT", "LIST")
+    clients = [c for c in parse_client_list(raw) if c.id != own]
+    info = r.info()
+    keyspace = info.get(f"db{db}")
+    db_keys = int(keyspace["keys"]) if isinstance(keyspace, dict) and "keys" in keyspace else None
+    seen: list[bytes] = []
+    cursor = 0
+    calls = 0
+    max_calls = max(10, 4 * scan_limit // max(1, count))
+    while True:
+        cursor, batch = r.scan(cursor=cursor, count=count)
+        calls += 1
+        seen.extend(batch[: scan_limit - len(seen)])
+        if int(cursor) == 0 or len(seen) >= scan_limit or calls >= max_calls:
+            break
+    complete = int(cursor) == 0
+    keys: list[KeyInfo] = []
+    for start in range(0, len(seen), 500):
+        chunk = seen[start : start + 500]
+        pipe = r.pipeline(transaction=False)
+        for k in chunk:
+            pipe.type(k)
+        types = [t.decode() if isinstance(t, bytes) else str(t) for t in pipe.execute()]
+        pipe = r.pipeline(transaction=False)
+        wanted = [(k, t) for k, t in zip(chunk, types, strict=True) if t in ("hash", "list")]
+        for k, t in wanted:
+            if t == "hash":
+                pipe.hlen(k)
+            else:
+                pipe.llen(k)
+        for (k, t), size in zip(wanted, pipe.execute(), strict=True):
+            keys.append(KeyInfo(k.decode("utf-8", "replace"), t, int(size)))
+    keys = _with_samples(r, keys)
+    return Sample(clients, info, keys, len(seen), complete, db_keys)
+
+
+def _with_samples(r: Any, keys: list[KeyInfo]) -> list[KeyInfo]:
+    import redis
+
+    hashes = sorted(
+        (k for k in keys if k.type == "hash"),
+        key=lambda k: (not _has_word(k.key, LIVE_WORDS), -k.size),
+    )[:HASH_SAMPLES]
+    lists = sorted(
+        (k for k in keys if k.type == "list"),
+        key=lambda k: (not _has_word(k.key, QUEUE_WORDS), -k.size),
+    )[:LIST_SAMPLES]
+    sampled: dict[str, tuple[str, ...]] = {}
+    for k in hashes:
+        try:
+            flat = r.execute_command("HRANDFIELD", k.key, 3, "WITHVALUES")
+        except redis.ResponseError:  # before Redis 6.2: one HSCAN page, cut to 3
+            _, page = r.hscan(k.key, 0, count=3)
+            flat = [x for pair in list(page.items())[:3] for x in pair]
+        values = flat[1::2][:3]
+        sampled[k.key] = tuple(_text(v) for v in values)
+    for k in lists:
+        head = r.lindex(k.key, 0)
+        sampled[k.key] = () if head is None else (_text(head),)
+    return [
+        KeyInfo(k.key, k.type, k.size, sampled.get(k.key, ())) if k.key in sampled else k
+        for k in keys
+    ]
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value[:4096].decode("utf-8", "replace")
+    return str(value)[:4096]
+
+
+# ---------------------------------------------------------------- the draft
+
+
+def toml_str(text: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's, for every code point)."""
+    return json.dumps(text, ensure_ascii=True)
+
+
+def comment(text: str) -> str:
+    """Text safe inside a TOML comment: one line, no control characters."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
+def draft(
+    sample: Sample,
+    broker_url: str,
+    hosts: list[HostDraft],
+    source: str | None,
+    ssh_config: str,
+    password_removed: bool = False,
+) -> str:
+    """The hosts.toml draft (see the module docstring)."""
+    info = sample.info
+    server = "valkey" if "valkey_version" in info else "redis"
+    version = info.get("valkey_version") or info.get("redis_version") or "?"
+    unix = sum(1 for c in sample.clients if c.host == "unix")
+    replicas = [c for c in sample.clients if "S" in c.flags or "M" in c.flags]
+    lines = [
+        "# hosts.toml draft by `fleetcheck config discover`: read it, fill in every TODO,",
+        "# then run `fleetcheck config check`. TODO values fail that check on purpose.",
+        f"# broker: {comment(server)} {comment(str(version))}, {len(sample.clients)} clients "
+        f"(ours left out), {len(hosts)} hosts guessed from {len(sample.clients) - unix} "
+        "TCP clients",
+    ]
+    if unix:
+        lines.append(f"# {unix} clients over the unix socket: the broker's own machine")
+    if replicas:
+        lines.append(f"# {len(replicas)} replica/master links left out of the hosts")
+    if source:
+        lines.append(f"# addresses already claimed by {comment(source)} are marked CLAIMED")
+    lines += ["", "[broker]", f"url = {toml_str(broker_url)}"]
+    if password_removed:
+        lines.append("# the URL's password was left out: put it in an environment variable")
+        lines.append('# password_env = "TODO"  # TODO: that variable\'s name')
+    lines.append("")
+    for h in hosts:
+        block = _host_block(h, ssh_config)
+        if h.claimed:
+            claims = ", ".join(f"{a} (host {n!r})" for a, n in h.claimed.items())
+            lines.append(f"# CLAIMED: {comment(claims)} already in {comment(source or '')}")
+            lines.append("# (left commented out; uncomment only if that entry is wrong)")
+            block = ["# " + line if line else "#" for line in block]
+        lines += block + [""]
+    lines += _check_tables(sample)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _host_block(h: HostDraft, ssh_config: str) -> list[str]:
+    names = ", ".join(h.client_names[:5]) + (" ..." if len(h.client_names) > 5 else "")
+    out = [
+        "[[hosts]]",
+        f"name = {toml_str(h.name)}  # from {h.named_from}"
+        + (f": {comment(names)}" if h.named_from == "client names" else ""),
+    ]
+    if h.ssh:
+        out.append(f"ssh = {toml_str(h.ssh)}  # Host entry in {comment(ssh_config)}")
+    else:
+        out.append(f"ssh = {toml_str(h.addrs[0])}  # no Host entry for it in {comment(ssh_config)}")
+    addrs = ", ".join(toml_str(a) for a in h.addrs)
+    out.append(f"addrs = [{addrs}]")
+    out.append(f"min_clients = {h.connections}  # connections now: {h.connections}")
+    out.append(f'tz = "{TODO}"  # TODO: the zone its logs are written in (IANA name, or "auto")')
+    out.append(f'# logs = [{{ path = "{TODO}", max_age = "10m" }}]  # TODO: its worker logs')
+    return out
+
+
+def _check_tables(sample: Sample) -> list[str]:
+    lines = ["[checks.clients]", "", "[checks.broker]", ""]
+    live = live_hash_guess(sample.keys)
+    if live is not None:
+        lines += ["[checks.live_hash]", f"key = {toml_str(live.key)}"]
+        if live.started_field != "started_at":
+            lines.append(f"started_field = {toml_str(live.started_field)}")
+        if live.owner_field and live.owner_field != "host":
+            lines.append(f"owner_field = {toml_str(live.owner_field)}")
+        lines += ['max_age = "900s"  # longer than any real match may run', ""]
+    else:
+        lines += ["# no hash looked like a live hash (JSON values with a start time)", ""]
+    queues = queue_guesses(sample.keys)
+    if queues:
+        keys = ", ".join(toml_str(k.key) for k in queues)
+        sizes = ", ".join(f"{k.key} {k.size}" for k in queues)
+        lines += [
+            "[checks.queue_depth]",
+            f"keys = [{keys}]  # lengths now: {comment(sizes)}",
+            f'cap = "{TODO}"  # TODO: the cap your enqueue guard enforces on their sum',
+            "",
+        ]
+    else:
+        lines += ["# no list looked like a queue", ""]
+    lines += ["# [checks.logs]  # TODO: enable once hosts have logs", ""]
+    scanned = f"{sample.scanned} keys scanned" + ("" if sample.complete else " (limit reached)")
+    if sample.db_keys is not None:
+        scanned += f" of {sample.db_keys}"
+    lines.append(f"# {scanned}; hashes and lists seen:")
+    for k in sorted(sample.keys, key=lambda k: (k.type, k.key))[:40]:
+        mark = "" if k in queues or (live and k.key == live.key) else "  (not proposed)"
+        lines.append(f"#   {k.type:<4} {comment(k.key)}  size {k.size}{mark}")
+    if len(sample.keys) > 40:
+        lines.append(f"#   ... and {len(sample.keys) - 40} more")
+    return lines
+
+
+def public_url(url: str) -> str:
+    """The broker URL without its password (a draft gets shared; use password_env)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = (f"{user}@" if user else "") + host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def write_draft(path: Any, text: str, force: bool) -> None:
+    """Write the draft; never replace a file unless `force` (FileExistsError). The new file
+    appears whole or not at all."""
+    import os
+    from pathlib import Path
+
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    try:
+        if force:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)  # fails with FileExistsError instead of replacing
+    finally:
+        tmp.unlink(missing_ok=True)
