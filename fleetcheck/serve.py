@@ -39,6 +39,9 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 DEFAULT_LISTEN = "127.0.0.1:8470"
+# what prometheus_client's generate_latest writes (newer clients label their default 1.0.0,
+# a format older Prometheus servers do not know)
+METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -121,13 +124,11 @@ class Console:
 
             return 200, "application/json", (render_json.render(snap.report) + "\n").encode()
         if path == "/metrics":
-            from prometheus_client import CONTENT_TYPE_LATEST
-
             if snap.report is None:
                 return 503, "text/plain; charset=utf-8", b"no round recorded yet\n"
             from fleetcheck.render import prometheus
 
-            return 200, CONTENT_TYPE_LATEST, prometheus.render(snap.report).encode()
+            return 200, METRICS_TYPE, prometheus.render(snap.report).encode()
         html_type = "text/html; charset=utf-8"
         window = snap.window(now - timedelta(seconds=self.window))
         if path == "/":
