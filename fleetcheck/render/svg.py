@@ -33,28 +33,41 @@ def _a(value: object) -> str:
     return escape(str(value), quote=True)
 
 
-def nice_ticks(top: float, n: int = 5) -> list[float]:
-    """0 and round steps (1, 2, 5 x 10^k) up to at least `top`."""
+SECOND_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600]
+SECOND_STEPS += [43200, 86400, 172800, 604800]
+
+
+def nice_ticks(top: float, n: int = 5, seconds: bool = False) -> list[float]:
+    """0 and round steps up to at least `top`: 1, 2, 5 x 10^k, or for durations whole
+    seconds, minutes, hours and days."""
     if top <= 0 or not math.isfinite(top):
         return [0.0, 1.0]
     raw = top / n
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    if seconds and raw <= SECOND_STEPS[-1]:
+        step = float(next(s for s in SECOND_STEPS if s >= raw))
+    else:
+        mag = 10 ** math.floor(math.log10(raw))
+        step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
     count = math.ceil(top / step - 1e-9)
     return [i * step for i in range(count + 1)]
 
 
 def format_count(v: float) -> str:
-    return f"{v:g}" if abs(v) < 1e6 else f"{v:.3g}"
+    if abs(v) >= 1e6:
+        return f"{v:.3g}"
+    return f"{v:.0f}" if abs(v - round(v)) < 1e-9 or abs(v) >= 100 else f"{v:.2g}"
 
 
 def format_seconds(v: float) -> str:
+    """Whole units, as an operator says them: 45s, 10m, 2h30m, 3d."""
+    v = round(v)
     if v < 120:
-        return f"{v:g}s"
-    if v < 7200:
-        return f"{v / 60:g}m"
+        return f"{v}s"
+    if v < 3600:
+        return f"{round(v / 60)}m"
     if v < 172800:
-        return f"{v / 3600:.3g}h"
+        h, m = divmod(round(v / 60), 60)
+        return f"{h}h{m:02d}m" if m else f"{h}h"
     return f"{v / 86400:.3g}d"
 
 
@@ -85,7 +98,7 @@ def line_chart(
         return "".join(out)
     if t1 <= t0:
         t0, t1 = t0 - 60, t0 + 60
-    ticks = nice_ticks(max(values) * 1.05)
+    ticks = nice_ticks(max(values) * 1.05, seconds=y_format is format_seconds)
     ymax = ticks[-1] or 1.0
 
     def x(t: float) -> float:
@@ -117,7 +130,7 @@ def line_chart(
         f'<text x="{left + pw}" y="{height - 2}" font-size="10" text-anchor="end" '
         'fill="#555">UTC</text>'
     )
-    label_ys: list[float] = []
+    labels: list[tuple[float, str]] = []  # (wanted y, svg text without y)
     for i, (label, pts, reference) in enumerate(series):
         pts = sorted((t, v) for t, v in pts if math.isfinite(v))
         if not pts:
@@ -134,17 +147,35 @@ def line_chart(
         if len(pts) == 1:
             t, v = pts[0]
             out.append(f'<circle cx="{x(t):.1f}" cy="{y(v):.1f}" r="3" fill="{colour}"/>')
-        ly = y(pts[-1][1]) + 4
-        while any(abs(ly - other) < 12 for other in label_ys):
-            ly += 12
-        label_ys.append(ly)
         last = y_format(pts[-1][1])
-        out.append(
-            f'<text x="{left + pw + 6}" y="{ly:.1f}" font-size="11" fill="{colour}">'
-            f"{escape(label)} {escape(last)}</text>"
+        labels.append(
+            (
+                y(pts[-1][1]) + 4,
+                f'<text x="{left + pw + 6}" y="{{y:.1f}}" font-size="11" fill="{colour}">'
+                f"{escape(label)} {escape(last)}</text>",
+            )
         )
+    for ly, text in zip(spread_labels([w for w, _ in labels], 12, top + 8, height - 4), labels):
+        out.append(text[1].replace("{y:.1f}", f"{ly:.1f}", 1))
     out.append("</svg>")
     return "".join(out)
+
+
+def spread_labels(wanted: list[float], gap: float, low: float, high: float) -> list[float]:
+    """Label positions near `wanted`, at least `gap` apart, within [low, high] when they fit."""
+    order = sorted(range(len(wanted)), key=lambda i: wanted[i])
+    placed = [0.0] * len(wanted)
+    prev = low - gap
+    for i in order:
+        prev = max(wanted[i], prev + gap)
+        placed[i] = prev
+    overflow = (prev - high) if order else 0.0
+    if overflow > 0:  # pull the stack up from the bottom edge
+        nxt = high + gap
+        for i in reversed(order):
+            nxt = min(placed[i], nxt - gap)
+            placed[i] = max(nxt, low)
+    return placed
 
 
 def status_strip(
