@@ -155,8 +155,9 @@ def line_chart(
                 f"{escape(label)} {escape(last)}</text>",
             )
         )
-    for ly, text in zip(spread_labels([w for w, _ in labels], 12, top + 8, height - 4), labels):
-        out.append(text[1].replace("{y:.1f}", f"{ly:.1f}", 1))
+    spots = spread_labels([w for w, _ in labels], 12, top + 8, height - 4)
+    for ly, (_, text) in zip(spots, labels, strict=True):
+        out.append(text.replace("{y:.1f}", f"{ly:.1f}", 1))
     out.append("</svg>")
     return "".join(out)
 
