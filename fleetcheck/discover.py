@@ -47,7 +47,7 @@ def tokens(name: str) -> list[str]:
     out = []
     for tok in re.split(r"[^A-Za-z0-9]+", name):
         low = tok.lower()
-        if not low or low.isdigit() or low in ROLE_WORDS:
+        if len(low) < 2 or low.isdigit() or low in ROLE_WORDS:
             continue
         if re.fullmatch(r"(pid|p|w|t)?\d+", low) or re.fullmatch(r"[0-9a-f]{8,}", low):
             continue  # pids, ordinals, hex ids
@@ -102,8 +102,17 @@ def ssh_aliases(path: str, addrs: Iterable[str]) -> dict[str, str]:
         cfg = paramiko.SSHConfig.from_path(path)
     except Exception:
         return {}
+    order: list[str] = []  # aliases in file order: the first one written wins
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                words = line.replace("=", " ", 1).split()
+                if len(words) > 1 and words[0].lower() == "host":
+                    order += [w for w in words[1:] if w not in order]
+    except OSError:
+        return {}
     out: dict[str, str] = {}
-    for alias in sorted(cfg.get_hostnames()):
+    for alias in order:
         if any(ch in alias for ch in "*?!") or not alias:
             continue
         try:
