@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -75,6 +75,7 @@ class Snapshot:
     rounds: list[hist.Round]  # every readable round, oldest first
     unreadable: int = 0  # history lines that could not be read
     problem: str | None = None  # why the newest round could not be read whole
+    version: int = 0  # changes whenever the files are re-read (a cache key)
 
     @property
     def finished_at(self) -> datetime | None:
@@ -121,7 +122,7 @@ class Source:
         sig = _signature(self._paths())
         with self._lock:
             if sig != self._sig:
-                self._snap = self._load()
+                self._snap = replace(self._load(), version=self._snap.version + 1)
                 self._sig = sig
             return self._snap
 

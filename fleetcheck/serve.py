@@ -100,6 +100,22 @@ class Console:
     max_ages: dict[str, tuple[str, float]] = field(default_factory=dict)
     auth: Auth = field(default_factory=Auth)
     clock: Callable[[], datetime] = utcnow
+    _cache: dict[tuple[Any, ...], bytes] = field(default_factory=dict, repr=False)
+    _cache_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def cached(self, key: tuple[Any, ...], make: Callable[[], bytes]) -> bytes:
+        """What depends only on the recorded rounds is built once per new round, not per
+        request (the charts of a week of rounds take ~100 ms to draw)."""
+        with self._cache_lock:
+            hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        value = make()
+        with self._cache_lock:
+            if len(self._cache) > 64:
+                self._cache.clear()
+            self._cache[key] = value
+        return value
 
     @property
     def stale_after(self) -> float:
@@ -122,22 +138,32 @@ class Console:
                 return 503, "application/json", b'{"error": "no round recorded yet"}\n'
             from fleetcheck.render import json as render_json
 
-            return 200, "application/json", (render_json.render(snap.report) + "\n").encode()
+            report = snap.report
+            body = self.cached(
+                ("report", snap.version), lambda: (render_json.render(report) + "\n").encode()
+            )
+            return 200, "application/json", body
         if path == "/metrics":
             if snap.report is None:
                 return 503, "text/plain; charset=utf-8", b"no round recorded yet\n"
             from fleetcheck.render import prometheus
 
-            return 200, METRICS_TYPE, prometheus.render(snap.report).encode()
+            report = snap.report
+            body = self.cached(
+                ("metrics", snap.version), lambda: prometheus.render(report).encode()
+            )
+            return 200, METRICS_TYPE, body
         html_type = "text/html; charset=utf-8"
         window = snap.window(now - timedelta(seconds=self.window))
         if path == "/":
             return 200, html_type, html.grid_page(snap, now, self.stale_after).encode()
         if path == "/charts":
-            body = html.charts_page(
-                snap, window, self.window_text, self.max_ages, now, self.stale_after
-            )
-            return 200, html_type, body.encode()
+            key = ("charts", snap.version, window[0].started_at if window else now, len(window))
+            sections = self.cached(
+                key, lambda: html.chart_sections(window, self.max_ages, now).encode()
+            ).decode()
+            text = html.charts_page(snap, sections, self.window_text, now, self.stale_after)
+            return 200, html_type, text.encode()
         if path == "/row":
             check = (query.get("check") or [""])[0]
             host = (query.get("host") or [""])[0] or None

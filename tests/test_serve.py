@@ -168,7 +168,7 @@ def test_pages_escape_log_content(tmp_path: Path) -> None:
     pages = [
         html.grid_page(evil_snap, NOW, 1800),
         html.row_page(evil_snap, "logs", "n8", rounds, NOW, 1800) or "",
-        html.charts_page(snap, rounds, "7d", {}, NOW, 1800),
+        html.charts_page(snap, html.chart_sections(rounds, {}, NOW), "7d", NOW, 1800),
         svg.line_chart(HOSTILE, [(HOSTILE, [(0, 1), (60, 2)], False)], 0, 60),
     ]
     for page in pages:

@@ -278,22 +278,22 @@ def chart_html(chart: Chart, t0: float, t1: float) -> str:
     )
 
 
-def charts_page(
-    snap: Snapshot,
-    window: list[Any],
-    window_text: str,
-    max_ages: dict[str, tuple[str, float]],
-    now: datetime,
-    stale_after: float,
-) -> str:
-    body = [header(snap, now, stale_after, f"fleetcheck: the last {window_text}")]
+def chart_sections(window: list[Any], max_ages: dict[str, tuple[str, float]], now: datetime) -> str:
+    """The charts themselves: depend only on the rounds in the window (cacheable)."""
     t0 = window[0].started_at.timestamp() if window else now.timestamp()
     t1 = window[-1].started_at.timestamp() if window else now.timestamp()
-    body.append('<div class="charts">')
+    body = ['<div class="charts">']
     for chart in charts(window, max_ages):
         body.append(chart_html(chart, t0, t1))
     body.append("</div>")
-    return page("fleetcheck charts", "".join(body))
+    return "".join(body)
+
+
+def charts_page(
+    snap: Snapshot, sections: str, window_text: str, now: datetime, stale_after: float
+) -> str:
+    head = header(snap, now, stale_after, f"fleetcheck: the last {window_text}")
+    return page("fleetcheck charts", head + sections)
 
 
 def error_page(status: int, text: str) -> str:
