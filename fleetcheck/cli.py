@@ -271,9 +271,17 @@ def config_discover(
         fleet = load_fleet(config)
     else:
         try:
-            fleet = load_fleet(str(find_config(None)))
-        except (UsageFailure, ConfigError):
-            fleet = None  # --url and no config yet: the first-time user
+            found = find_config(None)
+        except ConfigError:
+            found = None  # --url and no config yet: the first-time user
+        if found is not None:
+            try:
+                fleet = load_fleet(str(found))
+            except UsageFailure as e:
+                print(
+                    f"fleetcheck: warning: {e}; the addresses it claims are not marked",
+                    file=sys.stderr,
+                )
     if url is not None:
         from fleetcheck.config import InvalidValue
 

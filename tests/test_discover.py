@@ -345,3 +345,18 @@ def fleetcheck_cmd() -> list[str]:
     import sys
 
     return [sys.executable, "-m", "fleetcheck"]
+
+
+def test_discover_with_url_warns_about_a_broken_config_nearby(lab: Lab, tmp_path: Path) -> None:
+    import sys
+
+    (tmp_path / "hosts.toml").write_text("[broker\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "fleetcheck", "config", "discover", "--url", lab.broker_url,
+         "--ssh-config", "/dev/null"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: hosts.toml: invalid TOML" in proc.stderr
+    assert "not marked" in proc.stderr
+    assert tomllib.loads(proc.stdout)["broker"]["url"] == lab.broker_url

@@ -124,12 +124,41 @@ def test_console_shows_the_incidents(fleet: tuple[demo_mod.Demo, Path]) -> None:
 
 
 def test_detector_sees_console_errors_and_scripts(tmp_path: Path) -> None:
-    """The browser check below would prove nothing if it could not see an error."""
+    """The browser checks below would prove nothing if they could not see an error: a page
+    whose script runs is seen, and so is an inline script our CSP refuses."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from fleetcheck.serve import SECURITY_HEADERS
+
     page = tmp_path / "bad.html"
     page.write_text('<p>x</p><script>console.error("detector-check")</script>')
     loaded = browser.load(page.as_uri())
     assert any("detector-check" in line for line in loaded.console)
     assert "<script>" in loaded.dom
+
+    class Unescaped(BaseHTTPRequestHandler):  # what a console that forgot to escape would do
+        def do_GET(self) -> None:  # noqa: N802
+            body = f"<!DOCTYPE html><p>{HOSTILE}</p>".encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            for k, v in SECURITY_HEADERS.items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Unescaped)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        seen = browser.load(f"http://127.0.0.1:{server.server_address[1]}/")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert any("Content Security Policy" in line for line in seen.console), seen.console
+    assert not any('"pwned"' in line for line in seen.console)  # refused, not run
 
 
 def test_chromium_renders_grid_and_row_without_errors_and_log_line_as_text(
