@@ -351,3 +351,36 @@ def test_unreadable_history_lines_and_torn_latest_file(tmp_path: Path) -> None:
     assert "1 unreadable history lines skipped" in page
     assert "unreadable (JSONDecodeError" in page
     assert "\u2716 CRIT" in page  # the newest round, from its history line
+
+
+def test_serve_on_ipv6_loopback(tmp_path: Path) -> None:
+    import subprocess as sp
+    import sys
+
+    cfg = write_config(tmp_path / "hosts.toml")
+    hist_path = tmp_path / "history.jsonl"
+    history.append(report(iso(datetime.now(UTC))), hist_path)
+    proc = sp.Popen(
+        [sys.executable, "-m", "fleetcheck", "serve", "-c", str(cfg), "--history",
+         str(hist_path), "--listen", "[::1]:0"],
+        stdout=sp.PIPE, stderr=sp.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert re.match(r"fleetcheck serve: http://\[::1\]:\d+/", line), line
+        status, _, body = get(line.split()[2] + "healthz")
+        assert status == 200 and body.startswith(b"ok: ")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert proc.stderr is not None and "warning" not in proc.stderr.read()
+
+
+def test_flapping_and_since_show_in_the_grid() -> None:
+    row = Result(
+        "logs", "n8", Status.WARN, "x", since=iso(NOW - timedelta(hours=2, minutes=31)),
+        bad_rounds=3, alerting=True, flapping=True,
+    )  # fmt: skip
+    page = html.grid_page(console.Snapshot(Report(iso(NOW), 1.0, (row,)), []), NOW, 1800)
+    assert "for 2h31m" in page and "~ flapping" in page and "\u25b2 WARN" in page
