@@ -55,4 +55,13 @@ def test_history_rotation_and_torn_line(tmp_path: Path) -> None:
     since = datetime(2026, 11, 29, 10, 1, tzinfo=UTC)
     assert len(history.load(path, since)[0]) == 1
     first = json.loads(path.with_name("h.jsonl.1").read_text())
-    assert first["rows"][0] == {"check": "clients", "host": "mini", "status": "OK", "summary": "s"}
+    assert first["rows"][0] == {
+        "check": "clients",
+        "host": "mini",
+        "status": "OK",
+        "summary": "s",
+        "metrics": {},  # the console charts these
+    }
+    # the newest round is also kept whole beside the history (what `serve` shows)
+    latest = json.loads(history.latest_path(path).read_text())
+    assert latest["schema"] == "fleetcheck.report/1" and latest["status"] == "CRIT"
