@@ -47,7 +47,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[demo_mod.D
         out = tmp_path_factory.mktemp("serve-lab")
         for i in range(ROUNDS):
             if i:  # the fleet moves between rounds, so the charts have a shape
-                r = d.lab.client()
+                r = d.lab.client(client_name="fleetcheck")  # ignored by the clients check
                 now = time.time()
                 r.rpush("arena:queue", *[json.dumps({"id": f"r{i}.{j}", "enqueued_at": now})
                                          for j in range(QUEUE_STEP)])  # fmt: skip
@@ -95,14 +95,14 @@ def test_console_shows_the_incidents(fleet: tuple[demo_mod.Demo, Path]) -> None:
         status, _, body = get(url + "/")
         assert status == 200
         got = cells(body.decode())
-        assert got[("mini", "clients")] == "CRIT"
-        assert got[("mini", "logs")] == "CRIT"
-        assert got[("mini", "routes")] == "CRIT"
-        assert got[("(broker)", "queue_depth")] == "CRIT"
-        assert got[("(broker)", "live_hash")] == "WARN"
-        assert got[("(broker)", "clients")] == "OK"
+        assert got[("mini", "clients")] == "CRIT", got
+        assert got[("mini", "logs")] == "CRIT", got
+        assert got[("mini", "routes")] == "CRIT", got
+        assert got[("(broker)", "queue_depth")] == "CRIT", got
+        assert got[("(broker)", "live_hash")] == "WARN", got
+        assert got[("(broker)", "clients")] == "OK", got
         for host in ("n8", "laptop", "broker"):
-            assert got[(host, "clients")] == "OK" and got[(host, "logs")] == "OK"
+            assert got[(host, "clients")] == "OK" and got[(host, "logs")] == "OK", got
         status, _, body = get(url + "/report.json")
         assert status == 200
         assert json.loads(body) == json.loads((out / "run.json").read_text())
