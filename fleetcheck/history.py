@@ -58,8 +58,16 @@ def write_latest(report: Report, path: Path) -> None:
     """The report as `run --format json` prints it, replaced atomically (readers never see
     half a file)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(report.to_dict(), indent=1, default=str), encoding="utf-8")
-    os.replace(tmp, path)
+    data = json.dumps(report.to_dict(), indent=1, default=str).encode("utf-8")
+    # private like the state: evidence carries log lines and client names
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 @dataclass(frozen=True)
