@@ -26,7 +26,7 @@ from fleetcheck.console import (
     grid,
     since_from_history,
 )
-from fleetcheck.model import Result, Status
+from fleetcheck.model import Report, Result, Status
 from fleetcheck.render import host_verdicts, since_text, svg
 
 # Text and shape, not only colour: readable for colour-blind operators and on paper.
@@ -136,12 +136,10 @@ def header(snap: Snapshot, now: datetime, stale_after: float, title: str) -> str
     return "".join(parts)
 
 
-def cell(result: Result | None, report_started: str, check: str, host: str) -> str:
+def cell(result: Result | None, report: Report, check: str, host: str) -> str:
     if result is None:
         return '<td class="na" title="not checked on this row">\u2014</td>'
-    from fleetcheck.model import Report
-
-    since = since_text(result, Report(report_started, 0.0, (result,)))
+    since = since_text(result, report)
     extra = ""
     if since:
         extra += f'<br><span class="since">for {e(since.rstrip(" ~"))}</span>'
@@ -167,7 +165,7 @@ def grid_page(snap: Snapshot, now: datetime, stale_after: float) -> str:
         for host in g.hosts:
             body.append(f'<tr><th scope="row">{e(host)}</th>')
             for check in g.checks:
-                body.append(cell(g.cells.get((host, check)), report.started_at, check, host))
+                body.append(cell(g.cells.get((host, check)), report, check, host))
             body.append("</tr>")
         body.append("</tbody></table>")
         body.append(
