@@ -360,3 +360,20 @@ def test_discover_with_url_warns_about_a_broken_config_nearby(lab: Lab, tmp_path
     assert "warning: hosts.toml: invalid TOML" in proc.stderr
     assert "not marked" in proc.stderr
     assert tomllib.loads(proc.stdout)["broker"]["url"] == lab.broker_url
+
+
+def test_discover_scan_is_bounded(lab: Lab) -> None:
+    _setup(lab)
+    r = unix_client(lab)
+    r.mset({f"filler:{i}": "x" for i in range(2000)})
+    r.config_resetstat()
+    proc = fleetcheck(
+        "config", "discover", "--url", lab.broker_url, "--ssh-config", "/dev/null",
+        "--scan-limit", "100",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    m = re.search(r"# (\d+) keys scanned \(limit reached\) of (\d+);", proc.stdout)
+    assert m and int(m.group(1)) == 100 and int(m.group(2)) > 2000, proc.stdout[-800:]
+    stats = r.info("commandstats")
+    assert stats["cmdstat_type"]["calls"] <= 100  # TYPE only for the keys it looked at
+    r.close()
