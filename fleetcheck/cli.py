@@ -173,7 +173,8 @@ def run(
 
     fleet = load_fleet(config)
     try:
-        items = runner.plan(fleet, registry.available(), only or (), host or ())
+        checks = registry.select([*fleet.checks, *(only or ())])
+        items = runner.plan(fleet, checks, only or (), host or ())
         if shard:
             part = patrol.parse_shard(shard)
             items = [i for i in items if patrol.in_shard(i.target, part)]

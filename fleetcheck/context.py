@@ -8,7 +8,6 @@ each per patrol and closes them all at the end (also when the deadline cut the p
 from __future__ import annotations
 
 import re
-import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -18,11 +17,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from fleetcheck.check import CheckError
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.parse.clientlist import Client, parse_client_list
 from fleetcheck.transport.shell import Shell, TransportError
 
 if TYPE_CHECKING:
     import redis
+
+    from fleetcheck.parse.clientlist import Client
 
 T = TypeVar("T")
 
@@ -141,6 +141,8 @@ class PatrolContext:
         """CLIENT LIST, parsed, read once per patrol; our own connection left out."""
 
         def fetch() -> list[Client]:
+            from fleetcheck.parse.clientlist import parse_client_list
+
             r = self.broker()
             try:
                 pipe = r.pipeline(transaction=False)
@@ -192,6 +194,8 @@ class PatrolContext:
 
     def _gather(self, host: HostConfig) -> HostFacts:
         fragments = self._fragments(host)
+        import secrets
+
         nonce = secrets.token_hex(8)
         script = build_gather_script(nonce, fragments)
         shell = self.shell(host)
