@@ -26,9 +26,8 @@ def _builtin_names() -> list[str]:
 
     import fleetcheck.checks as package
 
-    return sorted(
-        info.name for info in pkgutil.iter_modules(package.__path__) if not info.name.startswith("_")
-    )
+    modules = pkgutil.iter_modules(package.__path__)
+    return sorted(info.name for info in modules if not info.name.startswith("_"))
 
 
 @cache

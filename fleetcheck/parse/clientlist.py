@@ -226,6 +226,7 @@ def _by_columns(text: str) -> list[Client] | None:
                 columns.get("flags", empty),
                 columns.get("cmd", empty),
                 lines,
+                strict=True,
             ),
         )
     )
