@@ -21,7 +21,7 @@ from operator import itemgetter
 from typing import Any
 
 
-class Client(tuple):  # type: ignore[type-arg]
+class Client(tuple[Any, ...]):
     """One client: id, host (an IP, or "unix" for a unix-socket client), port, name, age_s,
     idle_s, flags, cmd; `fields` holds every field of its line (first occurrence wins).
     Equal when those eight are equal (fields are not compared, as before)."""
@@ -248,12 +248,12 @@ def _hosts(
     known: dict[str, str | None] = {}
     for h in set(hostparts):
         known[h] = None if h.startswith(("/", "unix", "[")) or not h else normalise_ip(h)
-    hosts = list(map(known.__getitem__, hostparts))
+    hosts: list[Any] = list(map(known.__getitem__, hostparts))
     if None in known.values():
         for i, h in enumerate(hosts):
             if h is None:
                 hosts[i], ports[i] = split_addr(hostparts[i] + ":" + port_texts[i])
-    return hosts  # type: ignore[return-value]
+    return hosts
 
 
 def parse_all(lines: Iterable[str]) -> list[Client]:
