@@ -18,13 +18,15 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleetcheck.check import Check, CheckError, Scope
 from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue, LogSpec
 from fleetcheck.context import PatrolContext
 from fleetcheck.model import Result, Status, worst
-from fleetcheck.parse.timestamps import Resolved, Stamp, find_with, resolve, zone_named
+
+if TYPE_CHECKING:  # the timestamp parser is imported by the patrol, not by config checks
+    from fleetcheck.parse.timestamps import Resolved, Stamp
 
 NEWEST_WINDOW = 50  # the newest stamp is the max over this many stamped lines from the end
 ZONE_TOLERANCE_S = 90.0  # how far from a whole half hour a line/mtime gap may be
@@ -269,6 +271,8 @@ def _size(n: int) -> str:
 
 
 def _zone_for(host: HostConfig, facts: LogsFacts) -> tuple[tzinfo | None, str, str | None]:
+    from fleetcheck.parse.timestamps import zone_named
+
     """(zone, its name, why there is none)."""
     if host.tz == "auto":
         z = facts.zone
@@ -325,6 +329,8 @@ def judge_log(
     config: LogsConfig,
     now: datetime,
 ) -> LogVerdict:
+    from fleetcheck.parse.timestamps import find_with, resolve
+
     path = spec.path
     metrics: dict[str, Any] = {
         "last_line_at": None,
