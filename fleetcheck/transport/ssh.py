@@ -43,14 +43,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.model import Status
+from fleetcheck.transport.known_hosts import KnownHostsCache
 from fleetcheck.transport.shell import ExecResult, TransportError
 
 if TYPE_CHECKING:
     import paramiko
 
     from fleetcheck.config import HostConfig, SshConfig
+    from fleetcheck.transport.known_hosts import Lookup
 
 _known_hosts_lock = threading.Lock()
+_CERT_ALGS = (
+    "ssh-ed25519-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp256-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp384-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp521-cert-v01@openssh.com",
+    "rsa-sha2-512-cert-v01@openssh.com",
+    "rsa-sha2-256-cert-v01@openssh.com",
+)
 MAX_JUMPS = 4
 _TCP_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 
@@ -131,7 +141,7 @@ class _FileCache:
 
 
 _ssh_configs = _FileCache()
-_known_hosts_files = _FileCache()
+_known_hosts_cache = KnownHostsCache()
 _private_keys = _FileCache()
 
 
@@ -150,6 +160,8 @@ class _QuickAckSocket(socket.socket):
 
 # ---------------------------------------------------------------- resolving the target
 
+DEFAULT_GLOBAL_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
+
 
 @dataclass(frozen=True)
 class Target:
@@ -163,10 +175,20 @@ class Target:
     proxy_command: str | None = None
     proxy_jump: tuple[str, ...] = ()  # hops, nearest first: "[user@]host[:port]"
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    host_key_alias: str | None = None
+    user_known_hosts: tuple[str, ...] = ()  # from ssh_config; empty: [ssh] known_hosts
+    global_known_hosts: tuple[str, ...] = DEFAULT_GLOBAL_KNOWN_HOSTS
+    accept_new: bool = False  # ssh_config StrictHostKeyChecking accept-new
+
+    @property
+    def known_hosts_host(self) -> str:
+        """The name known_hosts and host certificates know this host by."""
+        return self.host_key_alias or self.hostname
 
     @property
     def known_hosts_name(self) -> str:
-        return self.hostname if self.port == 22 else f"[{self.hostname}]:{self.port}"
+        h = self.known_hosts_host
+        return h if self.port == 22 else f"[{h}]:{self.port}"
 
     @property
     def label(self) -> str:
@@ -458,9 +480,12 @@ def _connect_one(
     opts = transport.get_security_options()
     opts.ciphers = _first(opts.ciphers, PREFERRED_CIPHERS)
     opts.digests = _first(opts.digests, PREFERRED_MACS)
-    if known:
-        # ask the server for the key type we already know, as OpenSSH does
-        opts.key_types = _first(opts.key_types, tuple(known))
+    # ask for the key types known_hosts holds for this host first, as OpenSSH does; the
+    # certificate types only when a CA vouches for it (paramiko offers none by default)
+    algs = tuple(opts.key_types)
+    if known.cas:
+        algs = algs + tuple(a for a in _CERT_ALGS if a not in algs)
+    opts.key_types = known.host_key_algorithms(algs)
     try:
         transport.start_client(timeout=budget.left())
     except Exception as e:
@@ -495,55 +520,6 @@ def _connect_one(
     return transport
 
 
-class _KnownHosts:
-    """A known_hosts file, indexed by plain host name.
-
-    paramiko.HostKeys.load checks every line against all lines before it (quadratic: ~2.5 s
-    for 1,000 hosts) and its lookup scans every line. Here lines are parsed with paramiko's
-    own HostKeyEntry.from_line (same format rules, same skipped lines) and a lookup returns
-    exactly what HostKeys.lookup would: the first key of each type among the matching lines,
-    in file order. Hashed names (|1|salt|hash) are still matched by paramiko, line by line.
-    """
-
-    def __init__(self, path: str) -> None:
-        paramiko = _paramiko()
-        from paramiko.hostkeys import HostKeyEntry
-
-        self._matcher = paramiko.HostKeys()
-        self._plain: dict[str, list[tuple[int, Any]]] = {}
-        self._hashed: list[tuple[int, Any]] = []
-        with open(path) as f:
-            for lineno, raw in enumerate(f, 1):
-                line = raw.strip()
-                if not line or line[0] == "#":
-                    continue
-                try:
-                    entry = HostKeyEntry.from_line(line, lineno)
-                except paramiko.SSHException:
-                    continue
-                if entry is None:
-                    continue
-                if any(h.startswith("|1|") for h in entry.hostnames):
-                    self._hashed.append((lineno, entry))
-                for h in entry.hostnames:
-                    if not h.startswith("|1|"):
-                        self._plain.setdefault(h, []).append((lineno, entry))
-
-    def lookup(self, hostname: str) -> dict[str, Any]:
-        found = list(self._plain.get(hostname, ()))
-        if self._hashed and not hostname.startswith("|1|"):
-            seen = {n for n, _ in found}
-            found += [
-                (n, e)
-                for n, e in self._hashed
-                if n not in seen and self._matcher._hostname_matches(hostname, e)
-            ]
-        keys: dict[str, Any] = {}
-        for _, entry in sorted(found, key=lambda item: item[0]):
-            keys.setdefault(entry.key.get_name(), entry.key)
-        return keys
-
-
 # AES-GCM first (an AEAD: one pass instead of AES-CTR plus a separate HMAC; measured ~40 %
 # less client CPU per byte with paramiko 5.1), then paramiko's own order; MACs (used with
 # the non-AEAD ciphers only) encrypt-then-MAC first. Nothing is added that paramiko does not
@@ -558,40 +534,84 @@ def _first(offered: tuple[str, ...], preferred: tuple[str, ...]) -> tuple[str, .
     return front + tuple(o for o in offered if o not in front)
 
 
-def _known_keys(cfg: SshConfig, target: Target) -> dict[str, Any]:
-    """The keys known_hosts has for the target (the file is parsed once while unchanged)."""
-    path = Path(cfg.known_hosts).expanduser()
-    keys: Any = None
-    if path.exists():
-        try:
-            keys = _known_hosts_files.get(str(path), _KnownHosts)
-        except OSError as e:
-            raise TransportError(f"cannot read known_hosts {path}: {e.strerror}") from None
-        except Exception as e:
-            raise TransportError(f"cannot parse known_hosts {path}: {e}") from None
-    return keys.lookup(target.known_hosts_name) if keys is not None else {}
+def _known_hosts_paths(cfg: SshConfig, target: Target) -> list[str]:
+    """The files to read, user files first (the first one is where accept_new writes)."""
+    user = target.user_known_hosts or cfg.known_hosts_files
+    files = [*user, *target.global_known_hosts]
+    return list(dict.fromkeys(str(Path(p).expanduser()) for p in files if p.lower() != "none"))
+
+
+def _known_keys(cfg: SshConfig, target: Target) -> Lookup:
+    """What known_hosts says about the target (each file parsed once while unchanged)."""
+    from fleetcheck.transport import known_hosts
+
+    paths = _known_hosts_paths(cfg, target)
+    try:
+        return known_hosts.lookup(_known_hosts_cache, paths, [target.known_hosts_name])
+    except OSError as e:
+        raise TransportError(f"cannot read known_hosts {e.filename}: {e.strerror}") from None
 
 
 def _verify_host_key(
-    target: Target, cfg: SshConfig, known: dict[str, Any], server_key: Any, who: str
+    target: Target, cfg: SshConfig, found: Lookup, server_key: Any, who: str
 ) -> None:
-    path = Path(cfg.known_hosts).expanduser()
+    """OpenSSH's check_host_key: revoked keys refused, certificates checked against the
+    listed CAs, plain keys compared; unknown is UNKNOWN, changed is CRIT, neither is added
+    unless accept_new (unknown only)."""
+    from fleetcheck.transport import known_hosts
+
+    paths = _known_hosts_paths(cfg, target)
+    where = ", ".join(p for i, p in enumerate(paths) if i == 0 or os.path.exists(p))
+    blob = server_key.asbytes()
     offered = f"{server_key.get_name()} {server_key.fingerprint}"
-    if known:
-        ours = known.get(server_key.get_name())
-        if ours is not None and ours == server_key:
-            return
-        expected = ", ".join(f"{k.get_name()} {k.fingerprint}" for k in known.values())
+    revoked = found.revoked_entry(blob)
+    if revoked is not None:
         raise TransportError(
-            f"host key changed for {who}: possible man-in-the-middle; not connecting "
-            f"(server offered {offered}, {path} has {expected})",
+            f"host key of {who} is REVOKED ({offered} is marked @revoked in {revoked.where}): "
+            "not connecting",
             status=Status.CRIT,
         )
-    if not cfg.accept_new:
+    cert = getattr(server_key, "public_blob", None)
+    cert_problem: str | None = None
+    if cert is not None and cert.key_type.endswith(known_hosts.CERT_SUFFIX):
+        name = target.known_hosts_host
+        try:
+            known_hosts.check_host_cert(cert.key_blob, name, found)
+            return
+        except known_hosts.CertProblem as e:
+            if e.mitm:
+                raise TransportError(
+                    f"host certificate of {who} refused: {e.reason}: not connecting",
+                    status=Status.CRIT,
+                ) from None
+            cert_problem = e.reason
+    same_type = [k for k in found.keys if k.keytype == server_key.get_name()]
+    if any(k.blob == blob for k in same_type):
+        return
+    if found.keys:
+        expected = "; ".join(f"{k.fingerprint()} ({k.where})" for k in found.keys)
         raise TransportError(
-            f"host key of {who} ({target.known_hosts_name}) is not in {path}: not connecting "
-            f"(server offered {offered}; verify it and add it, or set accept_new = true)"
+            f"host key changed for {who}: possible man-in-the-middle; not connecting "
+            f"(server offered {offered}, known_hosts has {expected})",
+            status=Status.CRIT,
         )
+    if cert_problem is not None:
+        raise TransportError(
+            f"host certificate of {who} refused: {cert_problem}; its plain key {offered} is "
+            f"not in {where} either: not connecting"
+        )
+    if not (cfg.accept_new or target.accept_new):
+        ca_note = " (a CA is listed for it, but the server presented no certificate)" if (
+            found.cas
+        ) else ""
+        raise TransportError(
+            f"host key of {who} ({target.known_hosts_name}) is not in {where}{ca_note}: not "
+            f"connecting (server offered {offered}; verify it and add it, or set "
+            "accept_new = true)"
+        )
+    if not paths:
+        raise TransportError(f"accept_new: no known_hosts file to add the host key of {who} to")
+    path = Path(paths[0])
     line = f"{target.known_hosts_name} {server_key.get_name()} {server_key.get_base64()}\n"
     with _known_hosts_lock:
         try:
