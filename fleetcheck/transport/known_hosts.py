@@ -142,8 +142,7 @@ class KnownHostsFile:
                     continue
                 _, patterns, _, _, _ = parsed
                 simple = all(
-                    not p.startswith(("!", "|")) and not any(c in p for c in "*?")
-                    for p in patterns
+                    not p.startswith(("!", "|")) and not any(c in p for c in "*?") for p in patterns
                 )
                 if simple:
                     for p in patterns:

@@ -601,9 +601,11 @@ def _verify_host_key(
             f"not in {where} either: not connecting"
         )
     if not (cfg.accept_new or target.accept_new):
-        ca_note = " (a CA is listed for it, but the server presented no certificate)" if (
-            found.cas
-        ) else ""
+        ca_note = (
+            " (a CA is listed for it, but the server presented no certificate)"
+            if (found.cas)
+            else ""
+        )
         raise TransportError(
             f"host key of {who} ({target.known_hosts_name}) is not in {where}{ca_note}: not "
             f"connecting (server offered {offered}; verify it and add it, or set "
