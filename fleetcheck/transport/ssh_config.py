@@ -466,7 +466,9 @@ class Resolver:
                 try:
                     st.first("connecttimeout", float(parse_duration(v)))
                 except ValueError:
-                    raise SshConfigError(f"{line.where}: ConnectTimeout {v!r} is not a time")
+                    raise SshConfigError(
+                        f"{line.where}: ConnectTimeout {v!r} is not a time"
+                    ) from None
         elif kw == "hostkeyalias":
             st.first("hostkeyalias", one())
         elif kw == "userknownhostsfile":
