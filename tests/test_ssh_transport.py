@@ -233,23 +233,26 @@ def test_proxycommand(lab: Lab, tmp_path: Path) -> None:
 
 
 def test_resolve_target_precedence(tmp_path: Path) -> None:
-    """Host keys beat ~/.ssh/config, which beats the fleet-wide [ssh] defaults."""
-    import paramiko
+    """OpenSSH's order: what hosts.toml says for the host (user@host:port, `user`, `port`)
+    acts like ssh's command line and wins; then ssh_config; then the [ssh] defaults."""
+    from fleetcheck.transport.ssh import load_ssh_config
 
-    conf = paramiko.SSHConfig.from_text(
+    conf_file = tmp_path / "ssh_config"
+    conf_file.write_text(
         "Host web\n  HostName 198.18.0.9\n  User deploy\n  Port 2200\n  IdentityFile ~/k1\n"
     )
-    cfg = SshConfig(user="root", port=22, identity_file="/k2", config_file="/dev/null")
+    conf = load_ssh_config(str(conf_file))
+    cfg = SshConfig(user="root", port=2022, identity_file="/k2", config_file=str(conf_file))
     t = resolve_target("web", cfg, conf)
-    assert (t.hostname, t.user, t.port) == ("198.18.0.9", "deploy", 2200)
+    assert (t.hostname, t.user, t.port) == ("198.18.0.9", "deploy", 2200)  # ssh_config > [ssh]
     assert t.identity_files[-1] == "/k2" and t.identity_files[0].endswith("/k1")
-    t = resolve_target("web", cfg, conf, user="ops", port=2022)
-    assert (t.user, t.port) == ("ops", 2022)
-    t = resolve_target("admin@198.18.0.7:2201", cfg, conf)
-    assert (t.hostname, t.user, t.port) == ("198.18.0.7", "admin", 2201)
-    assert t.known_hosts_name == "[198.18.0.7]:2201"
+    t = resolve_target("web", cfg, conf, user="ops", port=2023)
+    assert (t.user, t.port) == ("ops", 2023)  # the host's own keys > ssh_config
+    t = resolve_target("admin@web:2201", cfg, conf)
+    assert (t.hostname, t.user, t.port) == ("198.18.0.9", "admin", 2201)
+    assert t.known_hosts_name == "[198.18.0.9]:2201"
     t = resolve_target("other", cfg, conf)
-    assert (t.hostname, t.user, t.port) == ("other", "root", 22)
+    assert (t.hostname, t.user, t.port) == ("other", "root", 2022)  # [ssh] when nothing else
 
 
 def test_cached_known_hosts_sees_a_changed_key_and_a_re_trust(lab: Lab) -> None:
@@ -323,7 +326,7 @@ def test_match_exec_in_ssh_config_still_works(lab: Lab, tmp_path: Path) -> None:
     conf.write_text(f"Match host box exec true\n  HostName {h.addr}\n")
     out = fresh_process(lab, {"a": "box"}, config=str(conf))
     assert out["results"] == {"a": "ok"}
-    assert out["invoke"] is True  # loaded late, when the first `Match exec` needed it
+    assert out["invoke"] is False  # our resolver runs `Match exec` itself
 
 
 def test_known_hosts_index_answers_like_paramiko(tmp_path: Path) -> None:
