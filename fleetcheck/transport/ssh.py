@@ -510,7 +510,7 @@ def fd_bound(per_host: int = 4, reserve: int = 48) -> int:
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return 1024
-    return max(1, (soft - reserve) // per_host)
+    return max(1, (soft - min(reserve, soft // 2)) // per_host)
 
 
 def _quiet_paramiko_logging() -> None:
@@ -543,7 +543,11 @@ def _direct_tcpip(transport: Any, hop_next: tuple[str, int], budget: Budget, via
     budget.stage = f"opening a tunnel through jump host {via} to {hop_next[0]}:{hop_next[1]}"
     try:
         chan = transport.open_channel(
-            "direct-tcpip", hop_next, ("127.0.0.1", 0), timeout=budget.left()
+            "direct-tcpip",
+            hop_next,
+            ("127.0.0.1", 0),
+            timeout=budget.left(),
+            window_size=_TUNNEL_WINDOW,
         )
     except Exception as e:
         if budget.expired:
@@ -551,8 +555,51 @@ def _direct_tcpip(transport: Any, hop_next: tuple[str, int], budget: Budget, via
         raise TransportError(
             f"jump host {via} could not reach {hop_next[0]}:{hop_next[1]}: {_describe(e)}"
         ) from None
-    budget.guard(chan)
-    return chan
+    tunnel = _Tunnel(chan)
+    budget.guard(tunnel)
+    return tunnel
+
+
+# A tunnel's receive window, large enough that a host's traffic (bounded by
+# max_output_bytes) never needs a WINDOW_ADJUST: paramiko sends those outside the channel's
+# lock, so one could follow our CLOSE, and OpenSSH drops the whole shared connection (every
+# host behind the jump host) for a packet on a channel it has freed.
+_TUNNEL_WINDOW = 2**31 - 1
+
+
+class _Tunnel:
+    """A direct-tcpip channel as the socket of the target's Transport. Sends and close are
+    serialised: paramiko's Channel builds a DATA packet under its lock but sends it after
+    releasing it, so the target's transport thread (answering the target's CHANNEL_CLOSE)
+    could put DATA on the wire after our CLOSE, and OpenSSH drops the shared connection for
+    "data packet referred to nonexistent channel"."""
+
+    def __init__(self, chan: Any) -> None:
+        self._chan = chan
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def send(self, data: bytes) -> int:
+        with self._lock:
+            if self._closed:
+                raise OSError(errno.EBADF, "tunnel closed")
+            return int(self._chan.send(data))
+
+    def sendall(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = self.send(bytes(view))
+            view = view[n:]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._chan.close()
+
+    def __getattr__(self, name: str) -> Any:  # recv, settimeout, fileno, ...
+        return getattr(self._chan, name)
 
 
 def _proxy_command(target: Target, budget: Budget) -> Any:
