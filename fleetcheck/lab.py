@@ -191,8 +191,8 @@ class Lab:
             if netns:
                 run("ip", "link", "add", self.bridge, "type", "bridge")
                 self._save_registry()
-                prefix = f"{self.gateway}/{self.subnet.prefixlen}"
-                run("ip", "addr", "add", prefix, "dev", self.bridge)
+                gateway = f"{self.gateway}/{self.subnet.prefixlen}"
+                run("ip", "addr", "add", gateway, "dev", self.bridge)
                 run("ip", "link", "set", self.bridge, "up")
                 self._make_client_key()
             self.redis_port = free_port()
