@@ -94,7 +94,8 @@ class SshConfig:
 class PatrolConfig:
     every: Duration = 900.0
     deadline: Duration = 60.0
-    concurrency: int = 128
+    concurrency: int = 128  # the upper bound on hosts in flight
+    adaptive: bool = True  # find the number in flight from handshake latency (else fixed)
     fail_after: int = 1
     flap_changes: int = 4
     flap_window: int = 10

@@ -175,7 +175,8 @@ class PatrolContext:
             if self._ssh is None:
                 from fleetcheck.transport.ssh import Connector
 
-                self._ssh = Connector(self.fleet.ssh, self.fleet.patrol.concurrency)
+                patrol = self.fleet.patrol
+                self._ssh = Connector(self.fleet.ssh, patrol.concurrency, patrol.adaptive)
                 if self.closed:
                     self._ssh.close()
             return self._ssh

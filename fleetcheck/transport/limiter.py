@@ -28,10 +28,13 @@ DECREASE = 0.7
 
 
 class AdaptiveLimiter:
-    def __init__(self, max_limit: int, start: int = START, min_limit: int = 2) -> None:
+    def __init__(
+        self, max_limit: int, start: int = START, min_limit: int = 2, adaptive: bool = True
+    ) -> None:
         self.max_limit = max(1, max_limit)
         self.min_limit = min(min_limit, self.max_limit)
-        self.limit = float(min(start, self.max_limit))
+        self.adaptive = adaptive  # False: always max_limit in flight ([patrol] adaptive)
+        self.limit = float(min(start if adaptive else max_limit, self.max_limit))
         self.ssthresh = float(self.max_limit)
         self.in_flight = 0
         self.baseline: float | None = None
@@ -75,7 +78,9 @@ class AdaptiveLimiter:
                     self.baseline = handshake_s
                 elif handshake_s > max(self.baseline * TOLERANCE, self.baseline + SLACK_S):
                     congested = True
-            if congested:
+            if not self.adaptive:
+                pass
+            elif congested:
                 # one cut per window: the hosts in flight when we cut finish slow too
                 if self._done - self._cut_at > self.in_flight:
                     self.limit = max(float(self.min_limit), self.limit * DECREASE)

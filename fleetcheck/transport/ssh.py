@@ -395,7 +395,7 @@ class Connector:
     The public surface: `target(host)`, `open(host)`, `limiter`, `notes()`, `close()`.
     """
 
-    def __init__(self, cfg: SshConfig, concurrency: int = 1024) -> None:
+    def __init__(self, cfg: SshConfig, concurrency: int = 1024, adaptive: bool = True) -> None:
         from fleetcheck.transport.limiter import AdaptiveLimiter
 
         self.cfg = cfg
@@ -405,7 +405,7 @@ class Connector:
         self._targets: dict[tuple[str, str | None, int | None], Target | TransportError] = {}
         self.throttled = 0  # handshakes retried after the server dropped them
         self.closed = False
-        self.limiter = AdaptiveLimiter(max_limit=min(concurrency, fd_bound()))
+        self.limiter = AdaptiveLimiter(max_limit=min(concurrency, fd_bound()), adaptive=adaptive)
 
     # ------------------------------------------------------------ resolving
     def target(self, host: HostConfig) -> Target:
