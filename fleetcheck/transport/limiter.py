@@ -5,7 +5,7 @@ cores at concurrency 128 gave 90 % UNKNOWN rows (every host's commands timed out
 at a time gave 100 % in the same wall time. The right number depends on the fleet and on
 this machine, so it is measured, like TCP finds a path's capacity:
 
-- start small (8), double per round trip while SSH handshakes stay as fast as the fastest
+- start small (16), double per round trip while SSH handshakes stay as fast as the fastest
   one seen (slow start), then grow by one per window of hosts (additive increase);
 - a handshake several times slower than that baseline, or a host that timed out, means the
   fleet or this machine is saturated: cut the limit by 30 % (multiplicative decrease, at most
@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 
-START = 8
+START = 16
 TOLERANCE = 4.0  # a handshake this many times the baseline means saturation
 SLACK_S = 0.05  # ... and at least this much slower (a 5 ms baseline is noise-prone)
 DECREASE = 0.7
@@ -96,7 +96,11 @@ class AdaptiveLimiter:
                     self.limit += 1.0 / self.limit
                 self.limit = min(self.limit, float(self.max_limit))
                 self.peak = max(self.peak, self.limit)
-            self._cond.notify_all()
+            # wake only as many waiters as there are free slots (a patrol has up to
+            # [patrol] concurrency lanes waiting: waking all of them per host is a herd)
+            free = self.current - self.in_flight
+            if free > 0:
+                self._cond.notify(free)
 
     @property
     def congested(self) -> bool:

@@ -324,6 +324,57 @@ def describe_targets(fleet: FleetConfig) -> tuple[str, bool]:
 # ---------------------------------------------------------------- the budget
 
 
+class _Watchdog:
+    """One process-wide thread for every deadline (connect budgets, command deadlines): a
+    thread per host per deadline costs more CPU than the rest of the host's bookkeeping.
+    A deadline that fires runs its action in a thread of its own (closing a paramiko
+    Transport joins its thread), so one slow close never delays another deadline."""
+
+    def __init__(self) -> None:
+        import heapq
+
+        self._heapq = heapq
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, list[Any]]] = []
+        self._seq = 0
+        self._thread: threading.Thread | None = None
+
+    def schedule(self, at: float, action: Any) -> list[Any]:
+        """Run `action()` at monotonic time `at` unless the returned handle is cancelled."""
+        handle = [action]
+        with self._cond:
+            self._seq += 1
+            self._heapq.heappush(self._heap, (at, self._seq, handle))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="fleetcheck-watchdog", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+        return handle
+
+    @staticmethod
+    def cancel(handle: list[Any]) -> None:
+        handle[0] = None
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._heap or self._heap[0][0] > time.monotonic():
+                    if self._heap and self._heap[0][2][0] is None:
+                        self._heapq.heappop(self._heap)  # cancelled: drop it early
+                        continue
+                    wait = self._heap[0][0] - time.monotonic() if self._heap else None
+                    self._cond.wait(wait)
+                _, _, handle = self._heapq.heappop(self._heap)
+            action = handle[0]
+            if action is not None:
+                threading.Thread(target=action, daemon=True).start()
+
+
+_watchdog = _Watchdog()
+
+
 class Budget:
     """One deadline for all stages of a connect; a watchdog closes what is open when it ends."""
 
@@ -334,9 +385,7 @@ class Budget:
         self.expired = False
         self._closers: list[Any] = []
         self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
-        self._timer.start()
+        self._timer = _watchdog.schedule(self.deadline, self._expire)
 
     def left(self) -> float:
         return max(self.deadline - time.monotonic(), 0.001)
@@ -356,7 +405,7 @@ class Budget:
             _quiet_close(c)
 
     def done(self) -> None:
-        self._timer.cancel()
+        _watchdog.cancel(self._timer)
 
     def timeout_error(self) -> TransportError:
         return TransportError(f"timed out after {self.seconds:g}s {self.stage}")
@@ -1066,16 +1115,15 @@ class SshShell:
         cut = threading.Event()
         fired = threading.Event()
 
-        def watchdog() -> None:
-            if cut.wait(max(deadline - time.monotonic(), 0)):
+        def hard_stop() -> None:
+            if cut.is_set():
                 return
             fired.set()
             _quiet_close(chan)
             if not cut.wait(1.0):
                 _quiet_close(t)
 
-        dog = threading.Thread(target=watchdog, daemon=True)
-        dog.start()
+        dog = _watchdog.schedule(deadline, hard_stop)
         out, err = bytearray(), bytearray()
         truncated = False
         timed_out = False
@@ -1128,6 +1176,7 @@ class SshShell:
                         poller.poll(min(left, 0.25) * 1000)
         finally:
             cut.set()
+            _watchdog.cancel(dog)
             _quiet_close(chan)
         if fired.is_set():
             timed_out = True  # the watchdog closed the channel: whatever rc we saw is not real
