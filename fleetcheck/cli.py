@@ -220,9 +220,27 @@ def list_checks() -> None:
 
 
 @config_app.command("check")
-def config_check(config: ConfigOpt = None) -> None:
+def config_check(
+    config: ConfigOpt = None,
+    ssh: Annotated[
+        bool,
+        typer.Option(
+            "--ssh",
+            help="Also print each host's resolved SSH target (user, address, port, jump "
+            "chain, key files, known_hosts files), as ssh_config resolves it; connects nowhere.",
+        ),
+    ] = False,
+) -> None:
     """Validate the config and print the resolved fleet."""
     fleet = load_fleet(config)
+    if ssh:
+        from fleetcheck.transport.ssh import describe_targets
+
+        text, ok = describe_targets(fleet)
+        print(text)
+        if not ok:
+            raise typer.Exit(3)
+        return
     from fleetcheck.parse.duration import format_duration
     from fleetcheck.transport.redis import redact_url
 

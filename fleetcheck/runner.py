@@ -107,6 +107,7 @@ def run_patrol(
     t0 = time.monotonic()
     deadline_s = fleet.patrol.deadline if deadline is None else deadline
     ctx = PatrolContext(fleet, fragments_for(items, fleet), clock)
+    ctx.deadline_at = t0 + deadline_s
 
     # Lanes: each broker check is one lane (its rows share one probe's facts); each host is
     # one lane running its host checks in turn over its one shell.
@@ -171,6 +172,7 @@ def run_patrol(
         started_at=iso_utc(started),
         duration_s=time.monotonic() - t0,
         results=ordered,
+        notes=tuple(ctx.notes()),
     )
 
 

@@ -1,0 +1,91 @@
+"""The SSH transport at fleet scale on the real lab: 100 hosts behind one stock OpenSSH
+bastion (default MaxStartups 10:30:100) share one connection to it, and a patrol of more
+hosts than its RLIMIT_NOFILE still reaches them all."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import _require_lab
+from tests.lab import Lab, LabHost
+
+pytestmark = pytest.mark.lab
+
+N = 100
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Iterator[tuple[Lab, list[LabHost], LabHost]]:
+    _require_lab()
+    with Lab() as lab:
+        hosts = [lab.add_host(f"t{i:03d}") for i in range(N)]
+        bastion = lab.add_host("bastion", sshd=False)
+        lab.start_sshd(bastion, max_startups=None, log_level="INFO")  # stock limits
+        yield lab, hosts, bastion
+
+
+def patrol(config: Path, nofile: int | None = None) -> dict[str, object]:
+    def limit() -> None:
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "fleetcheck", "run", "-c", str(config), "--format", "json",
+         "--no-state"],
+        capture_output=True, text=True, timeout=300, preexec_fn=limit,
+        cwd=Path(__file__).resolve().parent.parent, env=dict(os.environ),
+    )  # fmt: skip
+    assert proc.stdout, proc.stderr[-3000:]
+    report: dict[str, object] = json.loads(proc.stdout)
+    return report
+
+
+def logins(bastion: LabHost) -> int:
+    return (bastion.dir / "sshd.log").read_text().count("Accepted publickey for root")
+
+
+def test_hosts_behind_one_stock_bastion_share_one_connection(
+    fleet: tuple[Lab, list[LabHost], LabHost],
+) -> None:
+    lab, hosts, bastion = fleet
+    ssh_config = lab.dir / "ssh_config_bastion"
+    ssh_config.write_text(f"Host * !{bastion.addr}\n  ProxyJump root@{bastion.addr}\n")
+    config = lab.config(checks="[checks.routes]\n", hosts=hosts, patrol='deadline = "120s"\n')
+    config.write_text(
+        config.read_text().replace('config_file = "/dev/null"', f'config_file = "{ssh_config}"')
+    )
+    before = logins(bastion)
+    report = patrol(config)
+    rows = report["results"]
+    assert isinstance(rows, list) and len(rows) == N
+    bad = [r for r in rows if r["status"] != "OK"]
+    assert not bad, bad[:3]
+    used = logins(bastion) - before
+    assert 1 <= used <= 4, used
+    # every target saw its session come from the bastion, not from us
+    log = (hosts[0].dir / "sshd.log").read_text()
+    assert "Accepted" not in log  # LogLevel ERROR there: nothing to learn, but no errors
+    assert "error" not in log.lower()
+
+
+def test_patrol_of_more_hosts_than_its_open_file_limit(
+    fleet: tuple[Lab, list[LabHost], LabHost],
+) -> None:
+    """RLIMIT_NOFILE 64 and 100 hosts: hosts in flight are bounded by what the limit allows
+    (each holds a socket and a channel pipe), so no row is lost to 'Too many open files'."""
+    lab, hosts, _ = fleet
+    config = lab.config(checks="[checks.routes]\n", hosts=hosts, patrol='deadline = "120s"\n')
+    report = patrol(config, nofile=64)
+    rows = report["results"]
+    assert isinstance(rows, list) and len(rows) == N
+    bad = [r for r in rows if r["status"] != "OK"]
+    assert not bad, bad[:3]
+    assert N > 64
