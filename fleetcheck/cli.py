@@ -197,8 +197,14 @@ def run(
     )
     fmt = output_format(format)
 
+    keeper = None
+    if interval is not None and 0 < interval <= fleet.ssh.keep_alive_for:
+        from fleetcheck.transport.keep import Keeper
+
+        keeper = Keeper(fleet.ssh.keep_alive_for)
+
     def one() -> Report:
-        return patrol.one_round(fleet, items, outputs)
+        return patrol.one_round(fleet, items, outputs, keeper)
 
     if interval is None:
         report = one()
@@ -206,7 +212,11 @@ def run(
         raise typer.Exit(report.exit_code)
     from fleetcheck import live
 
-    last = live.run_loop(one, interval, rounds, fmt, render_text)
+    try:
+        last = live.run_loop(one, interval, rounds, fmt, render_text)
+    finally:
+        if keeper is not None:
+            keeper.close()
     raise typer.Exit(last.exit_code if last else 0)
 
 

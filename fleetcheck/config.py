@@ -74,6 +74,9 @@ class SshConfig:
     accept_new: bool = False
     use_agent: bool = True
     max_output_bytes: int = 8 * 1024 * 1024
+    # a long-running patrol (run --every) keeps each host's connection between rounds when
+    # they are at most this far apart; 0 never keeps one
+    keep_alive_for: Duration = 300.0
 
     @property
     def known_hosts_files(self) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from fleetcheck.check import CheckError
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.transport.shell import Shell, TransportError
+from fleetcheck.transport.shell import ExecResult, Shell, TransportError
 
 if TYPE_CHECKING:
     import redis
@@ -71,6 +71,7 @@ class PatrolContext:
         fleet: FleetConfig,
         fragments: Callable[[HostConfig], dict[str, str]] | None = None,
         clock: Callable[[], datetime] = utcnow,
+        keeper: Any = None,
     ) -> None:
         self.fleet = fleet
         self.clock = clock
@@ -82,6 +83,10 @@ class PatrolContext:
         self._shells: dict[str, Shell] = {}
         self._pinned: set[str] = set()  # shells handed out by shell(): kept to the end
         self._ssh: Any = None  # the patrol's ssh Connector, made on first use
+        # SSH connections kept between rounds (fleetcheck.transport.keep.Keeper), or None
+        self._keeper = keeper
+        self._from_keeper: set[str] = set()  # hosts whose shell this round came from it
+        self._healthy: dict[str, bool] = {}  # host -> its exec finished in time
         self._redis: redis.Redis | None = None
         self.closed = False
         self.deadline_at: float | None = None  # monotonic end of the patrol (runner sets it)
@@ -205,7 +210,11 @@ class PatrolContext:
 
                 shell = LocalShell()
             else:
-                shell = self.ssh().open(host)
+                kept = self._keeper.take(host) if self._keeper is not None else None
+                if kept is not None:
+                    with self._lock:
+                        self._from_keeper.add(host.name)
+                shell = kept or self.ssh().open(host)
             with self._lock:
                 self._shells[host.name] = shell
                 late = self.closed
@@ -223,7 +232,12 @@ class PatrolContext:
                 return
             shell = self._shells.pop(host.name, None)
             self._memo.pop(("shell", host.name), None)
-        if shell is not None:
+            healthy = self._healthy.pop(host.name, False)
+            self._from_keeper.discard(host.name)
+            keep = self._keeper is not None and not host.is_local and not self.closed
+        if shell is not None and keep:
+            self._keeper.give_back(host, shell, healthy)
+        elif shell is not None:
             try:
                 shell.close()
             except Exception:
@@ -276,10 +290,11 @@ class PatrolContext:
 
         nonce = secrets.token_hex(8)
         script = build_gather_script(nonce, fragments)
-        shell = self._open(host)
         before = time.time()
-        result = shell.run(script, self.fleet.ssh.command_timeout, self.fleet.ssh.max_output_bytes)
+        result = self._run(host, script)
         after = time.time()
+        with self._lock:
+            self._healthy[host.name] = result.rc is not None
         parsed, remote_epoch = parse_gathered(nonce, result.stdout)
         problem = None
         if result.rc is None:
@@ -299,6 +314,33 @@ class PatrolContext:
             exec_s=result.duration_s,
             problem=problem,
         )
+
+    def _run(self, host: HostConfig, script: str) -> ExecResult:
+        """The gathered exec on the host's shell. A connection kept from an earlier round
+        gets connect_timeout to open its channel; if it cannot, it is replaced by a new
+        connection (host key verified as for any other) and the exec runs on that."""
+        cfg = self.fleet.ssh
+        shell = self._open(host)
+        with self._lock:
+            kept = host.name in self._from_keeper
+        if not kept:
+            return shell.run(script, cfg.command_timeout, cfg.max_output_bytes)
+        from fleetcheck.transport.ssh import StaleConnection
+
+        kept_shell: Any = shell  # an SshShell: only SSH connections are kept
+        try:
+            return kept_shell.run(
+                script, cfg.command_timeout, cfg.max_output_bytes, open_timeout=cfg.connect_timeout
+            )
+        except StaleConnection:
+            with self._lock:
+                self._from_keeper.discard(host.name)
+                if self._shells.get(host.name) is shell:
+                    del self._shells[host.name]
+                self._memo.pop(("shell", host.name), None)
+            self._keeper.discard(shell)
+        shell = self._open(host)  # the keeper has none left for this host: a new connection
+        return shell.run(script, cfg.command_timeout, cfg.max_output_bytes)
 
     def close(self) -> None:
         with self._lock:
