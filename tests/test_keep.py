@@ -178,3 +178,45 @@ def test_keep_alive_for_is_a_duration_of_five_minutes_by_default(tmp_path: Path)
     p.write_text('[broker]\nurl = "redis://127.0.0.1:1/0"\n[ssh]\nkeep_alive_for = "-1s"\n')
     with pytest.raises(ConfigError, match=r"\[ssh\] keep_alive_for: bad duration"):
         load(p, registry.config_type)
+
+
+@pytest.mark.lab
+def test_a_silent_kept_connection_is_replaced_within_the_round(lab: Lab) -> None:
+    """The kept connection's sshd stops answering (SIGSTOP): its TCP connection still looks
+    open, so only the channel request can tell; it gets connect_timeout, then the round goes
+    on over a new connection, well inside connect + command timeouts."""
+    import time
+
+    h = lab.add_host("a")
+    fleet = fleet_of(lab)
+    host = host_cfg(fleet, h)
+    keeper = Keeper(300.0)
+    frozen: list[int] = []
+    try:
+        before = connection(fleet, host, keeper)
+        assert h.sshd is not None
+        listener = h.sshd.pid
+        pids = subprocess.run(
+            ["ip", "netns", "pids", h.ns], capture_output=True, text=True, check=True
+        ).stdout.split()
+        for pid in map(int, pids):
+            try:
+                if pid != listener and Path(f"/proc/{pid}/comm").read_text().strip() == "sshd":
+                    os.kill(pid, signal.SIGSTOP)
+                    frozen.append(pid)
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+        assert frozen
+        start = time.monotonic()
+        after = connection(fleet, host, keeper)
+        took = time.monotonic() - start
+        assert after and after != before and keeper.replaced == 1
+        cfg = fleet.ssh
+        assert cfg.connect_timeout <= took < 2 * cfg.connect_timeout + cfg.command_timeout
+    finally:
+        for pid in frozen:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        keeper.close()
