@@ -6,7 +6,10 @@ alternating, --pairs times:
 - fresh round: a patrol as every round was before (connect, key exchange, auth, one exec,
   close), through the runner, with the routes check (one gathered exec per host);
 - repeat round: the same patrol on connections kept from the round before (Keeper, as
-  `run --every` does): one channel per host.
+  `run --every` does): one channel per host;
+
+and the same pair again with an exec of `true` instead of the routes check's commands (what
+is left is the connection's own cost).
 
 For each: wall time of the patrol, the client's CPU, and the server side's CPU read from
 /proc of every sshd process in the lab's namespaces (utime + stime + cutime + cstime: the
@@ -89,7 +92,27 @@ def settle(hosts: list[LabHost], want: dict[str, set[int]] | None, timeout: floa
         time.sleep(0.05)
 
 
-def one_round(fleet: Any, items: Any, hosts: list[LabHost], keeper: Any, mode: str) -> Any:
+def bare_patrol(fleet: Any, keeper: Any) -> None:
+    """Every host's connection and one exec of `true`, concurrently (a round whose commands
+    cost nothing: what is left is the connection)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fleetcheck.context import PatrolContext
+
+    ctx = PatrolContext(fleet, lambda _h: {"bare.true": "true"}, keeper=keeper)
+    try:
+        with ThreadPoolExecutor(len(fleet.hosts)) as pool:
+            facts = list(pool.map(ctx.host_facts, fleet.hosts))
+    finally:
+        ctx.close()
+    bad = [f for f in facts if f.problem or f.get("bare.true").rc != 0]
+    if bad:
+        raise SystemExit(f"a bare exec failed: {bad[0]}")
+
+
+def one_round(
+    fleet: Any, items: Any, hosts: list[LabHost], keeper: Any, mode: str, bare: bool = False
+) -> Any:
     """mode: "fresh" (no keeper), "prime" (connects, keeps), "repeat" (on kept ones)."""
     from fleetcheck.model import Status
     from fleetcheck.runner import run_patrol
@@ -97,11 +120,14 @@ def one_round(fleet: Any, items: Any, hosts: list[LabHost], keeper: Any, mode: s
     before_pids = sshd_pids(hosts)
     own0, reaped0 = cpu_of(before_pids)
     c0, t0 = time.process_time(), time.perf_counter()
-    report = run_patrol(fleet, items, keeper=keeper)
+    if bare:
+        bare_patrol(fleet, keeper)
+    else:
+        report = run_patrol(fleet, items, keeper=keeper)
+        bad = [r for r in report.results if r.status is not Status.OK]
+        if bad:
+            raise SystemExit(f"a row was not OK: {bad[0]}")
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    bad = [r for r in report.results if r.status is not Status.OK]
-    if bad:
-        raise SystemExit(f"a row was not OK: {bad[0]}")
     if mode == "prime":
         return None
     # fresh: every connection's sshd has exited (reaped into the listener's cutime);
@@ -137,43 +163,48 @@ def main() -> None:
         items = plan(fleet, registry.select(fleet.checks))
         settle(hosts, None)
         one_round(fleet, items, hosts, None, "fresh")  # warm-up: imports, known_hosts cache
-        fresh, repeat = [], []
-        for _ in range(a.pairs):
-            fresh.append(one_round(fleet, items, hosts, None, "fresh"))
-            keeper = Keeper(300.0)
-            one_round(fleet, items, hosts, keeper, "prime")  # connects and keeps
-            repeat.append(one_round(fleet, items, hosts, keeper, "repeat"))
-            # the gathered commands cost the same in both rounds: a fresh round's sshds
-            # alone are its server CPU minus what the repeat round's shells took
-            fresh[-1]["sshd_cpu_s"] = round(
-                fresh[-1]["server_cpu_s"] - repeat[-1]["commands_cpu_s"], 3
-            )
-            if keeper.reused != a.hosts:
-                raise SystemExit(f"only {keeper.reused} of {a.hosts} connections reused")
-            keeper.close()
-            settle(hosts, None)
+        results: dict[str, Any] = {}
+        for bare in (False, True):
+            fresh, repeat = [], []
+            for _ in range(a.pairs):
+                fresh.append(one_round(fleet, items, hosts, None, "fresh", bare))
+                keeper = Keeper(300.0)
+                one_round(fleet, items, hosts, keeper, "prime", bare)  # connects and keeps
+                repeat.append(one_round(fleet, items, hosts, keeper, "repeat", bare))
+                # the commands cost the same in both rounds: a fresh round's sshds alone
+                # are its server CPU minus what the repeat round's shells took
+                fresh[-1]["sshd_cpu_s"] = round(
+                    fresh[-1]["server_cpu_s"] - repeat[-1]["commands_cpu_s"], 3
+                )
+                if keeper.reused != a.hosts:
+                    raise SystemExit(f"only {keeper.reused} of {a.hosts} connections reused")
+                keeper.close()
+                settle(hosts, None)
+            results["exec of true" if bare else "routes check"] = (fresh, repeat)
 
     def med(rows: list[dict[str, Any]], key: str) -> float:
         return statistics.median(r[key] for r in rows)
 
-    res: dict[str, Any] = {
-        "hosts": a.hosts,
-        "pairs": a.pairs,
-        "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}",
-        "fresh": fresh,
-        "repeat": repeat,
-    }
-    print(f"{a.hosts} lab hosts, routes check, median of {a.pairs} pairs ({res['machine']}):")
-    print(f"  {'':<34}{'fresh round':>12}{'repeat round':>14}{'ratio':>8}")
-    for key, label in (
-        ("wall_s", "patrol wall (s)"),
-        ("server_cpu_s", "server CPU: sshds + commands (s)"),
-        ("sshd_cpu_s", "sshd CPU alone (s)"),
-        ("client_cpu_s", "client CPU (s)"),
-    ):
-        f, r = med(fresh, key), med(repeat, key)
-        res[f"median_{key}"] = {"fresh": f, "repeat": r, "ratio": round(r / f, 3) if f else None}
-        print(f"  {label:<34}{f:>12.3f}{r:>14.3f}{r / f if f else 0:>8.2f}")
+    machine = f"{os.cpu_count()} cores, Python {platform.python_version()}"
+    res: dict[str, Any] = {"hosts": a.hosts, "pairs": a.pairs, "machine": machine}
+    for workload, (fresh, repeat) in results.items():
+        out: dict[str, Any] = {"fresh": fresh, "repeat": repeat}
+        print(f"{a.hosts} lab hosts, {workload}, median of {a.pairs} pairs ({machine}):")
+        print(f"  {'':<34}{'fresh round':>12}{'repeat round':>14}{'ratio':>8}")
+        for key, label in (
+            ("wall_s", "patrol wall (s)"),
+            ("server_cpu_s", "server CPU: sshds + commands (s)"),
+            ("sshd_cpu_s", "sshd CPU alone (s)"),
+            ("client_cpu_s", "client CPU (s)"),
+        ):
+            f, r = med(fresh, key), med(repeat, key)
+            out[f"median_{key}"] = {
+                "fresh": f,
+                "repeat": r,
+                "ratio": round(r / f, 3) if f else None,
+            }
+            print(f"  {label:<34}{f:>12.3f}{r:>14.3f}{r / f if f else 0:>8.2f}")
+        res[workload] = out
     if a.json:
         Path(a.json).write_text(json.dumps(res, indent=2) + "\n")
 
