@@ -290,8 +290,11 @@ class PatrolContext:
 
         nonce = secrets.token_hex(8)
         script = build_gather_script(nonce, fragments)
+        shell = self._open(host)
         before = time.time()
-        result = self._run(host, script)
+        replaced_at, result = self._run(host, shell, script)
+        if replaced_at is not None:  # a kept connection was dead: the exec ran on a new one
+            before = replaced_at
         after = time.time()
         with self._lock:
             self._healthy[host.name] = result.rc is not None
@@ -315,21 +318,21 @@ class PatrolContext:
             problem=problem,
         )
 
-    def _run(self, host: HostConfig, script: str) -> ExecResult:
+    def _run(self, host: HostConfig, shell: Shell, script: str) -> tuple[float | None, ExecResult]:
         """The gathered exec on the host's shell. A connection kept from an earlier round
         gets connect_timeout to open its channel; if it cannot, it is replaced by a new
-        connection (host key verified as for any other) and the exec runs on that."""
+        connection (host key verified as for any other) and the exec runs on that; then
+        the first value says when that exec started (for the clock-skew midpoint)."""
         cfg = self.fleet.ssh
-        shell = self._open(host)
         with self._lock:
             kept = host.name in self._from_keeper
         if not kept:
-            return shell.run(script, cfg.command_timeout, cfg.max_output_bytes)
+            return None, shell.run(script, cfg.command_timeout, cfg.max_output_bytes)
         from fleetcheck.transport.ssh import StaleConnection
 
         kept_shell: Any = shell  # an SshShell: only SSH connections are kept
         try:
-            return kept_shell.run(
+            return None, kept_shell.run(
                 script, cfg.command_timeout, cfg.max_output_bytes, open_timeout=cfg.connect_timeout
             )
         except StaleConnection:
@@ -340,7 +343,8 @@ class PatrolContext:
                 self._memo.pop(("shell", host.name), None)
             self._keeper.discard(shell)
         shell = self._open(host)  # the keeper has none left for this host: a new connection
-        return shell.run(script, cfg.command_timeout, cfg.max_output_bytes)
+        started = time.time()
+        return started, shell.run(script, cfg.command_timeout, cfg.max_output_bytes)
 
     def close(self) -> None:
         with self._lock:
