@@ -1128,26 +1128,21 @@ class SshShell:
         truncated = False
         timed_out = False
         rc: int | None = None
+        early: BaseException | None = None  # the remote side stopped taking our script
         try:
             try:
                 chan.exec_command("/bin/sh -s")
                 chan.settimeout(max(deadline - time.monotonic(), 0.001))
                 chan.sendall(command.encode())
                 chan.shutdown_write()
-            except (TimeoutError, OSError, EOFError) as e:
-                if time.monotonic() >= deadline:
-                    timed_out = True
-                else:
-                    raise TransportError(
-                        f"{self.target.hostname}: cannot run the command: {_describe(e)}"
-                    ) from None
             except Exception as e:
                 if time.monotonic() >= deadline:
                     timed_out = True
                 else:
-                    raise TransportError(
-                        f"{self.target.hostname}: cannot run the command: {_describe(e)}"
-                    ) from None
+                    # a login refused by the account's shell (nologin, a ForceCommand) exits
+                    # before reading its stdin: what it printed and its exit status are the
+                    # precise reason, so read them rather than report "Socket is closed"
+                    early = e
             if not timed_out:
                 chan.settimeout(0.0)
                 poller = select.poll()  # not select(): fds past 1023 are normal in a patrol
@@ -1162,9 +1157,7 @@ class SshShell:
                     if chan.closed and not chan.exit_status_ready():
                         timed_out = time.monotonic() >= deadline
                         if not timed_out:
-                            raise TransportError(
-                                f"{self.target.hostname}: connection lost while running commands"
-                            )
+                            raise TransportError(self._lost(t, early, out, err))
                         break
                     left = deadline - time.monotonic()
                     if left <= 0:
@@ -1187,6 +1180,22 @@ class SshShell:
             truncated=truncated,
             duration_s=time.monotonic() - start,
         )
+
+    def _lost(self, t: Any, early: BaseException | None, out: bytearray, err: bytearray) -> str:
+        """Why the session ended without an exit status, as precisely as we can tell."""
+        said = (bytes(err) or bytes(out)).decode("utf-8", "replace").strip().splitlines()
+        if said:
+            return f"{self.target.hostname}: the session ended at once: {said[-1][:200]}"
+        why = t.get_exception() if hasattr(t, "get_exception") else None
+        if not t.is_active():
+            reason = f": {_describe(why)}" if why is not None else ""
+            return f"{self.target.hostname}: the server closed the connection after login{reason}"
+        if early is not None:
+            return (
+                f"{self.target.hostname}: the server closed the session before taking the "
+                f"command ({_describe(early)}): login refused by the account or a ForceCommand?"
+            )
+        return f"{self.target.hostname}: connection lost while running commands"
 
     def close(self) -> None:
         for t in reversed(self._transports):
