@@ -827,11 +827,15 @@ def _handshake(target: Target, cfg: SshConfig, budget: Budget, sock: Any, who: s
     paramiko = _paramiko()
 
     budget.stage = f"waiting for the SSH banner from {who} (sshd hung or overloaded?)"
+    try:
+        known = _known_keys(cfg, target)
+    except TransportError:
+        _quiet_close(sock)
+        raise
     transport = paramiko.Transport(sock)
     budget.guard(transport)
     transport.banner_timeout = budget.left()
     transport.auth_timeout = budget.left()
-    known = _known_keys(cfg, target)
     opts = transport.get_security_options()
     opts.ciphers = _first(opts.ciphers, PREFERRED_CIPHERS)
     opts.digests = _first(opts.digests, PREFERRED_MACS)
