@@ -147,6 +147,21 @@ def sweep_orphans() -> None:
         entry.unlink(missing_ok=True)
 
 
+def _roomy_neighbour_table() -> None:
+    """The root namespace's ARP table holds one entry per lab host of every lab on this
+    machine; the kernel's default hard limit (gc_thresh3 = 1024) overflows with a 600-host
+    lab next to others ("neighbor table overflow": SYNs dropped, "no route to host"). Raise
+    the limits (never lower them) so the lab measures sshd, not the ARP cache."""
+    base = Path("/proc/sys/net/ipv4/neigh/default")
+    for name, want in (("gc_thresh1", 1024), ("gc_thresh2", 8192), ("gc_thresh3", 16384)):
+        try:
+            path = base / name
+            if int(path.read_text()) < want:
+                path.write_text(f"{want}\n")
+        except (OSError, ValueError):
+            pass
+
+
 @dataclass
 class LabHost:
     name: str
@@ -189,6 +204,8 @@ class Lab:
         self._save_registry()
         try:
             if netns:
+                if self.subnet.num_addresses > 256:
+                    _roomy_neighbour_table()
                 run("ip", "link", "add", self.bridge, "type", "bridge")
                 self._save_registry()
                 gateway = f"{self.gateway}/{self.subnet.prefixlen}"

@@ -89,3 +89,31 @@ def test_patrol_of_more_hosts_than_its_open_file_limit(
     bad = [r for r in rows if r["status"] != "OK"]
     assert not bad, bad[:3]
     assert N > 64
+
+
+def test_handshakes_dropped_by_maxstartups_are_retried(lab: Lab) -> None:
+    """24 host entries on one sshd that takes 2 unauthenticated connections at a time
+    (MaxStartups 2) and drops the rest before its banner, all asked at once (fixed
+    concurrency): each dropped handshake is retried with backoff inside the connect
+    budget, every row gets its verdict, and the report says handshakes were retried."""
+    h = lab.add_host("busy", sshd=False)
+    lab.start_sshd(h, max_startups="2")
+    config = lab.config(
+        checks="[checks.routes]\n",
+        hosts=[h],
+        patrol='deadline = "60s"\nadaptive = false\nconcurrency = 24\n',
+    )
+    head, sep, rest = config.read_text().partition("[[hosts]]")
+    block, _, checks = rest.partition("[checks")
+    hosts = "".join(
+        sep + block.replace('name = "busy"', f'name = "busy{i:02d}"') for i in range(24)
+    )
+    config.write_text(head + hosts + "[checks" + checks)
+    report = patrol(config)
+    rows = report["results"]
+    assert isinstance(rows, list) and len(rows) == 24
+    bad = [r for r in rows if r["status"] != "OK"]
+    assert not bad, bad[:3]
+    notes = report.get("notes")
+    assert isinstance(notes, list)
+    assert any("dropped by a busy sshd" in n and "were retried" in n for n in notes), notes

@@ -302,3 +302,10 @@ def test_algorithms_follow_what_known_hosts_holds(tmp_path: Path) -> None:
     f.lookup(["ca-only"], ca_only)
     assert ca_only.host_key_algorithms(available)[0] == "ssh-ed25519-cert-v01@openssh.com"
     assert Lookup().host_key_algorithms(available) == available
+
+
+@pytest.mark.lab
+def test_unreadable_known_hosts_is_unknown_and_named(lab: Lab, tmp_path: Path) -> None:
+    h = lab.add_host("a")
+    got = ours(h, ssh_cfg(lab, tmp_path))  # a directory: cannot be read as a file
+    assert got.startswith("UNKNOWN: cannot read known_hosts") and str(tmp_path) in got, got

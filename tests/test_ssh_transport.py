@@ -415,3 +415,27 @@ def test_first_moves_preferred_to_the_front(
     from fleetcheck.transport.ssh import _first
 
     assert _first(offered, preferred) == expected
+
+
+def test_login_refused_by_the_account_shell_gives_its_reason(lab: Lab) -> None:
+    """An account whose shell refuses (nologin; here a ForceCommand that prints and exits
+    without reading stdin) closes the channel while we still send the script: the row gives
+    what the server said, never "cannot run the command: Socket is closed"."""
+    h = lab.add_host(
+        "nologin",
+        sshd_options='ForceCommand echo "This account is currently not available."; exit 1\n',
+    )
+    script = "true\n" + "# padding to keep us sending after the remote side is gone\n" * 8000
+    for _ in range(5):
+        shell = open_shell(host_cfg(h), ssh_cfg(lab))
+        try:
+            try:
+                r = shell.run(script, 5, 4096)
+            except TransportError as e:
+                assert "Socket is closed" not in e.reason
+                assert "This account is currently not available." in e.reason, e.reason
+            else:
+                assert r.rc == 1
+                assert r.stdout == b"This account is currently not available.\n"
+        finally:
+            shell.close()

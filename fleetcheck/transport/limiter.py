@@ -44,7 +44,8 @@ class AdaptiveLimiter:
         self.lowest_after_cut: float | None = None
         self.timeouts = 0
         self._done = 0
-        self._cut_at = -1
+        self._cut_at = 0
+        self._cut_window = 0  # hosts that were in flight at the last cut
         self._cond = threading.Condition()
 
     @property
@@ -82,10 +83,11 @@ class AdaptiveLimiter:
                 pass
             elif congested:
                 # one cut per window: the hosts in flight when we cut finish slow too
-                if self._done - self._cut_at > self.in_flight:
+                if self._done - self._cut_at > self._cut_window:
                     self.limit = max(float(self.min_limit), self.limit * DECREASE)
                     self.ssthresh = self.limit
                     self._cut_at = self._done
+                    self._cut_window = self.in_flight
                     self.cuts += 1
                     low = self.lowest_after_cut
                     self.lowest_after_cut = self.limit if low is None else min(low, self.limit)

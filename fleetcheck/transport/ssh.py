@@ -1,29 +1,36 @@
-"""The SSH transport: one paramiko connection per host per patrol, strict about host keys.
+"""The SSH transport: paramiko connections, strict about host keys, shared through jump hosts.
+
+The public surface (what the patrol context and later work build on):
+
+- `Connector(cfg, concurrency, adaptive)`: one per patrol. `target(host)` resolves a host
+  (hosts.toml, then ssh_config, then [ssh]; cached), `open(host)` returns a connected
+  `SshShell`, `limiter` bounds the hosts in flight (fleetcheck.transport.limiter), `notes()`
+  says what the operator should know about the patrol, `close()` closes the shared jump-host
+  connections. `open_shell(host, cfg)` is the one-off form (a private Connector).
+- `SshShell.run(command, timeout, max_bytes)` and `close()`; `connect_s` is its handshake time.
 
 What it guarantees (each point is tested against a real OpenSSH sshd in tests/):
 
 - Every stage of connecting (name lookup, TCP connect, SSH banner and key exchange, host key
-  check, authentication, opening the session) shares ONE budget, `[ssh] connect_timeout`. A
-  watchdog closes the socket when the budget runs out, so a frozen sshd (the kernel accepts
-  the TCP connection, nothing ever answers) costs exactly that long, never more.
+  check, agent, authentication) shares ONE budget; a process-wide watchdog closes the socket
+  when it runs out, so a frozen sshd costs exactly that long, never more. A name's addresses
+  are tried in turn, each with a fair share of what is left.
 - Each failure is one precise line: cannot resolve, connection refused, no route, TCP timeout,
-  no SSH banner, host key unknown (UNKNOWN), host key CHANGED (CRIT, never connects), auth
-  refused (with the keys tried).
-- Host keys are checked against `known_hosts` strictly. `accept_new = true` appends an unknown
-  host's key (like OpenSSH's StrictHostKeyChecking=accept-new); a changed key is never added.
-- `~/.ssh/config` (or `[ssh] config_file`) is honoured through paramiko.SSHConfig: HostName,
-  User, Port, IdentityFile, ProxyCommand and ProxyJump (each hop a direct-tcpip channel through
-  the previous one, host keys checked at every hop).
+  no SSH banner, host key unknown (UNKNOWN), host key CHANGED or REVOKED (CRIT, never
+  connects), host certificate refused, auth refused (with the keys tried).
+- Host keys are checked as OpenSSH checks them (fleetcheck.transport.known_hosts): several
+  files, markers, patterns, hashed names, the host-key algorithms ordered by what is known.
+- ssh_config is read as `ssh -F FILE` reads it (fleetcheck.transport.ssh_config).
+- ProxyJump: one shared connection per jump host per patrol; each target is a direct-tcpip
+  channel through it, with at most JUMP_HANDSHAKES handshakes at once per jump host.
+- A handshake the server drops before its banner (MaxStartups) is retried with backoff.
 - TCP_NODELAY is set on the socket (paramiko leaves Nagle on, which costs delayed ACKs), and
   on Linux TCP_QUICKACK is re-armed after every read: OpenSSH's sshd keeps Nagle on and sends
   two small packets after authentication (hostkeys-00 and the session's confirmation), so a
   delayed ACK from us would hold the second one back ~40 ms per host.
-- Per patrol, the ssh config, known_hosts and private keys are parsed once (cached by path
-  and the file's inode, size and mtime, so an accept_new append is seen at once), and a
-  literal IP address never goes through the resolver thread.
 - A command runs as `/bin/sh -s` with the script on stdin, so the remote login shell (bash,
-  zsh, fish, csh) never parses it. Its deadline is hard: the channel is polled against a
-  monotonic clock and closed at the deadline; stdout/stderr are kept up to a byte bound.
+  zsh, fish, csh) never parses it. Its deadline is hard: the channel is polled (poll(2)) against
+  a monotonic clock and closed at the deadline; stdout/stderr are kept up to a byte bound.
 
 paramiko is imported inside functions: `fleetcheck --help` must not pay for it.
 """
@@ -820,11 +827,15 @@ def _handshake(target: Target, cfg: SshConfig, budget: Budget, sock: Any, who: s
     paramiko = _paramiko()
 
     budget.stage = f"waiting for the SSH banner from {who} (sshd hung or overloaded?)"
+    try:
+        known = _known_keys(cfg, target)
+    except TransportError:
+        _quiet_close(sock)
+        raise
     transport = paramiko.Transport(sock)
     budget.guard(transport)
     transport.banner_timeout = budget.left()
     transport.auth_timeout = budget.left()
-    known = _known_keys(cfg, target)
     opts = transport.get_security_options()
     opts.ciphers = _first(opts.ciphers, PREFERRED_CIPHERS)
     opts.digests = _first(opts.digests, PREFERRED_MACS)
@@ -1136,26 +1147,21 @@ class SshShell:
         truncated = False
         timed_out = False
         rc: int | None = None
+        early: BaseException | None = None  # the remote side stopped taking our script
         try:
             try:
                 chan.exec_command("/bin/sh -s")
                 chan.settimeout(max(deadline - time.monotonic(), 0.001))
                 chan.sendall(command.encode())
                 chan.shutdown_write()
-            except (TimeoutError, OSError, EOFError) as e:
-                if time.monotonic() >= deadline:
-                    timed_out = True
-                else:
-                    raise TransportError(
-                        f"{self.target.hostname}: cannot run the command: {_describe(e)}"
-                    ) from None
             except Exception as e:
                 if time.monotonic() >= deadline:
                     timed_out = True
                 else:
-                    raise TransportError(
-                        f"{self.target.hostname}: cannot run the command: {_describe(e)}"
-                    ) from None
+                    # a login refused by the account's shell (nologin, a ForceCommand) exits
+                    # before reading its stdin: what it printed and its exit status are the
+                    # precise reason, so read them rather than report "Socket is closed"
+                    early = e
             if not timed_out:
                 chan.settimeout(0.0)
                 poller = select.poll()  # not select(): fds past 1023 are normal in a patrol
@@ -1170,9 +1176,7 @@ class SshShell:
                     if chan.closed and not chan.exit_status_ready():
                         timed_out = time.monotonic() >= deadline
                         if not timed_out:
-                            raise TransportError(
-                                f"{self.target.hostname}: connection lost while running commands"
-                            )
+                            raise TransportError(self._lost(t, early, out, err))
                         break
                     left = deadline - time.monotonic()
                     if left <= 0:
@@ -1195,6 +1199,22 @@ class SshShell:
             truncated=truncated,
             duration_s=time.monotonic() - start,
         )
+
+    def _lost(self, t: Any, early: BaseException | None, out: bytearray, err: bytearray) -> str:
+        """Why the session ended without an exit status, as precisely as we can tell."""
+        said = (bytes(err) or bytes(out)).decode("utf-8", "replace").strip().splitlines()
+        if said:
+            return f"{self.target.hostname}: the session ended at once: {said[-1][:200]}"
+        why = t.get_exception() if hasattr(t, "get_exception") else None
+        if not t.is_active():
+            reason = f": {_describe(why)}" if why is not None else ""
+            return f"{self.target.hostname}: the server closed the connection after login{reason}"
+        if early is not None:
+            return (
+                f"{self.target.hostname}: the server closed the session before taking the "
+                f"command ({_describe(early)}): login refused by the account or a ForceCommand?"
+            )
+        return f"{self.target.hostname}: connection lost while running commands"
 
     def close(self) -> None:
         for t in reversed(self._transports):
