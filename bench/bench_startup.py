@@ -12,7 +12,8 @@ interleaved run by run so that a busy machine weighs on all of them alike):
 
 "before" is the code at --before (default: the commit issue 15 started from), unpacked with
 `git archive` into a temp dir and run by the same interpreter and libraries; "after" is this
-tree.
+tree. Every process runs in a neutral directory (a `python -m` puts its working directory
+first on sys.path).
 
     flock /tmp/fleetcheck-bench.lock .venv/bin/python bench/bench_startup.py [--runs 20]
 """
@@ -23,6 +24,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -85,7 +87,7 @@ def main() -> None:
             if time.monotonic() > deadline:
                 raise SystemExit("redis-server did not start")
             time.sleep(0.02)
-        config = fleet_config(ROOT, f"unix://{sock}", tmp)
+        config = fleet_config(old, f"unix://{sock}", tmp)  # the older example: both accept it
         env_after = {**os.environ, "XDG_STATE_HOME": str(tmp / "state-after")}
         env_before = {
             **os.environ,
@@ -113,15 +115,21 @@ def main() -> None:
                 (f"after:  fleetcheck {label}", [py, "-m", "fleetcheck", *args], env_after)
             )
         for _, cmd, env in cases:  # warm-up (bytecode caches), and every case must work
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp)
             if proc.returncode not in (0,) and "patrol" not in " ".join(cmd):
                 raise SystemExit(f"{cmd}: {proc.stderr}")
         samples: dict[str, list[float]] = {label: [] for label, _, _ in cases}
+        cpu: dict[str, list[float]] = {label: [] for label, _, _ in cases}
         for _ in range(a.runs):
             for label, cmd, env in cases:
+                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t = time.perf_counter()
-                subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                subprocess.run(
+                    cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp
+                )
                 samples[label].append(time.perf_counter() - t)
+                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu[label].append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
         check = subprocess.run(
             [py, "-m", "fleetcheck", *patrol], env=env_after, capture_output=True
         )
@@ -133,13 +141,24 @@ def main() -> None:
             redis.wait()
         shutil.rmtree(tmp, ignore_errors=True)
     machine = f"{os.cpu_count()} cores, Python {platform.python_version()}"
-    print(f"start-up, whole process, median / min of {a.runs} interleaved runs ({machine}):")
+    print(
+        f"start-up, whole process, {a.runs} interleaved runs ({machine}; load average at the "
+        f"end {os.getloadavg()[0]:.1f}): wall median / min, CPU (user+sys) median"
+    )
     out: dict[str, Any] = {"runs": a.runs, "machine": machine, "before": a.before, "cases": {}}
     base = statistics.median(samples["python -c pass"])
     for label, _, _ in cases:
         med, low = statistics.median(samples[label]), min(samples[label])
-        out["cases"][label] = {"median_ms": round(med * 1000, 1), "min_ms": round(low * 1000, 1)}
-        print(f"  {label:<42} {med * 1000:7.1f} ms  (min {low * 1000:6.1f})  {med / base:5.2f}x")
+        c = statistics.median(cpu[label])
+        out["cases"][label] = {
+            "median_ms": round(med * 1000, 1),
+            "min_ms": round(low * 1000, 1),
+            "cpu_median_ms": round(c * 1000, 1),
+        }
+        print(
+            f"  {label:<42} {med * 1000:7.1f} ms  (min {low * 1000:6.1f})  {med / base:5.2f}x"
+            f"   CPU {c * 1000:6.1f} ms"
+        )
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=2) + "\n")
 
