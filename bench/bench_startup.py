@@ -101,6 +101,11 @@ def main() -> None:
             ("import typer._adapters (pydantic)", [py, "-c", "import typer._adapters"], env_after),
             ("import asyncio", [py, "-c", "import asyncio"], env_after),
             ("import redis", [py, "-c", "import redis"], env_after),
+            (
+                "floor: typer + its pydantic + redis",
+                [py, "-c", "import typer, typer._adapters, redis"],
+                env_after,
+            ),
         ]
         for label, args in (
             ("--version", ["--version"]),
