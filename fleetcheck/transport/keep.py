@@ -65,25 +65,30 @@ class Keeper:
         if hit is None:
             return None
         shell = hit[1]
-        if not _active(shell):
-            self.replaced += 1
+        alive = _active(shell)
+        with self._lock:
+            if alive:
+                self.reused += 1
+            else:
+                self.replaced += 1
+        if not alive:
             _close(shell)
             return None
-        self.reused += 1
         shell.connect_s = None  # no handshake this round: nothing for the adaptive limiter
         return shell
 
     def give_back(self, host: HostConfig, shell: Any, healthy: bool) -> None:
         """Keep `shell` for the next round when it is healthy and kept connections are
         wanted; close it otherwise (or the oldest idle one, past the bound)."""
-        if not healthy or not _active(shell) or shell.target.via:
-            self.dropped += 1
-            _close(shell)
-            return
-        try:
-            shell.transport.set_keepalive(int(max(1, self.keepalive)))
-        except Exception:
-            self.dropped += 1
+        keep = healthy and _active(shell) and not shell.target.via
+        if keep:
+            try:
+                shell.transport.set_keepalive(int(max(1, self.keepalive)))
+            except Exception:
+                keep = False
+        if not keep:
+            with self._lock:
+                self.dropped += 1
             _close(shell)
             return
         now = time.monotonic()
@@ -105,7 +110,8 @@ class Keeper:
 
     def discard(self, shell: Any) -> None:
         """A kept connection that failed when used: closed, counted as replaced."""
-        self.replaced += 1
+        with self._lock:
+            self.replaced += 1
         _close(shell)
 
     def idle(self) -> int:
