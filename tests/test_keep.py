@@ -220,3 +220,28 @@ def test_a_silent_kept_connection_is_replaced_within_the_round(lab: Lab) -> None
             except ProcessLookupError:
                 pass
         keeper.close()
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize(("keep_alive_for", "logins"), [("5m", 1), ("0s", 3)])
+def test_run_every_logs_in_once_while_rounds_are_close_enough(
+    lab: Lab, keep_alive_for: str, logins: int
+) -> None:
+    """The real CLI, three rounds one second apart: the host's sshd (LogLevel INFO) logs one
+    login when connections are kept, one per round when keep_alive_for is 0s."""
+    from tests.cli import fleetcheck
+
+    h = lab.add_host("a")
+    lab.stop_sshd(h)
+    log = h.dir / "sshd.log"
+    log.write_bytes(b"")
+    lab.start_sshd(h, log_level="INFO")
+    cfg = lab.config(checks="[checks.routes]\n")
+    text = cfg.read_text().replace("[ssh]\n", f'[ssh]\nkeep_alive_for = "{keep_alive_for}"\n', 1)
+    cfg.write_text(text)
+    proc = fleetcheck(
+        "run", "-c", str(cfg), "--every", "1s", "--rounds", "3", "--format", "json", "--no-state"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count('"status": "OK"') >= 3
+    assert log.read_text().count("Accepted publickey") == logins
