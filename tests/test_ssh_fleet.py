@@ -161,3 +161,41 @@ def test_a_hosts_connection_closes_as_soon_as_its_facts_are_in(lab: Lab) -> None
         out, err = proc.communicate(timeout=60)
     rows = {r["host"]: r for r in json.loads(out)["results"]}
     assert rows["quick"]["status"] == "OK" and rows["held"]["status"] == "OK", rows
+
+
+def test_a_connection_that_completes_after_the_deadline_is_closed(lab: Lab) -> None:
+    """The patrol ends (deadline) while a host's sshd is frozen; it is thawed afterwards and
+    the connect completes in the lane still waiting for it: that connection is closed at
+    once (no command runs over it), not used or left open after the patrol."""
+    from fleetcheck import registry, runner
+    from fleetcheck.config import load
+    from tests.lab import wait_for
+
+    from tests.test_faults_hosts import fake_bin
+
+    h = lab.add_host("late", sshd=False)
+    ran = lab.dir / "late-ran"  # the host's `ip` marks that the gathered script ran
+    real_ip = "/usr/sbin/ip" if os.path.exists("/usr/sbin/ip") else "/sbin/ip"
+    shim = fake_bin(h, "ip", f'#!/bin/sh\ntouch {ran}\nexec {real_ip} "$@"\n')
+    lab.start_sshd(h, log_level="INFO", options=f"SetEnv PATH={shim}\n")
+    config = lab.config(checks="[checks.routes]\n", patrol='deadline = "1s"\n')
+    config.write_text(
+        config.read_text().replace('connect_timeout = "3s"', 'connect_timeout = "20s"')
+    )
+    fleet = load(config, registry.config_type)
+    lab.freeze_sshd(h)
+    try:
+        report = runner.run_patrol(fleet, runner.plan(fleet, registry.available()))
+    finally:
+        lab.thaw_sshd(h)
+    (row,) = report.results
+    assert row.status.label == "UNKNOWN" and "patrol deadline" in row.summary
+    log = h.dir / "sshd.log"
+
+    def established() -> int:
+        out = lab.nsrun(h, "ss", "-Htn", "state", "established", "( sport = :22 )")
+        return len(out.stdout.decode().strip().splitlines())
+
+    wait_for(lambda: "Accepted publickey" in log.read_text(), 30, "the late login")
+    wait_for(lambda: established() == 0, 30, "the late connection to be closed")
+    assert not ran.exists()  # closed at once: the patrol's commands never ran after it ended
