@@ -281,7 +281,11 @@ def _convert(value: Any, hint: Any, file: str, table: str, key: str) -> Any:
             try:
                 return _convert(value, option, file, table, key)
             except ConfigError as e:
-                errors.append(e)
+                # a list's error from the list option ("known_hosts[0]: ..."), not "a string"
+                if isinstance(value, list) and get_origin(option) is tuple:
+                    errors.insert(0, e)
+                else:
+                    errors.append(e)
         raise errors[0]
     if origin is Literal:
         if value not in get_args(hint):

@@ -159,7 +159,17 @@ class PatrolContext:
                 own_id, raw = pipe.execute()
             except Exception as e:
                 raise self.broker_error(e) from None
-            return [c for c in parse_client_list(raw) if c.id != own_id]
+            clients = parse_client_list(raw)
+            # ours: this connection, and its siblings in the client's pool (broker lanes run
+            # at once, so INFO or a scan may hold a second connection right now): same name,
+            # same source address. Left in, they read as "an address no host claims".
+            own = next((c for c in clients if c.id == own_id), None)
+            return [
+                c
+                for c in clients
+                if c.id != own_id
+                and not (own is not None and own.name and (c.name, c.host) == (own.name, own.host))
+            ]
 
         return self.once("client_list", fetch)
 

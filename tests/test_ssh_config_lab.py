@@ -80,3 +80,35 @@ def test_config_check_ssh_names_an_unresolvable_host(lab: Lab) -> None:
     shown = fleetcheck("config", "check", "--ssh", "-c", str(config))
     assert shown.returncode == 3
     assert "a: cannot resolve" in shown.stdout and "Match final is not supported" in shown.stdout
+
+
+def test_accept_new_and_known_hosts_file_from_ssh_config(lab: Lab) -> None:
+    """`StrictHostKeyChecking accept-new` with a `UserKnownHostsFile` (and a `HostKeyAlias`)
+    from ssh_config: the first patrol adds the key under the alias to that file, the next
+    one checks it there; [ssh] known_hosts is not used for this host."""
+    from fleetcheck.config import HostConfig, SshConfig
+    from fleetcheck.transport.ssh import open_shell
+
+    h = lab.add_host("a")
+    kh = lab.dir / "kh_from_ssh_config"
+    conf = lab.dir / "ssh_config_accept_new"
+    conf.write_text(
+        f"Host box\n  HostName {h.addr}\n  UserKnownHostsFile {kh}\n"
+        "  StrictHostKeyChecking accept-new\n  HostKeyAlias box-alias\n"
+    )
+    cfg = SshConfig(
+        user="root",
+        known_hosts=str(lab.known_hosts),
+        identity_file=str(lab.client_key),
+        config_file=str(conf),
+        use_agent=False,
+    )
+    for _ in range(2):
+        shell = open_shell(HostConfig(name="a", ssh="box"), cfg)
+        try:
+            assert shell.run("printf ok", 5, 100).stdout == b"ok"
+        finally:
+            shell.close()
+    lines = kh.read_text().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("box-alias ssh-ed25519 "), lines
+    assert "box-alias" not in lab.known_hosts.read_text()

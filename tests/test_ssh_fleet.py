@@ -117,3 +117,85 @@ def test_handshakes_dropped_by_maxstartups_are_retried(lab: Lab) -> None:
     notes = report.get("notes")
     assert isinstance(notes, list)
     assert any("dropped by a busy sshd" in n and "were retried" in n for n in notes), notes
+
+
+def test_a_hosts_connection_closes_as_soon_as_its_facts_are_in(lab: Lab) -> None:
+    """Host `quick` answers at once; host `held` waits (its `ip` blocks until a gate file
+    exists, so no sleep decides anything). quick's sshd logs the disconnect while the patrol
+    is still waiting for `held`: connections are not held until the patrol ends."""
+    from tests.lab import wait_for
+    from tests.test_faults_hosts import fake_bin
+
+    quick = lab.add_host("quick", sshd=False)
+    lab.start_sshd(quick, log_level="INFO")  # logs the login
+    held = lab.add_host("held", sshd=False)
+    gate = lab.dir / "gate"
+    shim = fake_bin(
+        held,
+        "ip",
+        f'#!/bin/sh\nwhile [ ! -e {gate} ]; do sleep 0.05; done\nexec /usr/sbin/ip "$@"\n'
+        if os.path.exists("/usr/sbin/ip")
+        else f'#!/bin/sh\nwhile [ ! -e {gate} ]; do sleep 0.05; done\nexec /sbin/ip "$@"\n',
+    )
+    lab.start_sshd(held, options=f"SetEnv PATH={shim}\n")
+    config = lab.config(checks="[checks.routes]\n", patrol='deadline = "60s"\n')
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fleetcheck", "run", "-c", str(config), "--format", "json",
+         "--no-state"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )  # fmt: skip
+    try:
+        log = quick.dir / "sshd.log"
+
+        def established() -> int:
+            out = lab.nsrun(quick, "ss", "-Htn", "state", "established", "( sport = :22 )")
+            return len(out.stdout.decode().strip().splitlines())
+
+        # logged in (LogLevel INFO), then no connection left on quick's sshd
+        wait_for(lambda: "Accepted publickey" in log.read_text(), 30, "quick's login")
+        wait_for(lambda: established() == 0, 30, "quick's connection to be closed")
+        assert proc.poll() is None  # the patrol still waits for `held`
+    finally:
+        gate.write_text("")
+        out, err = proc.communicate(timeout=60)
+    rows = {r["host"]: r for r in json.loads(out)["results"]}
+    assert rows["quick"]["status"] == "OK" and rows["held"]["status"] == "OK", rows
+
+
+def test_a_connection_that_completes_after_the_deadline_is_closed(lab: Lab) -> None:
+    """The patrol ends (deadline) while a host's sshd is frozen; it is thawed afterwards and
+    the connect completes in the lane still waiting for it: that connection is closed at
+    once (no command runs over it), not used or left open after the patrol."""
+    from fleetcheck import registry, runner
+    from fleetcheck.config import load
+    from tests.lab import wait_for
+
+    from tests.test_faults_hosts import fake_bin
+
+    h = lab.add_host("late", sshd=False)
+    ran = lab.dir / "late-ran"  # the host's `ip` marks that the gathered script ran
+    real_ip = "/usr/sbin/ip" if os.path.exists("/usr/sbin/ip") else "/sbin/ip"
+    shim = fake_bin(h, "ip", f'#!/bin/sh\ntouch {ran}\nexec {real_ip} "$@"\n')
+    lab.start_sshd(h, log_level="INFO", options=f"SetEnv PATH={shim}\n")
+    config = lab.config(checks="[checks.routes]\n", patrol='deadline = "1s"\n')
+    config.write_text(
+        config.read_text().replace('connect_timeout = "3s"', 'connect_timeout = "20s"')
+    )
+    fleet = load(config, registry.config_type)
+    lab.freeze_sshd(h)
+    try:
+        report = runner.run_patrol(fleet, runner.plan(fleet, registry.available()))
+    finally:
+        lab.thaw_sshd(h)
+    (row,) = report.results
+    assert row.status.label == "UNKNOWN" and "patrol deadline" in row.summary
+    log = h.dir / "sshd.log"
+
+    def established() -> int:
+        out = lab.nsrun(h, "ss", "-Htn", "state", "established", "( sport = :22 )")
+        return len(out.stdout.decode().strip().splitlines())
+
+    wait_for(lambda: "Accepted publickey" in log.read_text(), 30, "the late login")
+    wait_for(lambda: established() == 0, 30, "the late connection to be closed")
+    assert not ran.exists()  # closed at once: the patrol's commands never ran after it ended
