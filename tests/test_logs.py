@@ -63,7 +63,7 @@ CASES = [
         "America/New_York",
         NOW,
         Status.CRIT,
-        ["02:21:00 UTC = 02:21:00 UTC", "5 h 3 min ago", "crit_age 30 min"],
+        ["file /l: last line 02:21:00 UTC, 5 h 3 min ago", "crit_age 30 min"],
     ),
     (
         "2026-11-29T07:10:00Z tick\n",
@@ -183,7 +183,7 @@ def test_several_logs_lead_with_the_worst() -> None:
     gone = LogFacts("/b", "missing", "no such file")
     r = CHECK.evaluate(LogsFacts((ok, gone), 0.0), CFG, h, NOW)
     assert r.status is Status.UNKNOWN
-    assert r.summary == "/b: no such file (other logs: 1 OK)"
+    assert r.summary == "file /b: no such file (other logs: 1 OK)"
     assert set(r.metrics["logs"]) == {"/a", "/b"}
 
 
