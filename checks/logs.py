@@ -764,9 +764,8 @@ def judge_journal(spec: LogSpec, jf: JournalFacts, facts: LogsFacts, now: dateti
         if read.rc not in (0, None) or (read.notes and read.any_asked):
             note = read.notes[0] if read.notes else f"exit status {read.rc}"
             if "no such file" in note.lower():
-                return verdict(
-                    Status.UNKNOWN, f"journal directory{where_dir or ''} not found ({note[:160]})"
-                )
+                place = f"directory {spec.journal_dir}" if spec.journal_dir else "files"
+                return verdict(Status.UNKNOWN, f"journal {place} not found ({note[:160]})")
             return verdict(Status.UNKNOWN, f"journalctl failed: {note[:200]}")
         return verdict(
             Status.UNKNOWN,

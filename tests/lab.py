@@ -6,6 +6,8 @@ from fleetcheck.lab import (  # noqa: F401
     Lab,
     LabHost,
     free_port,
+    journal_export,
+    write_journal,
     incident_live_hash,
     missing_prerequisites,
     port_open,
