@@ -356,7 +356,7 @@ class Lab:
         return addr
 
     def _veth(self, host: LabHost, inner: str) -> str:
-        outer = f"fv{self.id}{len(self.namespaces):02d}{len(host.veths)}"
+        outer = f"fv{self.id}{self.namespaces.index(host.ns):02d}{len(host.veths)}"
         run("ip", "link", "add", outer, "type", "veth", "peer", "name", inner, "netns", host.ns)
         run("ip", "link", "set", outer, "master", self.bridge, "up")
         host.veths.append(outer)
@@ -387,6 +387,30 @@ class Lab:
         if sshd:
             self.start_sshd(host, tz=tz, options=sshd_options)
         return host
+
+    def add_busybox_host(self, name: str) -> LabHost:
+        """A host like an Alpine worker: its shell is BusyBox ash and its PATH holds only the
+        BusyBox applets (Debian's `busybox`, linked one per applet by `busybox --install -s`).
+        sshd's ForceCommand stands in for /bin/sh being BusyBox: the client's `/bin/sh -s`
+        becomes `busybox sh -s`, reading the same script from stdin."""
+        busybox = shutil.which("busybox")
+        if busybox is None:
+            raise RuntimeError("lab needs: busybox (Debian package busybox)")
+        applets = self.dir / f"{name}-busybox-bin"
+        applets.mkdir()
+        run(busybox, "--install", "-s", str(applets))
+        return self.add_host(
+            name, sshd_options=f"SetEnv PATH={applets}\nForceCommand {busybox} sh -s\n"
+        )
+
+    def add_unprivileged_host(self, name: str, uid: int = 65534) -> LabHost:
+        """A host whose SSH sessions run as an unprivileged user (uid/gid `uid`, no
+        supplementary groups: not in systemd-journal or adm), via setpriv in ForceCommand."""
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            raise RuntimeError("lab needs: setpriv (util-linux)")
+        force = f"{setpriv} --reuid={uid} --regid={uid} --clear-groups /bin/sh -s"
+        return self.add_host(name, sshd_options=f"ForceCommand {force}\n")
 
     def nsrun(
         self, host: LabHost, *args: str, check: bool = True
