@@ -303,3 +303,36 @@ def test_busybox_host_runs_the_gathered_script(lab: Lab) -> None:
     assert f"dev eth0 [{bb.addr}/24]" in routes["summary"]
     assert f"dev eth1 (metric 200) [{bb.extra_addrs[0]}/24]" in routes["summary"]
     assert code == 2  # CRIT (routes) outranks UNKNOWN
+
+
+def test_one_exec_per_host_per_patrol_with_every_source(lab: Lab) -> None:
+    """A host with a text log, a JSON log, a journal source, tz = auto and the routes check:
+    still exactly one remote exec per patrol (sshd counts each session's command)."""
+    _need("journalctl", JOURNAL_REMOTE)
+    now = datetime.now(UTC)
+    counter = lab.dir / "execs"
+    counter.write_text("")
+    h = lab.add_host("w", sshd_options=f"ForceCommand echo exec >> {counter}; exec /bin/sh -s\n")
+    text = h.log_path("w.log")
+    write_log(text, [f"{now:%Y-%m-%dT%H:%M:%S}Z tick"])
+    js = h.log_path("w.jsonl")
+    write_log(js, [f'{{"level":"info","time":"{now:%Y-%m-%dT%H:%M:%S}Z"}}'])
+    d = h.dir / "journal"
+    write_journal(d, [entry(now, "tick")])
+    config = lab.config(
+        checks="[checks.logs]\n[checks.routes]\n",
+        host_extra={
+            "w": host_lines(
+                "auto",
+                f'[[hosts.logs]]\npath = "{text}"\n',
+                f'[[hosts.logs]]\npath = "{js}"\n',
+                journal_table(d, journal='"worker.service"'),
+            )
+        },
+    )
+    code, rows = patrol(config)
+    assert rows[("w", "logs")]["status"] == "OK", rows[("w", "logs")]["summary"]
+    assert rows[("w", "routes")]["status"] == "OK", rows[("w", "routes")]["summary"]
+    assert counter.read_text().splitlines() == ["exec"]
+    patrol(config)
+    assert counter.read_text().splitlines() == ["exec", "exec"]

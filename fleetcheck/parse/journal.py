@@ -1,16 +1,17 @@
 """What `journalctl -r -n N -o json --output-fields=PRIORITY,MESSAGE` printed on a host, as
 the logs check's journal fragment frames it. Pure functions, no I/O.
 
-The fragment prints the entries (newest first, one JSON object per line), then `@@rc N`; when
-no entry matched it also asks for the newest entry of the whole journal (`@@any`, then those
-lines and `@@rc N`), so an empty journal and a unit that never logged are told apart. Lines
-that are not JSON objects are journalctl's own messages (stderr is merged), kept as `notes`.
+The fragment prints the entries newest first: the newest as journalctl's JSON object, every
+other one compacted on the host to `e REALTIME PRIORITY` (PRIORITY empty when unset); then
+`@@rc N`; when no entry matched it also asks for the newest entry of the whole journal
+(`@@any`, then those lines and `@@rc N`), so an empty journal and a unit that never logged are
+told apart. Other lines are journalctl's own messages (stderr is merged), kept as `notes`.
 
-Only two fields of each entry are needed, so they are found with one anchored regex each
-rather than by decoding every entry: `"__REALTIME_TIMESTAMP":"µs"` (UTC by construction) and
-`"PRIORITY":"n"`. The anchor (`{` or `,` before the key's quote) cannot occur inside a JSON
-string, where a quote is always escaped, so a MESSAGE quoting JSON cannot fake either field.
-Only the newest entry is decoded in full (its MESSAGE is the evidence).
+A full JSON line gives its two fields by one anchored regex each rather than by decoding:
+`"__REALTIME_TIMESTAMP":"µs"` (UTC by construction) and `"PRIORITY":"n"`. The anchor (`{` or
+`,` before the key's quote) cannot occur inside a JSON string, where a quote is always
+escaped, so a MESSAGE quoting JSON cannot fake either field (the host's awk uses the same
+anchors). Only the newest entry is decoded in full: its MESSAGE is the evidence.
 """
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ def _entries(lines: list[str]) -> tuple[list[int], list[int | None], str | None,
     notes: list[str] = []
     newest_message = None
     for line in lines:
+        if line.startswith("e "):  # compacted on the host: `e REALTIME PRIORITY`
+            parts = line.split(" ")
+            if len(parts) == 3 and parts[1].isdigit():
+                times.append(int(parts[1]))
+                prios.append(int(parts[2]) if parts[2].isdigit() else None)
+            continue
         if not line.startswith("{"):
             if line.strip():
                 notes.append(line.strip())
