@@ -222,6 +222,11 @@ class LogSpec:
         return " ".join(parts)
 
     @property
+    def title(self) -> str:
+        """The label as `config check` lists it: the path, or `journal UNIT/MATCHES`."""
+        return f"journal {self.label}" if self.is_journal else self.label
+
+    @property
     def effective_crit_age(self) -> float:
         return self.crit_age if self.crit_age is not None else 3 * self.max_age
 
