@@ -419,25 +419,26 @@ class Flood:
 
     error_lines: int  # every line judged an error, stamped or not
     events: int  # error records placed in time (a record: a stamped line and its continuation)
-    span_s: float  # first to last of those records
-    floor_s: float  # the stamps' resolution: 1 s for whole seconds, 1 ms for finer
-    rate_per_min: float | None
+    span_s: float  # first to last of those records, to the sub-second where stamps have it
+    rate_per_min: float | None  # None for fewer than two records: one event has no rate
 
     @property
     def burst(self) -> bool:
-        return self.events > 1 and self.span_s < self.floor_s
+        return self.events > 1 and self.span_s < BURST_FLOOR_S
 
 
-def flood_of(error_lines: int, times: list[datetime], subsecond: bool) -> Flood:
-    """The rate of error records over the time they span; a span below the stamps'
-    resolution (a burst within one timestamp) counts as that resolution, so n lines stamped
-    with one second are at least n per second."""
-    floor = 0.001 if subsecond else 1.0
-    if not times:
-        return Flood(error_lines, 0, 0.0, floor, None)
+BURST_FLOOR_S = 1.0
+
+
+def flood_of(error_lines: int, times: list[datetime]) -> Flood:
+    """The rate of error records over the time they span (sub-second where the stamps have
+    it). A span under a second counts as one second: n records within one timestamp, or
+    within any second, are at least n per second (a lower bound, never an inflated one)."""
+    if len(times) < 2:
+        return Flood(error_lines, len(times), 0.0, None)
     span = (max(times) - min(times)).total_seconds()
-    rate = len(times) / max(span, floor) * 60
-    return Flood(error_lines, len(times), span, floor, rate)
+    rate = len(times) / max(span, BURST_FLOOR_S) * 60
+    return Flood(error_lines, len(times), span, rate)
 
 
 def _flood_verdict(
@@ -465,10 +466,7 @@ def _flood_verdict(
     text = f"; {flood.error_lines} {what} in {window}"
     if rate is not None and flood.events > 1:
         if flood.burst:
-            text += (
-                f", a burst: {flood.events} within {'one second' if flood.floor_s >= 1 else '1 ms'}"
-                f" (at least {rate / 60:,.0f}/s)"
-            )
+            text += f", a burst: {flood.events} within one second (at least {rate / 60:,.0f}/s)"
         elif rate >= 600:
             text += f", {rate / 60:,.0f}/s"
         else:
@@ -646,8 +644,7 @@ def judge_log(
 
     # error flood, from the error records' own times
     times = _utc_times([st for _, st in records], utc_zone, zone_name, now, mtime)
-    subsecond = any(st.wall.microsecond for _, st in records)
-    flood = flood_of(len(errors), times, subsecond)
+    flood = flood_of(len(errors), times)
     statuses, errors_text, flood_metrics = _flood_verdict(
         flood, spec, "error lines", f"the last {_size(len(tail))}"
     )
@@ -804,7 +801,7 @@ def judge_journal(spec: LogSpec, jf: JournalFacts, facts: LogsFacts, now: dateti
         for t, p in zip(read.times_us, read.priorities, strict=True)
         if p is not None and p <= 3
     ]
-    flood = flood_of(len(times), times, subsecond=True)
+    flood = flood_of(len(times), times)
     statuses, errors_text, flood_metrics = _flood_verdict(
         flood, spec, "error entries (PRIORITY <= 3)", f"the newest {len(read.times_us)}"
     )

@@ -373,7 +373,7 @@ def flood_case(name: str) -> tuple[str, Status, list[str]]:
         return (
             "".join(stamped(t0 + timedelta(microseconds=100 * i), err) for i in range(3000)),
             Status.WARN,
-            ["3000 error lines", "/s (over max_error_rate 10/min)"],
+            ["3000 error lines", "a burst: 3000 within one second (at least 3,000/s) (over"],
         )
     if name == "seed-flood":  # one error every 4 ms for hours: the tail holds ~2 s of it
         return (
@@ -437,3 +437,9 @@ def test_burst_rate_is_at_least_n_per_second() -> None:
     tail = "".join(stamped(NOW, "ERROR x", frac=False) for _ in range(50))
     r = CHECK.evaluate(facts(tail), CFG, host("UTC"), NOW)
     assert r.metrics["error_rate_per_min"] == 50 * 60
+
+
+def test_one_error_record_has_no_rate() -> None:
+    r = CHECK.evaluate(facts(stamped(NOW, "ERROR x") + "Traceback\n"), CFG, host("UTC"), NOW)
+    assert r.metrics["error_lines"] == 2 and r.metrics["error_rate_per_min"] is None
+    assert r.status is Status.OK
