@@ -105,6 +105,7 @@ def test_parser_reads_times_priorities_and_the_newest_message() -> None:
     "text,times,rc,notes,any_newest,denied",
     [
         ("@@rc 0\n@@any\n@@rc 0", 0, 0, (), None, False),  # an empty journal
+        ("-- No entries --\n@@rc 0\n@@any\n-- No entries --\n@@rc 0", 0, 0, (), None, False),
         (f"@@rc 0\n@@any\n{line(NOW)}\n@@rc 0", 0, 0, (), us(NOW), False),  # no such unit
         (
             "No journal files were opened due to insufficient permissions.\n@@rc 1\n@@any\n"

@@ -61,7 +61,7 @@ def _entries(lines: list[str]) -> tuple[list[int], list[int | None], str | None,
                 prios.append(int(parts[2]) if parts[2].isdigit() else None)
             continue
         if not line.startswith("{"):
-            if line.strip():
+            if line.strip() and not line.startswith("-- "):  # "-- No entries --" (old systemd)
                 notes.append(line.strip())
             continue
         if not line.endswith("}"):
