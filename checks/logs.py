@@ -524,7 +524,9 @@ def judge_log(
         "source": "file",
     }
     evidence: dict[str, Any] = {"path": path, "source": "file"}
-    words = _source_words(spec)
+    words = _source_words(spec, json_lines=spec.format == "json")
+    if spec.format == "json":
+        metrics["source"] = evidence["source"] = "json"
 
     def verdict(status: Status, summary: str) -> LogVerdict:
         return LogVerdict(path, status, f"{words}: {summary}", metrics, evidence)

@@ -20,6 +20,8 @@ from fleetcheck.checks.logs import (
     journal_fragment,
     parse_journal_facts,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fleetcheck import registry
 from fleetcheck.config import ConfigError, HostConfig, LogSpec, build, load
@@ -304,3 +306,23 @@ def test_fragment_retries_without_output_fields_on_old_systemd(tmp_path: Path) -
 def test_fragment_without_journalctl(tmp_path: Path) -> None:
     jf = run_fragment(LogSpec(journal="w.service"), str(tmp_path))
     assert jf.state == "no-journalctl"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.text(max_size=80),
+            st.sampled_from(["@@rc 0", "@@rc 1", "@@any", "e 1795936920000000 3", "e x y"]),
+            st.builds(lambda t, p: line(NOW - timedelta(seconds=t), p),
+                      st.integers(0, 10**6), st.one_of(st.none(), st.integers(0, 7))),
+        ),
+        max_size=10,
+    )
+)  # fmt: skip
+def test_any_journal_output_evaluates_to_a_row(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    read = parse_journal_output(text)
+    assert len(read.times_us) == len(read.priorities)
+    status, summary = evaluate(text)
+    assert summary.startswith("journal w.service: ")

@@ -3,11 +3,14 @@ magnitudes told apart, and the logs check's evaluate over JSON tails."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from fleetcheck.checks.logs import CHECK, LogFacts, LogsConfig, LogsFacts
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fleetcheck.config import ConfigError, HostConfig, LogSpec, build
 from fleetcheck.model import Status
@@ -258,3 +261,42 @@ def test_json_error_flood_by_level_warns() -> None:
 def test_bad_json_log_config(table: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         build(LogSpec, table, "hosts.toml", "hosts[0].logs[0]")
+
+
+# ---------------------------------------------------------------- fuzz: never a crash
+
+_json_value = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(10**20), max_value=10**20),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=40),
+        st.sampled_from(["2026-11-29T07:22:00Z", "1795936920", "2026-11-29 02:22:00,5", "50"]),
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3), st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
+    max_leaves=10,
+)
+_keys = st.sampled_from([*jsonlog.TIME_FIELDS, *jsonlog.LEVEL_FIELDS, "log", "msg", "$date"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(_keys, _json_value, max_size=5))
+def test_any_json_object_gives_a_stamp_or_none_and_a_verdict(obj: dict[str, object]) -> None:
+    line = json.dumps(obj)
+    parsed = jsonlog.parse_object(line)
+    if parsed is None:  # NaN/inf are not JSON for every reader; json.dumps writes them anyway
+        return
+    stamp = jsonlog.object_stamp(parsed)
+    assert stamp is None or 2000 <= stamp.wall.year < 2100 or stamp.offset is None
+    assert jsonlog.is_error(parsed, line, ERR) in (True, False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=60), max_size=8))
+def test_any_json_tail_evaluates_to_a_row(lines: list[str]) -> None:
+    tail = "".join(line.replace("\n", " ") + "\n" for line in lines)
+    r = CHECK.evaluate(facts(tail), CFG, host(format="json"), NOW)
+    assert r.summary.startswith("JSON lines /j: ")
