@@ -21,15 +21,16 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleetcheck.check import Check, CheckError, Scope
 from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue, LogSpec
 from fleetcheck.context import PatrolContext
 from fleetcheck.model import Result, Status, worst
-from fleetcheck.parse import jsonlog
-from fleetcheck.parse.journal import JournalRead, parse_journal_output
 from fleetcheck.parse.timestamps import Resolved, Stamp, find_with, resolve, zone_named
+
+if TYPE_CHECKING:  # the JSON and journal parsers load only when a patrol reads such a log
+    from fleetcheck.parse.journal import JournalRead
 
 NEWEST_WINDOW = 50  # the newest stamp is the max over this many stamped lines from the end
 ZONE_TOLERANCE_S = 90.0  # how far from a whole half hour a line/mtime gap may be
@@ -193,6 +194,8 @@ def parse_log_output(path: str, rc: int, out: bytes) -> LogFacts:
 
 
 def parse_journal_facts(spec: LogSpec, rc: int, text: str) -> JournalFacts:
+    from fleetcheck.parse.journal import parse_journal_output
+
     first = text.split("\n", 1)[0].strip()
     if first == "state no-journalctl":
         return JournalFacts(spec.label, "no-journalctl", "journalctl not found on the host")
@@ -568,6 +571,8 @@ def judge_log(
             f"no complete line in the last {_size(len(tail))} (a single line longer than "
             f"tail_bytes {spec.tail_bytes}); cannot see a timestamp",
         )
+    from fleetcheck.parse import jsonlog
+
     json_lines = spec.format == "json" or (
         spec.format is None and spec.regex is None and jsonlog.looks_like_json(lines)
     )
