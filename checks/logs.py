@@ -27,7 +27,9 @@ from fleetcheck.check import Check, CheckError, Scope
 from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue, LogSpec
 from fleetcheck.context import PatrolContext
 from fleetcheck.model import Result, Status, worst
-from fleetcheck.parse.timestamps import Resolved, Stamp, find_with, resolve, zone_named
+
+if TYPE_CHECKING:  # the timestamp parser is imported by the patrol, not by config checks
+    from fleetcheck.parse.timestamps import Resolved, Stamp
 
 if TYPE_CHECKING:  # the JSON and journal parsers load only when a patrol reads such a log
     from fleetcheck.parse.journal import JournalRead
@@ -352,6 +354,8 @@ def _size(n: int) -> str:
 
 
 def _zone_for(host: HostConfig, facts: LogsFacts) -> tuple[tzinfo | None, str, str | None]:
+    from fleetcheck.parse.timestamps import zone_named
+
     """(zone, its name, why there is none)."""
     if host.tz == "auto":
         z = facts.zone
@@ -513,8 +517,10 @@ def judge_log(
     config: LogsConfig,
     now: datetime,
 ) -> LogVerdict:
-    assert spec.path is not None
+    from fleetcheck.parse.timestamps import find_with, resolve
+
     path = spec.path
+    assert path is not None
     metrics: dict[str, Any] = {
         "last_line_at": None,
         "age_s": None,
@@ -699,6 +705,8 @@ def _utc_times(
     """UTC moments of many stamps. Only the earliest and latest wall times go through the
     full resolve (DST, missing year); the rest keep their offset from those two, which is
     exact unless a DST change falls between them (then the span is still right)."""
+    from fleetcheck.parse.timestamps import resolve
+
     if not stamps:
         return []
     lo = min(stamps, key=lambda s: s.wall)
