@@ -31,9 +31,6 @@ from fleetcheck.model import Result, Status, worst
 if TYPE_CHECKING:  # the timestamp parser is imported by the patrol, not by config checks
     from fleetcheck.parse.timestamps import Resolved, Stamp
 
-if TYPE_CHECKING:  # the JSON and journal parsers load only when a patrol reads such a log
-    from fleetcheck.parse.journal import JournalRead
-
 NEWEST_WINDOW = 50  # the newest stamp is the max over this many stamped lines from the end
 ZONE_TOLERANCE_S = 90.0  # how far from a whole half hour a line/mtime gap may be
 FUTURE_SLACK_S = 300.0
@@ -57,6 +54,10 @@ class LogFacts:
     mtime: float | None = None  # epoch seconds (host clock)
     size: int | None = None
     tail: bytes = b""
+
+
+if TYPE_CHECKING:  # the JSON and journal parsers load only when a patrol reads such a log
+    from fleetcheck.parse.journal import JournalRead
 
 
 @dataclass(frozen=True)
