@@ -372,9 +372,10 @@ class Lab:
             self.hosts[name] = host
             return host
         ns = f"fc{self.id}-{name}"[:30]
-        run("ip", "netns", "add", ns)
+        # registered before it exists: a Ctrl-C while `ip netns add` runs must not leak it
         self.namespaces.append(ns)
         self._save_registry()
+        run("ip", "netns", "add", ns)
         hdir = self.dir / name
         hdir.mkdir()
         host = LabHost(name=name, ns=ns, addr=self._alloc_ip(), dir=hdir)
