@@ -201,6 +201,18 @@ def test_json_logs_over_ssh(lab: Lab) -> None:
     assert logs[str(zap)]["error_lines"] == 1  # no level field: the regex on the whole line
     assert r["summary"].startswith("JSON lines ")
     assert code == 0
+    # a JSON log whose records carry no time field: UNKNOWN naming the fields looked for
+    notime = h.log_path("notime.jsonl")
+    write_log(notime, ['{"level":"info","msg":"tick"}'] * 3)
+    config = lab.config(
+        checks="[checks.logs]\n",
+        host_extra={"app": host_lines("UTC", f'[[hosts.logs]]\npath = "{notime}"\n')},
+    )
+    code, rows = patrol(config)
+    r = rows[("app", "logs")]
+    assert r["status"] == "UNKNOWN" and code == 3
+    assert r["summary"].startswith(f"JSON lines {notime}: no parseable timestamp in the last 3")
+    assert "no recognised JSON time field (time, ts, timestamp, @timestamp, t)" in r["summary"]
 
 
 def test_burst_and_slow_flood_warn_through_the_cli(lab: Lab) -> None:
