@@ -140,15 +140,15 @@ def journal_fragment(spec: LogSpec) -> str:
     select += list(spec.journal_match)
     q = " ".join(shlex.quote(a) for a in args)
     sel = " ".join(shlex.quote(a) for a in select)
-    limit = min(spec.entries * JOURNAL_BYTES_PER_ENTRY, JOURNAL_MAX_BYTES)
+    limit = min(spec.journal_entries * JOURNAL_BYTES_PER_ENTRY, JOURNAL_MAX_BYTES)
     return (
         "LC_ALL=C; export LC_ALL\n"
         "command -v journalctl >/dev/null 2>&1 || { echo 'state no-journalctl'; exit 0; }\n"
         "f=--output-fields=PRIORITY,MESSAGE\n"
         f'jn() {{ {{ journalctl {q} $f "$@" 2>&1; echo "@@rc $?"; }} | head -c {limit}; }}\n'
-        f"out=$(jn -n {int(spec.entries)} {sel})\n"
+        f"out=$(jn -n {int(spec.journal_entries)} {sel})\n"
         'case "$out" in *"unrecognized option"*output-fields*) '
-        f"f=; out=$(jn -n {int(spec.entries)} {sel});; esac\n"
+        f"f=; out=$(jn -n {int(spec.journal_entries)} {sel});; esac\n"
         f"printf '%s\\n' \"$out\" | {_JOURNAL_COMPACT}\n"
         'case "$out" in "{"*|*"\n{"*) ;; *) echo @@any; jn -n 1 ;; esac'
     )

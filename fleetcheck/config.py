@@ -129,7 +129,7 @@ class LogSpec:
     journal: str | None = None  # a systemd unit, e.g. "worker.service"
     journal_match: tuple[str, ...] = ()  # journalctl matches, e.g. "SYSLOG_IDENTIFIER=rater"
     journal_dir: str | None = None  # journalctl --directory (journals kept elsewhere)
-    entries: int = 300  # journal: how many of the newest entries are read (journalctl -n)
+    entries: int | None = None  # journal: newest entries read (journalctl -n), default 300
 
     def __post_init__(self) -> None:
         import re
@@ -169,7 +169,9 @@ class LogSpec:
                     raise InvalidValue(
                         key, "not for a journal source (its times and priorities are fields)"
                     )
-        if not 1 <= self.entries <= 100000:
+        if self.entries is not None and not is_journal:
+            raise InvalidValue("entries", "only for a journal source (files: tail_bytes)")
+        if self.entries is not None and not 1 <= self.entries <= 100000:
             raise InvalidValue("entries", "must be between 1 and 100000")
         if self.max_age <= 0:
             raise InvalidValue("max_age", "must be longer than 0s")
@@ -222,6 +224,10 @@ class LogSpec:
         return " ".join(parts)
 
     @property
+    def journal_entries(self) -> int:
+        return self.entries if self.entries is not None else 300
+
+    @property
     def title(self) -> str:
         """The label as `config check` lists it: the path, or `journal UNIT/MATCHES`."""
         return f"journal {self.label}" if self.is_journal else self.label
@@ -249,7 +255,8 @@ class HostConfig:
             raise InvalidValue("min_clients", "must be 0 or more")
         if self.tz is not None and self.tz != "auto":
             zone(self.tz)
-        if self.logs and self.tz is None:
+        if any(log.path is not None for log in self.logs) and self.tz is None:
+            # journal times are UTC by construction: only log files need the writer's zone
             raise InvalidValue(
                 "tz",
                 "a host with logs needs tz (an IANA zone such as 'America/New_York', or "

@@ -66,11 +66,24 @@ def line(t: datetime, priority: int | None = 6, message: str = "tick") -> str:
         ({"journal": "w", "regex": "(?P<ts>x)"}, "regex: not for a journal source"),
         ({"journal": "w", "time_field": "t"}, "time_field: not for a journal source"),
         ({"journal": "w", "entries": 0}, "entries: must be between 1 and 100000"),
+        ({"path": "/l", "entries": 10}, "entries: only for a journal source (files: tail_bytes)"),
     ],
 )
 def test_bad_journal_config_is_refused(table: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         build(LogSpec, table, "hosts.toml", "hosts[0].logs[0]")
+
+
+def test_a_journal_only_host_needs_no_tz_a_file_log_does() -> None:
+    h = build(HostConfig, {"name": "m", "ssh": "local", "logs": [{"journal": "w"}]}, "h", "x")
+    assert h.tz is None and h.logs[0].journal_entries == 300
+    with pytest.raises(ConfigError, match="a host with logs needs tz"):
+        build(
+            HostConfig,
+            {"name": "m", "ssh": "local", "logs": [{"journal": "w"}, {"path": "/l"}]},
+            "h",
+            "hosts[0]",
+        )
 
 
 def test_example_config_shows_a_journal_source_and_a_json_log() -> None:
@@ -326,3 +339,10 @@ def test_any_journal_output_evaluates_to_a_row(lines: list[str]) -> None:
     assert len(read.times_us) == len(read.priorities)
     status, summary = evaluate(text)
     assert summary.startswith("journal w.service: ")
+
+
+def test_journal_only_host_without_tz_is_judged() -> None:
+    h = HostConfig(name="m", ssh="local", logs=(LogSpec(journal="w.service"),))
+    jf = parse_journal_facts(h.logs[0], 0, line(NOW - timedelta(seconds=30)) + "\n@@rc 0")
+    r = CHECK.evaluate(LogsFacts((jf,), 0.0), CFG, h, NOW)
+    assert r.status is Status.OK and r.metrics["tz"] == "UTC"
