@@ -10,8 +10,9 @@ Guessing (pure, table-tested): clients are grouped by address; a host name is th
 specific token of the client names seen from an address (`worker:n8:3` -> `n8`: role words
 such as "worker" and numbers are not names); addresses whose guesses agree are one host (a
 WSL2 machine's two addresses); a `~/.ssh/config` Host whose HostName is one of the addresses
-gives the ssh alias. What cannot be guessed (tz, logs, the queue cap) is left as a TODO that
-fails `fleetcheck config check` until it is filled in.
+gives the ssh alias (resolved by fleetcheck.transport.ssh_config, as `ssh -G` would). What
+cannot be guessed (tz, logs, the queue cap) is left as a TODO that fails `fleetcheck config
+check` until it is filled in.
 """
 
 from __future__ import annotations
@@ -88,38 +89,50 @@ def guess_names(names_by_addr: dict[str, list[str]]) -> dict[str, str | None]:
 
 
 def ssh_aliases(path: str, addrs: Iterable[str]) -> dict[str, str]:
-    """addr -> the first `Host` alias (no wildcards) whose HostName is that address, read
-    with paramiko's ssh_config reader (first match wins, as in ssh). Unreadable: {}."""
+    """addr -> the first `Host` alias (no wildcards, in file order, Includes followed) that
+    resolves, as `ssh -G` would resolve it (fleetcheck.transport.ssh_config), to a HostName that
+    is one of `addrs`. An unreadable file or entry is skipped: this only suggests names."""
+    import glob
     import os
 
-    wanted = set(addrs)
-    path = os.path.expanduser(path)
-    if not os.path.isfile(path):
-        return {}
-    try:
-        import paramiko
+    from fleetcheck.transport.ssh_config import resolver, tokenize
 
-        cfg = paramiko.SSHConfig.from_path(path)
-    except Exception:
+    wanted = set(addrs)
+    main = os.path.expanduser(path)
+    if not os.path.isfile(main):
         return {}
-    order: list[str] = []  # aliases in file order: the first one written wins
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                words = line.replace("=", " ", 1).split()
-                if len(words) > 1 and words[0].lower() == "host":
-                    order += [w for w in words[1:] if w not in order]
-    except OSError:
-        return {}
+    home = os.path.expanduser("~")
+    order: list[str] = []
+    files: list[str] = [main]
+    seen: set[str] = set()
+    while files and len(seen) < 64:
+        current = files.pop(0)
+        if current in seen:
+            continue
+        seen.add(current)
+        try:
+            lines = tokenize(current)
+        except (OSError, ValueError):
+            continue
+        for line in lines:
+            if line.keyword == "host":
+                order += [a for a in line.args if a not in order]
+            elif line.keyword == "include":
+                for arg in line.args:
+                    base = os.path.expanduser(arg) if arg.startswith(("/", "~")) else arg
+                    if not base.startswith("/"):
+                        base = f"{home}/.ssh/{arg}"
+                    files += sorted(glob.glob(base))
+    res = resolver(main)
     out: dict[str, str] = {}
     for alias in order:
-        if any(ch in alias for ch in "*?!") or not alias:
+        if not alias or any(ch in alias for ch in "*?!"):
             continue
         try:
-            hostname = cfg.lookup(alias).get("hostname", alias)
-        except Exception:  # `Match exec` without invoke, or similar: skip the entry
+            hostname = res.resolve(alias).hostname
+        except (OSError, ValueError):  # e.g. a Match criterion the reader refuses
             continue
-        addr = normalise_ip(str(hostname))
+        addr = normalise_ip(hostname)
         if addr in wanted and addr != alias:
             out.setdefault(addr, alias)
     return out

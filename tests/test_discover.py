@@ -170,9 +170,14 @@ def _setup(lab: Lab) -> dict[str, LabHost]:
 
 
 def _ssh_config(lab: Lab, hosts: dict[str, LabHost]) -> Path:
+    """mini's entry sits in an included file (as in ~/.ssh/config.d/)."""
+    (lab.dir / "ssh.d").mkdir()
+    (lab.dir / "ssh.d" / "mini.conf").write_text(
+        f"Host mini-mac\n  HostName {hosts['mini'].addr}\n  User admin\n"
+    )
     path = lab.dir / "ssh_config"
     path.write_text(
-        f"Host mini-mac\n  HostName {hosts['mini'].addr}\n  User admin\n"
+        f"Include {lab.dir}/ssh.d/*.conf\n"
         f"Host n8-wsl n8-alt\n  HostName {hosts['n8'].addr}\n"
         "Host *\n  ServerAliveInterval 10\n"
     )
