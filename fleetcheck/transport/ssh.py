@@ -1006,7 +1006,7 @@ def _load_key(path: str) -> tuple[Any | None, str]:
 
 
 def _authenticate(transport: Any, target: Target, cfg: SshConfig, budget: Budget, who: str) -> None:
-    paramiko = _paramiko()
+    _paramiko()
 
     tried: list[str] = []
     problems: list[str] = []
@@ -1023,16 +1023,17 @@ def _authenticate(transport: Any, target: Target, cfg: SshConfig, budget: Budget
         budget.stage = f"asking the ssh agent for keys for {who}"
         agent_keys: tuple[Any, ...] = ()
         try:
-            agent = paramiko.Agent()  # connects and lists its keys
-            budget.guard(agent)  # agent I/O inside the budget: closed when it runs out
-            agent_keys = tuple(agent.get_keys())
-        except Exception:
-            if budget.expired:
+            agent, agent_keys = _agent_keys(budget)
+        except Exception as e:
+            if budget.expired or budget.deadline - time.monotonic() < 0.05:
                 raise budget.timeout_error() from None
+            problems.append(f"agent: {_describe(e)}")
+        else:
+            if not agent_keys:
+                sock_set = os.environ.get("SSH_AUTH_SOCK")
+                problems.append("agent: no keys" if sock_set else "no agent")
         for key in agent_keys:
             candidates.append((f"agent key {key.get_name()} {key.fingerprint}", key))
-        if not agent_keys:
-            problems.append("agent: no keys" if os.environ.get("SSH_AUTH_SOCK") else "no agent")
         budget.stage = f"authenticating to {who} as {target.user}"
     if not target.identity_files and not use_agent:
         problems.append("no identity_file and use_agent = false")
@@ -1040,7 +1041,29 @@ def _authenticate(transport: Any, target: Target, cfg: SshConfig, budget: Budget
         _try_keys(transport, target, budget, who, candidates, tried, problems)
     finally:
         if agent is not None:
-            _quiet_close(agent)  # its socket is ours: never left open for the patrol
+            _quiet_close(agent._conn)  # its socket is ours: never left open for the patrol
+
+
+def _agent_keys(budget: Budget) -> tuple[Any, tuple[Any, ...]]:
+    """The agent (paramiko's AgentSSH over OUR socket) and its keys. paramiko.Agent()
+    connects and reads without any timeout (a hung agent hung the patrol); here the socket
+    has the budget's timeout and the watchdog closes it when the budget runs out."""
+    from paramiko.agent import AgentSSH
+
+    path = os.environ.get("SSH_AUTH_SOCK")
+    if not path:
+        return None, ()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    budget.guard(sock)
+    sock.settimeout(budget.left() + 0.5)  # the watchdog closes it first, naming the stage
+    try:
+        sock.connect(path)
+        agent: Any = AgentSSH()
+        agent._connect(sock)
+    except BaseException:
+        _quiet_close(sock)
+        raise
+    return agent, tuple(agent.get_keys())
 
 
 def _try_keys(
