@@ -170,7 +170,6 @@ def test_a_connection_that_completes_after_the_deadline_is_closed(lab: Lab) -> N
     from fleetcheck import registry, runner
     from fleetcheck.config import load
     from tests.lab import wait_for
-
     from tests.test_faults_hosts import fake_bin
 
     h = lab.add_host("late", sshd=False)
