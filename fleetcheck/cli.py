@@ -173,7 +173,8 @@ def run(
 
     fleet = load_fleet(config)
     try:
-        items = runner.plan(fleet, registry.available(), only or (), host or ())
+        checks = registry.select([*fleet.checks, *(only or ())])
+        items = runner.plan(fleet, checks, only or (), host or ())
         if shard:
             part = patrol.parse_shard(shard)
             items = [i for i in items if patrol.in_shard(i.target, part)]
@@ -196,8 +197,14 @@ def run(
     )
     fmt = output_format(format)
 
+    keeper = None
+    if interval is not None and 0 < interval <= fleet.ssh.keep_alive_for:
+        from fleetcheck.transport.keep import Keeper
+
+        keeper = Keeper(fleet.ssh.keep_alive_for)
+
     def one() -> Report:
-        return patrol.one_round(fleet, items, outputs)
+        return patrol.one_round(fleet, items, outputs, keeper)
 
     if interval is None:
         report = one()
@@ -205,7 +212,11 @@ def run(
         raise typer.Exit(report.exit_code)
     from fleetcheck import live
 
-    last = live.run_loop(one, interval, rounds, fmt, render_text)
+    try:
+        last = live.run_loop(one, interval, rounds, fmt, render_text)
+    finally:
+        if keeper is not None:
+            keeper.close()
     raise typer.Exit(last.exit_code if last else 0)
 
 
@@ -255,7 +266,7 @@ def config_check(
     print(f"checks: {', '.join(fleet.checks) or '(none)'}")
     print(f"hosts ({len(fleet.hosts)}):")
     for h in fleet.hosts:
-        logs = ", ".join(f"{log.path} (max_age {format_duration(log.max_age)})" for log in h.logs)
+        logs = ", ".join(f"{log.title} (max_age {format_duration(log.max_age)})" for log in h.logs)
         print(
             f"  {h.name}: ssh={h.ssh or '-'} addrs={','.join(h.addrs) or '-'} "
             f"min_clients={h.min_clients} tz={h.tz or '-'}" + (f" logs={logs}" if logs else "")

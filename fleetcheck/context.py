@@ -8,7 +8,6 @@ each per patrol and closes them all at the end (also when the deadline cut the p
 from __future__ import annotations
 
 import re
-import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -18,11 +17,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from fleetcheck.check import CheckError
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.parse.clientlist import Client, parse_client_list
-from fleetcheck.transport.shell import Shell, TransportError
+from fleetcheck.transport.shell import ExecResult, Shell, TransportError
 
 if TYPE_CHECKING:
     import redis
+
+    from fleetcheck.parse.clientlist import Client
 
 T = TypeVar("T")
 
@@ -71,6 +71,7 @@ class PatrolContext:
         fleet: FleetConfig,
         fragments: Callable[[HostConfig], dict[str, str]] | None = None,
         clock: Callable[[], datetime] = utcnow,
+        keeper: Any = None,
     ) -> None:
         self.fleet = fleet
         self.clock = clock
@@ -82,6 +83,10 @@ class PatrolContext:
         self._shells: dict[str, Shell] = {}
         self._pinned: set[str] = set()  # shells handed out by shell(): kept to the end
         self._ssh: Any = None  # the patrol's ssh Connector, made on first use
+        # SSH connections kept between rounds (fleetcheck.transport.keep.Keeper), or None
+        self._keeper = keeper
+        self._from_keeper: set[str] = set()  # hosts whose shell this round came from it
+        self._healthy: dict[str, bool] = {}  # host -> its exec finished in time
         self._redis: redis.Redis | None = None
         self.closed = False
         self.deadline_at: float | None = None  # monotonic end of the patrol (runner sets it)
@@ -144,6 +149,8 @@ class PatrolContext:
         """CLIENT LIST, parsed, read once per patrol; our own connection left out."""
 
         def fetch() -> list[Client]:
+            from fleetcheck.parse.clientlist import parse_client_list
+
             r = self.broker()
             try:
                 pipe = r.pipeline(transaction=False)
@@ -213,7 +220,11 @@ class PatrolContext:
 
                 shell = LocalShell()
             else:
-                shell = self.ssh().open(host)
+                kept = self._keeper.take(host) if self._keeper is not None else None
+                if kept is not None:
+                    with self._lock:
+                        self._from_keeper.add(host.name)
+                shell = kept or self.ssh().open(host)
             with self._lock:
                 self._shells[host.name] = shell
                 late = self.closed
@@ -231,7 +242,12 @@ class PatrolContext:
                 return
             shell = self._shells.pop(host.name, None)
             self._memo.pop(("shell", host.name), None)
-        if shell is not None:
+            healthy = self._healthy.pop(host.name, False)
+            self._from_keeper.discard(host.name)
+            keep = self._keeper is not None and not host.is_local and not self.closed
+        if shell is not None and keep:
+            self._keeper.give_back(host, shell, healthy)
+        elif shell is not None:
             try:
                 shell.close()
             except Exception:
@@ -280,12 +296,18 @@ class PatrolContext:
 
     def _gather_once(self, host: HostConfig) -> HostFacts:
         fragments = self._fragments(host)
+        import secrets
+
         nonce = secrets.token_hex(8)
         script = build_gather_script(nonce, fragments)
         shell = self._open(host)
         before = time.time()
-        result = shell.run(script, self.fleet.ssh.command_timeout, self.fleet.ssh.max_output_bytes)
+        replaced_at, result = self._run(host, shell, script)
+        if replaced_at is not None:  # a kept connection was dead: the exec ran on a new one
+            before = replaced_at
         after = time.time()
+        with self._lock:
+            self._healthy[host.name] = result.rc is not None
         parsed, remote_epoch = parse_gathered(nonce, result.stdout)
         problem = None
         if result.rc is None:
@@ -305,6 +327,34 @@ class PatrolContext:
             exec_s=result.duration_s,
             problem=problem,
         )
+
+    def _run(self, host: HostConfig, shell: Shell, script: str) -> tuple[float | None, ExecResult]:
+        """The gathered exec on the host's shell. A connection kept from an earlier round
+        gets connect_timeout to open its channel; if it cannot, it is replaced by a new
+        connection (host key verified as for any other) and the exec runs on that; then
+        the first value says when that exec started (for the clock-skew midpoint)."""
+        cfg = self.fleet.ssh
+        with self._lock:
+            kept = host.name in self._from_keeper
+        if not kept:
+            return None, shell.run(script, cfg.command_timeout, cfg.max_output_bytes)
+        from fleetcheck.transport.ssh import StaleConnection
+
+        kept_shell: Any = shell  # an SshShell: only SSH connections are kept
+        try:
+            return None, kept_shell.run(
+                script, cfg.command_timeout, cfg.max_output_bytes, open_timeout=cfg.connect_timeout
+            )
+        except StaleConnection:
+            with self._lock:
+                self._from_keeper.discard(host.name)
+                if self._shells.get(host.name) is shell:
+                    del self._shells[host.name]
+                self._memo.pop(("shell", host.name), None)
+            self._keeper.discard(shell)
+        shell = self._open(host)  # the keeper has none left for this host: a new connection
+        started = time.time()
+        return started, shell.run(script, cfg.command_timeout, cfg.max_output_bytes)
 
     def close(self) -> None:
         with self._lock:
@@ -332,7 +382,11 @@ def build_gather_script(nonce: str, fragments: dict[str, str]) -> str:
     The random nonce keeps a log line that happens to look like a marker from confusing the
     parser; fragments cannot see or break each other (subshell, stdin from /dev/null).
     """
-    lines = [f"printf '@@{nonce} clock %s\\n' \"$(date +%s.%N 2>/dev/null || date +%s)\""]
+    # BusyBox and BSD date print %N literally: then whole seconds
+    lines = [
+        "c=$(date +%s.%N 2>/dev/null); case \"$c\" in *[!0-9.]*|'') c=$(date +%s);; esac",
+        f"printf '@@{nonce} clock %s\\n' \"$c\"",
+    ]
     for key, body in fragments.items():
         if not re.fullmatch(r"[A-Za-z0-9_.:-]+", key):
             raise ValueError(f"bad fragment key {key!r}")

@@ -1119,6 +1119,11 @@ def _describe(e: BaseException) -> str:
 # ---------------------------------------------------------------- the shell
 
 
+class StaleConnection(TransportError):
+    """The connection could not open a channel (closed, or silent past `open_timeout`):
+    for a connection kept from an earlier round, the sign to replace it."""
+
+
 class SshShell:
     """The patrol's connection to one host."""
 
@@ -1132,16 +1137,19 @@ class SshShell:
     def transport(self) -> paramiko.Transport:
         return self._transports[-1]
 
-    def run(self, command: str, timeout: float, max_bytes: int) -> ExecResult:
+    def run(
+        self, command: str, timeout: float, max_bytes: int, open_timeout: float | None = None
+    ) -> ExecResult:
         start = time.monotonic()
         deadline = start + timeout
         t = self.transport
         if not t.is_active():
-            raise TransportError(f"connection to {self.target.label} is closed")
+            raise StaleConnection(f"connection to {self.target.label} is closed")
+        opened_by = deadline if open_timeout is None else min(deadline, start + open_timeout)
         try:
-            chan = t.open_session(timeout=max(deadline - time.monotonic(), 0.001))
+            chan = t.open_session(timeout=max(opened_by - time.monotonic(), 0.001))
         except Exception as e:
-            raise TransportError(
+            raise StaleConnection(
                 f"{self.target.hostname} refused to open a session: {_describe(e)}"
             ) from None
         # exec_command waits for the server's reply without a timeout: a watchdog closes the
