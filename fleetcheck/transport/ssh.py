@@ -429,7 +429,7 @@ def _quiet_close(obj: Any) -> None:
 
 JUMP_HANDSHAKES = 8  # per jump host at once: below stock sshd's MaxStartups 10
 MAX_JUMP_LOGINS = 4  # a shared jump connection that dies is re-established at most 3 times
-_THROTTLE_BACKOFF = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+_THROTTLE_BACKOFF = (0.05, 0.1, 0.2, 0.4, 0.8)  # then 0.8 s (jittered) while the budget lasts
 
 
 class _Jump:
@@ -797,7 +797,8 @@ def _connect_one(
     import random
 
     who = role or target.hostname
-    for attempt in range(len(_THROTTLE_BACKOFF) + 1):
+    attempt = 0
+    while True:
         own_sock = sock is None
         s = _tcp_connect(target, budget) if own_sock else sock
         try:
@@ -805,7 +806,8 @@ def _connect_one(
         except _Throttled as e:
             pause = _THROTTLE_BACKOFF[min(attempt, len(_THROTTLE_BACKOFF) - 1)]
             pause *= 0.5 + random.random()
-            if not own_sock or attempt == len(_THROTTLE_BACKOFF) or budget.left() < pause + 0.2:
+            attempt += 1
+            if not own_sock or budget.left() < pause + 0.2:
                 raise TransportError(
                     f"SSH handshake with {who} failed: {e.reason} (the server dropped the "
                     "connection before its banner: MaxStartups or overloaded?)"
@@ -814,7 +816,6 @@ def _connect_one(
                 with conn._lock:
                     conn.throttled += 1
             time.sleep(pause)  # backoff, not synchronisation
-    raise budget.timeout_error()
 
 
 class _Throttled(Exception):
