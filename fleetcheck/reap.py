@@ -666,7 +666,7 @@ def reap_live_command(
     import time
 
     from fleetcheck.parse.duration import format_duration
-    from fleetcheck.transport.redis import broker_address, connect, describe_error
+    from fleetcheck.transport.redis import connect, describe_error
 
     out = out or sys.stdout
     cfg: Any = fleet.checks.get("live_hash")
@@ -691,8 +691,7 @@ def reap_live_command(
             r.ping()
         except Exception as e:
             return error(
-                f"broker {broker_address(fleet.broker.url)} unreachable: "
-                f"{describe_error(e, fleet.broker)}"
+                f"broker {fleet.broker.address} unreachable: {describe_error(e, fleet.broker)}"
             )
         try:
             kind = key_type(r, key)

@@ -102,11 +102,14 @@ def run_patrol(
     items: list[Planned],
     clock: Callable[[], datetime] = utcnow,
     deadline: float | None = None,
+    carried: dict[str, Any] | None = None,
 ) -> Report:
+    """One patrol. `carried` maps state-row keys to what each row's previous round carried
+    (see fleetcheck.state.carried)."""
     started = clock()
     t0 = time.monotonic()
     deadline_s = fleet.patrol.deadline if deadline is None else deadline
-    ctx = PatrolContext(fleet, fragments_for(items, fleet), clock)
+    ctx = PatrolContext(fleet, fragments_for(items, fleet), clock, carried)
 
     # Lanes: each broker check is one lane (its rows share one probe's facts); each host is
     # one lane running its host checks in turn over its one shell.
