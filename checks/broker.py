@@ -105,7 +105,7 @@ def increases(
 
 def refused_summary(e: BrokerRefused, previous: dict[str, Any] | None) -> str:
     """The CRIT line for a refusing broker, with the limit it hit when a round saw it."""
-    text = e.reason
+    text = e.cause
     if e.kind == REFUSED_CONNECTIONS:
         limit = (previous or {}).get("maxclients")
         if isinstance(limit, int):

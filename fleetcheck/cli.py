@@ -446,6 +446,14 @@ def reap_live(
         str | None, typer.Option("--max-age", help="Stale past this age (default: config, 900s).")
     ] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Delete (default: dry run).")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Delete even when the guard refuses (more than half the hash, started_field "
+            "in no entry, max_age below the match wall).",
+        ),
+    ] = False,
     key: Annotated[str | None, typer.Option("--key", help="The live hash's key.")] = None,
     keep_malformed: Annotated[
         bool, typer.Option("--keep-malformed", help="Leave entries without a start time.")
@@ -467,7 +475,13 @@ def reap_live(
         if age <= 0:
             raise UsageFailure("--max-age: must be longer than 0s")
     code = reap_live_command(
-        fleet, key=key, max_age=age, apply=apply, keep_malformed=keep_malformed, show=show
+        fleet,
+        key=key,
+        max_age=age,
+        apply=apply,
+        force=force,
+        keep_malformed=keep_malformed,
+        show=show,
     )
     raise typer.Exit(code)
 

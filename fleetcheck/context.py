@@ -32,8 +32,9 @@ class BrokerRefused(CheckError):
     the failure itself, which the `broker` row reports as CRIT; every other broker row says it
     could not look because of it. `kind` is the cause's short name."""
 
-    def __init__(self, reason: str, kind: str) -> None:
-        super().__init__(reason)
+    def __init__(self, cause: str, kind: str) -> None:
+        super().__init__(f"could not look: {cause}")
+        self.cause = cause
         self.kind = kind
 
 
