@@ -654,20 +654,24 @@ def guard(
     max_age: float,
     match_wall: float,
     started_field: str,
+    malformed_counted: bool = True,
 ) -> tuple[list[str], list[str]]:
     """(what the guard saw, why it refuses) for deleting `stale` out of `total` entries
     (pure). Each refusal is a sign of a wrong setting rather than of many zombies: a
     `started_field` no entry has, a `max_age` typed as minutes, a wipe of most of the hash."""
-    missing = sum(1 for s in stale if s.reason == f"malformed: no {started_field}")
+    lacking = (f"malformed: no {started_field}", "malformed: not JSON", "malformed: not a JSON")
+    missing = sum(1 for s in stale if s.reason.startswith(lacking))
     share = len(stale) / total if total else 0.0
     seen = [
         f"{len(stale)} of {total} entries would be deleted ({share:.0%}; the limit is "
         f"{MAX_SHARE:.0%})",
-        f"{started_field} present in {total - missing} of {total} entries",
+        f"{started_field} present in {total - missing} of {total} entries"
+        if malformed_counted
+        else f"{started_field} not counted (malformed entries kept)",
         f"max_age {max_age:g}s against the match wall {match_wall:g}s",
     ]
     refusals = []
-    if total and missing == total:
+    if total and malformed_counted and missing == total:
         refusals.append(
             f"{started_field} appears in no entry (is started_field right?): every entry "
             "would count as malformed"
@@ -773,7 +777,9 @@ def reap_live_command(
             print(f"  {s.name}  age {age}{owner}  {s.reason}", file=out)
         if len(listed) < len(ordered):
             print(f"  ... and {len(ordered) - len(listed)} more (--show 0 lists all)", file=out)
-        seen, refusals = guard(total, stale, age_limit, match_wall, started_field)
+        seen, refusals = guard(
+            total, stale, age_limit, match_wall, started_field, not keep_malformed
+        )
         for line in seen:
             print(f"guard: {line}", file=out)
         for line in refusals:

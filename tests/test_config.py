@@ -129,8 +129,7 @@ ERRORS = [
     (
         "unencoded reserved character in the password",
         GOOD.replace("redis://127.0.0.1", "redis://:Zq#9xK2pLw/x@127.0.0.1"),
-        "[broker] url: the user name or password holds a character that must be "
-        "percent-encoded",
+        "[broker] url: the user name or password holds a character that must be percent-encoded",
     ),
     (
         "stray percent in the password",
@@ -175,13 +174,13 @@ ERRORS = [
     (
         "two password sources",
         GOOD.replace("redis://127.0.0.1", "redis://:Sekr3tPW@127.0.0.1").replace(
-            "/0\"\n", '/0"\npassword_env = "PW"\n', 1
+            '/0"\n', '/0"\npassword_env = "PW"\n', 1
         ),
         "[broker] password_env: password given both in url and here: keep one",
     ),
     (
         "tls file without rediss",
-        GOOD.replace("/0\"\n", '/0"\nca_file = "/etc/ca.pem"\n', 1),
+        GOOD.replace('/0"\n', '/0"\nca_file = "/etc/ca.pem"\n', 1),
         "[broker] ca_file: goes with a rediss:// (or valkeys://) url",
     ),
     (
@@ -191,7 +190,7 @@ ERRORS = [
     ),
     (
         "sentinels and url",
-        GOOD.replace("/0\"\n", '/0"\nsentinels = ["127.0.0.1:26379"]\nservice = "m"\n', 1),
+        GOOD.replace('/0"\n', '/0"\nsentinels = ["127.0.0.1:26379"]\nservice = "m"\n', 1),
         "[broker] url: give either url or sentinels, not both",
     ),
     (
@@ -203,7 +202,7 @@ ERRORS = [
     ),
     (
         "client name with a space",
-        GOOD.replace("/0\"\n", '/0"\nclient_name = "fleet check"\n', 1),
+        GOOD.replace('/0"\n', '/0"\nclient_name = "fleet check"\n', 1),
         "[broker] client_name: 1-64 printable characters without spaces",
     ),
     (
