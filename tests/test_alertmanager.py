@@ -110,6 +110,7 @@ def test_payload_since_extra_labels_and_gone_rows() -> None:
         ("http://h:8080/?token=s3cret", "http://h:8080/..."),
         ("http://[::1]:9093/", "http://[::1]:9093"),
         ("http://h:99999999/", "(unparsable URL)"),
+        ("hc-ping.com/abc-secret", "(not an http:// URL)"),  # never ":///..."
     ],
 )
 def test_redact(url: str, shown: str) -> None:
@@ -119,9 +120,11 @@ def test_redact(url: str, shown: str) -> None:
 @pytest.mark.parametrize(
     "url, problem",
     [
-        ("file:///etc/passwd", "expected an http:// or https:// URL"),
-        ("127.0.0.1:9093", "expected an http:// or https:// URL"),
-        ("http://", "expected an http:// or https:// URL"),
+        ("file:///etc/passwd", "unsupported scheme file://"),
+        ("127.0.0.1:9093", "no scheme"),
+        ("localhost:9093", "unsupported scheme localhost://"),
+        ("hc-ping.com/abc", "no scheme"),
+        ("http://", "no host name"),
         ("http://h:notaport/", "not a valid URL"),
     ],
 )
