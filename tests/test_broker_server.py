@@ -289,7 +289,9 @@ def test_reserved_character_password_in_no_output(tmp_path: Path, right: bool) -
         given = ENCODED if right else ENCODED.replace("x", "y")
         url = f"redis://:{given}@127.0.0.1:{server.port}/0"
         cfg = write(tmp_path, fleet_toml(f'url = "{url}"', BROKER_CHECKS))
-        for fmt in ("json", "plain", "nagios", "prometheus", "table"):
+        # a wrong password is where redis-py's own message could quote it: every format then
+        formats = ("json",) if right else ("json", "plain", "nagios", "prometheus", "table")
+        for fmt in formats:
             proc = fleetcheck("run", "-c", str(cfg), "--format", fmt, "--no-state")
             no_password(proc.stdout + proc.stderr)
             assert proc.returncode == (0 if right else 3), proc.stdout + proc.stderr
@@ -303,6 +305,8 @@ def test_reserved_character_password_in_no_output(tmp_path: Path, right: bool) -
         assert proc.returncode == 0
         assert f"broker: redis://:***@127.0.0.1:{server.port}/0" in proc.stdout
         no_password(proc.stdout + proc.stderr)
+        if not right:
+            return
         # unencoded: a config error naming the key, never the password
         bad = write(tmp_path, fleet_toml(f'url = "{url.replace(given, PASSWORD)}"'), "bad.toml")
         for command in (["run"], ["config", "check"]):
@@ -383,7 +387,8 @@ def test_patrol_as_the_documented_acl_user(tmp_path: Path) -> None:
                 write_it()
         # reap-live --apply needs the documented addition, and works with it
         proc = fleetcheck("reap-live", "-c", str(cfg), "--apply", "--force")
-        assert proc.returncode == 3 and "NOPERM" in proc.stderr, proc.stdout + proc.stderr
+        assert proc.returncode == 3, proc.stdout + proc.stderr
+        assert "this user has no permissions to run" in proc.stderr
         assert admin.hlen("arena:live") == 1
         extra = readme_acl("<!-- acl:reap -->")
         admin.execute_command("ACL", "SETUSER", "fleetcheck", *extra)
