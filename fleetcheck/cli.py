@@ -395,7 +395,7 @@ def check_run_args(fleet: FleetConfig, args: list[str]) -> None:
     params = ctx.params
     if params.get("config"):
         raise UsageFailure(
-            "run options after --: --config is set by timer itself (use -c before --)"
+            "run options after --: --config is timer's own option (put it before --)"
         )
     try:
         patrol.resolve_outputs(

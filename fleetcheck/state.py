@@ -164,6 +164,7 @@ def private_open(path: Path, mode: str = "a") -> Any:
 class StateFile:
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._healed = False
 
     @contextmanager
     def _lock(self, kind: int) -> Iterator[None]:
@@ -183,9 +184,13 @@ class StateFile:
             self._save(holder["rows"])
 
     def read(self) -> dict[str, Any]:
-        """The rows as they are now (under a shared lock; nothing saved)."""
-        with self._lock(fcntl.LOCK_SH):
-            return self._load()
+        """The rows as they are now, under the lock. A file that needed healing (rows
+        dropped) is saved healed, so its warning is given once."""
+        with self._lock(fcntl.LOCK_EX):
+            rows = self._load()
+            if self._healed:
+                self._save(rows)
+            return rows
 
     def _load(self) -> dict[str, Any]:
         try:
@@ -207,6 +212,7 @@ class StateFile:
             self._aside("corrupt", f"unreadable ({e})")
             return {}
         rows, dropped = clean(dict(data["rows"]))
+        self._healed = bool(dropped)
         if dropped:
             key, problem = dropped[0]
             more = f" and {len(dropped) - 1} more" if len(dropped) > 1 else ""

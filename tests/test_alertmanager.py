@@ -5,6 +5,7 @@ The heartbeat is checked against a small HTTP server on loopback that records wh
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.server
 import json
 import os
@@ -137,14 +138,22 @@ def test_bad_urls_are_refused_before_any_traffic(url: str, problem: str) -> None
 # ------------------------------------------------------------------ a real Alertmanager
 @pytest.fixture
 def alertmanager(tmp_path: Path) -> Iterator[str]:
+    """A real Alertmanager on a free loopback port (see run_alertmanager)."""
+    with run_alertmanager(tmp_path) as base:
+        yield base
+
+
+@contextlib.contextmanager
+def run_alertmanager(tmp_path: Path) -> Iterator[str]:
     """A real Alertmanager on a free loopback port: own storage, clustering off (so it gossips
-    with nobody), a receiver that sends nothing. Its process group is killed at teardown."""
+    with nobody), a receiver that sends nothing. Its process group is killed at the end."""
     binary = ALERTMANAGER
     if binary is None:
         message = "prometheus-alertmanager is not installed (apt-get install ...)"
         if os.environ.get("FLEETCHECK_REQUIRE_LAB") == "1":
             pytest.fail(message)
         pytest.skip(message)
+    tmp_path.mkdir(parents=True, exist_ok=True)
     config = tmp_path / "alertmanager.yml"
     config.write_text('route:\n  receiver: "null"\nreceivers:\n  - name: "null"\n')
     port = free_port()
