@@ -199,16 +199,15 @@ def test_password_from_env_and_never_printed(monkeypatch: pytest.MonkeyPatch) ->
         r = connect(cfg(lab.broker_url, password_env="FC_TEST_PW"))
         assert r.ping()
         r.close()
-        # wrong password in the URL: the error names neither password
-        monkeypatch.setenv("FC_TEST_PW", "wrong-" + secret)
+        # wrong password in the URL: the error does not name it
         bad_url = f"redis://:{secret}x@{lab.gateway}:{lab.redis_port}/0"
-        c = cfg(bad_url, password_env="FC_TEST_PW")
+        c = cfg(bad_url)
         r = connect(c)
         with pytest.raises(Exception) as info:
             r.ping()
         r.close()
         message = describe_error(info.value, c)
-        assert secret not in message and "wrong-" not in message
+        assert secret not in message
         assert message  # still says what went wrong
         # the whole CLI: a failing patrol prints the reason without any password
         import json
