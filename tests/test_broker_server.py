@@ -388,7 +388,7 @@ def test_patrol_as_the_documented_acl_user(tmp_path: Path) -> None:
         # reap-live --apply needs the documented addition, and works with it
         proc = fleetcheck("reap-live", "-c", str(cfg), "--apply", "--force")
         assert proc.returncode == 3, proc.stdout + proc.stderr
-        assert "this user has no permissions to run" in proc.stderr
+        assert "has no permissions to run the 'script|exists' command" in proc.stderr
         assert admin.hlen("arena:live") == 1
         extra = readme_acl("<!-- acl:reap -->")
         admin.execute_command("ACL", "SETUSER", "fleetcheck", *extra)
