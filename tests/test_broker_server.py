@@ -464,3 +464,109 @@ def test_sentinel_names_the_master_and_follows_a_failover(tmp_path: Path) -> Non
         assert (code, row["status"]) == (3, "UNKNOWN")
         assert row["summary"].startswith("broker mymaster (via sentinels 127.0.0.1:")
         assert "no master from the sentinels" in row["summary"]
+
+
+# ---------------------------------------------------------------- the probe pushes at most once
+class ReplyDropper:
+    """A loopback TCP proxy in front of the broker that, once, forwards a push to the server
+    and then cuts the client's connection instead of passing on the reply: the push landed,
+    the client cannot know. Every other byte (and every later connection) passes through."""
+
+    def __init__(self, upstream_port: int, command: bytes = b"RPUSH") -> None:
+        import socket
+
+        self.upstream_port = upstream_port
+        self.command = command
+        self.armed = True
+        self.cut = threading.Event()
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[Any] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.upstream_port))
+            self.sockets += [client, server]
+            drop = threading.Event()
+            threading.Thread(target=self._up, args=(client, server, drop), daemon=True).start()
+            threading.Thread(target=self._down, args=(server, client, drop), daemon=True).start()
+
+    def _up(self, client: Any, server: Any, drop: threading.Event) -> None:
+        while True:
+            try:
+                data = client.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            if self.armed and self.command in data:
+                self.armed = False
+                drop.set()
+            try:
+                server.sendall(data)
+            except OSError:
+                return
+
+    def _down(self, server: Any, client: Any, drop: threading.Event) -> None:
+        import socket
+
+        while True:
+            try:
+                data = server.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            if drop.is_set():  # the push's reply: swallowed, and the client cut off
+                for s in (client, server):
+                    try:
+                        s.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                    s.close()
+                self.cut.set()
+                return
+            try:
+                client.sendall(data)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.listener.close()
+        for s in self.sockets:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+
+def test_an_uncertain_push_is_sent_once_and_cleaned_up(tmp_path: Path) -> None:
+    with Server() as server:
+        proxy = ReplyDropper(server.port)
+        try:
+            url = f"redis://127.0.0.1:{proxy.port}/0"
+            checks = '[checks.rater_probe]\ntimeout = "1s"\n'
+            # retries = 5: the client would retry a dropped command; the push must not be
+            cfg = write(tmp_path, fleet_toml(f'url = "{url}"\nretries = 5', checks))
+            r = server.client()
+            r.rpush("arena:rater:inbox", "older-job")
+            code, report = patrol(cfg)
+            assert proxy.cut.is_set()  # the push reached the server; its reply did not come back
+            row = rows(report)["rater_probe"]
+            assert (code, row["status"]) == (3, "UNKNOWN"), row
+            assert row["summary"].startswith("arena:rater:inbox: push uncertain (")
+            assert row["summary"].endswith("; removed again (1 copy)")
+            # exactly what was there before: no second copy, no orphan envelope
+            assert r.lrange("arena:rater:inbox", 0, -1) == [b"older-job"]
+            assert r.info("stats")["total_commands_processed"] > 0
+        finally:
+            proxy.close()
