@@ -229,7 +229,8 @@ def test_out_of_memory_is_crit_and_the_probe_pushes_nothing(tmp_path: Path) -> N
 # ---------------------------------------------------------------- one connection per patrol
 def test_a_patrol_holds_one_broker_connection(tmp_path: Path) -> None:
     """CLIENT LIST watched during a whole patrol: the shared connection is one, the rater
-    probe's own is one more, and no check opens another (before: up to 4 at once)."""
+    probe's own is one more, and no check opens another (before: up to 4 at once). No rater
+    takes the envelope, so the probe's connection lives for its whole timeout."""
     from fleetcheck.lab import Lab
 
     with Lab(netns=False) as lab:
@@ -239,10 +240,9 @@ def test_a_patrol_holds_one_broker_connection(tmp_path: Path) -> None:
             pipe.hset("arena:live", mapping={f"m{i}-{j}": '{"started_at": 1}' for j in range(100)})
         pipe.execute()
         r.rpush("q:pending", *range(10))
-        rater = lab.start_rater()
         n8 = lab.add_host("n8")
         lab.start_workers(n8, 2)
-        checks = BROKER_CHECKS + '\n[checks.clients]\n\n[checks.rater_probe]\ntimeout = "2s"\n'
+        checks = BROKER_CHECKS + '\n[checks.clients]\n\n[checks.rater_probe]\ntimeout = "1s"\n'
         cfg = lab.config(checks=checks)
         import subprocess
         import sys
@@ -264,9 +264,9 @@ def test_a_patrol_holds_one_broker_connection(tmp_path: Path) -> None:
                 most[name] = max(most[name], len(mine))
                 ids[name].update(c["id"] for c in mine)
         out, err = proc.communicate()
-        lab.stop(rater)
     report = json.loads(out)
-    assert {x["check"]: x["status"] for x in report["results"]}["rater_probe"] == "OK", report
+    probe = {x["check"]: x for x in report["results"]}["rater_probe"]
+    assert probe["status"] == "CRIT" and "removed again" in probe["summary"], probe
     assert looks > 10
     assert most == {"fleetcheck": 1, "fleetcheck-probe": 1}, most
     assert len(ids["fleetcheck"]) == 1 and len(ids["fleetcheck-probe"]) == 1, ids
