@@ -393,6 +393,12 @@ def check_run_args(fleet: FleetConfig, args: list[str]) -> None:
         message = e.format_message() if _is_click_error(e) else e  # type: ignore[attr-defined]
         raise UsageFailure(f"run options after --: {message}") from None
     params = ctx.params
+    for loop in ("every", "rounds"):
+        if params.get(loop) is not None:
+            raise UsageFailure(
+                f"run options after --: --{loop} would keep the oneshot service running: "
+                "the timer schedules the rounds (use timer --every)"
+            )
     if params.get("config"):
         raise UsageFailure(
             "run options after --: --config is timer's own option (put it before --)"

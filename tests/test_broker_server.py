@@ -303,7 +303,7 @@ def test_reserved_character_password_in_no_output(tmp_path: Path, right: bool) -
                     )
         proc = fleetcheck("config", "check", "-c", str(cfg))
         assert proc.returncode == 0
-        assert f"broker: redis://:***@127.0.0.1:{server.port}/0" in proc.stdout
+        assert f"broker: redis://***@127.0.0.1:{server.port}/0" in proc.stdout
         no_password(proc.stdout + proc.stderr)
         if not right:
             return

@@ -268,7 +268,7 @@ def test_percent_encoded_password_is_decoded() -> None:
 
     cfg = BrokerConfig(url="redis://:Zq%239xK2pLw%2Fx@127.0.0.1:6379/0")
     assert password_of(cfg) == "Zq#9xK2pLw/x"
-    assert redact_url(cfg.url) == "redis://:***@127.0.0.1:6379/0"
+    assert redact_url(cfg.url) == "redis://***@127.0.0.1:6379/0"
 
 
 def test_config_check_command_prints_resolved_fleet(tmp_path: Path) -> None:

@@ -207,6 +207,7 @@ def test_unwritable_textfile_directory(tmp_path: Path) -> None:
         (["--alertmanager", "localhost:9093"], "--alertmanager: unsupported scheme localhost://"),
         (["--textfile", "/nonexistent-dir/f.prom"], "directory /nonexistent-dir does not exist"),
         (["-c", "/etc/other.toml"], "--config is timer's own option"),
+        (["--every", "5m"], "--every would keep the oneshot service running"),
     ],
 )
 def test_timer_refuses_run_options_run_would_refuse(

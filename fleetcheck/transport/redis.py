@@ -28,7 +28,7 @@ class BrokerSetupError(Exception):
 
 
 def redact_url(url: str | None) -> str:
-    """The URL with its userinfo's password replaced by '***' (the user name is kept)."""
+    """The URL with its whole userinfo (user name and password) replaced by '***'."""
     if url is None:
         return "(no url)"
     try:
@@ -39,9 +39,7 @@ def redact_url(url: str | None) -> str:
     if "@" not in parts.netloc:
         return url
     hostport = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    shown = f"{user}:***@" if parts.password is not None else f"{user}@"
-    return urlunsplit(parts._replace(netloc=shown + hostport))
+    return urlunsplit(parts._replace(netloc="***@" + hostport))
 
 
 def broker_address(url: str) -> str:
@@ -59,7 +57,7 @@ def scrub(text: str, secrets: list[str]) -> str:
             quoted = quote(s, safe="")
             if quoted != s:
                 text = text.replace(quoted, "***")
-    return re.sub(r"([A-Za-z][A-Za-z0-9+.-]*)://([^:@/\s]*):[^@\s]*@", r"\1://\2:***@", text)
+    return re.sub(r"([A-Za-z][A-Za-z0-9+.-]*)://[^@/\s]*@", r"\1://***@", text)
 
 
 def password_of(cfg: BrokerConfig) -> str | None:
