@@ -20,7 +20,6 @@ import fnmatch
 import json
 import shlex
 import time
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -144,6 +143,8 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
             raise CheckError(f"{config.inbox} is a {kind_text}, not a list: nothing pushed")
         has_lpos = supports(info, "lpos")
         raters: tuple[Client, ...] | None = None  # read only when the probe fails
+
+        import uuid
 
         probe_id = str(uuid.uuid4())
         envelope = render_payload(config.payload, probe_id, time.time()).encode()
@@ -297,8 +298,8 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
             ) from None
         if h.ssh is None:
             raise CheckError(f"ack_host {h.name} has no ssh, so its log cannot be read")
-        if not (config.ack_log or h.logs):
-            raise CheckError(f"ack_host {h.name} has no logs; set ack_log to the rater's log")
+        if not (config.ack_log or any(log.path for log in h.logs)):
+            raise CheckError(f"ack_host {h.name} has no log files; set ack_log to the rater's log")
         return h
 
     @staticmethod
@@ -368,7 +369,7 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
         host: HostConfig,
         deadline: float,
     ) -> tuple[bool | None, str]:
-        path = config.ack_log or host.logs[0].path
+        path = config.ack_log or next(log.path for log in host.logs if log.path)
         wait = max(0.0, deadline - time.perf_counter())
         # one exec that polls on the host (every exec costs the host a login shell)
         script = (

@@ -179,7 +179,8 @@ def run(
 
     fleet = load_fleet(config)
     try:
-        items = runner.plan(fleet, registry.available(), only or (), host or ())
+        checks = registry.select([*fleet.checks, *(only or ())])
+        items = runner.plan(fleet, checks, only or (), host or ())
         if shard:
             part = patrol.parse_shard(shard)
             items = [i for i in items if patrol.in_shard(i.target, part)]
@@ -208,8 +209,14 @@ def run(
     )
     fmt = output_format(format)
 
+    keeper = None
+    if interval is not None and 0 < interval <= fleet.ssh.keep_alive_for:
+        from fleetcheck.transport.keep import Keeper
+
+        keeper = Keeper(fleet.ssh.keep_alive_for)
+
     def one() -> Report:
-        return patrol.one_round(fleet, items, outputs)
+        return patrol.one_round(fleet, items, outputs, keeper)
 
     if interval is None:
         report = one()
@@ -217,7 +224,11 @@ def run(
         raise typer.Exit(report.exit_code)
     from fleetcheck import live
 
-    last = live.run_loop(one, interval, rounds, fmt, render_text)
+    try:
+        last = live.run_loop(one, interval, rounds, fmt, render_text)
+    finally:
+        if keeper is not None:
+            keeper.close()
     raise typer.Exit(last.exit_code if last else 0)
 
 
@@ -231,9 +242,27 @@ def list_checks() -> None:
 
 
 @config_app.command("check")
-def config_check(config: ConfigOpt = None) -> None:
+def config_check(
+    config: ConfigOpt = None,
+    ssh: Annotated[
+        bool,
+        typer.Option(
+            "--ssh",
+            help="Also print each host's resolved SSH target (user, address, port, jump "
+            "chain, key files, known_hosts files), as ssh_config resolves it; connects nowhere.",
+        ),
+    ] = False,
+) -> None:
     """Validate the config and print the resolved fleet."""
     fleet = load_fleet(config)
+    if ssh:
+        from fleetcheck.transport.ssh import describe_targets
+
+        text, ok = describe_targets(fleet)
+        print(text)
+        if not ok:
+            raise typer.Exit(3)
+        return
     from fleetcheck.parse.duration import format_duration
     from fleetcheck.transport.redis import redact_url
 
@@ -259,7 +288,7 @@ def config_check(config: ConfigOpt = None) -> None:
     print(f"checks: {', '.join(fleet.checks) or '(none)'}")
     print(f"hosts ({len(fleet.hosts)}):")
     for h in fleet.hosts:
-        logs = ", ".join(f"{log.path} (max_age {format_duration(log.max_age)})" for log in h.logs)
+        logs = ", ".join(f"{log.title} (max_age {format_duration(log.max_age)})" for log in h.logs)
         print(
             f"  {h.name}: ssh={h.ssh or '-'} addrs={','.join(h.addrs) or '-'} "
             f"min_clients={h.min_clients} tz={h.tz or '-'}" + (f" logs={logs}" if logs else "")

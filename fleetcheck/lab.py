@@ -153,6 +153,21 @@ def sweep_orphans() -> None:
         entry.unlink(missing_ok=True)
 
 
+def _roomy_neighbour_table() -> None:
+    """The root namespace's ARP table holds one entry per lab host of every lab on this
+    machine; the kernel's default hard limit (gc_thresh3 = 1024) overflows with a 600-host
+    lab next to others ("neighbor table overflow": SYNs dropped, "no route to host"). Raise
+    the limits (never lower them) so the lab measures sshd, not the ARP cache."""
+    base = Path("/proc/sys/net/ipv4/neigh/default")
+    for name, want in (("gc_thresh1", 1024), ("gc_thresh2", 8192), ("gc_thresh3", 16384)):
+        try:
+            path = base / name
+            if int(path.read_text()) < want:
+                path.write_text(f"{want}\n")
+        except (OSError, ValueError):
+            pass
+
+
 @dataclass
 class LabHost:
     name: str
@@ -171,7 +186,9 @@ class LabHost:
 class Lab:
     """A fleet of namespaces around one redis-server. Use as a context manager."""
 
-    def __init__(self, redis_args: Iterable[str] = (), netns: bool = True) -> None:
+    def __init__(
+        self, redis_args: Iterable[str] = (), netns: bool = True, prefix: int = 24
+    ) -> None:
         missing = missing_prerequisites(netns)
         if missing:
             raise RuntimeError("lab needs: " + ", ".join(missing))
@@ -181,6 +198,7 @@ class Lab:
         self.id = secrets.token_hex(2)
         self.dir = Path(tempfile.mkdtemp(prefix=f"fleetcheck-lab-{self.id}-"))
         self.bridge = f"fcbr{self.id}" if netns else ""
+        self.prefix = prefix  # 22 for up to ~1,000 hosts (a bridge takes 1,024 ports)
         self.subnet = self._pick_subnet() if netns else ipaddress.IPv4Network("127.0.0.0/24")
         self.gateway = str(self.subnet.network_address + 1)
         self.hosts: dict[str, LabHost] = {}
@@ -192,10 +210,12 @@ class Lab:
         self._save_registry()
         try:
             if netns:
+                if self.subnet.num_addresses > 256:
+                    _roomy_neighbour_table()
                 run("ip", "link", "add", self.bridge, "type", "bridge")
                 self._save_registry()
-                prefix = f"{self.gateway}/{self.subnet.prefixlen}"
-                run("ip", "addr", "add", prefix, "dev", self.bridge)
+                gateway = f"{self.gateway}/{self.subnet.prefixlen}"
+                run("ip", "addr", "add", gateway, "dev", self.bridge)
                 run("ip", "link", "set", self.bridge, "up")
                 self._make_client_key()
             self.redis_port = free_port()
@@ -207,12 +227,16 @@ class Lab:
     # ------------------------------------------------------------ bookkeeping
     def _pick_subnet(self) -> ipaddress.IPv4Network:
         used = run("ip", "-4", "-o", "addr", "show").stdout.decode()
+        span = 2 ** (24 - self.prefix)
         for _ in range(200):
-            third = secrets.randbelow(254) + 1
-            net = ipaddress.IPv4Network(f"198.18.{third}.0/24")
-            if f" 198.18.{third}." not in used:
+            if span == 1:
+                third = secrets.randbelow(254) + 1
+            else:  # aligned to the prefix, never 198.18.0.x
+                third = (secrets.randbelow(256 // span - 1) + 1) * span
+            net = ipaddress.IPv4Network(f"198.18.{third}.0/{self.prefix}")
+            if all(f" 198.18.{t}." not in used for t in range(third, third + span)):
                 return net
-        raise RuntimeError("no free 198.18.x.0/24 subnet for the lab")
+        raise RuntimeError(f"no free 198.18.x.0/{self.prefix} subnet for the lab")
 
     def _save_registry(self) -> None:
         REGISTRY.mkdir(parents=True, exist_ok=True)
@@ -357,12 +381,12 @@ class Lab:
     def _alloc_ip(self) -> str:
         addr = str(self.subnet.network_address + self._next_ip)
         self._next_ip += 1
-        if self._next_ip > 254:
+        if self._next_ip > self.subnet.num_addresses - 2:
             raise RuntimeError("lab subnet full")
         return addr
 
     def _veth(self, host: LabHost, inner: str) -> str:
-        outer = f"fv{self.id}{len(self.namespaces):02d}{len(host.veths)}"
+        outer = f"fv{self.id}{self.namespaces.index(host.ns):02d}{len(host.veths)}"
         run("ip", "link", "add", outer, "type", "veth", "peer", "name", inner, "netns", host.ns)
         run("ip", "link", "set", outer, "master", self.bridge, "up")
         host.veths.append(outer)
@@ -378,9 +402,10 @@ class Lab:
             self.hosts[name] = host
             return host
         ns = f"fc{self.id}-{name}"[:30]
-        run("ip", "netns", "add", ns)
+        # registered before it exists: a Ctrl-C while `ip netns add` runs must not leak it
         self.namespaces.append(ns)
         self._save_registry()
+        run("ip", "netns", "add", ns)
         hdir = self.dir / name
         hdir.mkdir()
         host = LabHost(name=name, ns=ns, addr=self._alloc_ip(), dir=hdir)
@@ -394,6 +419,30 @@ class Lab:
             self.start_sshd(host, tz=tz, options=sshd_options)
         return host
 
+    def add_busybox_host(self, name: str) -> LabHost:
+        """A host like an Alpine worker: its shell is BusyBox ash and its PATH holds only the
+        BusyBox applets (Debian's `busybox`, linked one per applet by `busybox --install -s`).
+        sshd's ForceCommand stands in for /bin/sh being BusyBox: the client's `/bin/sh -s`
+        becomes `busybox sh -s`, reading the same script from stdin."""
+        busybox = shutil.which("busybox")
+        if busybox is None:
+            raise RuntimeError("lab needs: busybox (Debian package busybox)")
+        applets = self.dir / f"{name}-busybox-bin"
+        applets.mkdir()
+        run(busybox, "--install", "-s", str(applets))
+        return self.add_host(
+            name, sshd_options=f"SetEnv PATH={applets}\nForceCommand {busybox} sh -s\n"
+        )
+
+    def add_unprivileged_host(self, name: str, uid: int = 65534) -> LabHost:
+        """A host whose SSH sessions run as an unprivileged user (uid/gid `uid`, no
+        supplementary groups: not in systemd-journal or adm), via setpriv in ForceCommand."""
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            raise RuntimeError("lab needs: setpriv (util-linux)")
+        force = f"{setpriv} --reuid={uid} --regid={uid} --clear-groups /bin/sh -s"
+        return self.add_host(name, sshd_options=f"ForceCommand {force}\n")
+
     def nsrun(
         self, host: LabHost, *args: str, check: bool = True
     ) -> subprocess.CompletedProcess[bytes]:
@@ -406,7 +455,17 @@ class Lab:
         run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key))
         host.host_key_pub = " ".join(Path(str(key) + ".pub").read_text().split()[:2])
 
-    def start_sshd(self, host: LabHost, tz: str | None = None, options: str = "") -> None:
+    def start_sshd(
+        self,
+        host: LabHost,
+        tz: str | None = None,
+        options: str = "",
+        max_startups: str | None = "500",
+        log_level: str = "ERROR",
+    ) -> None:
+        """Start the host's sshd. sshd takes the FIRST value of most keywords, so
+        `max_startups` (None: OpenSSH's default 10:30:100) and `log_level` (INFO logs every
+        login) are parameters rather than `options` lines."""
         if not (host.dir / "ssh_host_ed25519_key").exists():
             self._write_host_key(host)
             self.trust(host)
@@ -441,12 +500,12 @@ class Lab:
                 StrictModes no
                 PrintMotd no
                 PrintLastLog no
-                MaxStartups 500
                 MaxSessions 100
-                LogLevel ERROR
                 UseDNS no
                 """
             )
+            + (f"MaxStartups {max_startups}\n" if max_startups else "")
+            + f"LogLevel {log_level}\n"
             + env_line
             + options
         )
@@ -677,6 +736,49 @@ class Lab:
             if c.get("name") == name:
                 out.append(c)
         return out
+
+
+JOURNAL_REMOTE = "/lib/systemd/systemd-journal-remote"
+
+
+def journal_export(entries: Iterable[dict[str, str | bytes | int]]) -> bytes:
+    """systemd's journal export format for `entries` (field -> value): `KEY=VALUE` lines,
+    values with a newline in the binary form (KEY, newline, 64-bit LE length, bytes), a
+    blank line after each entry. `__REALTIME_TIMESTAMP` (µs since the epoch) sets the entry's
+    time; a boot id and monotonic time are added when missing."""
+    import struct
+
+    out = bytearray()
+    for i, entry in enumerate(entries):
+        fields: dict[str, str | bytes | int] = {
+            "__MONOTONIC_TIMESTAMP": i + 1,
+            "_BOOT_ID": "0123456789abcdef0123456789abcdef",
+            **entry,
+        }
+        for key, value in fields.items():
+            raw = value if isinstance(value, bytes) else str(value).encode()
+            if b"\n" in raw:
+                out += key.encode() + b"\n" + struct.pack("<Q", len(raw)) + raw + b"\n"
+            else:
+                out += key.encode() + b"=" + raw + b"\n"
+        out += b"\n"
+    return bytes(out)
+
+
+def write_journal(directory: Path, entries: Iterable[dict[str, str | bytes | int]]) -> Path:
+    """A real journal file in `directory`, written by systemd-journal-remote from export
+    format, for the real journalctl to read (`journalctl --directory`)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / f"lab-{secrets.token_hex(3)}.journal"
+    proc = subprocess.run(
+        [JOURNAL_REMOTE, f"--output={target}", "-"],
+        input=journal_export(entries),
+        capture_output=True,
+    )
+    if proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace").strip()
+        raise RuntimeError(f"systemd-journal-remote failed ({proc.returncode}): {err}")
+    return target
 
 
 def _proc_state(pid: int) -> str:

@@ -120,7 +120,9 @@ def warn(message: str) -> None:
     print(f"fleetcheck: warning: {message}", file=sys.stderr)
 
 
-def one_round(fleet: FleetConfig, items: list[Planned], outputs: Outputs) -> Report:
+def one_round(
+    fleet: FleetConfig, items: list[Planned], outputs: Outputs, keeper: Any = None
+) -> Report:
     memory = Memory(fleet.patrol.fail_after, fleet.patrol.flap_changes, fleet.patrol.flap_window)
     previous: dict[str, Any] = {}
     if outputs.state is not None:
@@ -128,7 +130,7 @@ def one_round(fleet: FleetConfig, items: list[Planned], outputs: Outputs) -> Rep
             previous = carried(StateFile(outputs.state).read())
         except Exception as e:  # state never costs a patrol: it only loses its memory
             warn(f"state file {outputs.state}: {_why(e)}")
-    report = run_patrol(fleet, items, carried=previous)
+    report = run_patrol(fleet, items, carried=previous, keeper=keeper)
     if outputs.state is not None:
         try:
             report = remember(report, outputs.state, memory, outputs.history)
