@@ -7,6 +7,7 @@ each per patrol and closes them all at the end (also when the deadline cut the p
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -190,7 +191,10 @@ class PatrolContext:
             refused = refusal(e)
             if refused is not None:
                 raise BrokerRefused(f"broker {where} {refused[1]}", refused[0]) from None
-            raise CheckError(f"broker {where} unreachable: {describe_error(e, cfg)}") from None
+            why = describe_error(e, cfg)
+            if cfg.password_env and not os.environ.get(cfg.password_env):
+                why += f" (password_env {cfg.password_env} is not set)"
+            raise CheckError(f"broker {where} unreachable: {why}") from None
         return client
 
     def broker_error(self, e: Exception) -> CheckError:

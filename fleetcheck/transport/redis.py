@@ -61,13 +61,12 @@ def scrub(text: str, secrets: list[str]) -> str:
 
 
 def password_of(cfg: BrokerConfig) -> str | None:
-    """The broker password from the URL, `password_env` or `password_file` (read now, so a
-    rotated secret is picked up by the next patrol). Raises BrokerSetupError."""
+    """The broker password from the URL, `password_env` (None when that variable is unset) or
+    `password_file` (read now, so a rotated secret is picked up by the next patrol). Raises
+    BrokerSetupError for a password_file that cannot be read."""
     if cfg.password_env:
-        value = os.environ.get(cfg.password_env)
-        if not value:
-            raise BrokerSetupError(f"password_env {cfg.password_env} is not set")
-        return value
+        # unset: no password (a broker that wants one says so, and the context adds why)
+        return os.environ.get(cfg.password_env) or None
     if cfg.password_file:
         path = os.path.expanduser(cfg.password_file)
         try:
