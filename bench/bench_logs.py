@@ -99,9 +99,9 @@ def main() -> None:
                 host_extra={h.name: extra for h in hosts},
                 hosts=subset,
             )
-            path.write_text(
-                path.read_text().replace('command_timeout = "5s"', 'command_timeout = "60s"')
-            )
+            text = path.read_text().replace('command_timeout = "5s"', 'command_timeout = "60s"')
+            # the lab's sshds share the client's cores: room for handshakes under load
+            path.write_text(text.replace('connect_timeout = "3s"', 'connect_timeout = "30s"'))
             return path
 
         configs = {
