@@ -11,11 +11,15 @@ fleetcheck's own commands from SLOWLOG (threshold 0, reset before each check, re
     .venv/bin/python bench/bench_broker.py --quick    # seconds: 20k fields, 400 clients
 
 The live-hash pass is also measured before/after in the same run, each run in a fresh child
-process (so its peak RSS is its own): the previous code (r.hscan, json.loads per value, one
-stale_reason per entry in evaluate; replicated below as `previous_pass`) and the current
-code (pipelined HSCAN, whole-reply fast path, C-speed counts), each with redis-py's
-pure-Python reply parser and with hiredis; the current code also with COUNT 1000. All give
-the same entries and stale counts (checked).
+process (so its peak RSS is its own), with hiredis: the code before issue 6 (r.hscan,
+json.loads per value; `previous_pass`), the code before issue 15 (pipelined HSCAN, whole-reply
+fast path, a set of every field name for de-duplication; `names_pass`) and the current code
+(8-byte digests instead of the names, the hash read again exactly only if a digest repeats;
+`current_pass`). All give the same entries and stale counts (checked).
+
+The clients check is also timed end to end with the CLIENT LIST parser it had before issue
+15 (line by line, kept in tests/test_fast_paths.py) and with the column reader, alternating;
+the rows must be equal (checked).
 
 Only loopback is used. Not part of the test run: numbers are measurements, not assertions.
 """
@@ -100,11 +104,9 @@ HOLDER = textwrap.dedent(
 
 # ---------------------------------------------------------------- live-hash pass, before/after
 VARIANTS = [  # (label, code, parser, COUNT)
-    ("before: previous code, pure-Python parser", "previous", "python", 500),
-    ("previous code, hiredis", "previous", "hiredis", 500),
-    ("current code, pure-Python parser", "current", "python", 500),
-    ("after: current code, hiredis", "current", "hiredis", 500),
-    ("current code, hiredis, COUNT 1000", "current", "hiredis", 1000),
+    ("previous code (c257985), hiredis", "previous", "hiredis", 500),
+    ("before (issue 15): set of field names, hiredis", "names", "hiredis", 500),
+    ("after: digests, hiredis", "current", "hiredis", 500),
 ]
 MAX_AGE = 900.0
 
@@ -160,6 +162,22 @@ def current_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
     return scan.entries, old + future + scan.malformed
 
 
+def names_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
+    """The pass as it was before issue 15: the reducer keeping the set of field names."""
+    from fleetcheck.checks.live_hash import stale_counts
+
+    from fleetcheck.reap import EntryReader, LiveReducer, LiveScan, hscan_replies
+
+    scan = LiveScan(key=key, kind="hash", keep=5)
+    reduce = LiveReducer(scan, EntryReader(), exact=True)
+    for items in hscan_replies(r, key, count):
+        reduce(items)
+    scan.finish()
+    old, future, _by_owner = stale_counts(scan, now, MAX_AGE)
+    min(scan.starts, default=None)
+    return scan.entries, old + future + scan.malformed
+
+
 def proc_status_mb(field: str) -> float:
     """VmRSS (now) or VmHWM (peak) of this process. Not ru_maxrss: Linux carries that over
     from the parent across fork and exec, so a child would report the bench's own peak."""
@@ -185,7 +203,7 @@ def run_variant(port: int, code: str, parser: str, count: int, now: float) -> di
     r = redis.Redis(connection_pool=pool)
     r.ping()
     rss0 = proc_status_mb("VmRSS")
-    fn = previous_pass if code == "previous" else current_pass
+    fn = {"previous": previous_pass, "names": names_pass, "current": current_pass}[code]
     c0, t0 = time.process_time(), time.perf_counter()
     entries, stale = fn(r, "arena:live", now, count)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -374,14 +392,14 @@ class Bench:
             "by_command": stats,
         }
 
-    def time_check(self, fleet: Any, name: str) -> dict[str, Any]:
+    def time_check(self, fleet: Any, name: str, runs: int | None = None) -> dict[str, Any]:
         from fleetcheck import registry
         from fleetcheck.context import PatrolContext
 
         check = registry.available()[name]
         config = fleet.checks[name]
-        times, statuses, slow = [], [], []
-        for _ in range(self.runs):
+        times, statuses, slow, rows = [], [], [], []
+        for _ in range(runs or self.runs):
             self.slowlog_reset()
             ctx = PatrolContext(fleet)
             ctx.broker()  # the connection and its PING are not the check's cost
@@ -392,6 +410,7 @@ class Bench:
                         check.probe(ctx, target, config), config, target, ctx.clock()
                     )
                     statuses.append(result.status.label)
+                    rows.append((result.status.label, result.summary, result.metrics))
             finally:
                 times.append(time.perf_counter() - start)
                 ctx.close()
@@ -403,6 +422,33 @@ class Bench:
             "runs_s": [round(t, 4) for t in times],
             "statuses": sorted(set(statuses)),
             "server": worst,
+            "rows": rows,
+        }
+
+    def clients_before_after(self, fleet: Any) -> dict[str, Any]:
+        """The clients check end to end (CLIENT LIST on the server, transfer, parse, the
+        rows), with the line-by-line parser it had before issue 15 and with the column
+        reader, alternating; the rows must be equal."""
+        from fleetcheck.parse import clientlist
+        from tests.test_fast_paths import old_parse_client_list
+
+        current = clientlist.parse_client_list
+        out: dict[str, Any] = {}
+        rows: dict[str, Any] = {}
+        for _ in range(max(self.runs, 5)):
+            for label, parse in (("before", old_parse_client_list), ("after", current)):
+                clientlist.parse_client_list = parse  # type: ignore[assignment]
+                try:
+                    got = self.time_check(fleet, "clients", runs=1)
+                finally:
+                    clientlist.parse_client_list = current
+                out.setdefault(label, []).append(got["median_s"])
+                rows.setdefault(label, got["rows"])
+        if rows["before"] != rows["after"]:
+            raise RuntimeError("the clients rows differ between the parsers")
+        return {
+            label: {"median_s": round(statistics.median(ts), 4), "runs_s": ts}
+            for label, ts in out.items()
         }
 
     def time_patrol(self, fleet: Any) -> dict[str, Any]:
@@ -538,6 +584,15 @@ def main() -> int:
                 f" ({srv['max_command']})",
                 flush=True,
             )
+        for row in out["checks"]:
+            row.pop("rows", None)
+        out["clients_check"] = bench.clients_before_after(fleet)
+        cc = out["clients_check"]
+        print(
+            f"clients check, CLIENT LIST parse before/after: {cc['before']['median_s'] * 1000:.1f}"
+            f" ms -> {cc['after']['median_s'] * 1000:.1f} ms",
+            flush=True,
+        )
         out["patrol"] = bench.time_patrol(fleet)
         print(f"{'patrol':<12} {out['patrol']['median_s'] * 1000:9.1f} ms  (all five checks)")
         print("live-hash pass (scan + counting), each run in a fresh process:", flush=True)

@@ -1,50 +1,171 @@
-"""Start-up cost: `fleetcheck --version` and `--help` against a bare `python -c pass`, as
-ratios measured in one run (issue 6 targets: --version <= 2x, --help <= 10x).
+"""Start-up cost, whole process, before and after in one run.
 
-    .venv/bin/python bench/bench_startup.py [--runs 30]
+Times (wall clock of the whole process, median and minimum of --runs, the variants
+interleaved run by run so that a busy machine weighs on all of them alike):
+
+- `python -c pass`, and the imports a patrol cannot avoid, each alone: typer, pydantic as
+  typer 0.29's option coercion imports it (`typer._adapters`), asyncio, redis-py;
+- `fleetcheck --version`, `--help`, `run --help`;
+- a broker-only patrol, `fleetcheck run --only broker --format json` on a five-host fleet
+  with every check configured (hosts.example.toml's check tables), against a redis-server
+  this script starts on a unix socket; state and history on (the default), in a temp dir.
+
+"before" is the code at --before (default: the commit issue 15 started from), unpacked with
+`git archive` into a temp dir and run by the same interpreter and libraries; "after" is this
+tree. Every process runs in a neutral directory (a `python -m` puts its working directory
+first on sys.path).
+
+    flock /tmp/fleetcheck-bench.lock .venv/bin/python bench/bench_startup.py [--runs 20]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-VENV_BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parent.parent
+BEFORE = "5b5e749"  # main when issue 15 started
 
 
-def timed(cmd: list[str], runs: int) -> float:
-    """Median wall time of `runs` runs (after one warm-up run)."""
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    samples = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        samples.append(time.perf_counter() - t)
-    return statistics.median(samples)
+def unpack(rev: str, into: Path) -> Path:
+    """The tree at `rev`, importable as it would be installed (checks/ as fleetcheck.checks)."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "fleetcheck", "checks", "hosts.example.toml"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    into.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    (into / "fleetcheck" / "checks").symlink_to(into / "checks")
+    return into
+
+
+def fleet_config(tree: Path, url: str, into: Path) -> Path:
+    text = (tree / "hosts.example.toml").read_text()
+    text = text.replace('url = "redis://192.168.1.10:6379/0"', f'url = "{url}"', 1)
+    start, end = text.index("[[hosts]]"), text.index("\n[checks.")
+    hosts = "".join(
+        f'[[hosts]]\nname = "w{i}"\nssh = "local"\naddrs = ["127.0.1.{i}"]\ntz = "UTC"\n'
+        f'logs = [{{ path = "/var/log/arena/worker.log", max_age = "10m" }}]\n\n'
+        for i in range(1, 6)
+    )
+    path = into / "hosts.toml"
+    path.write_text(text[:start] + hosts + text[end:])
+    return path
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=30)
-    args = ap.parse_args()
-    exe = str(VENV_BIN / "fleetcheck")
-    env_note = f"{os.cpu_count()} cores, Python {sys.version.split()[0]}"
-    base = timed([sys.executable, "-c", "pass"], args.runs)
-    version = timed([exe, "--version"], args.runs)
-    help_ = timed([exe, "--help"], args.runs)
-    run_help = timed([exe, "run", "--help"], args.runs)
-    print(f"start-up, median of {args.runs} runs ({env_note}):")
-    print(f"  python -c pass          {base * 1000:7.1f} ms  1.00x")
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--before", default=BEFORE)
+    ap.add_argument("--json", help="also write the numbers to this file")
+    a = ap.parse_args()
+    py = sys.executable
+    tmp = Path(tempfile.mkdtemp(prefix="fleetcheck-startup-"))
+    redis = None
+    try:
+        old = unpack(a.before, tmp / "before")
+        sock = tmp / "redis.sock"
+        redis = subprocess.Popen(
+            ["redis-server", "--port", "0", "--unixsocket", str(sock), "--save", "",
+             "--appendonly", "no", "--dir", str(tmp)],
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while not sock.exists():
+            if time.monotonic() > deadline:
+                raise SystemExit("redis-server did not start")
+            time.sleep(0.02)
+        config = fleet_config(old, f"unix://{sock}", tmp)  # the older example: both accept it
+        env_after = {**os.environ, "XDG_STATE_HOME": str(tmp / "state-after")}
+        env_before = {
+            **os.environ,
+            "XDG_STATE_HOME": str(tmp / "state-before"),
+            "PYTHONPATH": str(old),
+        }
+        patrol = ["run", "-c", str(config), "--only", "broker", "--format", "json"]
+        cases: list[tuple[str, list[str], dict[str, str]]] = [
+            ("python -c pass", [py, "-c", "pass"], env_after),
+            ("import typer", [py, "-c", "import typer"], env_after),
+            ("import typer._adapters (pydantic)", [py, "-c", "import typer._adapters"], env_after),
+            ("import asyncio", [py, "-c", "import asyncio"], env_after),
+            ("import redis", [py, "-c", "import redis"], env_after),
+            (
+                "floor: typer + its pydantic + redis",
+                [py, "-c", "import typer, typer._adapters, redis"],
+                env_after,
+            ),
+        ]
+        for label, args in (
+            ("--version", ["--version"]),
+            ("--help", ["--help"]),
+            ("run --help", ["run", "--help"]),
+            ("broker-only patrol", patrol),
+        ):
+            cases.append(
+                (f"before: fleetcheck {label}", [py, "-m", "fleetcheck", *args], env_before)
+            )
+            cases.append(
+                (f"after:  fleetcheck {label}", [py, "-m", "fleetcheck", *args], env_after)
+            )
+        for _, cmd, env in cases:  # warm-up (bytecode caches), and every case must work
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp)
+            if proc.returncode not in (0,) and "patrol" not in " ".join(cmd):
+                raise SystemExit(f"{cmd}: {proc.stderr}")
+        samples: dict[str, list[float]] = {label: [] for label, _, _ in cases}
+        cpu: dict[str, list[float]] = {label: [] for label, _, _ in cases}
+        for _ in range(a.runs):
+            for label, cmd, env in cases:
+                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                t = time.perf_counter()
+                subprocess.run(
+                    cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp
+                )
+                samples[label].append(time.perf_counter() - t)
+                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu[label].append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+        check = subprocess.run(
+            [py, "-m", "fleetcheck", *patrol], env=env_after, capture_output=True
+        )
+        rows = json.loads(check.stdout)["results"]
+        assert [r["status"] for r in rows] == ["OK"], rows
+    finally:
+        if redis is not None:
+            redis.kill()
+            redis.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    machine = f"{os.cpu_count()} cores, Python {platform.python_version()}"
     print(
-        f"  fleetcheck --version    {version * 1000:7.1f} ms  {version / base:.2f}x (target <= 2x)"
+        f"start-up, whole process, {a.runs} interleaved runs ({machine}; load average at the "
+        f"end {os.getloadavg()[0]:.1f}): wall median / min, CPU (user+sys) median"
     )
-    print(f"  fleetcheck --help       {help_ * 1000:7.1f} ms  {help_ / base:.2f}x (target <= 10x)")
-    print(f"  fleetcheck run --help   {run_help * 1000:7.1f} ms  {run_help / base:.2f}x")
+    out: dict[str, Any] = {"runs": a.runs, "machine": machine, "before": a.before, "cases": {}}
+    base = statistics.median(samples["python -c pass"])
+    for label, _, _ in cases:
+        med, low = statistics.median(samples[label]), min(samples[label])
+        c = statistics.median(cpu[label])
+        out["cases"][label] = {
+            "median_ms": round(med * 1000, 1),
+            "min_ms": round(low * 1000, 1),
+            "cpu_median_ms": round(c * 1000, 1),
+        }
+        print(
+            f"  {label:<42} {med * 1000:7.1f} ms  (min {low * 1000:6.1f})  {med / base:5.2f}x"
+            f"   CPU {c * 1000:6.1f} ms"
+        )
+    if a.json:
+        Path(a.json).write_text(json.dumps(out, indent=2) + "\n")
 
 
 if __name__ == "__main__":

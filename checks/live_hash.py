@@ -15,15 +15,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import compress, repeat
 from operator import gt, or_, sub
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleetcheck.check import Check, Scope
 from fleetcheck.config import Duration, HostConfig, InvalidValue, zone
 from fleetcheck.context import PatrolContext
 from fleetcheck.model import Result, Status
-from fleetcheck.parse.clientlist import normalise_ip
 from fleetcheck.parse.duration import format_duration
-from fleetcheck.reap import LiveScan, describe_kind, read_live
+
+if TYPE_CHECKING:  # the scan code is imported by the probe, not by the config's validation
+    from fleetcheck.reap import LiveScan
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,8 @@ def owner_presence(
 ) -> dict[str, bool | None]:
     """For each owner name: True/False if we can tell whether it holds broker connections
     (it is a configured host's name or one of its addresses, or an IP), None if we cannot."""
+    from fleetcheck.parse.clientlist import normalise_ip
+
     out: dict[str, bool | None] = {}
     for owner in owners:
         addrs: set[str] | None = None
@@ -133,6 +136,7 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
     def probe(
         self, ctx: PatrolContext, host: HostConfig | None, config: LiveHashConfig
     ) -> LiveHashFacts:
+        from fleetcheck.reap import read_live
         from fleetcheck.transport.redis import server_identity, supports
 
         r = ctx.broker()
@@ -176,6 +180,8 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
         scan = facts.scan
         key = config.key
         if scan.kind not in ("hash", "none"):
+            from fleetcheck.reap import describe_kind
+
             return self.result(host, Status.UNKNOWN, describe_kind(key, scan.kind))
         t = now.timestamp()
         max_age = config.max_age

@@ -17,7 +17,6 @@ import fnmatch
 import json
 import shlex
 import time
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -140,6 +139,8 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
             raise CheckError(f"{config.inbox} is a {kind_text}, not a list: nothing pushed")
         has_lpos = supports(info, "lpos")
         raters: tuple[Client, ...] | None = None  # read only when the probe fails
+
+        import uuid
 
         probe_id = str(uuid.uuid4())
         envelope = render_payload(config.payload, probe_id, time.time()).encode()

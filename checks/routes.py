@@ -27,20 +27,20 @@ import ipaddress
 import shlex
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from fleetcheck.check import Check, CheckError, Scope
 from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.context import PatrolContext
 from fleetcheck.model import Result, Status
-from fleetcheck.parse.routes import (
-    DefaultRoute,
-    Interface,
-    RouteFacts,
-    RouteParseError,
-    parse_gathered,
-)
+
+if TYPE_CHECKING:  # the route parser is imported by the patrol, not by config checks
+    from fleetcheck.parse.routes import (
+        DefaultRoute,
+        Interface,
+        RouteFacts,
+    )
 
 ADVICE = "turn one interface off, move it to another subnet, or bond them"
 
@@ -121,7 +121,7 @@ def routes_fragment(target: str | None) -> str:
     )
 
 
-class RoutesCheck(Check[RoutesConfig, RouteFacts]):
+class RoutesCheck(Check[RoutesConfig, "RouteFacts"]):
     name = "routes"
     description = "default routes per host: two on one subnet is CRIT (ARP flux, EHOSTUNREACH)"
     scope = Scope.HOST
@@ -140,6 +140,8 @@ class RoutesCheck(Check[RoutesConfig, RouteFacts]):
     def probe(
         self, ctx: PatrolContext, host: HostConfig | None, config: RoutesConfig
     ) -> RouteFacts:
+        from fleetcheck.parse.routes import RouteParseError, parse_gathered
+
         assert host is not None
         frag = ctx.host_facts(host).get("routes.table")
         try:
@@ -150,6 +152,8 @@ class RoutesCheck(Check[RoutesConfig, RouteFacts]):
     def evaluate(
         self, facts: RouteFacts, config: RoutesConfig, host: HostConfig | None, now: datetime
     ) -> Result:
+        from fleetcheck.parse.routes import Interface
+
         assert host is not None
         status, verdict = judge(facts)
         live = [r for r in facts.routes if r.table == "main"]

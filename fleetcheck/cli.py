@@ -173,7 +173,8 @@ def run(
 
     fleet = load_fleet(config)
     try:
-        items = runner.plan(fleet, registry.available(), only or (), host or ())
+        checks = registry.select([*fleet.checks, *(only or ())])
+        items = runner.plan(fleet, checks, only or (), host or ())
         if shard:
             part = patrol.parse_shard(shard)
             items = [i for i in items if patrol.in_shard(i.target, part)]
@@ -196,8 +197,14 @@ def run(
     )
     fmt = output_format(format)
 
+    keeper = None
+    if interval is not None and 0 < interval <= fleet.ssh.keep_alive_for:
+        from fleetcheck.transport.keep import Keeper
+
+        keeper = Keeper(fleet.ssh.keep_alive_for)
+
     def one() -> Report:
-        return patrol.one_round(fleet, items, outputs)
+        return patrol.one_round(fleet, items, outputs, keeper)
 
     if interval is None:
         report = one()
@@ -205,7 +212,11 @@ def run(
         raise typer.Exit(report.exit_code)
     from fleetcheck import live
 
-    last = live.run_loop(one, interval, rounds, fmt, render_text)
+    try:
+        last = live.run_loop(one, interval, rounds, fmt, render_text)
+    finally:
+        if keeper is not None:
+            keeper.close()
     raise typer.Exit(last.exit_code if last else 0)
 
 
@@ -219,9 +230,27 @@ def list_checks() -> None:
 
 
 @config_app.command("check")
-def config_check(config: ConfigOpt = None) -> None:
+def config_check(
+    config: ConfigOpt = None,
+    ssh: Annotated[
+        bool,
+        typer.Option(
+            "--ssh",
+            help="Also print each host's resolved SSH target (user, address, port, jump "
+            "chain, key files, known_hosts files), as ssh_config resolves it; connects nowhere.",
+        ),
+    ] = False,
+) -> None:
     """Validate the config and print the resolved fleet."""
     fleet = load_fleet(config)
+    if ssh:
+        from fleetcheck.transport.ssh import describe_targets
+
+        text, ok = describe_targets(fleet)
+        print(text)
+        if not ok:
+            raise typer.Exit(3)
+        return
     from fleetcheck.parse.duration import format_duration
     from fleetcheck.transport.redis import redact_url
 

@@ -66,7 +66,7 @@ class BrokerConfig:
 class SshConfig:
     user: str | None = None
     port: int | None = None
-    known_hosts: str = "~/.ssh/known_hosts"
+    known_hosts: str | tuple[str, ...] = "~/.ssh/known_hosts"  # one file or a list
     identity_file: str | None = None
     config_file: str = "~/.ssh/config"
     connect_timeout: Duration = 5.0
@@ -74,8 +74,18 @@ class SshConfig:
     accept_new: bool = False
     use_agent: bool = True
     max_output_bytes: int = 8 * 1024 * 1024
+    # a long-running patrol (run --every) keeps each host's connection between rounds when
+    # they are at most this far apart; 0 never keeps one
+    keep_alive_for: Duration = 300.0
+
+    @property
+    def known_hosts_files(self) -> tuple[str, ...]:
+        kh = self.known_hosts
+        return (kh,) if isinstance(kh, str) else kh
 
     def __post_init__(self) -> None:
+        if not self.known_hosts_files:
+            raise InvalidValue("known_hosts", "must name at least one file")
         for key in ("connect_timeout", "command_timeout"):
             if getattr(self, key) <= 0:
                 raise InvalidValue(key, "must be longer than 0s")
@@ -87,7 +97,8 @@ class SshConfig:
 class PatrolConfig:
     every: Duration = 900.0
     deadline: Duration = 60.0
-    concurrency: int = 128
+    concurrency: int = 128  # the upper bound on hosts in flight
+    adaptive: bool = True  # find the number in flight from handshake latency (else fixed)
     fail_after: int = 1
     flap_changes: int = 4
     flap_window: int = 10
@@ -350,7 +361,11 @@ def _convert(value: Any, hint: Any, file: str, table: str, key: str) -> Any:
             try:
                 return _convert(value, option, file, table, key)
             except ConfigError as e:
-                errors.append(e)
+                # a list's error from the list option ("known_hosts[0]: ..."), not "a string"
+                if isinstance(value, list) and get_origin(option) is tuple:
+                    errors.insert(0, e)
+                else:
+                    errors.append(e)
         raise errors[0]
     if origin is Literal:
         if value not in get_args(hint):

@@ -8,7 +8,6 @@ each per patrol and closes them all at the end (also when the deadline cut the p
 from __future__ import annotations
 
 import re
-import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -18,11 +17,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from fleetcheck.check import CheckError
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.parse.clientlist import Client, parse_client_list
-from fleetcheck.transport.shell import Shell, TransportError
+from fleetcheck.transport.shell import ExecResult, Shell, TransportError
 
 if TYPE_CHECKING:
     import redis
+
+    from fleetcheck.parse.clientlist import Client
 
 T = TypeVar("T")
 
@@ -71,6 +71,7 @@ class PatrolContext:
         fleet: FleetConfig,
         fragments: Callable[[HostConfig], dict[str, str]] | None = None,
         clock: Callable[[], datetime] = utcnow,
+        keeper: Any = None,
     ) -> None:
         self.fleet = fleet
         self.clock = clock
@@ -80,8 +81,15 @@ class PatrolContext:
         self._memo: dict[Any, tuple[bool, Any]] = {}
         self._memo_locks: dict[Any, threading.Lock] = {}
         self._shells: dict[str, Shell] = {}
+        self._pinned: set[str] = set()  # shells handed out by shell(): kept to the end
+        self._ssh: Any = None  # the patrol's ssh Connector, made on first use
+        # SSH connections kept between rounds (fleetcheck.transport.keep.Keeper), or None
+        self._keeper = keeper
+        self._from_keeper: set[str] = set()  # hosts whose shell this round came from it
+        self._healthy: dict[str, bool] = {}  # host -> its exec finished in time
         self._redis: redis.Redis | None = None
         self.closed = False
+        self.deadline_at: float | None = None  # monotonic end of the patrol (runner sets it)
 
     # ------------------------------------------------------------ shared facts
     def once(self, key: Any, fetch: Callable[[], T]) -> T:
@@ -141,6 +149,8 @@ class PatrolContext:
         """CLIENT LIST, parsed, read once per patrol; our own connection left out."""
 
         def fetch() -> list[Client]:
+            from fleetcheck.parse.clientlist import parse_client_list
+
             r = self.broker()
             try:
                 pipe = r.pipeline(transaction=False)
@@ -149,7 +159,17 @@ class PatrolContext:
                 own_id, raw = pipe.execute()
             except Exception as e:
                 raise self.broker_error(e) from None
-            return [c for c in parse_client_list(raw) if c.id != own_id]
+            clients = parse_client_list(raw)
+            # ours: this connection, and its siblings in the client's pool (broker lanes run
+            # at once, so INFO or a scan may hold a second connection right now): same name,
+            # same source address. Left in, they read as "an address no host claims".
+            own = next((c for c in clients if c.id == own_id), None)
+            return [
+                c
+                for c in clients
+                if c.id != own_id
+                and not (own is not None and own.name and (c.name, c.host) == (own.name, own.host))
+            ]
 
         return self.once("client_list", fetch)
 
@@ -165,9 +185,32 @@ class PatrolContext:
         return self.once("info", fetch)
 
     # ------------------------------------------------------------ hosts
-    def shell(self, host: HostConfig) -> Shell:
-        """The host's one shell for this patrol (connected on first use)."""
+    def ssh(self) -> Any:
+        """The patrol's SSH connector (fleetcheck.transport.ssh.Connector): resolved targets,
+        shared jump-host connections and the adaptive limit on hosts in flight."""
+        with self._lock:
+            if self._ssh is None:
+                from fleetcheck.transport.ssh import Connector
 
+                patrol = self.fleet.patrol
+                self._ssh = Connector(self.fleet.ssh, patrol.concurrency, patrol.adaptive)
+                if self.closed:
+                    self._ssh.close()
+            return self._ssh
+
+    def notes(self) -> list[str]:
+        """What the report should say about the patrol itself (it slowed down, ...)."""
+        with self._lock:
+            conn = self._ssh
+        return conn.notes() if conn is not None else []
+
+    def shell(self, host: HostConfig) -> Shell:
+        """The host's shell for the rest of this patrol (connected on first use)."""
+        with self._lock:
+            self._pinned.add(host.name)
+        return self._open(host)
+
+    def _open(self, host: HostConfig) -> Shell:
         def open_shell() -> Shell:
             if self.closed:
                 raise TransportError("patrol already over")
@@ -177,27 +220,94 @@ class PatrolContext:
 
                 shell = LocalShell()
             else:
-                from fleetcheck.transport.ssh import open_shell as open_ssh
-
-                shell = open_ssh(host, self.fleet.ssh)
+                kept = self._keeper.take(host) if self._keeper is not None else None
+                if kept is not None:
+                    with self._lock:
+                        self._from_keeper.add(host.name)
+                shell = kept or self.ssh().open(host)
             with self._lock:
                 self._shells[host.name] = shell
+                late = self.closed
+            if late:  # the patrol ended while we connected: close it now, not never
+                shell.close()
+                raise TransportError("patrol already over")
             return shell
 
         return self.once(("shell", host.name), open_shell)
+
+    def _release(self, host: HostConfig) -> None:
+        """Close the host's connection once its facts are in, unless a check holds it."""
+        with self._lock:
+            if host.name in self._pinned:
+                return
+            shell = self._shells.pop(host.name, None)
+            self._memo.pop(("shell", host.name), None)
+            healthy = self._healthy.pop(host.name, False)
+            self._from_keeper.discard(host.name)
+            keep = self._keeper is not None and not host.is_local and not self.closed
+        if shell is not None and keep:
+            self._keeper.give_back(host, shell, healthy)
+        elif shell is not None:
+            try:
+                shell.close()
+            except Exception:
+                pass
 
     def host_facts(self, host: HostConfig) -> HostFacts:
         """Every check's fragments for `host`, gathered in one exec, once per patrol."""
         return self.once(("host_facts", host.name), lambda: self._gather(host))
 
     def _gather(self, host: HostConfig) -> HostFacts:
+        if host.is_local:
+            return self._gather_once(host)
+        limiter = self.ssh().limiter
+        attempts = 0
+        while True:
+            attempts += 1
+            wait = 3600.0 if self.deadline_at is None else self.deadline_at - time.monotonic()
+            if not limiter.acquire(max(wait, 0.0)):
+                raise TransportError("no free slot before the patrol deadline")
+            handshake: float | None = None
+            timed_out = False
+            try:
+                facts = self._gather_once(host)
+                handshake = getattr(self._shells.get(host.name), "connect_s", None)
+                timed_out = facts.problem is not None and "did not finish" in facts.problem
+            except TransportError as e:
+                timed_out = e.reason.startswith("timed out")
+                if not (timed_out and self._retry(attempts)):
+                    raise
+                continue
+            finally:
+                self._release(host)
+                limiter.release(handshake, timed_out)
+            if timed_out and self._retry(attempts):
+                continue
+            return facts
+
+    def _retry(self, attempts: int) -> bool:
+        """Another try for a host that ran out of time, when the patrol saw saturation (so
+        the time-out may be the crowd's fault, not the host's) and time is left for it."""
+        if attempts > 1 or self.closed or not self.ssh().limiter.congested:
+            return False
+        cfg = self.fleet.ssh
+        need = cfg.connect_timeout + cfg.command_timeout
+        return self.deadline_at is None or self.deadline_at - time.monotonic() > need
+
+    def _gather_once(self, host: HostConfig) -> HostFacts:
         fragments = self._fragments(host)
+        import secrets
+
         nonce = secrets.token_hex(8)
         script = build_gather_script(nonce, fragments)
-        shell = self.shell(host)
+        shell = self._open(host)
         before = time.time()
-        result = shell.run(script, self.fleet.ssh.command_timeout, self.fleet.ssh.max_output_bytes)
+        replaced_at, result = self._run(host, shell, script)
+        if replaced_at is not None:  # a kept connection was dead: the exec ran on a new one
+            before = replaced_at
         after = time.time()
+        with self._lock:
+            self._healthy[host.name] = result.rc is not None
         parsed, remote_epoch = parse_gathered(nonce, result.stdout)
         problem = None
         if result.rc is None:
@@ -218,16 +328,47 @@ class PatrolContext:
             problem=problem,
         )
 
+    def _run(self, host: HostConfig, shell: Shell, script: str) -> tuple[float | None, ExecResult]:
+        """The gathered exec on the host's shell. A connection kept from an earlier round
+        gets connect_timeout to open its channel; if it cannot, it is replaced by a new
+        connection (host key verified as for any other) and the exec runs on that; then
+        the first value says when that exec started (for the clock-skew midpoint)."""
+        cfg = self.fleet.ssh
+        with self._lock:
+            kept = host.name in self._from_keeper
+        if not kept:
+            return None, shell.run(script, cfg.command_timeout, cfg.max_output_bytes)
+        from fleetcheck.transport.ssh import StaleConnection
+
+        kept_shell: Any = shell  # an SshShell: only SSH connections are kept
+        try:
+            return None, kept_shell.run(
+                script, cfg.command_timeout, cfg.max_output_bytes, open_timeout=cfg.connect_timeout
+            )
+        except StaleConnection:
+            with self._lock:
+                self._from_keeper.discard(host.name)
+                if self._shells.get(host.name) is shell:
+                    del self._shells[host.name]
+                self._memo.pop(("shell", host.name), None)
+            self._keeper.discard(shell)
+        shell = self._open(host)  # the keeper has none left for this host: a new connection
+        started = time.time()
+        return started, shell.run(script, cfg.command_timeout, cfg.max_output_bytes)
+
     def close(self) -> None:
         with self._lock:
             self.closed = True
             shells = list(self._shells.values())
             client = self._redis
+            conn = self._ssh
         for shell in shells:
             try:
                 shell.close()
             except Exception:
                 pass
+        if conn is not None:
+            conn.close()
         if client is not None:
             try:
                 client.close()
@@ -264,8 +405,25 @@ def parse_gathered(nonce: str, out: bytes) -> tuple[dict[str, Fragment], float |
             remote_epoch = float(m.group(1).decode().rstrip("N").rstrip("."))
         except ValueError:
             remote_epoch = None
+    # One pass over the marker lines (linear in the output, also when a hostile fragment
+    # prints thousands of begin markers): a fragment is the text between `begin KEY` and
+    # the next `\n...end KEY RC` of the same key; a begin that never ends is ignored.
     fragments: dict[str, Fragment] = {}
-    pattern = rb"@@" + n + rb" begin (\S+)\n(.*?)\n@@" + n + rb" end \1 (\d+)\n"
-    for m in re.finditer(pattern, out, re.S):
-        fragments[m.group(1).decode()] = Fragment(rc=int(m.group(3)), output=m.group(2))
+    marker = re.compile(rb"@@" + n + rb" (begin|end) (\S+)(?: (\d+))?\n")
+    pending: dict[bytes, int] = {}
+    for m in marker.finditer(out):
+        key = m.group(2)
+        if m.group(1) == b"begin":
+            if m.group(3) is None:
+                pending.setdefault(key, m.end())
+            continue
+        start = pending.get(key)
+        if start is None or m.group(3) is None:
+            continue
+        if m.start() - 1 < start or out[m.start() - 1 : m.start()] != b"\n":
+            continue
+        fragments[key.decode("utf-8", "replace")] = Fragment(
+            rc=int(m.group(3)), output=out[start : m.start() - 1]
+        )
+        pending.clear()
     return fragments, remote_epoch

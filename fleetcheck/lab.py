@@ -147,6 +147,21 @@ def sweep_orphans() -> None:
         entry.unlink(missing_ok=True)
 
 
+def _roomy_neighbour_table() -> None:
+    """The root namespace's ARP table holds one entry per lab host of every lab on this
+    machine; the kernel's default hard limit (gc_thresh3 = 1024) overflows with a 600-host
+    lab next to others ("neighbor table overflow": SYNs dropped, "no route to host"). Raise
+    the limits (never lower them) so the lab measures sshd, not the ARP cache."""
+    base = Path("/proc/sys/net/ipv4/neigh/default")
+    for name, want in (("gc_thresh1", 1024), ("gc_thresh2", 8192), ("gc_thresh3", 16384)):
+        try:
+            path = base / name
+            if int(path.read_text()) < want:
+                path.write_text(f"{want}\n")
+        except (OSError, ValueError):
+            pass
+
+
 @dataclass
 class LabHost:
     name: str
@@ -165,7 +180,9 @@ class LabHost:
 class Lab:
     """A fleet of namespaces around one redis-server. Use as a context manager."""
 
-    def __init__(self, redis_args: Iterable[str] = (), netns: bool = True) -> None:
+    def __init__(
+        self, redis_args: Iterable[str] = (), netns: bool = True, prefix: int = 24
+    ) -> None:
         missing = missing_prerequisites(netns)
         if missing:
             raise RuntimeError("lab needs: " + ", ".join(missing))
@@ -175,6 +192,7 @@ class Lab:
         self.id = secrets.token_hex(2)
         self.dir = Path(tempfile.mkdtemp(prefix=f"fleetcheck-lab-{self.id}-"))
         self.bridge = f"fcbr{self.id}" if netns else ""
+        self.prefix = prefix  # 22 for up to ~1,000 hosts (a bridge takes 1,024 ports)
         self.subnet = self._pick_subnet() if netns else ipaddress.IPv4Network("127.0.0.0/24")
         self.gateway = str(self.subnet.network_address + 1)
         self.hosts: dict[str, LabHost] = {}
@@ -186,10 +204,12 @@ class Lab:
         self._save_registry()
         try:
             if netns:
+                if self.subnet.num_addresses > 256:
+                    _roomy_neighbour_table()
                 run("ip", "link", "add", self.bridge, "type", "bridge")
                 self._save_registry()
-                prefix = f"{self.gateway}/{self.subnet.prefixlen}"
-                run("ip", "addr", "add", prefix, "dev", self.bridge)
+                gateway = f"{self.gateway}/{self.subnet.prefixlen}"
+                run("ip", "addr", "add", gateway, "dev", self.bridge)
                 run("ip", "link", "set", self.bridge, "up")
                 self._make_client_key()
             self.redis_port = free_port()
@@ -201,12 +221,16 @@ class Lab:
     # ------------------------------------------------------------ bookkeeping
     def _pick_subnet(self) -> ipaddress.IPv4Network:
         used = run("ip", "-4", "-o", "addr", "show").stdout.decode()
+        span = 2 ** (24 - self.prefix)
         for _ in range(200):
-            third = secrets.randbelow(254) + 1
-            net = ipaddress.IPv4Network(f"198.18.{third}.0/24")
-            if f" 198.18.{third}." not in used:
+            if span == 1:
+                third = secrets.randbelow(254) + 1
+            else:  # aligned to the prefix, never 198.18.0.x
+                third = (secrets.randbelow(256 // span - 1) + 1) * span
+            net = ipaddress.IPv4Network(f"198.18.{third}.0/{self.prefix}")
+            if all(f" 198.18.{t}." not in used for t in range(third, third + span)):
                 return net
-        raise RuntimeError("no free 198.18.x.0/24 subnet for the lab")
+        raise RuntimeError(f"no free 198.18.x.0/{self.prefix} subnet for the lab")
 
     def _save_registry(self) -> None:
         REGISTRY.mkdir(parents=True, exist_ok=True)
@@ -351,7 +375,7 @@ class Lab:
     def _alloc_ip(self) -> str:
         addr = str(self.subnet.network_address + self._next_ip)
         self._next_ip += 1
-        if self._next_ip > 254:
+        if self._next_ip > self.subnet.num_addresses - 2:
             raise RuntimeError("lab subnet full")
         return addr
 
@@ -425,7 +449,17 @@ class Lab:
         run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key))
         host.host_key_pub = " ".join(Path(str(key) + ".pub").read_text().split()[:2])
 
-    def start_sshd(self, host: LabHost, tz: str | None = None, options: str = "") -> None:
+    def start_sshd(
+        self,
+        host: LabHost,
+        tz: str | None = None,
+        options: str = "",
+        max_startups: str | None = "500",
+        log_level: str = "ERROR",
+    ) -> None:
+        """Start the host's sshd. sshd takes the FIRST value of most keywords, so
+        `max_startups` (None: OpenSSH's default 10:30:100) and `log_level` (INFO logs every
+        login) are parameters rather than `options` lines."""
         if not (host.dir / "ssh_host_ed25519_key").exists():
             self._write_host_key(host)
             self.trust(host)
@@ -460,12 +494,12 @@ class Lab:
                 StrictModes no
                 PrintMotd no
                 PrintLastLog no
-                MaxStartups 500
                 MaxSessions 100
-                LogLevel ERROR
                 UseDNS no
                 """
             )
+            + (f"MaxStartups {max_startups}\n" if max_startups else "")
+            + f"LogLevel {log_level}\n"
             + env_line
             + options
         )

@@ -109,6 +109,7 @@ class Report:
     started_at: str  # UTC ISO 8601 ending in Z
     duration_s: float
     results: tuple[Result, ...]
+    notes: tuple[str, ...] = ()  # about the patrol itself (e.g. it had to slow down)
 
     @property
     def status(self) -> Status:
@@ -139,4 +140,5 @@ class Report:
             "status": self.status.label,
             "exit_code": self.exit_code,
             "results": [r.to_dict() for r in self.sorted_results()],
+            **({"notes": list(self.notes)} if self.notes else {}),
         }

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.model import Report
@@ -56,8 +57,10 @@ def warn(message: str) -> None:
     print(f"fleetcheck: warning: {message}", file=sys.stderr)
 
 
-def one_round(fleet: FleetConfig, items: list[Planned], outputs: Outputs) -> Report:
-    report = run_patrol(fleet, items)
+def one_round(
+    fleet: FleetConfig, items: list[Planned], outputs: Outputs, keeper: Any = None
+) -> Report:
+    report = run_patrol(fleet, items, keeper=keeper)
     memory = Memory(fleet.patrol.fail_after, fleet.patrol.flap_changes, fleet.patrol.flap_window)
     if outputs.state is not None:
         try:

@@ -27,6 +27,8 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import tzinfo
+from itertools import compress, repeat
+from operator import le
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fleetcheck.parse.instant import MS_THRESHOLD, parse_instant
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
     from fleetcheck.config import FleetConfig
 
 SCAN_COUNT = 500
+DIGEST_PARTS = 8  # value ranges of hash() (64-bit) that the repeat check takes one by one
+DIGEST_BOUNDS = [-(2**63) + k * 2**64 // DIGEST_PARTS for k in range(1, DIGEST_PARTS)]
 OWNER_MAX = 64  # characters of an owner name we keep
 
 # Deletes each (field, value) pair only while the field still holds exactly that value.
@@ -428,11 +432,27 @@ def read_live(
 ) -> LiveScan:
     """Scan the live hash once and reduce it (no judgement: that needs `now` and max_age)."""
     kind = key_type(r, key)
-    scan = LiveScan(key=key, kind=kind, keep=keep)
     if kind != "hash":
-        return scan
-    reduce = LiveReducer(scan, EntryReader(started_field, owner_field, assume_tz))
-    for items in hscan_replies(r, key, count):
+        return LiveScan(key=key, kind=kind, keep=keep)
+    reader = EntryReader(started_field, owner_field, assume_tz)
+    return reduce_pass(lambda: hscan_replies(r, key, count), key, reader, keep)
+
+
+def reduce_pass(
+    replies: Callable[[], Iterable[list[Any]]], key: str, reader: EntryReader, keep: int = 5
+) -> LiveScan:
+    """One pass over `replies()` without a set of field names (digests only, see
+    LiveReducer); only when some digest came twice (HSCAN repeated a field: the hash shrank
+    mid-scan) is the hash read again, with the exact set of names."""
+    scan = LiveScan(key=key, kind="hash", keep=keep)
+    reduce = LiveReducer(scan, reader, exact=False)
+    for items in replies():
+        reduce(items)
+    if not reduce.repeated():
+        return scan.finish()
+    scan = LiveScan(key=key, kind="hash", keep=keep)
+    reduce = LiveReducer(scan, reader, exact=True)
+    for items in replies():
         reduce(items)
     return scan.finish()
 
@@ -449,13 +469,21 @@ class LiveReducer:
     and oldest few as adding each field in turn would; only the order of the start-time
     arrays may differ, and nothing reads that order (evaluate counts; the oldest few are the
     smallest (start, id), whatever the order).
+
+    Exact mode keeps the set of field names seen (~90 MB for a million fields) and skips a
+    field seen before. Digest mode (read_live's first pass) keeps 8 bytes per field and a
+    nothing else, adds every field, and says afterwards whether any field may have come
+    twice (`repeated`); the caller then reads the hash again in exact mode.
     """
 
-    def __init__(self, scan: LiveScan, reader: EntryReader) -> None:
+    def __init__(self, scan: LiveScan, reader: EntryReader, exact: bool = True) -> None:
         self.scan = scan
         self.reader = reader
+        self.exact = exact
         self.seen: set[Any] = set()
         self.owner_ids: dict[bytes, int] = {}  # matched owner bytes ("": none) -> owner index
+        # digest mode: hash() of every field name, 8 bytes each, in parts by value
+        self.digests = [array("q") for _ in range(DIGEST_PARTS)] if not exact else []
 
     def __call__(self, items: list[Any]) -> None:
         names, values = items[0::2], items[1::2]
@@ -463,14 +491,18 @@ class LiveReducer:
             raise ValueError("HSCAN reply with an odd number of elements")
         if not names:
             return
-        seen = self.seen
-        fresh = seen.isdisjoint(names)
-        if fresh:
-            before = len(seen)
-            seen.update(names)
-            if len(seen) - before != len(names):  # a field twice in one reply: go slowly
-                seen.difference_update(names)
-                fresh = False
+        if not self.exact:  # no names kept: repeats are found from the digests at the end
+            self._note(names)
+            fresh = True
+        else:
+            seen = self.seen
+            fresh = seen.isdisjoint(names)
+            if fresh:
+                before = len(seen)
+                seen.update(names)
+                if len(seen) - before != len(names):  # a field twice in one reply: go slowly
+                    seen.difference_update(names)
+                    fresh = False
         rows = self._rows(values) if fresh else None
         if rows is None:
             self._one_by_one(names, values, range(len(names)), check_seen=not fresh)
@@ -478,6 +510,26 @@ class LiveReducer:
         rest = self._bulk(names, rows)
         if rest:
             self._one_by_one(names, values, rest, check_seen=False)
+
+    def _note(self, names: list[Any]) -> None:
+        """Record the names' digests (hash(), 8 bytes each), split by value into
+        DIGEST_PARTS arrays so that `repeated` can check one part at a time."""
+        digests = sorted(map(hash, names))
+        start = 0
+        for part, bound in zip(self.digests, DIGEST_BOUNDS, strict=False):
+            end = bisect.bisect_left(digests, bound, start)
+            part.extend(digests[start:end])
+            start = end
+        self.digests[-1].extend(digests[start:])
+
+    def repeated(self) -> bool:
+        """Whether some field name's digest came twice in this pass: HSCAN repeated a field
+        (then the pass must be read again with exact names), or, as rarely as 1 in 2**64 per
+        pair, two names share a digest (read again too). Always False when exact.
+
+        A digest repeats only within its part, so the check builds one part's set at a
+        time: an eighth of the digests (about 10 MB for a million fields)."""
+        return any(len(set(part)) != len(part) for part in self.digests)
 
     def _rows(self, values: list[Any]) -> list[tuple[bytes, bytes]] | None:
         """(number, owner) per value, b"" where absent; both b"" when the value is not of
@@ -525,10 +577,13 @@ class LiveReducer:
         bound = scan.keep_below()
         if min(starts) <= bound:
             owner_names = scan.owner_names
-            for name, started, index in zip(names, starts, indexes, strict=True):
+            # only the few at or below the bound (found at C speed; it only falls)
+            for i in compress(range(len(starts)), map(le, starts, repeat(bound))):
+                started = starts[i]
                 if started <= bound:
+                    index = indexes[i]
                     owner = owner_names[index] if index >= 0 else None  # type: ignore[operator,index]
-                    bound = scan.keep_old(started, name, owner)
+                    bound = scan.keep_old(started, names[i], owner)
         return rest
 
     def _owner_id(self, raw: bytes) -> int:

@@ -1,12 +1,19 @@
 """Which checks exist: the built-in modules of fleetcheck.checks plus third-party ones from the
 entry-point group `fleetcheck.checks`. A third-party check that fails to load is a warning,
-never a crash."""
+never a crash.
+
+A patrol asks for its checks by name (`find`), so it imports only the modules of the checks
+its config names, and reads the installed packages' entry points (importlib.metadata, tens of
+milliseconds) only for a name no built-in module has. Built-ins win over plugins of the same
+name, as in the full listing (`available`).
+"""
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import importlib.util
 import sys
+from collections.abc import Iterable
 from functools import cache
 
 from fleetcheck.check import Check
@@ -14,20 +21,33 @@ from fleetcheck.check import Check
 ENTRY_POINT_GROUP = "fleetcheck.checks"
 
 
-@cache
-def available() -> dict[str, Check]:
-    found: dict[str, Check] = {}
+def _builtin_names() -> list[str]:
+    import pkgutil
+
     import fleetcheck.checks as package
 
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"fleetcheck.checks.{info.name}")
-        check = getattr(module, "CHECK", None)
-        if isinstance(check, Check):
-            found[check.name] = check
+    modules = pkgutil.iter_modules(package.__path__)
+    return sorted(info.name for info in modules if not info.name.startswith("_"))
+
+
+@cache
+def builtin(name: str) -> Check | None:
+    """The built-in check of that module name, or None (its module is imported only here)."""
+    if not name.isidentifier() or name.startswith("_"):
+        return None
+    module_name = f"fleetcheck.checks.{name}"
+    if module_name not in sys.modules and importlib.util.find_spec(module_name) is None:
+        return None
+    check = getattr(importlib.import_module(module_name), "CHECK", None)
+    return check if isinstance(check, Check) else None
+
+
+@cache
+def plugins() -> dict[str, Check]:
+    """Third-party checks by their own name (the entry points are read here, once)."""
     from importlib.metadata import entry_points
 
+    found: dict[str, Check] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:
             obj = ep.load()
@@ -41,6 +61,38 @@ def available() -> dict[str, Check]:
     return found
 
 
+@cache
+def available() -> dict[str, Check]:
+    """Every check, built-in and third-party (for listings)."""
+    found: dict[str, Check] = {}
+    for name in _builtin_names():
+        check = builtin(name)
+        if check is not None:
+            found[check.name] = check
+    for name, check in plugins().items():
+        found.setdefault(name, check)
+    return found
+
+
+def find(name: str) -> Check | None:
+    """The check called `name`, importing as little as possible; None when there is none."""
+    check = builtin(name)
+    if check is not None and check.name == name:
+        return check
+    return available().get(name)
+
+
+def select(names: Iterable[str]) -> dict[str, Check]:
+    """{name: check} for those of `names` that exist (the unknown ones are left out, for the
+    caller's own error message)."""
+    out: dict[str, Check] = {}
+    for name in names:
+        check = find(name)
+        if check is not None:
+            out[name] = check
+    return out
+
+
 def config_type(name: str) -> type | None:
-    check = available().get(name)
+    check = find(name)
     return check.config_type if check else None

@@ -102,11 +102,15 @@ def run_patrol(
     items: list[Planned],
     clock: Callable[[], datetime] = utcnow,
     deadline: float | None = None,
+    keeper: Any = None,
 ) -> Report:
+    """One patrol. `keeper` (fleetcheck.transport.keep.Keeper) lends and takes back SSH
+    connections kept between the rounds of a long-running process."""
     started = clock()
     t0 = time.monotonic()
     deadline_s = fleet.patrol.deadline if deadline is None else deadline
-    ctx = PatrolContext(fleet, fragments_for(items, fleet), clock)
+    ctx = PatrolContext(fleet, fragments_for(items, fleet), clock, keeper=keeper)
+    ctx.deadline_at = t0 + deadline_s
 
     # Lanes: each broker check is one lane (its rows share one probe's facts); each host is
     # one lane running its host checks in turn over its one shell.
@@ -171,6 +175,7 @@ def run_patrol(
         started_at=iso_utc(started),
         duration_s=time.monotonic() - t0,
         results=ordered,
+        notes=tuple(ctx.notes()),
     )
 
 

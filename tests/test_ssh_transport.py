@@ -233,23 +233,26 @@ def test_proxycommand(lab: Lab, tmp_path: Path) -> None:
 
 
 def test_resolve_target_precedence(tmp_path: Path) -> None:
-    """Host keys beat ~/.ssh/config, which beats the fleet-wide [ssh] defaults."""
-    import paramiko
+    """OpenSSH's order: what hosts.toml says for the host (user@host:port, `user`, `port`)
+    acts like ssh's command line and wins; then ssh_config; then the [ssh] defaults."""
+    from fleetcheck.transport.ssh import load_ssh_config
 
-    conf = paramiko.SSHConfig.from_text(
+    conf_file = tmp_path / "ssh_config"
+    conf_file.write_text(
         "Host web\n  HostName 198.18.0.9\n  User deploy\n  Port 2200\n  IdentityFile ~/k1\n"
     )
-    cfg = SshConfig(user="root", port=22, identity_file="/k2", config_file="/dev/null")
+    conf = load_ssh_config(str(conf_file))
+    cfg = SshConfig(user="root", port=2022, identity_file="/k2", config_file=str(conf_file))
     t = resolve_target("web", cfg, conf)
-    assert (t.hostname, t.user, t.port) == ("198.18.0.9", "deploy", 2200)
+    assert (t.hostname, t.user, t.port) == ("198.18.0.9", "deploy", 2200)  # ssh_config > [ssh]
     assert t.identity_files[-1] == "/k2" and t.identity_files[0].endswith("/k1")
-    t = resolve_target("web", cfg, conf, user="ops", port=2022)
-    assert (t.user, t.port) == ("ops", 2022)
-    t = resolve_target("admin@198.18.0.7:2201", cfg, conf)
-    assert (t.hostname, t.user, t.port) == ("198.18.0.7", "admin", 2201)
-    assert t.known_hosts_name == "[198.18.0.7]:2201"
+    t = resolve_target("web", cfg, conf, user="ops", port=2023)
+    assert (t.user, t.port) == ("ops", 2023)  # the host's own keys > ssh_config
+    t = resolve_target("admin@web:2201", cfg, conf)
+    assert (t.hostname, t.user, t.port) == ("198.18.0.9", "admin", 2201)
+    assert t.known_hosts_name == "[198.18.0.9]:2201"
     t = resolve_target("other", cfg, conf)
-    assert (t.hostname, t.user, t.port) == ("other", "root", 22)
+    assert (t.hostname, t.user, t.port) == ("other", "root", 2022)  # [ssh] when nothing else
 
 
 def test_cached_known_hosts_sees_a_changed_key_and_a_re_trust(lab: Lab) -> None:
@@ -323,18 +326,18 @@ def test_match_exec_in_ssh_config_still_works(lab: Lab, tmp_path: Path) -> None:
     conf.write_text(f"Match host box exec true\n  HostName {h.addr}\n")
     out = fresh_process(lab, {"a": "box"}, config=str(conf))
     assert out["results"] == {"a": "ok"}
-    assert out["invoke"] is True  # loaded late, when the first `Match exec` needed it
+    assert out["invoke"] is False  # our resolver runs `Match exec` itself
 
 
 def test_known_hosts_index_answers_like_paramiko(tmp_path: Path) -> None:
-    """The per-patrol known_hosts index returns exactly what paramiko.HostKeys.lookup
-    returns, for plain, hashed, multi-name, non-default-port, duplicate-type and bad lines;
-    a line paramiko refuses outright (bad base64) makes both refuse the file."""
+    """The per-patrol known_hosts index finds what paramiko.HostKeys.lookup finds, for
+    plain, hashed, multi-name, non-default-port and duplicate-type lines; unlike paramiko, a
+    bad line (bad base64, unknown marker) is skipped as OpenSSH skips it, never the file."""
     import paramiko
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ed25519
 
-    from fleetcheck.transport.ssh import _KnownHosts
+    from fleetcheck.transport.known_hosts import KnownHostsFile, Lookup
 
     def pub() -> str:
         key = ed25519.Ed25519PrivateKey.generate().public_key()
@@ -346,7 +349,7 @@ def test_known_hosts_index_answers_like_paramiko(tmp_path: Path) -> None:
     a1, a2, b, c, d = pub(), pub(), pub(), pub(), pub()
     hashed = paramiko.HostKeys.hash_host("10.0.0.9")
     kh = tmp_path / "known_hosts"
-    kh.write_text(
+    good = (
         "# a comment\n\n"
         f"10.0.0.1 {a1}\n"
         f"10.0.0.1 {a2}\n"  # a second key of the same type: the first one counts
@@ -357,22 +360,23 @@ def test_known_hosts_index_answers_like_paramiko(tmp_path: Path) -> None:
         "10.0.0.5 ssh-unknown AAAA\n"
         "10.0.0.6 onlytwo\n"
     )
+    kh.write_text(good)
     theirs = paramiko.HostKeys(str(kh))
-    ours = _KnownHosts(str(kh))
+    kh.write_text(good + "10.0.0.4 ssh-ed25519 !!!not-base64\n@weird 10.0.0.1 x y\n")
+    index = KnownHostsFile(str(kh))
     names = ["10.0.0.1", "web1", "10.0.0.2", "[10.0.0.3]:2222", "10.0.0.3", "10.0.0.9"]
-    for name in [*names, "10.0.0.5", "10.0.0.6", "nope"]:
+    for name in [*names, "10.0.0.4", "10.0.0.5", "10.0.0.6", "nope"]:
         entry = theirs.lookup(name)
-        expected = {k: entry[k] for k in entry} if entry else {}
-        assert ours.lookup(name) == expected, name
-    assert ours.lookup("10.0.0.9")["ssh-ed25519"].get_base64() == d.split()[1]
-    assert ours.lookup("10.0.0.1")["ssh-ed25519"].get_base64() == a1.split()[1]
-    assert set(ours.lookup("10.0.0.1")) == {"ssh-ed25519", ecdsa.get_name()}
-
-    kh.write_text(kh.read_text() + "10.0.0.4 ssh-ed25519 !!!not-base64\n")
-    with pytest.raises(paramiko.hostkeys.InvalidHostKey):
-        paramiko.HostKeys(str(kh))
-    with pytest.raises(paramiko.hostkeys.InvalidHostKey):
-        _KnownHosts(str(kh))
+        expected = {k: entry[k].asbytes() for k in entry} if entry else {}
+        found = Lookup()
+        index.lookup([name], found)
+        first: dict[str, bytes] = {}
+        for k in found.keys:
+            first.setdefault(k.keytype, k.blob)
+        assert first == expected, name
+    # "ssh-unknown AAAA" (a blob that does not name its type), two fields, bad base64,
+    # unknown marker
+    assert index.skipped == 4
 
 
 def test_prefers_aes_gcm_and_still_reaches_a_server_without_it(lab: Lab) -> None:
@@ -411,3 +415,27 @@ def test_first_moves_preferred_to_the_front(
     from fleetcheck.transport.ssh import _first
 
     assert _first(offered, preferred) == expected
+
+
+def test_login_refused_by_the_account_shell_gives_its_reason(lab: Lab) -> None:
+    """An account whose shell refuses (nologin; here a ForceCommand that prints and exits
+    without reading stdin) closes the channel while we still send the script: the row gives
+    what the server said, never "cannot run the command: Socket is closed"."""
+    h = lab.add_host(
+        "nologin",
+        sshd_options='ForceCommand echo "This account is currently not available."; exit 1\n',
+    )
+    script = "true\n" + "# padding to keep us sending after the remote side is gone\n" * 8000
+    for _ in range(5):
+        shell = open_shell(host_cfg(h), ssh_cfg(lab))
+        try:
+            try:
+                r = shell.run(script, 5, 4096)
+            except TransportError as e:
+                assert "Socket is closed" not in e.reason
+                assert "This account is currently not available." in e.reason, e.reason
+            else:
+                assert r.rc == 1
+                assert r.stdout == b"This account is currently not available.\n"
+        finally:
+            shell.close()

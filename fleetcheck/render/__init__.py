@@ -22,7 +22,7 @@ def footer(report: Report) -> str:
         f"{len(report.results)} checks: {', '.join(parts) or 'none'}; "
         f"patrol {report.duration_s:.2f}s, started {report.started_at}; "
         f"status {report.status.label} (exit {report.exit_code})"
-    )
+    ) + "".join(f"\nnote: {n}" for n in report.notes)
 
 
 def _age(since: str | None, now_text: str) -> str | None:

@@ -1,29 +1,36 @@
-"""The SSH transport: one paramiko connection per host per patrol, strict about host keys.
+"""The SSH transport: paramiko connections, strict about host keys, shared through jump hosts.
+
+The public surface (what the patrol context and later work build on):
+
+- `Connector(cfg, concurrency, adaptive)`: one per patrol. `target(host)` resolves a host
+  (hosts.toml, then ssh_config, then [ssh]; cached), `open(host)` returns a connected
+  `SshShell`, `limiter` bounds the hosts in flight (fleetcheck.transport.limiter), `notes()`
+  says what the operator should know about the patrol, `close()` closes the shared jump-host
+  connections. `open_shell(host, cfg)` is the one-off form (a private Connector).
+- `SshShell.run(command, timeout, max_bytes)` and `close()`; `connect_s` is its handshake time.
 
 What it guarantees (each point is tested against a real OpenSSH sshd in tests/):
 
 - Every stage of connecting (name lookup, TCP connect, SSH banner and key exchange, host key
-  check, authentication, opening the session) shares ONE budget, `[ssh] connect_timeout`. A
-  watchdog closes the socket when the budget runs out, so a frozen sshd (the kernel accepts
-  the TCP connection, nothing ever answers) costs exactly that long, never more.
+  check, agent, authentication) shares ONE budget; a process-wide watchdog closes the socket
+  when it runs out, so a frozen sshd costs exactly that long, never more. A name's addresses
+  are tried in turn, each with a fair share of what is left.
 - Each failure is one precise line: cannot resolve, connection refused, no route, TCP timeout,
-  no SSH banner, host key unknown (UNKNOWN), host key CHANGED (CRIT, never connects), auth
-  refused (with the keys tried).
-- Host keys are checked against `known_hosts` strictly. `accept_new = true` appends an unknown
-  host's key (like OpenSSH's StrictHostKeyChecking=accept-new); a changed key is never added.
-- `~/.ssh/config` (or `[ssh] config_file`) is honoured through paramiko.SSHConfig: HostName,
-  User, Port, IdentityFile, ProxyCommand and ProxyJump (each hop a direct-tcpip channel through
-  the previous one, host keys checked at every hop).
+  no SSH banner, host key unknown (UNKNOWN), host key CHANGED or REVOKED (CRIT, never
+  connects), host certificate refused, auth refused (with the keys tried).
+- Host keys are checked as OpenSSH checks them (fleetcheck.transport.known_hosts): several
+  files, markers, patterns, hashed names, the host-key algorithms ordered by what is known.
+- ssh_config is read as `ssh -F FILE` reads it (fleetcheck.transport.ssh_config).
+- ProxyJump: one shared connection per jump host per patrol; each target is a direct-tcpip
+  channel through it, with at most JUMP_HANDSHAKES handshakes at once per jump host.
+- A handshake the server drops before its banner (MaxStartups) is retried with backoff.
 - TCP_NODELAY is set on the socket (paramiko leaves Nagle on, which costs delayed ACKs), and
   on Linux TCP_QUICKACK is re-armed after every read: OpenSSH's sshd keeps Nagle on and sends
   two small packets after authentication (hostkeys-00 and the session's confirmation), so a
   delayed ACK from us would hold the second one back ~40 ms per host.
-- Per patrol, the ssh config, known_hosts and private keys are parsed once (cached by path
-  and the file's inode, size and mtime, so an accept_new append is seen at once), and a
-  literal IP address never goes through the resolver thread.
 - A command runs as `/bin/sh -s` with the script on stdin, so the remote login shell (bash,
-  zsh, fish, csh) never parses it. Its deadline is hard: the channel is polled against a
-  monotonic clock and closed at the deadline; stdout/stderr are kept up to a byte bound.
+  zsh, fish, csh) never parses it. Its deadline is hard: the channel is polled (poll(2)) against
+  a monotonic clock and closed at the deadline; stdout/stderr are kept up to a byte bound.
 
 paramiko is imported inside functions: `fleetcheck --help` must not pay for it.
 """
@@ -38,19 +45,29 @@ import socket
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.model import Status
+from fleetcheck.transport.known_hosts import KnownHostsCache
 from fleetcheck.transport.shell import ExecResult, TransportError
 
 if TYPE_CHECKING:
     import paramiko
 
-    from fleetcheck.config import HostConfig, SshConfig
+    from fleetcheck.config import FleetConfig, HostConfig, SshConfig
+    from fleetcheck.transport.known_hosts import Lookup
 
 _known_hosts_lock = threading.Lock()
+_CERT_ALGS = (
+    "ssh-ed25519-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp256-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp384-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp521-cert-v01@openssh.com",
+    "rsa-sha2-512-cert-v01@openssh.com",
+    "rsa-sha2-256-cert-v01@openssh.com",
+)
 MAX_JUMPS = 4
 _TCP_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 
@@ -83,26 +100,6 @@ def _paramiko() -> Any:
         return paramiko
 
 
-def _lookup(ssh_config: Any, alias: str) -> Any:
-    """ssh_config.lookup(alias), loading `invoke` late if the file uses `Match exec`."""
-    try:
-        return ssh_config.lookup(alias)
-    except ImportError:
-        import paramiko.config
-
-        pconfig: Any = paramiko.config
-        if pconfig.invoke is not None:
-            raise
-        try:
-            import invoke
-        except ImportError:
-            raise TransportError(
-                "ssh config uses `Match exec`, which needs the `invoke` package"
-            ) from None
-        pconfig.invoke = invoke
-        return ssh_config.lookup(alias)
-
-
 class _FileCache:
     """Parsed files by path, reparsed when the file's inode, size or mtime changes."""
 
@@ -130,8 +127,7 @@ class _FileCache:
         return value
 
 
-_ssh_configs = _FileCache()
-_known_hosts_files = _FileCache()
+_known_hosts_cache = KnownHostsCache()
 _private_keys = _FileCache()
 
 
@@ -150,10 +146,16 @@ class _QuickAckSocket(socket.socket):
 
 # ---------------------------------------------------------------- resolving the target
 
+DEFAULT_GLOBAL_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
+
 
 @dataclass(frozen=True)
 class Target:
-    """Where and as whom to connect, after ~/.ssh/config and the fleet config are merged."""
+    """Where and as whom to connect, after hosts.toml, ssh_config and [ssh] are merged.
+
+    `via` is the chain of jump hosts, nearest first, each a Target itself (so a jump host's
+    own ProxyJump is part of its `via`); equal Targets share one jump connection per patrol.
+    """
 
     alias: str  # what the fleet config says (`ssh = ...`), for messages
     hostname: str
@@ -161,32 +163,59 @@ class Target:
     user: str
     identity_files: tuple[str, ...]
     proxy_command: str | None = None
-    proxy_jump: tuple[str, ...] = ()  # hops, nearest first: "[user@]host[:port]"
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    via: tuple[Target, ...] = ()
+    host_key_alias: str | None = None
+    user_known_hosts: tuple[str, ...] = ()  # from ssh_config; empty: [ssh] known_hosts
+    global_known_hosts: tuple[str, ...] = DEFAULT_GLOBAL_KNOWN_HOSTS
+    accept_new: bool = False  # ssh_config StrictHostKeyChecking accept-new
+    identities_only: bool = False
+    connect_timeout: float | None = None  # ssh_config ConnectTimeout (beats [ssh])
+    config_files: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def proxy_jump(self) -> tuple[str, ...]:
+        return tuple(t.label for t in self.via)
+
+    @property
+    def known_hosts_host(self) -> str:
+        """The name known_hosts and host certificates know this host by."""
+        return self.host_key_alias or self.hostname
 
     @property
     def known_hosts_name(self) -> str:
-        return self.hostname if self.port == 22 else f"[{self.hostname}]:{self.port}"
+        h = self.known_hosts_host
+        return h if self.port == 22 else f"[{h}]:{self.port}"
 
     @property
     def label(self) -> str:
         return f"{self.user}@{self.hostname}:{self.port}"
 
 
-def load_ssh_config(path: str) -> Any:
-    """paramiko.SSHConfig from `path` (a missing default file is an empty config); parsed
-    once per process while the file is unchanged."""
-    paramiko = _paramiko()
+def split_destination(spec: str) -> tuple[str, str | None, int | None]:
+    """'[user@]host[:port]', '[user@][v6addr]:port' or 'ssh://user@host:port' as
+    (host, user, port); what ssh's command line would take from it."""
+    s = spec.strip().removeprefix("ssh://")
+    user = None
+    if "@" in s:
+        user, s = s.rsplit("@", 1)
+    port = None
+    if s.startswith("[") and "]" in s:
+        inner, _, rest = s[1:].partition("]")
+        if rest.startswith(":") and rest[1:].isdigit():
+            port = int(rest[1:])
+        s = inner
+    elif s.count(":") == 1:
+        host_part, _, port_part = s.partition(":")
+        if port_part.isdigit():
+            s, port = host_part, int(port_part)
+    return s, user or None, port
 
-    p = Path(path).expanduser()
-    if not p.exists():
-        return paramiko.SSHConfig()
-    try:
-        return _ssh_configs.get(str(p), paramiko.SSHConfig.from_path)
-    except OSError as e:
-        raise TransportError(f"cannot read ssh config {p}: {e.strerror}") from None
-    except Exception as e:  # a malformed file
-        raise TransportError(f"cannot parse ssh config {p}: {e}") from None
+
+def load_ssh_config(path: str) -> Any:
+    """The ssh_config resolver for `path` (a missing file is an empty config)."""
+    from fleetcheck.transport.ssh_config import resolver
+
+    return resolver(path)
 
 
 def resolve_target(
@@ -195,54 +224,162 @@ def resolve_target(
     ssh_config: Any,
     user: str | None = None,
     port: int | None = None,
+    _depth: int = 0,
 ) -> Target:
-    """Merge, in this order of precedence: the host's own `user`/`port` keys, the ssh config
-    file's entry for the alias, the fleet-wide `[ssh]` defaults, then OpenSSH's defaults."""
-    import getpass
+    """OpenSSH's precedence: what hosts.toml says for the host (`ssh = "user@host:port"`, its
+    `user`, `port`) acts like ssh's command line and wins; then ssh_config (first value
+    wins); then the fleet-wide `[ssh]` defaults; then OpenSSH's own defaults."""
+    from fleetcheck.transport.ssh_config import SshConfigError
 
-    # "user@host:port" written directly in `ssh = ...`
-    if "@" in alias:
-        inline_user, alias = alias.rsplit("@", 1)
-        user = user or inline_user
-    if alias.count(":") == 1 and not alias.startswith("["):
-        host_part, _, port_part = alias.partition(":")
-        if port_part.isdigit():
-            alias, port = host_part, port or int(port_part)
-    if alias.startswith("[") and "]:" in alias:
-        host_part, _, port_part = alias[1:].partition("]:")
-        if port_part.isdigit():
-            alias, port = host_part, port or int(port_part)
-    entry = _lookup(ssh_config, alias)
-    hostname = entry.get("hostname", alias)
-    final_user = user or entry.get("user") or cfg.user or getpass.getuser()
+    if _depth > MAX_JUMPS:
+        raise TransportError(f"ProxyJump chain of {alias} longer than {MAX_JUMPS} hops (a loop?)")
+    host, inline_user, inline_port = split_destination(alias)
+    user = user or inline_user
+    port = port or inline_port
     try:
-        final_port = port or int(entry.get("port", 0)) or cfg.port or 22
-    except ValueError:
-        raise TransportError(
-            f"ssh config: Port {entry.get('port')!r} for {alias} is not a number"
-        ) from None
-    identity = [str(Path(p).expanduser()) for p in entry.get("identityfile", [])]
+        r = ssh_config.resolve(host, user=user, port=port)
+    except SshConfigError as e:
+        raise TransportError(f"ssh config: {e}") from None
+    final_user = r.user if r.user_set else (cfg.user or r.user)
+    final_port = r.port if r.port_set else (cfg.port or r.port)
+    identity: list[str] = []
+    if r.identity_files_set:
+        identity += r.identity_files
     if cfg.identity_file:
         identity.append(str(Path(cfg.identity_file).expanduser()))
-    proxy_command = entry.get("proxycommand")
-    if proxy_command and proxy_command.strip().lower() == "none":
-        proxy_command = None
-    jump_raw = entry.get("proxyjump")
-    jumps: tuple[str, ...] = ()
-    if jump_raw and jump_raw.strip().lower() != "none":
-        jumps = tuple(j.strip() for j in jump_raw.split(",") if j.strip())
+    if not identity:  # OpenSSH's default keys, those that exist
+        identity = [p for p in r.identity_files if os.path.exists(p)]
+    via: tuple[Target, ...] = ()
+    hops = r.jumps
+    if hops:
+        first = resolve_target(hops[0], cfg, ssh_config, _depth=_depth + 1)
+        chain = [*first.via, first]
+        for spec in hops[1:]:
+            h, u, p = split_destination(spec)
+            hop = resolve_target(h, cfg, ssh_config, u, p, _depth=_depth + 1)
+            chain.append(replace(hop, via=tuple(chain), proxy_command=None))
+        if len(chain) > MAX_JUMPS:
+            raise TransportError(f"ProxyJump chain of {alias} longer than {MAX_JUMPS} hops")
+        via = tuple(chain)
+    proxy_command = r.proxy_command if not via else None
+    if proxy_command:
+        proxy_command = (
+            proxy_command.replace("%%", "\0")
+            .replace("%h", r.hostname)
+            .replace("%p", str(final_port))
+            .replace("%r", final_user)
+            .replace("%n", host)
+            .replace("\0", "%")
+        )
     return Target(
         alias=alias,
-        hostname=hostname,
+        hostname=r.hostname,
         port=final_port,
         user=final_user,
         identity_files=tuple(dict.fromkeys(identity)),
         proxy_command=proxy_command,
-        proxy_jump=jumps,
+        via=via,
+        host_key_alias=r.host_key_alias,
+        user_known_hosts=r.user_known_hosts if r.user_known_hosts_set else (),
+        global_known_hosts=tuple(r.global_known_hosts),
+        accept_new=r.strict_host_key_checking == "accept-new",
+        identities_only=r.identities_only,
+        connect_timeout=r.connect_timeout,
+        config_files=r.sources,
     )
 
 
+def describe_targets(fleet: FleetConfig) -> tuple[str, bool]:
+    """`fleetcheck config check --ssh`: every SSH host's resolved target, one block each,
+    and whether all resolved. Nothing is connected and no name is looked up."""
+    conn = Connector(fleet.ssh)
+    lines = [f"ssh targets (ssh_config {fleet.ssh.config_file}; nothing connected):"]
+    ok = True
+    for h in fleet.hosts:
+        if h.ssh is None or h.is_local:
+            lines.append(f"  {h.name}: {'local' if h.is_local else 'no ssh'}")
+            continue
+        try:
+            t = conn.target(h)
+        except TransportError as e:
+            ok = False
+            lines.append(f"  {h.name}: cannot resolve {h.ssh!r}: {e.reason}")
+            continue
+        lines.append(f"  {h.name}: {t.user}@{t.hostname} port {t.port}")
+        if t.via:
+            lines.append("      jump chain: " + " -> ".join(j.label for j in t.via) + " -> here")
+        elif t.proxy_command:
+            lines.append(f"      proxy command: {t.proxy_command}")
+        keys = [k + ("" if os.path.exists(k) else " (missing)") for k in t.identity_files]
+        agent = fleet.ssh.use_agent and not t.identities_only
+        lines.append(
+            "      key files: " + (", ".join(keys) or "none") + ("; agent" if agent else "")
+        )
+        files = _known_hosts_paths(fleet.ssh, t)
+        shown = [f + ("" if os.path.exists(f) else " (missing)") for f in files]
+        alias = f" (as {t.known_hosts_name})" if t.host_key_alias else ""
+        lines.append(f"      known_hosts{alias}: " + ", ".join(shown))
+        accept = fleet.ssh.accept_new or t.accept_new
+        timeout = t.connect_timeout or fleet.ssh.connect_timeout
+        lines.append(
+            f"      connect timeout {timeout:g}s; unknown host keys "
+            + ("added (accept-new)" if accept else "refused")
+        )
+    return "\n".join(lines), ok
+
+
 # ---------------------------------------------------------------- the budget
+
+
+class _Watchdog:
+    """One process-wide thread for every deadline (connect budgets, command deadlines): a
+    thread per host per deadline costs more CPU than the rest of the host's bookkeeping.
+    A deadline that fires runs its action in a thread of its own (closing a paramiko
+    Transport joins its thread), so one slow close never delays another deadline."""
+
+    def __init__(self) -> None:
+        import heapq
+
+        self._heapq = heapq
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, list[Any]]] = []
+        self._seq = 0
+        self._thread: threading.Thread | None = None
+
+    def schedule(self, at: float, action: Any) -> list[Any]:
+        """Run `action()` at monotonic time `at` unless the returned handle is cancelled."""
+        handle = [action]
+        with self._cond:
+            self._seq += 1
+            self._heapq.heappush(self._heap, (at, self._seq, handle))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="fleetcheck-watchdog", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+        return handle
+
+    @staticmethod
+    def cancel(handle: list[Any]) -> None:
+        handle[0] = None
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._heap or self._heap[0][0] > time.monotonic():
+                    if self._heap and self._heap[0][2][0] is None:
+                        self._heapq.heappop(self._heap)  # cancelled: drop it early
+                        continue
+                    wait = self._heap[0][0] - time.monotonic() if self._heap else None
+                    self._cond.wait(wait)
+                _, _, handle = self._heapq.heappop(self._heap)
+            action = handle[0]
+            if action is not None:
+                threading.Thread(target=action, daemon=True).start()
+
+
+_watchdog = _Watchdog()
 
 
 class Budget:
@@ -255,9 +392,7 @@ class Budget:
         self.expired = False
         self._closers: list[Any] = []
         self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
-        self._timer.start()
+        self._timer = _watchdog.schedule(self.deadline, self._expire)
 
     def left(self) -> float:
         return max(self.deadline - time.monotonic(), 0.001)
@@ -277,7 +412,7 @@ class Budget:
             _quiet_close(c)
 
     def done(self) -> None:
-        self._timer.cancel()
+        _watchdog.cancel(self._timer)
 
     def timeout_error(self) -> TransportError:
         return TransportError(f"timed out after {self.seconds:g}s {self.stage}")
@@ -292,15 +427,189 @@ def _quiet_close(obj: Any) -> None:
 
 # ---------------------------------------------------------------- connecting
 
+JUMP_HANDSHAKES = 8  # per jump host at once: below stock sshd's MaxStartups 10
+MAX_JUMP_LOGINS = 4  # a shared jump connection that dies is re-established at most 3 times
+_THROTTLE_BACKOFF = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
 
-def open_shell(host: HostConfig, cfg: SshConfig) -> SshShell:
-    """Connect to `host` (its `ssh` value: address, alias or user@host:port) and return the
-    patrol's shell for it. Raises TransportError with one precise line on any failure."""
-    if host.ssh is None:
-        raise TransportError(f"{host.name}: no ssh configured")
+
+class _Jump:
+    """One jump host's shared connection for the patrol (what ControlMaster gives)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.transport: Any = None
+        self.error: TransportError | None = None
+        self.logins = 0
+        self.handshakes = threading.BoundedSemaphore(JUMP_HANDSHAKES)
+
+
+class Connector:
+    """A patrol's SSH side: targets resolved once, one shared connection per jump host, the
+    adaptive limit on hosts in flight, and what the operator should hear about (slow-downs,
+    throttled handshakes). Close it at the end of the patrol (closes the jump connections).
+
+    The public surface: `target(host)`, `open(host)`, `limiter`, `notes()`, `close()`.
+    """
+
+    def __init__(self, cfg: SshConfig, concurrency: int = 1024, adaptive: bool = True) -> None:
+        from fleetcheck.transport.limiter import AdaptiveLimiter
+
+        self.cfg = cfg
+        self._lock = threading.Lock()
+        self._jumps: dict[Target, _Jump] = {}
+        self._resolver: Any = None
+        self._targets: dict[tuple[str, str | None, int | None], Target | TransportError] = {}
+        self.throttled = 0  # handshakes retried after the server dropped them
+        self.closed = False
+        self.limiter = AdaptiveLimiter(max_limit=min(concurrency, fd_bound()), adaptive=adaptive)
+
+    # ------------------------------------------------------------ resolving
+    def target(self, host: HostConfig) -> Target:
+        if host.ssh is None:
+            raise TransportError(f"{host.name}: no ssh configured")
+        key = (host.ssh, host.user, host.port)
+        with self._lock:
+            hit = self._targets.get(key)
+        if hit is None:
+            try:
+                if self._resolver is None:
+                    self._resolver = load_ssh_config(self.cfg.config_file)
+                hit = resolve_target(host.ssh, self.cfg, self._resolver, host.user, host.port)
+            except TransportError as e:
+                hit = e
+            with self._lock:
+                self._targets[key] = hit
+        if isinstance(hit, TransportError):
+            raise TransportError(hit.reason, hit.status)
+        return hit
+
+    # ------------------------------------------------------------ connecting
+    def open(self, host: HostConfig) -> SshShell:
+        """Connect to `host` and return its shell; one precise TransportError otherwise."""
+        _paramiko()  # fail early and clearly if it is missing
+        _quiet_paramiko_logging()
+        target = self.target(host)
+        start = time.monotonic()
+        budget = Budget(target.connect_timeout or self.cfg.connect_timeout)
+        try:
+            t = self._connect(target, budget)
+        finally:
+            budget.done()
+        if self.closed:  # the patrol ended while we connected: never leak it
+            _quiet_close(t)
+            raise TransportError("patrol already over")
+        shell = SshShell(target, [t])
+        shell.connect_s = time.monotonic() - start
+        return shell
+
+    def _connect(self, target: Target, budget: Budget) -> Any:
+        try:
+            if target.via:
+                jump = target.via[-1]
+                entry = self._jump_entry(jump)
+                jt = self._jump_transport(jump, budget)
+                if not entry.handshakes.acquire(timeout=budget.left()):
+                    raise budget.timeout_error()
+                try:
+                    chan = _direct_tcpip(jt, (target.hostname, target.port), budget, jump.alias)
+                    return _connect_one(target, self.cfg, budget, chan, role=None, conn=self)
+                finally:
+                    entry.handshakes.release()
+            sock = _proxy_command(target, budget) if target.proxy_command else None
+            return _connect_one(target, self.cfg, budget, sock, role=None, conn=self)
+        except TransportError:
+            raise
+        except Exception as e:
+            if budget.expired:
+                raise budget.timeout_error() from None
+            raise TransportError(f"ssh to {target.label} failed: {_describe(e)}") from None
+
+    def _jump_entry(self, jump: Target) -> _Jump:
+        with self._lock:
+            entry = self._jumps.get(jump)
+            if entry is None:
+                entry = self._jumps[jump] = _Jump()
+            return entry
+
+    def _jump_transport(self, jump: Target, budget: Budget) -> Any:
+        """The shared, authenticated connection to `jump` (connected by the first caller;
+        the others wait for it within their own budget)."""
+        entry = self._jump_entry(jump)
+        if not entry.lock.acquire(timeout=budget.left()):
+            raise budget.timeout_error()
+        try:
+            t = entry.transport
+            if t is not None and t.is_active():
+                return t
+            if entry.error is not None:
+                raise TransportError(entry.error.reason, entry.error.status)
+            if entry.logins >= MAX_JUMP_LOGINS:
+                raise TransportError(f"jump host {jump.alias}: connection lost too often")
+            if self.closed:
+                raise TransportError("patrol already over")
+            role = f"jump host {jump.alias}"
+            own = Budget(jump.connect_timeout or self.cfg.connect_timeout)
+            try:
+                if jump.via:
+                    parent = self._jump_transport(jump.via[-1], own)
+                    sock = _direct_tcpip(
+                        parent, (jump.hostname, jump.port), own, jump.via[-1].alias
+                    )
+                else:
+                    sock = _proxy_command(jump, own) if jump.proxy_command else None
+                entry.logins += 1
+                t = _connect_one(jump, self.cfg, own, sock, role=role, conn=self)
+            except TransportError as e:
+                if not own.expired:
+                    entry.error = e  # a refusal is the same for every host behind it
+                raise
+            except Exception as e:
+                if own.expired:
+                    raise own.timeout_error() from None
+                raise TransportError(f"{role} failed: {_describe(e)}") from None
+            finally:
+                own.done()
+            entry.transport = t
+            return t
+        finally:
+            entry.lock.release()
+
+    # ------------------------------------------------------------ reporting and closing
+    def notes(self) -> list[str]:
+        out = self.limiter.notes()
+        if self.throttled:
+            out.append(
+                f"{self.throttled} SSH handshake(s) dropped by a busy sshd (MaxStartups?) "
+                "were retried"
+            )
+        return out
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+            jumps = list(self._jumps.values())
+        for entry in reversed(jumps):
+            if entry.transport is not None:
+                _quiet_close(entry.transport)
+
+    def jump_logins(self) -> dict[str, int]:
+        with self._lock:
+            return {j.alias: e.logins for j, e in self._jumps.items()}
+
+
+def fd_bound(per_host: int = 4, reserve: int = 48) -> int:
+    """How many hosts may be in flight under RLIMIT_NOFILE: each holds a socket, and a
+    channel's poll pipe (two fds); jump connections and the broker need a few more."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 1024
+    return max(1, (soft - min(reserve, soft // 2)) // per_host)
+
+
+def _quiet_paramiko_logging() -> None:
     import logging
-
-    _paramiko()  # fail early and clearly if it is missing
 
     # paramiko logs a traceback for errors we already turn into one line; never let it reach
     # the operator's terminal through logging's last-resort handler
@@ -308,57 +617,32 @@ def open_shell(host: HostConfig, cfg: SshConfig) -> SshShell:
     if not plog.handlers:
         plog.addHandler(logging.NullHandler())
 
-    ssh_config = load_ssh_config(cfg.config_file)
-    target = resolve_target(host.ssh, cfg, ssh_config, host.user, host.port)
-    budget = Budget(cfg.connect_timeout)
-    transports: list[Any] = []
+
+def open_shell(host: HostConfig, cfg: SshConfig, connector: Connector | None = None) -> SshShell:
+    """Connect to `host` (its `ssh` value: address, alias or user@host:port) and return its
+    shell. Without a patrol's `connector`, a private one is closed with the shell."""
+    own = connector is None
+    conn = connector or Connector(cfg)
     try:
-        sock: Any = None
-        if target.proxy_jump:
-            if len(target.proxy_jump) > MAX_JUMPS:
-                raise TransportError(f"ProxyJump chain longer than {MAX_JUMPS} hops")
-            for i, hop in enumerate(target.proxy_jump):
-                # a hop's own ProxyJump/ProxyCommand is not followed: the chain is explicit
-                hop_target = resolve_target(hop, cfg, ssh_config)
-                t = _connect_one(hop_target, cfg, budget, sock, role=f"jump host {hop}")
-                transports.append(t)
-                sock = _direct_tcpip(t, _next_hop(target, ssh_config, cfg, i), budget, via=hop)
-        elif target.proxy_command:
-            sock = _proxy_command(target, budget)
-        t = _connect_one(target, cfg, budget, sock, role=None)
-        transports.append(t)
-        budget.stage = "opening a session"
-        if budget.expired:
-            raise budget.timeout_error()
-    except TransportError:
-        budget.done()
-        for t in reversed(transports):
-            _quiet_close(t)
+        shell = conn.open(host)
+    except BaseException:
+        if own:
+            conn.close()
         raise
-    except Exception as e:
-        budget.done()
-        for t in reversed(transports):
-            _quiet_close(t)
-        if budget.expired:
-            raise budget.timeout_error() from None
-        raise TransportError(f"ssh to {target.label} failed: {_describe(e)}") from None
-    budget.done()
-    return SshShell(target, transports)
-
-
-def _next_hop(target: Target, ssh_config: Any, cfg: SshConfig, i: int) -> tuple[str, int]:
-    """The (host, port) the i-th jump host must open a channel to."""
-    if i + 1 < len(target.proxy_jump):
-        nxt = resolve_target(target.proxy_jump[i + 1], cfg, ssh_config)
-        return nxt.hostname, nxt.port
-    return target.hostname, target.port
+    if own:
+        shell._owned = conn
+    return shell
 
 
 def _direct_tcpip(transport: Any, hop_next: tuple[str, int], budget: Budget, via: str) -> Any:
     budget.stage = f"opening a tunnel through jump host {via} to {hop_next[0]}:{hop_next[1]}"
     try:
         chan = transport.open_channel(
-            "direct-tcpip", hop_next, ("127.0.0.1", 0), timeout=budget.left()
+            "direct-tcpip",
+            hop_next,
+            ("127.0.0.1", 0),
+            timeout=budget.left(),
+            window_size=_TUNNEL_WINDOW,
         )
     except Exception as e:
         if budget.expired:
@@ -366,8 +650,51 @@ def _direct_tcpip(transport: Any, hop_next: tuple[str, int], budget: Budget, via
         raise TransportError(
             f"jump host {via} could not reach {hop_next[0]}:{hop_next[1]}: {_describe(e)}"
         ) from None
-    budget.guard(chan)
-    return chan
+    tunnel = _Tunnel(chan)
+    budget.guard(tunnel)
+    return tunnel
+
+
+# A tunnel's receive window, large enough that a host's traffic (bounded by
+# max_output_bytes) never needs a WINDOW_ADJUST: paramiko sends those outside the channel's
+# lock, so one could follow our CLOSE, and OpenSSH drops the whole shared connection (every
+# host behind the jump host) for a packet on a channel it has freed.
+_TUNNEL_WINDOW = 2**31 - 1
+
+
+class _Tunnel:
+    """A direct-tcpip channel as the socket of the target's Transport. Sends and close are
+    serialised: paramiko's Channel builds a DATA packet under its lock but sends it after
+    releasing it, so the target's transport thread (answering the target's CHANNEL_CLOSE)
+    could put DATA on the wire after our CLOSE, and OpenSSH drops the shared connection for
+    "data packet referred to nonexistent channel"."""
+
+    def __init__(self, chan: Any) -> None:
+        self._chan = chan
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def send(self, data: bytes) -> int:
+        with self._lock:
+            if self._closed:
+                raise OSError(errno.EBADF, "tunnel closed")
+            return int(self._chan.send(data))
+
+    def sendall(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = self.send(bytes(view))
+            view = view[n:]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._chan.close()
+
+    def __getattr__(self, name: str) -> Any:  # recv, settimeout, fileno, ...
+        return getattr(self._chan, name)
 
 
 def _proxy_command(target: Target, budget: Budget) -> Any:
@@ -383,6 +710,9 @@ def _proxy_command(target: Target, budget: Budget) -> Any:
 
 
 def _tcp_connect(target: Target, budget: Budget) -> socket.socket:
+    """TCP to the target; a name's addresses are tried in turn, each given a fair share of
+    what is left of the budget (the last one all of it), so a dead first address (IPv6
+    without a route, say) never eats the whole budget."""
     budget.stage = f"resolving {target.hostname}"
     infos: list[Any] = []
     error: list[BaseException] = []
@@ -408,17 +738,22 @@ def _tcp_connect(target: Target, budget: Budget) -> socket.socket:
         msg = e.args[1] if isinstance(e, socket.gaierror) and len(e.args) > 1 else str(e)
         raise TransportError(f"cannot resolve {target.hostname}: {msg}")
     last: OSError | None = None
-    for family, kind, proto, _, addr in infos:
+    timed_out: list[str] = []
+    for i, (family, kind, proto, _, addr) in enumerate(infos):
         budget.stage = f"connecting to {addr[0]}:{addr[1]} (host down or port filtered?)"
         tcp = family in (socket.AF_INET, socket.AF_INET6) and _TCP_QUICKACK is not None
         sock = (_QuickAckSocket if tcp else socket.socket)(family, kind, proto)
         budget.guard(sock)
-        sock.settimeout(budget.left())
+        share = budget.left() / (len(infos) - i)
+        sock.settimeout(share)
         try:
             sock.connect(addr)
         except TimeoutError:
             _quiet_close(sock)
-            raise budget.timeout_error() from None
+            timed_out.append(str(addr[0]))
+            if i + 1 == len(infos) or budget.expired:
+                raise budget.timeout_error() from None
+            continue
         except OSError as e:
             _quiet_close(sock)
             if budget.expired:
@@ -427,13 +762,25 @@ def _tcp_connect(target: Target, budget: Budget) -> socket.socket:
             continue
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
-    assert last is not None
     where = f"{target.hostname}:{target.port}"
+    if last is None:
+        raise budget.timeout_error()
     if last.errno == errno.ECONNREFUSED:
         raise TransportError(f"connection refused by {where} (sshd not running?)")
     if last.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
         raise TransportError(f"no route to {where} (host down or network unreachable)")
     raise TransportError(f"cannot connect to {where}: {last.strerror or last}")
+
+
+def _throttled(transport: Any, e: BaseException) -> bool:
+    """The server dropped the connection before its banner: what sshd does to a connection
+    over MaxStartups (and a busy server's accept queue), worth another try."""
+    if getattr(transport, "remote_version", ""):
+        return False
+    text = str(e).lower()
+    return isinstance(e, EOFError | ConnectionError) or any(
+        s in text for s in ("reset by peer", "error reading ssh protocol banner", "eof")
+    )
 
 
 def _connect_one(
@@ -442,25 +789,62 @@ def _connect_one(
     budget: Budget,
     sock: Any,
     role: str | None,
+    conn: Connector | None = None,
 ) -> Any:
-    """TCP (unless `sock` is given), SSH handshake, host key check, authentication."""
-    paramiko = _paramiko()
+    """TCP (unless `sock` is given), SSH handshake, host key check, authentication. A
+    handshake the server throttled is retried with backoff while the budget lasts (over a
+    fresh TCP connection, or a fresh channel through the jump host)."""
+    import random
 
     who = role or target.hostname
-    if sock is None:
-        sock = _tcp_connect(target, budget)
+    for attempt in range(len(_THROTTLE_BACKOFF) + 1):
+        own_sock = sock is None
+        s = _tcp_connect(target, budget) if own_sock else sock
+        try:
+            return _handshake(target, cfg, budget, s, who)
+        except _Throttled as e:
+            pause = _THROTTLE_BACKOFF[min(attempt, len(_THROTTLE_BACKOFF) - 1)]
+            pause *= 0.5 + random.random()
+            if not own_sock or attempt == len(_THROTTLE_BACKOFF) or budget.left() < pause + 0.2:
+                raise TransportError(
+                    f"SSH handshake with {who} failed: {e.reason} (the server dropped the "
+                    "connection before its banner: MaxStartups or overloaded?)"
+                ) from None
+            if conn is not None:
+                with conn._lock:
+                    conn.throttled += 1
+            time.sleep(pause)  # backoff, not synchronisation
+    raise budget.timeout_error()
+
+
+class _Throttled(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _handshake(target: Target, cfg: SshConfig, budget: Budget, sock: Any, who: str) -> Any:
+    paramiko = _paramiko()
+
     budget.stage = f"waiting for the SSH banner from {who} (sshd hung or overloaded?)"
+    try:
+        known = _known_keys(cfg, target)
+    except TransportError:
+        _quiet_close(sock)
+        raise
     transport = paramiko.Transport(sock)
     budget.guard(transport)
     transport.banner_timeout = budget.left()
     transport.auth_timeout = budget.left()
-    known = _known_keys(cfg, target)
     opts = transport.get_security_options()
     opts.ciphers = _first(opts.ciphers, PREFERRED_CIPHERS)
     opts.digests = _first(opts.digests, PREFERRED_MACS)
-    if known:
-        # ask the server for the key type we already know, as OpenSSH does
-        opts.key_types = _first(opts.key_types, tuple(known))
+    # ask for the key types known_hosts holds for this host first, as OpenSSH does; the
+    # certificate types only when a CA vouches for it (paramiko offers none by default)
+    algs = tuple(opts.key_types)
+    if known.cas:
+        algs = algs + tuple(a for a in _CERT_ALGS if a not in algs)
+    opts.key_types = known.host_key_algorithms(algs)
     try:
         transport.start_client(timeout=budget.left())
     except Exception as e:
@@ -473,6 +857,8 @@ def _connect_one(
                     "(sshd stalled mid-handshake?)"
                 )
             raise budget.timeout_error() from None
+        if _throttled(transport, e):
+            raise _Throttled(_describe(e)) from None
         raise TransportError(f"SSH handshake with {who} failed: {_describe(e)}") from None
     budget.stage = f"checking the host key of {who}"
     server_key = transport.get_remote_server_key()
@@ -495,55 +881,6 @@ def _connect_one(
     return transport
 
 
-class _KnownHosts:
-    """A known_hosts file, indexed by plain host name.
-
-    paramiko.HostKeys.load checks every line against all lines before it (quadratic: ~2.5 s
-    for 1,000 hosts) and its lookup scans every line. Here lines are parsed with paramiko's
-    own HostKeyEntry.from_line (same format rules, same skipped lines) and a lookup returns
-    exactly what HostKeys.lookup would: the first key of each type among the matching lines,
-    in file order. Hashed names (|1|salt|hash) are still matched by paramiko, line by line.
-    """
-
-    def __init__(self, path: str) -> None:
-        paramiko = _paramiko()
-        from paramiko.hostkeys import HostKeyEntry
-
-        self._matcher = paramiko.HostKeys()
-        self._plain: dict[str, list[tuple[int, Any]]] = {}
-        self._hashed: list[tuple[int, Any]] = []
-        with open(path) as f:
-            for lineno, raw in enumerate(f, 1):
-                line = raw.strip()
-                if not line or line[0] == "#":
-                    continue
-                try:
-                    entry = HostKeyEntry.from_line(line, lineno)
-                except paramiko.SSHException:
-                    continue
-                if entry is None:
-                    continue
-                if any(h.startswith("|1|") for h in entry.hostnames):
-                    self._hashed.append((lineno, entry))
-                for h in entry.hostnames:
-                    if not h.startswith("|1|"):
-                        self._plain.setdefault(h, []).append((lineno, entry))
-
-    def lookup(self, hostname: str) -> dict[str, Any]:
-        found = list(self._plain.get(hostname, ()))
-        if self._hashed and not hostname.startswith("|1|"):
-            seen = {n for n, _ in found}
-            found += [
-                (n, e)
-                for n, e in self._hashed
-                if n not in seen and self._matcher._hostname_matches(hostname, e)
-            ]
-        keys: dict[str, Any] = {}
-        for _, entry in sorted(found, key=lambda item: item[0]):
-            keys.setdefault(entry.key.get_name(), entry.key)
-        return keys
-
-
 # AES-GCM first (an AEAD: one pass instead of AES-CTR plus a separate HMAC; measured ~40 %
 # less client CPU per byte with paramiko 5.1), then paramiko's own order; MACs (used with
 # the non-AEAD ciphers only) encrypt-then-MAC first. Nothing is added that paramiko does not
@@ -558,40 +895,86 @@ def _first(offered: tuple[str, ...], preferred: tuple[str, ...]) -> tuple[str, .
     return front + tuple(o for o in offered if o not in front)
 
 
-def _known_keys(cfg: SshConfig, target: Target) -> dict[str, Any]:
-    """The keys known_hosts has for the target (the file is parsed once while unchanged)."""
-    path = Path(cfg.known_hosts).expanduser()
-    keys: Any = None
-    if path.exists():
-        try:
-            keys = _known_hosts_files.get(str(path), _KnownHosts)
-        except OSError as e:
-            raise TransportError(f"cannot read known_hosts {path}: {e.strerror}") from None
-        except Exception as e:
-            raise TransportError(f"cannot parse known_hosts {path}: {e}") from None
-    return keys.lookup(target.known_hosts_name) if keys is not None else {}
+def _known_hosts_paths(cfg: SshConfig, target: Target) -> list[str]:
+    """The files to read, user files first (the first one is where accept_new writes)."""
+    user = target.user_known_hosts or cfg.known_hosts_files
+    files = [*user, *target.global_known_hosts]
+    return list(dict.fromkeys(str(Path(p).expanduser()) for p in files if p.lower() != "none"))
+
+
+def _known_keys(cfg: SshConfig, target: Target) -> Lookup:
+    """What known_hosts says about the target (each file parsed once while unchanged)."""
+    from fleetcheck.transport import known_hosts
+
+    paths = _known_hosts_paths(cfg, target)
+    try:
+        return known_hosts.lookup(_known_hosts_cache, paths, [target.known_hosts_name])
+    except OSError as e:
+        raise TransportError(f"cannot read known_hosts {e.filename}: {e.strerror}") from None
 
 
 def _verify_host_key(
-    target: Target, cfg: SshConfig, known: dict[str, Any], server_key: Any, who: str
+    target: Target, cfg: SshConfig, found: Lookup, server_key: Any, who: str
 ) -> None:
-    path = Path(cfg.known_hosts).expanduser()
+    """OpenSSH's check_host_key: revoked keys refused, certificates checked against the
+    listed CAs, plain keys compared; unknown is UNKNOWN, changed is CRIT, neither is added
+    unless accept_new (unknown only)."""
+    from fleetcheck.transport import known_hosts
+
+    paths = _known_hosts_paths(cfg, target)
+    where = ", ".join(p for i, p in enumerate(paths) if i == 0 or os.path.exists(p))
+    blob = server_key.asbytes()
     offered = f"{server_key.get_name()} {server_key.fingerprint}"
-    if known:
-        ours = known.get(server_key.get_name())
-        if ours is not None and ours == server_key:
-            return
-        expected = ", ".join(f"{k.get_name()} {k.fingerprint}" for k in known.values())
+    revoked = found.revoked_entry(blob)
+    if revoked is not None:
         raise TransportError(
-            f"host key changed for {who}: possible man-in-the-middle; not connecting "
-            f"(server offered {offered}, {path} has {expected})",
+            f"host key of {who} is REVOKED ({offered} is marked @revoked in {revoked.where}): "
+            "not connecting",
             status=Status.CRIT,
         )
-    if not cfg.accept_new:
+    cert = getattr(server_key, "public_blob", None)
+    cert_problem: str | None = None
+    if cert is not None and cert.key_type.endswith(known_hosts.CERT_SUFFIX):
+        name = target.known_hosts_host
+        try:
+            known_hosts.check_host_cert(cert.key_blob, name, found)
+            return
+        except known_hosts.CertProblem as e:
+            if e.mitm:
+                raise TransportError(
+                    f"host certificate of {who} refused: {e.reason}: not connecting",
+                    status=Status.CRIT,
+                ) from None
+            cert_problem = e.reason
+    same_type = [k for k in found.keys if k.keytype == server_key.get_name()]
+    if any(k.blob == blob for k in same_type):
+        return
+    if found.keys:
+        expected = "; ".join(f"{k.fingerprint()} ({k.where})" for k in found.keys)
         raise TransportError(
-            f"host key of {who} ({target.known_hosts_name}) is not in {path}: not connecting "
-            f"(server offered {offered}; verify it and add it, or set accept_new = true)"
+            f"host key changed for {who}: possible man-in-the-middle; not connecting "
+            f"(server offered {offered}, known_hosts has {expected})",
+            status=Status.CRIT,
         )
+    if cert_problem is not None:
+        raise TransportError(
+            f"host certificate of {who} refused: {cert_problem}; its plain key {offered} is "
+            f"not in {where} either: not connecting"
+        )
+    if not (cfg.accept_new or target.accept_new):
+        ca_note = (
+            " (a CA is listed for it, but the server presented no certificate)"
+            if (found.cas)
+            else ""
+        )
+        raise TransportError(
+            f"host key of {who} ({target.known_hosts_name}) is not in {where}{ca_note}: not "
+            f"connecting (server offered {offered}; verify it and add it, or set "
+            "accept_new = true)"
+        )
+    if not paths:
+        raise TransportError(f"accept_new: no known_hosts file to add the host key of {who} to")
+    path = Path(paths[0])
     line = f"{target.known_hosts_name} {server_key.get_name()} {server_key.get_base64()}\n"
     with _known_hosts_lock:
         try:
@@ -627,7 +1010,6 @@ def _authenticate(transport: Any, target: Target, cfg: SshConfig, budget: Budget
 
     tried: list[str] = []
     problems: list[str] = []
-    allowed: list[str] | None = None
     candidates: list[tuple[str, Any]] = []
     for path in target.identity_files:
         key, problem = _load_key(path)
@@ -635,17 +1017,43 @@ def _authenticate(transport: Any, target: Target, cfg: SshConfig, budget: Budget
             problems.append(problem)
         else:
             candidates.append((f"{path} ({key.get_name()} {key.fingerprint})", key))
-    if cfg.use_agent:
+    agent: Any = None
+    use_agent = cfg.use_agent and not target.identities_only
+    if use_agent:
+        budget.stage = f"asking the ssh agent for keys for {who}"
+        agent_keys: tuple[Any, ...] = ()
         try:
-            agent_keys = paramiko.Agent().get_keys()
+            agent = paramiko.Agent()  # connects and lists its keys
+            budget.guard(agent)  # agent I/O inside the budget: closed when it runs out
+            agent_keys = tuple(agent.get_keys())
         except Exception:
-            agent_keys = ()
+            if budget.expired:
+                raise budget.timeout_error() from None
         for key in agent_keys:
             candidates.append((f"agent key {key.get_name()} {key.fingerprint}", key))
         if not agent_keys:
             problems.append("agent: no keys" if os.environ.get("SSH_AUTH_SOCK") else "no agent")
-    if not target.identity_files and not cfg.use_agent:
+        budget.stage = f"authenticating to {who} as {target.user}"
+    if not target.identity_files and not use_agent:
         problems.append("no identity_file and use_agent = false")
+    try:
+        _try_keys(transport, target, budget, who, candidates, tried, problems)
+    finally:
+        if agent is not None:
+            _quiet_close(agent)  # its socket is ours: never left open for the patrol
+
+
+def _try_keys(
+    transport: Any,
+    target: Target,
+    budget: Budget,
+    who: str,
+    candidates: list[tuple[str, Any]],
+    tried: list[str],
+    problems: list[str],
+) -> None:
+    paramiko = _paramiko()
+    allowed: list[str] | None = None
     for label, key in candidates:
         if budget.expired:
             raise budget.timeout_error()
@@ -688,27 +1096,37 @@ def _describe(e: BaseException) -> str:
 # ---------------------------------------------------------------- the shell
 
 
+class StaleConnection(TransportError):
+    """The connection could not open a channel (closed, or silent past `open_timeout`):
+    for a connection kept from an earlier round, the sign to replace it."""
+
+
 class SshShell:
     """The patrol's connection to one host."""
 
     def __init__(self, target: Target, transports: list[Any]) -> None:
         self.target = target
-        self._transports = transports  # jump hosts first, the host itself last
+        self._transports = transports  # this host's own connection (jump hosts are shared)
+        self._owned: Connector | None = None  # closed with the shell when not a patrol's
+        self.connect_s: float | None = None  # TCP + handshake + auth, for the limiter
 
     @property
     def transport(self) -> paramiko.Transport:
         return self._transports[-1]
 
-    def run(self, command: str, timeout: float, max_bytes: int) -> ExecResult:
+    def run(
+        self, command: str, timeout: float, max_bytes: int, open_timeout: float | None = None
+    ) -> ExecResult:
         start = time.monotonic()
         deadline = start + timeout
         t = self.transport
         if not t.is_active():
-            raise TransportError(f"connection to {self.target.label} is closed")
+            raise StaleConnection(f"connection to {self.target.label} is closed")
+        opened_by = deadline if open_timeout is None else min(deadline, start + open_timeout)
         try:
-            chan = t.open_session(timeout=max(deadline - time.monotonic(), 0.001))
+            chan = t.open_session(timeout=max(opened_by - time.monotonic(), 0.001))
         except Exception as e:
-            raise TransportError(
+            raise StaleConnection(
                 f"{self.target.hostname} refused to open a session: {_describe(e)}"
             ) from None
         # exec_command waits for the server's reply without a timeout: a watchdog closes the
@@ -716,43 +1134,38 @@ class SshShell:
         cut = threading.Event()
         fired = threading.Event()
 
-        def watchdog() -> None:
-            if cut.wait(max(deadline - time.monotonic(), 0)):
+        def hard_stop() -> None:
+            if cut.is_set():
                 return
             fired.set()
             _quiet_close(chan)
             if not cut.wait(1.0):
                 _quiet_close(t)
 
-        dog = threading.Thread(target=watchdog, daemon=True)
-        dog.start()
+        dog = _watchdog.schedule(deadline, hard_stop)
         out, err = bytearray(), bytearray()
         truncated = False
         timed_out = False
         rc: int | None = None
+        early: BaseException | None = None  # the remote side stopped taking our script
         try:
             try:
                 chan.exec_command("/bin/sh -s")
                 chan.settimeout(max(deadline - time.monotonic(), 0.001))
                 chan.sendall(command.encode())
                 chan.shutdown_write()
-            except (TimeoutError, OSError, EOFError) as e:
-                if time.monotonic() >= deadline:
-                    timed_out = True
-                else:
-                    raise TransportError(
-                        f"{self.target.hostname}: cannot run the command: {_describe(e)}"
-                    ) from None
             except Exception as e:
                 if time.monotonic() >= deadline:
                     timed_out = True
                 else:
-                    raise TransportError(
-                        f"{self.target.hostname}: cannot run the command: {_describe(e)}"
-                    ) from None
+                    # a login refused by the account's shell (nologin, a ForceCommand) exits
+                    # before reading its stdin: what it printed and its exit status are the
+                    # precise reason, so read them rather than report "Socket is closed"
+                    early = e
             if not timed_out:
                 chan.settimeout(0.0)
-                fd = chan.fileno()
+                poller = select.poll()  # not select(): fds past 1023 are normal in a patrol
+                poller.register(chan.fileno(), select.POLLIN)
                 while True:
                     truncated |= _drain(chan, out, err, max_bytes)
                     if chan.exit_status_ready() and (chan.eof_received or chan.closed):
@@ -763,9 +1176,7 @@ class SshShell:
                     if chan.closed and not chan.exit_status_ready():
                         timed_out = time.monotonic() >= deadline
                         if not timed_out:
-                            raise TransportError(
-                                f"{self.target.hostname}: connection lost while running commands"
-                            )
+                            raise TransportError(self._lost(t, early, out, err))
                         break
                     left = deadline - time.monotonic()
                     if left <= 0:
@@ -774,9 +1185,10 @@ class SshShell:
                     if chan.eof_received:
                         chan.status_event.wait(min(left, 0.25))
                     else:
-                        select.select([fd], [], [], min(left, 0.25))
+                        poller.poll(min(left, 0.25) * 1000)
         finally:
             cut.set()
+            _watchdog.cancel(dog)
             _quiet_close(chan)
         if fired.is_set():
             timed_out = True  # the watchdog closed the channel: whatever rc we saw is not real
@@ -788,9 +1200,27 @@ class SshShell:
             duration_s=time.monotonic() - start,
         )
 
+    def _lost(self, t: Any, early: BaseException | None, out: bytearray, err: bytearray) -> str:
+        """Why the session ended without an exit status, as precisely as we can tell."""
+        said = (bytes(err) or bytes(out)).decode("utf-8", "replace").strip().splitlines()
+        if said:
+            return f"{self.target.hostname}: the session ended at once: {said[-1][:200]}"
+        why = t.get_exception() if hasattr(t, "get_exception") else None
+        if not t.is_active():
+            reason = f": {_describe(why)}" if why is not None else ""
+            return f"{self.target.hostname}: the server closed the connection after login{reason}"
+        if early is not None:
+            return (
+                f"{self.target.hostname}: the server closed the session before taking the "
+                f"command ({_describe(early)}): login refused by the account or a ForceCommand?"
+            )
+        return f"{self.target.hostname}: connection lost while running commands"
+
     def close(self) -> None:
         for t in reversed(self._transports):
             _quiet_close(t)
+        if self._owned is not None:
+            self._owned.close()
 
 
 def _drain(chan: Any, out: bytearray, err: bytearray, max_bytes: int) -> bool:

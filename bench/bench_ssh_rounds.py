@@ -1,0 +1,213 @@
+"""Benchmark: a repeat round on kept SSH connections against a fresh round (issue 15).
+
+On N lab hosts (default 50; each a network namespace with its own OpenSSH sshd), in one run,
+alternating, --pairs times:
+
+- fresh round: a patrol as every round was before (connect, key exchange, auth, one exec,
+  close), through the runner, with the routes check (one gathered exec per host);
+- repeat round: the same patrol on connections kept from the round before (Keeper, as
+  `run --every` does): one channel per host;
+
+and the same pair again with an exec of `true` instead of the routes check's commands (what
+is left is the connection's own cost).
+
+For each: wall time of the patrol, the client's CPU, and the server side's CPU read from
+/proc of every sshd process in the lab's namespaces (utime + stime + cutime + cstime: the
+listeners, the per-connection sshds and, through cutime, the session shells and the gathered
+commands they reaped), taken once every sshd process of the round has exited or settled.
+The gathered commands cost the same in both rounds; the difference is the connection.
+
+Needs root and the lab prerequisites. Run it under the bench lock:
+
+    flock /tmp/fleetcheck-bench.lock .venv/bin/python bench/bench_ssh_rounds.py \
+        --json bench/ssh_rounds_results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.lab import Lab, LabHost  # noqa: E402
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def sshd_pids(hosts: list[LabHost]) -> dict[str, set[int]]:
+    out: dict[str, set[int]] = {}
+    for h in hosts:
+        pids = subprocess.run(
+            ["ip", "netns", "pids", h.ns], capture_output=True, text=True, check=True
+        ).stdout.split()
+        mine = set()
+        for pid in map(int, pids):
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() == "sshd":
+                    mine.add(pid)
+            except FileNotFoundError:
+                pass
+        out[h.name] = mine
+    return out
+
+
+def cpu_of(pids: dict[str, set[int]]) -> tuple[float, float]:
+    """(own, reaped) seconds of CPU of these processes: their own utime + stime, and the
+    cutime + cstime of the children they have reaped."""
+    own = reaped = 0
+    for group in pids.values():
+        for pid in group:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except FileNotFoundError:
+                continue
+            # fields[0] is the state (stat field 3): utime..cstime are stat fields 14-17
+            own += int(fields[11]) + int(fields[12])
+            reaped += int(fields[13]) + int(fields[14])
+    return own / TICK, reaped / TICK
+
+
+def settle(hosts: list[LabHost], want: dict[str, set[int]] | None, timeout: float = 60) -> Any:
+    """Wait until each host's sshd processes are `want` (None: only its listener)."""
+    end = time.monotonic() + timeout
+    while True:
+        now = sshd_pids(hosts)
+        if want is None:
+            ok = all(len(p) == 1 for p in now.values())
+        else:
+            ok = now == want
+        if ok:
+            return now
+        if time.monotonic() > end:
+            raise SystemExit(f"sshd processes did not settle: {now} (want {want})")
+        time.sleep(0.05)
+
+
+def bare_patrol(fleet: Any, keeper: Any) -> None:
+    """Every host's connection and one exec of `true`, concurrently (a round whose commands
+    cost nothing: what is left is the connection)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fleetcheck.context import PatrolContext
+
+    ctx = PatrolContext(fleet, lambda _h: {"bare.true": "true"}, keeper=keeper)
+    try:
+        with ThreadPoolExecutor(len(fleet.hosts)) as pool:
+            facts = list(pool.map(ctx.host_facts, fleet.hosts))
+    finally:
+        ctx.close()
+    bad = [f for f in facts if f.problem or f.get("bare.true").rc != 0]
+    if bad:
+        raise SystemExit(f"a bare exec failed: {bad[0]}")
+
+
+def one_round(
+    fleet: Any, items: Any, hosts: list[LabHost], keeper: Any, mode: str, bare: bool = False
+) -> Any:
+    """mode: "fresh" (no keeper), "prime" (connects, keeps), "repeat" (on kept ones)."""
+    from fleetcheck.model import Status
+    from fleetcheck.runner import run_patrol
+
+    before_pids = sshd_pids(hosts)
+    own0, reaped0 = cpu_of(before_pids)
+    c0, t0 = time.process_time(), time.perf_counter()
+    if bare:
+        bare_patrol(fleet, keeper)
+    else:
+        report = run_patrol(fleet, items, keeper=keeper)
+        bad = [r for r in report.results if r.status is not Status.OK]
+        if bad:
+            raise SystemExit(f"a row was not OK: {bad[0]}")
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if mode == "prime":
+        return None
+    # fresh: every connection's sshd has exited (reaped into the listener's cutime);
+    # repeat: the kept connections' sshds are the ones there before (the shells reaped)
+    after = settle(hosts, None if mode == "fresh" else before_pids)
+    own1, reaped1 = cpu_of(after)
+    row = {
+        "wall_s": round(wall, 3),
+        "client_cpu_s": round(cpu, 3),
+        "server_cpu_s": round(own1 + reaped1 - own0 - reaped0, 3),  # sshds + commands
+    }
+    if mode == "repeat":  # the kept sshds are alive: their own CPU and their shells' apart
+        row["sshd_cpu_s"] = round(own1 - own0, 3)
+        row["commands_cpu_s"] = round(reaped1 - reaped0, 3)
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--hosts", type=int, default=50)
+    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--json", help="also write the numbers to this file")
+    a = ap.parse_args()
+    from fleetcheck import registry
+    from fleetcheck.config import load
+    from fleetcheck.runner import plan
+    from fleetcheck.transport.keep import Keeper
+
+    with Lab(prefix=24) as lab:
+        hosts = [lab.add_host(f"h{i:03d}") for i in range(a.hosts)]
+        cfg = lab.config(checks="[checks.routes]\n", patrol='deadline = "120s"\n')
+        fleet = load(cfg, registry.config_type)
+        items = plan(fleet, registry.select(fleet.checks))
+        settle(hosts, None)
+        one_round(fleet, items, hosts, None, "fresh")  # warm-up: imports, known_hosts cache
+        results: dict[str, Any] = {}
+        for bare in (False, True):
+            fresh, repeat = [], []
+            for _ in range(a.pairs):
+                fresh.append(one_round(fleet, items, hosts, None, "fresh", bare))
+                keeper = Keeper(300.0)
+                one_round(fleet, items, hosts, keeper, "prime", bare)  # connects and keeps
+                repeat.append(one_round(fleet, items, hosts, keeper, "repeat", bare))
+                # the commands cost the same in both rounds: a fresh round's sshds alone
+                # are its server CPU minus what the repeat round's shells took
+                fresh[-1]["sshd_cpu_s"] = round(
+                    fresh[-1]["server_cpu_s"] - repeat[-1]["commands_cpu_s"], 3
+                )
+                if keeper.reused != a.hosts:
+                    raise SystemExit(f"only {keeper.reused} of {a.hosts} connections reused")
+                keeper.close()
+                settle(hosts, None)
+            results["exec of true" if bare else "routes check"] = (fresh, repeat)
+
+    def med(rows: list[dict[str, Any]], key: str) -> float:
+        return statistics.median(r[key] for r in rows)
+
+    machine = f"{os.cpu_count()} cores, Python {platform.python_version()}"
+    res: dict[str, Any] = {"hosts": a.hosts, "pairs": a.pairs, "machine": machine}
+    for workload, (fresh, repeat) in results.items():
+        out: dict[str, Any] = {"fresh": fresh, "repeat": repeat}
+        print(f"{a.hosts} lab hosts, {workload}, median of {a.pairs} pairs ({machine}):")
+        print(f"  {'':<34}{'fresh round':>12}{'repeat round':>14}{'ratio':>8}")
+        for key, label in (
+            ("wall_s", "patrol wall (s)"),
+            ("server_cpu_s", "server CPU: sshds + commands (s)"),
+            ("sshd_cpu_s", "sshd CPU alone (s)"),
+            ("client_cpu_s", "client CPU (s)"),
+        ):
+            f, r = med(fresh, key), med(repeat, key)
+            out[f"median_{key}"] = {
+                "fresh": f,
+                "repeat": r,
+                "ratio": round(r / f, 3) if f else None,
+            }
+            print(f"  {label:<34}{f:>12.3f}{r:>14.3f}{r / f if f else 0:>8.2f}")
+        res[workload] = out
+    if a.json:
+        Path(a.json).write_text(json.dumps(res, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""SSH connections kept between the rounds of one long-running process (`run --every`).
+
+A fresh session costs the host's sshd a TCP accept, a key exchange, authentication and a
+privilege-separated child (~45 ms of its CPU on the lab); a round every few minutes pays that
+again for nothing. So between rounds a host's authenticated connection waits here, idle, and
+the next round opens one channel on it (one exec, as always). The rules:
+
+- kept only while idle for at most `keep_for` (`[ssh] keep_alive_for`, default 5 min; the
+  CLI keeps nothing when the interval is longer), with SSH keepalives every `keepalive`
+  seconds so that NAT and firewalls between rounds do not forget it;
+- a bounded number idle (the oldest idle one is closed first);
+- only healthy ones: a connection whose exec timed out or was cut, or whose transport is no
+  longer active, is closed, never kept; so is one through a jump host (the patrol's shared
+  jump connection does not outlive the patrol);
+- a kept connection found dead is replaced within the round (see PatrolContext): the new
+  connection is made as any other, host key verified against known_hosts.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from typing import Any
+
+from fleetcheck.config import HostConfig
+
+DEFAULT_KEEPALIVE = 30.0  # seconds between SSH keepalives on an idle kept connection
+
+
+def identity(host: HostConfig) -> tuple[Any, ...]:
+    """What a kept connection was made for: the same host entry, the same destination."""
+    return (host.name, host.ssh, host.user, host.port)
+
+
+class Keeper:
+    def __init__(
+        self, keep_for: float, max_idle: int | None = None, keepalive: float = DEFAULT_KEEPALIVE
+    ) -> None:
+        if max_idle is None:
+            from fleetcheck.transport.ssh import fd_bound
+
+            max_idle = max(1, fd_bound() // 2)  # the other half for the round's own needs
+        self.keep_for = keep_for
+        self.max_idle = max_idle
+        self.keepalive = keepalive
+        self._lock = threading.Lock()
+        self._idle: OrderedDict[tuple[Any, ...], tuple[float, Any]] = OrderedDict()
+        self.closed = False
+        # counts, for the bench and the tests
+        self.reused = 0  # rounds that took a kept connection
+        self.kept = 0  # connections handed back and kept
+        self.dropped = 0  # handed back but closed (unhealthy, over the bound, or too old)
+        self.replaced = 0  # kept connections found dead when used
+
+    def take(self, host: HostConfig) -> Any | None:
+        """The host's kept connection (an SshShell), if one is idle and still fresh."""
+        now = time.monotonic()
+        stale: list[Any] = []
+        with self._lock:
+            self._expire(now, stale)
+            hit = self._idle.pop(identity(host), None)
+        for shell in stale:
+            _close(shell)
+        if hit is None:
+            return None
+        shell = hit[1]
+        alive = _active(shell)
+        with self._lock:
+            if alive:
+                self.reused += 1
+            else:
+                self.replaced += 1
+        if not alive:
+            _close(shell)
+            return None
+        shell.connect_s = None  # no handshake this round: nothing for the adaptive limiter
+        return shell
+
+    def give_back(self, host: HostConfig, shell: Any, healthy: bool) -> None:
+        """Keep `shell` for the next round when it is healthy and kept connections are
+        wanted; close it otherwise (or the oldest idle one, past the bound)."""
+        keep = healthy and _active(shell) and not shell.target.via
+        if keep:
+            try:
+                shell.transport.set_keepalive(int(max(1, self.keepalive)))
+            except Exception:
+                keep = False
+        if not keep:
+            with self._lock:
+                self.dropped += 1
+            _close(shell)
+            return
+        now = time.monotonic()
+        out: list[Any] = []
+        with self._lock:
+            if self.closed:
+                out.append(shell)
+            else:
+                old = self._idle.pop(identity(host), None)
+                if old is not None:
+                    out.append(old[1])
+                self._idle[identity(host)] = (now, shell)
+                self.kept += 1
+                while len(self._idle) > self.max_idle:
+                    out.append(self._idle.popitem(last=False)[1][1])
+                    self.dropped += 1
+        for s in out:
+            _close(s)
+
+    def discard(self, shell: Any) -> None:
+        """A kept connection that failed when used: closed, counted as replaced."""
+        with self._lock:
+            self.replaced += 1
+        _close(shell)
+
+    def idle(self) -> int:
+        with self._lock:
+            return len(self._idle)
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+            shells = [s for _, s in self._idle.values()]
+            self._idle.clear()
+        for shell in shells:
+            _close(shell)
+
+    def _expire(self, now: float, out: list[Any]) -> None:
+        for key in [k for k, (since, _) in self._idle.items() if now - since > self.keep_for]:
+            out.append(self._idle.pop(key)[1])
+            self.dropped += 1
+
+
+def _active(shell: Any) -> bool:
+    try:
+        return bool(shell.transport.is_active())
+    except Exception:
+        return False
+
+
+def _close(shell: Any) -> None:
+    try:
+        shell.close()
+    except Exception:
+        pass

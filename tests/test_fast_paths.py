@@ -1,0 +1,383 @@
+"""The fast paths of issue 15 against the implementations they replaced, on generated data:
+the live-hash pass without a set of names (digests, exact re-read on a repeat) and the
+column-wise CLIENT LIST reader. The replaced code is kept here, verbatim, as the reference."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import subprocess
+from dataclasses import dataclass, field
+
+import pytest
+import redis
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fleetcheck.parse import clientlist
+from fleetcheck.parse.clientlist import parse_client_list
+from fleetcheck.reap import EntryReader, LiveReducer, LiveScan, read_live, reduce_pass
+from tests.lab import Lab, free_port, port_open, wait_for
+from tests.test_live_hash import canonical, line_values, live_values, reference_scan
+
+
+# ---------------------------------------------------------------- live hash: digest pass
+def digest_pass(replies: list[list[bytes]], keep: int = 5) -> tuple[LiveScan, int]:
+    """reduce_pass over recorded replies; also how many times it read them."""
+    reads = [0]
+
+    def again() -> list[list[bytes]]:
+        reads[0] += 1
+        return replies
+
+    scan = reduce_pass(again, "arena:live", EntryReader(), keep)
+    return scan, reads[0]
+
+
+def exact_pass(replies: list[list[bytes]], keep: int = 5) -> LiveScan:
+    """The reducer as it was (a set of field names, each field once)."""
+    scan = LiveScan(key="arena:live", kind="hash", keep=keep)
+    reduce = LiveReducer(scan, EntryReader(), exact=True)
+    for items in replies:
+        reduce(items)
+    return scan.finish()
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.integers(0, 60), st.one_of(line_values(), live_values())), max_size=14
+        ),
+        max_size=6,
+    ),
+    st.integers(1, 6),
+)
+def test_digest_pass_equals_the_exact_pass_property(
+    replies_spec: list[list[tuple[int, bytes]]], keep: int
+) -> None:
+    replies = []
+    for spec in replies_spec:
+        items: list[bytes] = []
+        for number, value in spec:
+            items += [f"m{number}".encode(), value]
+        replies.append(items)
+    scan, reads = digest_pass(replies, keep)
+    assert canonical(scan) == canonical(exact_pass(replies, keep))
+    assert canonical(scan) == canonical(reference_scan(replies, keep))
+    names = [n for r in replies for n in r[0::2]]
+    # read once when every field came once; read again (exactly) when one came twice
+    assert reads == (1 if len(set(names)) == len(names) else 2)
+
+
+def test_digest_pass_without_repeats_reads_once_and_keeps_no_names() -> None:
+    v = b'{"started_at": 100, "host": "h"}'
+    replies = [[f"m{i}".encode(), v] * 1 for i in range(50)]
+    scan, reads = digest_pass(replies)
+    assert reads == 1 and scan.entries == 50
+    reduce = LiveReducer(LiveScan(key="k", kind="hash"), EntryReader(), exact=False)
+    for items in replies:
+        reduce(items)
+    assert reduce.seen == set() and not reduce.repeated()
+    assert sum(len(part) for part in reduce.digests) == 50
+
+
+class Colliding(bytes):
+    """A field name whose digest collides with every other Colliding name."""
+
+    def __hash__(self) -> int:
+        return 42
+
+
+def test_two_names_with_one_digest_are_read_again_exactly() -> None:
+    v = b'{"started_at": 100, "host": "h"}'
+    replies = [[Colliding(b"a"), v, b"b", v], [Colliding(b"c"), v]]
+    scan, reads = digest_pass(replies)  # type: ignore[arg-type]
+    assert reads == 2 and scan.entries == 3  # a and c share a digest, yet both count
+
+
+@pytest.mark.lab
+def test_read_live_on_a_real_hash_equals_the_reference(lab: Lab) -> None:
+    r = lab.client()
+    r.hset("t:live", mapping={f"f{i}": json.dumps({"started_at": i}) for i in range(3000)})
+    scan = read_live(lab.client(), "t:live", count=50, keep=4)
+    reference = reference_scan([[x for kv in r.hgetall("t:live").items() for x in kv]], 4)
+    assert canonical(scan)[:3] == canonical(reference)[:3]
+    assert canonical(scan)[4:] == canonical(reference)[4:]
+    assert scan.entries == 3000
+
+
+@pytest.mark.lab
+def test_fields_a_shrinking_hash_returns_twice_make_the_pass_read_again(lab: Lab) -> None:
+    """Play the shrink for real (as test_live_hash does for the exact reducer): the digest
+    pass must notice the repeat, read again, and count each field once."""
+    r = lab.client()
+    for at in range(2, 12):
+        r.delete("t:live")
+        r.hset("t:live", mapping={f"f{i}": json.dumps({"started_at": i}) for i in range(5000)})
+        replies: list[list[bytes]] = []
+        cursor = 0
+        while True:
+            cursor, chunk = r.hscan("t:live", cursor, count=100)
+            replies.append([x for kv in chunk.items() for x in kv])
+            if len(replies) == at:
+                got = {f for rep in replies for f in rep[0::2]}
+                gone = [f"f{n}".encode() for n in range(5000)]
+                r.hdel("t:live", *[f for f in gone if f not in got][:4400])
+            if cursor == 0:
+                break
+        names = [f for rep in replies for f in rep[0::2]]
+        if len(names) > len(set(names)):
+            break
+    else:
+        pytest.fail("no field came back twice: this redis-server never repeats, test it anew")
+    scan, reads = digest_pass(replies)
+    assert reads == 2
+    assert scan.entries == len(set(names)) < len(names)
+    assert canonical(scan) == canonical(reference_scan(replies))
+
+
+# ---------------------------------------------------------------- CLIENT LIST: the old parser
+@dataclass(frozen=True)
+class OldClient:
+    id: int | None
+    host: str
+    port: int | None
+    name: str
+    age_s: int | None
+    idle_s: int | None
+    flags: str
+    cmd: str
+    fields: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+
+def old_normalise_ip(text: str) -> str:
+    text = text.strip().strip("[]")
+    try:
+        ip = ipaddress.ip_address(text.split("%", 1)[0])
+    except ValueError:
+        return text
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)
+
+
+def old_split_addr(addr: str) -> tuple[str, int | None]:
+    if not addr:
+        return "", None
+    if addr.startswith("/") or addr.startswith("unix"):
+        return "unix", None
+    if addr.startswith("["):
+        host, _, rest = addr[1:].partition("]")
+        port_text = rest.lstrip(":")
+    else:
+        host, sep, port_text = addr.rpartition(":")
+        if not sep:
+            host, port_text = addr, ""
+    port = int(port_text) if port_text.isdigit() else None
+    return old_normalise_ip(host), port
+
+
+def old_int(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def old_parse_line(line: str) -> OldClient | None:
+    fields: dict[str, str] = {}
+    for token in line.strip().split(" "):
+        key, sep, value = token.partition("=")
+        if sep and key and key not in fields:
+            fields[key] = value
+    if "addr" not in fields:
+        return None
+    host, port = old_split_addr(fields["addr"])
+    return OldClient(
+        id=old_int(fields.get("id")),
+        host=host,
+        port=port,
+        name=fields.get("name", ""),
+        age_s=old_int(fields.get("age")),
+        idle_s=old_int(fields.get("idle")),
+        flags=fields.get("flags", ""),
+        cmd=fields.get("cmd", ""),
+        fields=fields,
+    )
+
+
+def old_parse_client_list(text: str | bytes) -> list[OldClient]:
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    out = []
+    for line in text.splitlines():
+        client = old_parse_line(line)
+        if client is not None:
+            out.append(client)
+    return out
+
+
+def same_clients(text: str | bytes) -> None:
+    new, old = parse_client_list(text), old_parse_client_list(text)
+    assert [
+        (c.id, c.host, c.port, c.name, c.age_s, c.idle_s, c.flags, c.cmd, c.fields) for c in new
+    ] == [(c.id, c.host, c.port, c.name, c.age_s, c.idle_s, c.flags, c.cmd, c.fields) for c in old]
+
+
+# ---------------------------------------------------------------- CLIENT LIST: generated tables
+_value = st.text(st.sampled_from("abz09=-|:.[]/%_"), max_size=8)
+_host = st.one_of(
+    st.sampled_from(
+        [
+            "10.0.0.1",
+            "127.0.1.2",
+            "::1",
+            "[::1]",
+            "::ffff:10.1.2.3",
+            "[fe80::2%eth0]",
+            "/tmp/redis.sock",
+            "unix",
+            "mini.local",
+            "",
+            "2001:DB8::1",
+            "1.2.3",
+        ]
+    ),
+    _value,
+)
+_port = st.one_of(st.integers(0, 65535).map(str), st.sampled_from(["", "x", "0012", "99999999"]))
+_number = st.one_of(st.integers(-5, 10**6).map(str), st.sampled_from(["", "x", "1_0", "+3"]))
+_extra_keys = st.lists(
+    st.sampled_from(["laddr", "fd", "db", "sub", "qbuf", "tot-mem", "lib-name", "user", "resp"]),
+    unique=True,
+    max_size=5,
+)
+
+
+@st.composite
+def client_tables(draw: st.DrawFn) -> str:
+    """A CLIENT LIST as one server writes it: the same keys in the same order on every
+    line; the values anything a server or a fuzzer could put there."""
+    keys = draw(
+        st.permutations(
+            draw(
+                st.lists(
+                    st.sampled_from(["id", "name", "age", "idle", "flags", "cmd"]), unique=True
+                )
+            )
+            + ["addr"]
+            + draw(_extra_keys)
+        )
+    )
+    lines = []
+    for _ in range(draw(st.integers(1, 12))):
+        tokens = []
+        for key in keys:
+            if key == "addr":
+                value = draw(_host) + draw(st.sampled_from([":", ""])) + draw(_port)
+            elif key in ("id", "age", "idle"):
+                value = draw(_number)
+            else:
+                value = draw(_value)
+            tokens.append(f"{key}={value}")
+        lines.append(" ".join(tokens))
+    return "\n".join(lines) + draw(st.sampled_from(["\n", ""]))
+
+
+@settings(max_examples=600, deadline=None)
+@given(client_tables())
+def test_column_reader_equals_the_old_parser_on_tables(text: str) -> None:
+    same_clients(text)
+    same_clients(text.encode())
+
+
+def test_the_column_path_is_taken_for_a_server_shaped_list() -> None:
+    line = (
+        "id={i} addr=10.0.0.{h}:{p} laddr=10.0.0.1:6379 fd=9 name=w{i} age=3 idle=1 flags=N "
+        "db=0 cmd=ping user=default resp=2"
+    )
+    text = "\n".join(line.format(i=i, h=i % 3, p=40000 + i) for i in range(300)) + "\n"
+    assert clientlist._by_columns(text) is not None
+    same_clients(text)
+    # a tab, a blank line, a line of another shape, a repeated key: line by line, same answer
+    for spoiled in (
+        text.replace("name=w5 ", "name=w5\t", 1),
+        text.replace("\n", "\n\n", 1),
+        text + "id=1 addr=10.0.0.9:1 cmd=x\n",
+        text.replace("fd=9", "name=first", 1),
+        text.replace("\n", "\r\n"),
+    ):
+        assert clientlist._by_columns(spoiled) is None
+        same_clients(spoiled)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.text(max_size=60),
+            st.lists(
+                st.tuples(st.sampled_from(["id", "addr", "name", "age", "cmd", "x"]), _value),
+                max_size=6,
+            ).map(lambda kv: " ".join(f"{k}={v}" for k, v in kv)),
+        ),
+        max_size=8,
+    ),
+    st.sampled_from(["\n", "\r\n", "\n\n", " \n", "\x0b"]),
+)
+def test_any_text_equals_the_old_parser(lines: list[str], sep: str) -> None:
+    text = sep.join(lines)
+    same_clients(text)
+    same_clients(text.encode("utf-8", "surrogatepass"))
+
+
+@pytest.mark.lab
+def test_real_client_list_equals_the_old_parser(lab: Lab) -> None:
+    """A real server's list with IPv4, IPv6 and unix-socket clients, named and not."""
+    port = free_port()
+    sock_path = str(lab.dir / "fast.sock")
+    lab.spawn(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1 ::1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--unixsocket",
+            sock_path,
+            "--unixsocketperm",
+            "700",
+            "--dir",
+            str(lab.dir),
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+    wait_for(lambda: port_open("127.0.0.1", port), 10, "the second redis-server")
+    clients = [
+        redis.Redis(host="127.0.0.1", port=port, client_name=f"v4-{i}", protocol=2)
+        for i in range(20)
+    ]
+    clients += [redis.Redis(host="::1", port=port, protocol=2) for i in range(10)]
+    clients += [
+        redis.Redis(unix_socket_path=sock_path, client_name=f"ux-{i}", protocol=2)
+        for i in range(10)
+    ]
+    try:
+        for c in clients:
+            c.ping()
+        raw = clients[0].execute_command("CLIENT", "LIST")
+        assert clientlist._by_columns(raw.decode()) is not None  # the fast path, for real
+        same_clients(raw)
+        parsed = parse_client_list(raw)
+        assert len(parsed) == 40
+        assert {c.host for c in parsed} == {"127.0.0.1", "::1", "unix"}
+    finally:
+        for c in clients:
+            c.close()

@@ -1,0 +1,247 @@
+"""SSH connections kept between rounds (issue 15), on the lab's real sshds: reused by the
+next round (the server reports the same TCP connection), replaced when its sshd is restarted
+(a new connection, host key verified: a changed key is CRIT), bounded, never kept unhealthy
+or past keep_alive_for."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fleetcheck import registry
+from fleetcheck.config import ConfigError, FleetConfig, HostConfig, load
+from fleetcheck.context import PatrolContext
+from fleetcheck.model import Status
+from fleetcheck.runner import plan, run_patrol
+from fleetcheck.transport.keep import Keeper
+from tests.lab import Lab, LabHost
+
+WHO = {"t.conn": 'echo "$SSH_CONNECTION"'}  # client addr, client port, server addr, port
+
+
+def fleet_of(lab: Lab, checks: str = "[checks.routes]\n") -> FleetConfig:
+    return load(lab.config(checks=checks), registry.config_type)
+
+
+def host_cfg(fleet: FleetConfig, h: LabHost) -> HostConfig:
+    return next(x for x in fleet.hosts if x.name == h.name)
+
+
+def connection(fleet: FleetConfig, host: HostConfig, keeper: Keeper) -> str:
+    """One round's view of the host's connection, as its sshd reports it."""
+    ctx = PatrolContext(fleet, lambda _h: dict(WHO), keeper=keeper)
+    try:
+        return ctx.host_facts(host).get("t.conn").text.strip()
+    finally:
+        ctx.close()
+
+
+def restart_sshd(lab: Lab, h: LabHost, new_key: bool = False) -> None:
+    """Stop every sshd of the host (the listener and the per-connection ones, which live in
+    their own sessions and survive the listener), then start it again."""
+    lab.stop_sshd(h)
+    pids = subprocess.run(
+        ["ip", "netns", "pids", h.ns], capture_output=True, text=True, check=True
+    ).stdout.split()
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "sshd":
+                os.kill(int(pid), signal.SIGKILL)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    if new_key:
+        lab.change_host_key(h)
+    else:
+        lab.start_sshd(h)
+
+
+@pytest.mark.lab
+def test_a_kept_connection_is_reused_across_rounds(lab: Lab) -> None:
+    hosts = [lab.add_host("a"), lab.add_host("b")]
+    fleet = fleet_of(lab)
+    keeper = Keeper(300.0)
+    try:
+        first = {h.name: connection(fleet, host_cfg(fleet, h), keeper) for h in hosts}
+        assert keeper.idle() == 2 and keeper.reused == 0
+        second = {h.name: connection(fleet, host_cfg(fleet, h), keeper) for h in hosts}
+        assert second == first  # the same TCP connections, seen from the servers' side
+        assert keeper.reused == 2 and keeper.idle() == 2
+        # through the runner, with a real check: every row judged, every connection reused
+        items = plan(fleet, registry.select(fleet.checks))
+        for _ in range(2):
+            report = run_patrol(fleet, items, keeper=keeper)
+            assert [r.status for r in report.results] == [Status.OK, Status.OK], report
+        assert keeper.reused == 6 and keeper.replaced == 0
+    finally:
+        keeper.close()
+    assert keeper.idle() == 0
+
+
+@pytest.mark.lab
+def test_a_kept_connection_is_replaced_after_its_sshd_restarts(lab: Lab) -> None:
+    h = lab.add_host("a")
+    fleet = fleet_of(lab)
+    host = host_cfg(fleet, h)
+    keeper = Keeper(300.0)
+    try:
+        before = connection(fleet, host, keeper)
+        restart_sshd(lab, h)
+        after = connection(fleet, host, keeper)  # no error: replaced within the round
+        assert after and after != before  # another client port: a new connection
+        assert keeper.replaced == 1
+        assert connection(fleet, host, keeper) == after  # and that one is kept in turn
+    finally:
+        keeper.close()
+
+
+@pytest.mark.lab
+def test_a_changed_host_key_on_reconnect_is_crit(lab: Lab) -> None:
+    h = lab.add_host("a")
+    fleet = fleet_of(lab)
+    items = plan(fleet, registry.select(fleet.checks))
+    keeper = Keeper(300.0)
+    try:
+        assert run_patrol(fleet, items, keeper=keeper).results[0].status is Status.OK
+        restart_sshd(lab, h, new_key=True)
+        row = run_patrol(fleet, items, keeper=keeper).results[0]
+        assert row.status is Status.CRIT
+        assert "host key changed" in row.summary
+        assert keeper.replaced == 1 and keeper.idle() == 0
+    finally:
+        keeper.close()
+
+
+@pytest.mark.lab
+def test_idle_connections_are_bounded(lab: Lab) -> None:
+    hosts = [lab.add_host("a"), lab.add_host("b"), lab.add_host("c")]
+    fleet = fleet_of(lab)
+    keeper = Keeper(300.0, max_idle=2)
+    try:
+        for h in hosts:
+            connection(fleet, host_cfg(fleet, h), keeper)
+        assert keeper.idle() == 2 and keeper.dropped == 1
+        # the oldest idle one went: the first host connects anew, the last is reused
+        connection(fleet, host_cfg(fleet, hosts[2]), keeper)
+        assert keeper.reused == 1
+    finally:
+        keeper.close()
+
+
+@pytest.mark.lab
+def test_nothing_is_kept_past_keep_alive_for(lab: Lab) -> None:
+    h = lab.add_host("a")
+    fleet = fleet_of(lab)
+    host = host_cfg(fleet, h)
+    keeper = Keeper(0.0)  # any idle time is too long
+    try:
+        before = connection(fleet, host, keeper)
+        assert connection(fleet, host, keeper) != before
+        assert keeper.reused == 0 and keeper.dropped >= 1
+    finally:
+        keeper.close()
+
+
+@pytest.mark.lab
+def test_a_connection_whose_exec_timed_out_is_not_kept(lab: Lab) -> None:
+    h = lab.add_host("a")
+    fleet = fleet_of(lab)
+    host = host_cfg(fleet, h)
+    keeper = Keeper(300.0)
+    ctx = PatrolContext(fleet, lambda _h: {"t.slow": "sleep 30"}, keeper=keeper)
+    try:
+        facts = ctx.host_facts(host)
+        assert facts.problem is not None and "did not finish" in facts.problem
+        assert keeper.idle() == 0 and keeper.dropped >= 1 and keeper.kept == 0
+    finally:
+        ctx.close()
+        keeper.close()
+
+
+@pytest.mark.lab
+def test_closed_keeper_keeps_nothing(lab: Lab) -> None:
+    h = lab.add_host("a")
+    fleet = fleet_of(lab)
+    keeper = Keeper(300.0)
+    keeper.close()
+    connection(fleet, host_cfg(fleet, h), keeper)
+    assert keeper.idle() == 0
+
+
+def test_keep_alive_for_is_a_duration_of_five_minutes_by_default(tmp_path: Path) -> None:
+    p = tmp_path / "hosts.toml"
+    p.write_text('[broker]\nurl = "redis://127.0.0.1:1/0"\n')
+    assert load(p, registry.config_type).ssh.keep_alive_for == 300.0
+    p.write_text('[broker]\nurl = "redis://127.0.0.1:1/0"\n[ssh]\nkeep_alive_for = "-1s"\n')
+    with pytest.raises(ConfigError, match=r"\[ssh\] keep_alive_for: bad duration"):
+        load(p, registry.config_type)
+
+
+@pytest.mark.lab
+def test_a_silent_kept_connection_is_replaced_within_the_round(lab: Lab) -> None:
+    """The kept connection's sshd stops answering (SIGSTOP): its TCP connection still looks
+    open, so only the channel request can tell; it gets connect_timeout, then the round goes
+    on over a new connection, well inside connect + command timeouts."""
+    import time
+
+    h = lab.add_host("a")
+    fleet = fleet_of(lab)
+    host = host_cfg(fleet, h)
+    keeper = Keeper(300.0)
+    frozen: list[int] = []
+    try:
+        before = connection(fleet, host, keeper)
+        assert h.sshd is not None
+        listener = h.sshd.pid
+        pids = subprocess.run(
+            ["ip", "netns", "pids", h.ns], capture_output=True, text=True, check=True
+        ).stdout.split()
+        for pid in map(int, pids):
+            try:
+                if pid != listener and Path(f"/proc/{pid}/comm").read_text().strip() == "sshd":
+                    os.kill(pid, signal.SIGSTOP)
+                    frozen.append(pid)
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+        assert frozen
+        start = time.monotonic()
+        after = connection(fleet, host, keeper)
+        took = time.monotonic() - start
+        assert after and after != before and keeper.replaced == 1
+        cfg = fleet.ssh
+        assert cfg.connect_timeout <= took < 2 * cfg.connect_timeout + cfg.command_timeout
+    finally:
+        for pid in frozen:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        keeper.close()
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize(("keep_alive_for", "logins"), [("5m", 1), ("0s", 3)])
+def test_run_every_logs_in_once_while_rounds_are_close_enough(
+    lab: Lab, keep_alive_for: str, logins: int
+) -> None:
+    """The real CLI, three rounds one second apart: the host's sshd (LogLevel INFO) logs one
+    login when connections are kept, one per round when keep_alive_for is 0s."""
+    from tests.cli import fleetcheck
+
+    h = lab.add_host("a")
+    lab.stop_sshd(h)
+    log = h.dir / "sshd.log"
+    log.write_bytes(b"")
+    lab.start_sshd(h, log_level="INFO")
+    cfg = lab.config(checks="[checks.routes]\n")
+    text = cfg.read_text().replace("[ssh]\n", f'[ssh]\nkeep_alive_for = "{keep_alive_for}"\n', 1)
+    cfg.write_text(text)
+    proc = fleetcheck(
+        "run", "-c", str(cfg), "--every", "1s", "--rounds", "3", "--format", "json", "--no-state"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count('"status": "OK"') >= 3
+    assert log.read_text().count("Accepted publickey") == logins

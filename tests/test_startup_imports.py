@@ -1,0 +1,128 @@
+"""What a broker-only patrol imports (issue 15): the real CLI, on a fleet with every check
+configured and five hosts, run with `--only broker --format json` against a real
+redis-server on loopback. A patrol imports the modules of its checks and outputs only:
+no paramiko (host checks), no rich (terminal table), no prometheus_client, no parsers of
+checks it does not run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.lab import Lab, missing_prerequisites
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# every module of ours a broker-only patrol loads: the CLI, config, the patrol and its
+# state/history, the registry and the modules of the configured checks (for their config
+# types), the broker transport and the JSON renderer
+OURS = {
+    "fleetcheck",
+    "fleetcheck.__main__",
+    "fleetcheck.check",
+    "fleetcheck.checks",
+    *(
+        f"fleetcheck.checks.{name}"
+        for name in ("broker", "clients", "live_hash", "logs", "queue_depth", "rater_probe")
+    ),
+    "fleetcheck.checks.routes",
+    "fleetcheck.cli",
+    "fleetcheck.config",
+    "fleetcheck.context",
+    "fleetcheck.history",
+    "fleetcheck.model",
+    "fleetcheck.parse",
+    "fleetcheck.parse.clientlist",
+    "fleetcheck.parse.duration",
+    "fleetcheck.parse.instant",
+    "fleetcheck.patrol",
+    "fleetcheck.registry",
+    "fleetcheck.render",
+    "fleetcheck.render.json",
+    "fleetcheck.runner",
+    "fleetcheck.state",
+    "fleetcheck.transport",
+    "fleetcheck.transport.redis",
+    "fleetcheck.transport.shell",
+}
+# third-party top-level packages allowed: typer and what it imports to coerce option values
+# (pydantic: see the README's start-up section), redis-py with hiredis (redis-py looks for
+# cryptography's package, not its modules)
+THIRD_PARTY = {
+    "typer",
+    "shellingham",
+    "annotated_doc",
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "typing_extensions",
+    "typing_inspection",
+    "redis",
+    "hiredis",
+    "cryptography",
+    "async_timeout",  # redis-py on Python < 3.11.3
+}
+NEVER = {"paramiko", "rich", "prometheus_client", "dateutil", "tabulate", "nacl", "bcrypt"}
+
+PROBE = """
+import atexit, json, sys
+out = sys.argv[1]
+def dump():
+    with open(out, "w") as f:
+        json.dump(sorted(sys.modules), f)
+atexit.register(dump)
+sys.argv = ["fleetcheck", *sys.argv[2:]]
+from fleetcheck.__main__ import main
+main()
+"""
+
+
+def fleet_config(tmp: Path, url: str) -> Path:
+    """hosts.example.toml's checks (all of them), our broker, five hosts with logs."""
+    text = (ROOT / "hosts.example.toml").read_text()
+    text = text.replace('url = "redis://192.168.1.10:6379/0"', f'url = "{url}"', 1)
+    assert url in text
+    start, end = text.index("[[hosts]]"), text.index("\n[checks.")
+    hosts = "".join(
+        f'[[hosts]]\nname = "w{i}"\nssh = "local"\naddrs = ["127.0.1.{i}"]\ntz = "UTC"\n'
+        f'logs = [{{ path = "/var/log/arena/worker.log", max_age = "10m" }}]\n\n'
+        for i in range(1, 6)
+    )
+    path = tmp / "hosts.toml"
+    path.write_text(text[:start] + hosts + text[end:])
+    return path
+
+
+def test_a_broker_only_patrol_imports_only_what_it_uses(tmp_path: Path) -> None:
+    if missing_prerequisites(netns=False):
+        if os.environ.get("FLEETCHECK_REQUIRE_LAB") == "1":
+            pytest.fail("needs redis-server")
+        pytest.skip("needs redis-server")
+    with Lab(netns=False) as lab:
+        config = fleet_config(tmp_path, f"redis://127.0.0.1:{lab.redis_port}/0")
+        out = tmp_path / "modules.json"
+        args = ["run", "-c", str(config), "--only", "broker", "--format", "json"]
+        proc = subprocess.run(
+            [sys.executable, "-c", PROBE, str(out), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    report = json.loads(proc.stdout)
+    assert [r["check"] for r in report["results"]] == ["broker"]
+    assert report["results"][0]["status"] == "OK", report
+    modules = set(json.loads(out.read_text()))
+    assert {m for m in modules if m.split(".")[0] == "fleetcheck"} == OURS
+    tops = {m.split(".")[0] for m in modules} - set(sys.stdlib_module_names) - {"fleetcheck"}
+    tops = {t for t in tops if not t.startswith("_")}  # site hooks of this venv
+    assert not tops & NEVER
+    assert tops <= THIRD_PARTY, tops - THIRD_PARTY
+    # the parsers of checks this patrol does not run are not loaded
+    assert (
+        not {"fleetcheck.reap", "fleetcheck.parse.timestamps", "fleetcheck.parse.routes"} & modules
+    )
