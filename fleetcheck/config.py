@@ -333,7 +333,7 @@ class LogSpec:
     max_error_lines: int | None = None  # WARN when more error lines than this are in the tail
     tail_bytes: int = 65536
     max_error_rate: float = 10.0  # WARN past this many error lines per minute; 0 turns it off
-    time_field: str | None = None  # JSON lines: the field holding the time, tried first
+    time_field: str | None = None  # JSON lines: the one field holding the time (dotted ok)
     journal: str | None = None  # a systemd unit, e.g. "worker.service"
     journal_match: tuple[str, ...] = ()  # journalctl matches, e.g. "SYSLOG_IDENTIFIER=rater"
     journal_dir: str | None = None  # journalctl --directory (journals kept elsewhere)
