@@ -356,9 +356,9 @@ def _size(n: int) -> str:
 
 
 def _zone_for(host: HostConfig, facts: LogsFacts) -> tuple[tzinfo | None, str, str | None]:
+    """(zone, its name, why there is none)."""
     from fleetcheck.parse.timestamps import zone_named
 
-    """(zone, its name, why there is none)."""
     if host.tz == "auto":
         z = facts.zone
         if z is None or z.name is None:
