@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from fleetcheck.config import BrokerConfig
 from fleetcheck.parse.clientlist import Client, normalise_ip
 
 # Words that name a program or a role, never a machine.
@@ -403,13 +404,46 @@ def comment(text: str) -> str:
     return "".join(ch if ch.isprintable() else "?" for ch in text)
 
 
+def broker_table(broker: BrokerConfig) -> list[str]:
+    """The [broker] table for the draft: how this run reached the broker, minus secrets (the
+    URL's password is left out: a draft gets shared; password_env says where it lives)."""
+    import dataclasses
+
+    lines = ["[broker]"]
+    defaults = BrokerConfig(url="redis://x")
+    for f in dataclasses.fields(BrokerConfig):
+        value = getattr(broker, f.name)
+        if f.name == "url":
+            if value is None:
+                continue
+            public = public_url(value)
+            lines.append(f"url = {toml_str(public)}")
+            if public != value and broker.password_env is None and broker.password_file is None:
+                lines.append("# the URL's password was left out: put it in an environment variable")
+                lines.append('# password_env = "TODO"  # TODO: that variable\'s name')
+            continue
+        if value == getattr(defaults, f.name):
+            continue
+        lines.append(f"{f.name} = {_toml_value(value)}")
+    return lines
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return toml_str(str(value))
+
+
 def draft(
     sample: Sample,
-    broker_url: str,
+    broker: BrokerConfig,
     hosts: list[HostDraft],
     source: str | None,
     ssh_config: str,
-    password_removed: bool = False,
 ) -> str:
     """The hosts.toml draft (see the module docstring)."""
     info = sample.info
@@ -430,11 +464,7 @@ def draft(
         lines.append(f"# {len(replicas)} replica/master links left out of the hosts")
     if source:
         lines.append(f"# addresses already claimed by {comment(source)} are marked CLAIMED")
-    lines += ["", "[broker]", f"url = {toml_str(broker_url)}"]
-    if password_removed:
-        lines.append("# the URL's password was left out: put it in an environment variable")
-        lines.append('# password_env = "TODO"  # TODO: that variable\'s name')
-    lines.append("")
+    lines += ["", *broker_table(broker), ""]
     for h in hosts:
         block = _host_block(h, ssh_config)
         if h.claimed:

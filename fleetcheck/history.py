@@ -1,6 +1,8 @@
 """Each patrol appended as one JSON line, so `fleetcheck history` can show when a machine went
 dark and `fleetcheck serve` can chart the numbers behind each verdict. Rotated by size (one
-older file kept) so a timer running for months stays bounded.
+older file kept) so a timer running for months stays bounded. Rotation and append happen under
+a lock (and, from a patrol with state, under the state lock too), so two overlapping runs never
+both rotate; the files are private (0600).
 
 Next to the history file, the latest round is kept whole (`latest_path`: the `run --format
 json` document, evidence included), replaced atomically each round: evidence is too bulky to
@@ -23,7 +25,19 @@ MAX_BYTES = 10 * 1024 * 1024
 
 
 def append(report: Report, path: Path, max_bytes: int = MAX_BYTES) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    import fcntl
+
+    from fleetcheck.state import private_open
+
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with private_open(path.with_name(path.name + ".lock")) as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _append(report, path, max_bytes)
+
+
+def _append(report: Report, path: Path, max_bytes: int) -> None:
+    from fleetcheck.state import private_open
+
     try:
         if path.stat().st_size >= max_bytes:
             os.replace(path, path.with_name(path.name + ".1"))
@@ -44,7 +58,7 @@ def append(report: Report, path: Path, max_bytes: int = MAX_BYTES) -> None:
             for r in report.results
         ],
     }
-    with open(path, "a", encoding="utf-8") as f:
+    with private_open(path) as f:
         f.write(json.dumps(line, separators=(",", ":"), default=str) + "\n")
     write_latest(report, latest_path(path))
 

@@ -15,6 +15,7 @@ import pytest
 import redis
 
 from fleetcheck import discover
+from fleetcheck.config import BrokerConfig
 from fleetcheck.parse.clientlist import parse_line
 from tests.cli import fleetcheck
 from tests.lab import Lab, LabHost, incident_live_hash
@@ -127,10 +128,30 @@ def test_draft_is_valid_toml_whatever_the_client_names_say() -> None:
         db_keys=1,
     )
     host = discover.HostDraft("n8", ("10.0.0.5",), 1, (hostile,), None, "client names")
-    text = discover.draft(sample, "redis://10.0.0.1:6379/0", [host], None, "~/.ssh/config")
+    broker = BrokerConfig(url="redis://:pw@10.0.0.1:6379/0")
+    text = discover.draft(sample, broker, [host], None, "~/.ssh/config")
     doc = tomllib.loads(text)
-    assert doc["broker"] == {"url": "redis://10.0.0.1:6379/0"}
+    assert doc["broker"] == {"url": "redis://10.0.0.1:6379/0"}  # no password in a draft
+    assert "pw@" not in text
     assert doc["checks"]["queue_depth"]["keys"] == [hostile]
+
+
+def test_broker_table_keeps_how_the_broker_was_reached_without_secrets() -> None:
+    broker = BrokerConfig(
+        sentinels=("10.0.0.1:26379", "10.0.0.2:26379"),
+        service="arena",
+        username="ops",
+        password_env="ARENA_PW",
+        connect_timeout=1.5,
+    )
+    doc = tomllib.loads("\n".join(discover.broker_table(broker)))
+    assert doc["broker"] == {
+        "username": "ops",
+        "password_env": "ARENA_PW",
+        "connect_timeout": 1.5,
+        "sentinels": ["10.0.0.1:26379", "10.0.0.2:26379"],
+        "service": "arena",
+    }
 
 
 def test_write_draft_never_replaces_without_force(tmp_path: Path) -> None:
