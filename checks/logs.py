@@ -6,10 +6,13 @@ timestamp is placed in UTC with an explicit zone (an offset in the line, else th
 declared `tz`, else what the host says with `tz = "auto"`), and the zone itself is
 cross-checked against the file's mtime, which is zone-free epoch seconds from `stat`.
 
-One gathered exec per patrol reads, per log: `stat` (mtime, size) and a bounded `tail -c`.
-The error-line count runs here on that tail, with Python's regex, so `error_regex` means the
-same thing on every host. Error floods (700,000 ConnectionError lines while the process
-looked alive) show as an error-line rate.
+One gathered exec per patrol reads, per log: `stat` (mtime, size) and a bounded `tail -c`
+of a file (plain text or JSON lines), or the newest entries of the journal (`journalctl -r
+-n entries -o json`, whose times are UTC by construction). The error count runs here, with
+Python's regex (or the JSON level, or the journal PRIORITY), so `error_regex` means the same
+thing on every host. Error floods (700,000 ConnectionError lines while the process looked
+alive) show as a rate taken from the error lines' own times, to the sub-second: a burst
+within one timestamp counts as at least that many per second.
 """
 
 from __future__ import annotations
@@ -53,6 +56,18 @@ class LogFacts:
     tail: bytes = b""
 
 
+if TYPE_CHECKING:  # the JSON and journal parsers load only when a patrol reads such a log
+    from fleetcheck.parse.journal import JournalRead
+
+
+@dataclass(frozen=True)
+class JournalFacts:
+    label: str  # what the query selects: a unit and/or matches
+    state: str  # "ok", "no-journalctl", "error"
+    detail: str = ""
+    read: JournalRead | None = None
+
+
 @dataclass(frozen=True)
 class ZoneFacts:
     """What `tz = "auto"` found on the host."""
@@ -64,7 +79,7 @@ class ZoneFacts:
 
 @dataclass(frozen=True)
 class LogsFacts:
-    logs: tuple[LogFacts, ...]
+    logs: tuple[LogFacts | JournalFacts, ...]
     clock_skew_s: float | None = None
     zone: ZoneFacts | None = None  # only for tz = "auto"
 
@@ -75,6 +90,7 @@ class LogsFacts:
 def log_fragment(spec: LogSpec) -> str:
     """POSIX sh printing `stat MTIME SIZE` then `tail` and the last `tail_bytes` of the file,
     or one `state ...` line. The path is shell-quoted; GNU and BSD stat are both tried."""
+    assert spec.path is not None
     p = shlex.quote(spec.path)
     n = int(spec.tail_bytes)
     return (
@@ -87,6 +103,54 @@ def log_fragment(spec: LogSpec) -> str:
         "if [ ! -r \"$p\" ]; then echo 'state denied'; exit 0; fi\n"
         "printf 'stat %s\\ntail\\n' \"$s\"\n"
         f'tail -c {n} -- "$p"'
+    )
+
+
+JOURNAL_BYTES_PER_ENTRY = 4096  # bound on what one journal query may print, per entry asked
+JOURNAL_MAX_BYTES = 2 * 1024 * 1024
+
+
+# every entry but the newest shrinks to `e REALTIME PRIORITY` on the host: the client reads
+# ~25 bytes per entry instead of ~350 (cursor, boot id, message). The anchors match only a
+# key, never text inside a JSON string (where quotes are escaped).
+_JOURNAL_COMPACT = (
+    "awk 'n==0 && /^[{]/ {print; n=1; next} "
+    '/^[{].*[}]$/ {t=""; p=""; '
+    'if (match($0, /[{,]"__REALTIME_TIMESTAMP":"[0-9]+"/)) '
+    "t=substr($0, RSTART+25, RLENGTH-26); "
+    'if (match($0, /[{,]"PRIORITY":"[0-9]"/)) p=substr($0, RSTART+13, 1); '
+    'print "e " t " " p; next} '
+    "/^[{]/ {next} {print}'"
+)
+
+
+def journal_fragment(spec: LogSpec) -> str:
+    """POSIX sh: the newest `entries` journal entries matching the spec, newest first, as
+    JSON with only PRIORITY and MESSAGE beside the fields journalctl always adds, stderr
+    merged, then `@@rc N`; every entry after the newest compacted to its time and priority;
+    when none matched, the whole journal's newest entry after `@@any` (an empty journal vs a
+    unit that never logged). Bounded by `head -c`, newest first so a cut loses the oldest.
+    systemd before 236 lacks --output-fields: asked again without."""
+    args = ["--no-pager", "-r", "-o", "json"]
+    if spec.journal_dir is not None:
+        args.append("--directory=" + spec.journal_dir)
+    select = []
+    if spec.journal is not None:
+        select += ["-u", spec.journal]
+    select += list(spec.journal_match)
+    q = " ".join(shlex.quote(a) for a in args)
+    sel = " ".join(shlex.quote(a) for a in select)
+    limit = min(spec.journal_entries * JOURNAL_BYTES_PER_ENTRY, JOURNAL_MAX_BYTES)
+    return (
+        "LC_ALL=C; export LC_ALL\n"
+        "command -v journalctl >/dev/null 2>&1 || { echo 'state no-journalctl'; exit 0; }\n"
+        "f=--output-fields=PRIORITY,MESSAGE\n"
+        f'jn() {{ {{ journalctl {q} $f "$@" 2>&1; echo "@@rc $?"; }} | head -c {limit}; }}\n'
+        f"out=$(jn -n {int(spec.journal_entries)} {sel})\n"
+        'case "$out" in *"unrecognized option"*output-fields*) '
+        f"f=; out=$(jn -n {int(spec.journal_entries)} {sel});; esac\n"
+        f"printf '%s\\n' \"$out\" | {_JOURNAL_COMPACT}\n"
+        'case "$out" in "{"*|*"\n{"*) ;; *) echo @@any; jn -n 1 ;; esac'
     )
 
 
@@ -130,6 +194,17 @@ def parse_log_output(path: str, rc: int, out: bytes) -> LogFacts:
     except ValueError:
         return LogFacts(path, "error", f"cannot read stat output {first[:80]!r}")
     return LogFacts(path, "ok", "", mtime, size, tail)
+
+
+def parse_journal_facts(spec: LogSpec, rc: int, text: str) -> JournalFacts:
+    from fleetcheck.parse.journal import parse_journal_output
+
+    first = text.split("\n", 1)[0].strip()
+    if first == "state no-journalctl":
+        return JournalFacts(spec.label, "no-journalctl", "journalctl not found on the host")
+    if "@@rc" not in text and not text.lstrip().startswith("{"):
+        return JournalFacts(spec.label, "error", f"unexpected output from the host (rc {rc})")
+    return JournalFacts(spec.label, "ok", "", parse_journal_output(text))
 
 
 def parse_zone_output(text: str) -> ZoneFacts:
@@ -184,7 +259,10 @@ class LogsCheck(Check[LogsConfig, LogsFacts]):
     def remote_commands(
         self, host: HostConfig, config: LogsConfig, fleet: FleetConfig
     ) -> dict[str, str]:
-        out = {f"log{i}": log_fragment(spec) for i, spec in enumerate(host.logs)}
+        out = {
+            f"log{i}": journal_fragment(spec) if spec.is_journal else log_fragment(spec)
+            for i, spec in enumerate(host.logs)
+        }
         if host.tz == "auto":
             out["tz"] = ZONE_FRAGMENT
         return out
@@ -192,10 +270,14 @@ class LogsCheck(Check[LogsConfig, LogsFacts]):
     def probe(self, ctx: PatrolContext, host: HostConfig | None, config: LogsConfig) -> LogsFacts:
         assert host is not None
         facts = ctx.host_facts(host)
-        logs = []
+        logs: list[LogFacts | JournalFacts] = []
         for i, spec in enumerate(host.logs):
             frag = facts.get(f"logs.log{i}")
-            logs.append(parse_log_output(spec.path, frag.rc, frag.output))
+            if spec.is_journal:
+                logs.append(parse_journal_facts(spec, frag.rc, frag.text))
+            else:
+                assert spec.path is not None
+                logs.append(parse_log_output(spec.path, frag.rc, frag.output))
         zone = None
         if host.tz == "auto":
             zone = parse_zone_output(facts.get("logs.tz").text)
@@ -208,7 +290,9 @@ class LogsCheck(Check[LogsConfig, LogsFacts]):
         if len(facts.logs) != len(host.logs):
             raise CheckError("facts do not match the configured logs")
         verdicts = [
-            judge_log(spec, lf, host, facts, config, now)
+            judge_journal(spec, lf, facts, now)
+            if isinstance(lf, JournalFacts)
+            else judge_log(spec, lf, host, facts, config, now)
             for spec, lf in zip(host.logs, facts.logs, strict=True)
         ]
         status = worst(v.status for v in verdicts)
@@ -321,6 +405,111 @@ def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
     return matches[:2]
 
 
+def _source_words(spec: LogSpec, json_lines: bool = False) -> str:
+    """What the row says it read: `file PATH`, `JSON lines PATH`, `journal UNIT/MATCHES`."""
+    if spec.is_journal:
+        return f"journal {spec.label}"
+    return f"{'JSON lines' if json_lines else 'file'} {spec.path}"
+
+
+def _time_label(r: Resolved) -> str:
+    """`02:21:00 EST = 07:21:00 UTC`; one time when the writer's zone is UTC itself."""
+    if r.zone == "epoch":
+        return f"{r.utc:%H:%M:%S} UTC (epoch)"
+    if r.local.utcoffset() == timedelta(0) and (r.local.tzname() or "UTC").startswith("UTC"):
+        return f"{r.utc:%H:%M:%S} UTC"
+    return f"{r.local_label} = {r.utc:%H:%M:%S} UTC"
+
+
+@dataclass(frozen=True)
+class Flood:
+    """Error lines and their rate, from the lines' own times."""
+
+    error_lines: int  # every line judged an error, stamped or not
+    events: int  # error records placed in time (a record: a stamped line and its continuation)
+    span_s: float  # first to last of those records, to the sub-second where stamps have it
+    rate_per_min: float | None  # None for fewer than two records: one event has no rate
+
+    @property
+    def burst(self) -> bool:
+        return self.events > 1 and self.span_s < BURST_FLOOR_S
+
+
+BURST_FLOOR_S = 1.0
+
+
+def flood_of(error_lines: int, times: list[datetime]) -> Flood:
+    """The rate of error records over the time they span (sub-second where the stamps have
+    it). A span under a second counts as one second: n records within one timestamp, or
+    within any second, are at least n per second (a lower bound, never an inflated one)."""
+    if len(times) < 2:
+        return Flood(error_lines, len(times), 0.0, None)
+    span = (max(times) - min(times)).total_seconds()
+    rate = len(times) / max(span, BURST_FLOOR_S) * 60
+    return Flood(error_lines, len(times), span, rate)
+
+
+def _flood_verdict(
+    flood: Flood, spec: LogSpec, what: str, window: str
+) -> tuple[list[Status], str, dict[str, Any]]:
+    """(statuses, summary tail, metrics). A rate is judged only over more error records than
+    max_error_rate: the few lines of one traceback never make a flood."""
+    metrics = {
+        "error_lines": flood.error_lines,
+        "error_rate_per_min": None if flood.rate_per_min is None else round(flood.rate_per_min, 2),
+    }
+    over = []
+    if spec.max_error_lines is not None and flood.error_lines > spec.max_error_lines:
+        over.append(f"more than max_error_lines {spec.max_error_lines}")
+    rate = flood.rate_per_min
+    if (
+        rate is not None
+        and spec.max_error_rate > 0
+        and rate > spec.max_error_rate
+        and flood.events > spec.max_error_rate
+    ):
+        over.append(f"over max_error_rate {spec.max_error_rate:g}/min")
+    if not flood.error_lines:
+        return [], "", metrics
+    text = f"; {flood.error_lines} {what} in {window}"
+    if rate is not None and flood.events > 1:
+        if flood.burst:
+            text += f", a burst: {flood.events} within one second (at least {rate / 60:,.0f}/s)"
+        elif rate >= 600:
+            text += f", {rate / 60:,.0f}/s"
+        else:
+            text += f", {rate:.1f}/min"
+    if over:
+        text += " (" + " and ".join(over) + ")"
+    return ([Status.WARN] if over else []), text, metrics
+
+
+def _record_stamps(
+    lines: list[str], errors: list[int], find: Any
+) -> tuple[list[tuple[int, Stamp]], int]:
+    """Each error line's record stamp: its own, else the nearest stamped line above it (a
+    traceback's continuation lines belong to the record that logged it). Returns one
+    (record index, stamp) per distinct record, and how many error lines have no stamp."""
+    cache: dict[int, Stamp | None] = {}
+
+    def stamp_at(i: int) -> Stamp | None:
+        if i not in cache:
+            cache[i] = find(lines[i])
+        return cache[i]
+
+    records: dict[int, Stamp] = {}
+    unplaced = 0
+    for i in errors:
+        for j in range(i, max(i - 200, -1), -1):
+            st = stamp_at(j)
+            if st is not None:
+                records[j] = st
+                break
+        else:
+            unplaced += 1
+    return sorted(records.items()), unplaced
+
+
 def judge_log(
     spec: LogSpec,
     lf: LogFacts,
@@ -332,6 +521,7 @@ def judge_log(
     from fleetcheck.parse.timestamps import find_with, resolve
 
     path = spec.path
+    assert path is not None
     metrics: dict[str, Any] = {
         "last_line_at": None,
         "age_s": None,
@@ -339,12 +529,17 @@ def judge_log(
         "mtime_age_s": None,
         "clock_skew_s": facts.clock_skew_s,
         "error_lines": None,
+        "error_rate_per_min": None,
         "size_bytes": lf.size,
+        "source": "file",
     }
-    evidence: dict[str, Any] = {"path": path}
+    evidence: dict[str, Any] = {"path": path, "source": "file"}
+    words = _source_words(spec, json_lines=spec.format == "json")
+    if spec.format == "json":
+        metrics["source"] = evidence["source"] = "json"
 
     def verdict(status: Status, summary: str) -> LogVerdict:
-        return LogVerdict(path, status, f"{path}: {summary}", metrics, evidence)
+        return LogVerdict(path, status, f"{words}: {summary}", metrics, evidence)
 
     if lf.state != "ok":
         return verdict(Status.UNKNOWN, lf.detail or lf.state)
@@ -383,23 +578,60 @@ def judge_log(
             f"no complete line in the last {_size(len(tail))} (a single line longer than "
             f"tail_bytes {spec.tail_bytes}); cannot see a timestamp",
         )
-    rx = re.compile(spec.regex) if spec.regex else None
+    from fleetcheck.parse import jsonlog
+
+    json_lines = spec.format == "json" or (
+        spec.format is None and spec.regex is None and jsonlog.looks_like_json(lines)
+    )
+    if json_lines:
+        words = _source_words(spec, json_lines=True)
+        metrics["source"] = evidence["source"] = "json"
     err_rx = re.compile(spec.error_regex)
-    error_lines = sum(1 for line in lines if err_rx.search(line))
-    metrics["error_lines"] = error_lines
+
+    # which lines are errors, and how to find a line's stamp
+    find: Any
+    if json_lines:
+        objects = [jsonlog.parse_object(line) for line in lines]
+        errors = []
+        for i, (line, obj) in enumerate(zip(lines, objects, strict=True)):
+            if obj is None:
+                if err_rx.search(line):
+                    errors.append(i)  # a raw line among JSON (a crash's traceback) counts
+            elif jsonlog.is_error(obj, line, err_rx):
+                errors.append(i)
+        by_line = {line: obj for line, obj in zip(lines, objects, strict=True)}
+
+        def find(line: str) -> Stamp | None:
+            obj = by_line.get(line)
+            return None if obj is None else jsonlog.object_stamp(obj, spec.time_field)
+
+        placed_errors = [i for i in errors if objects[i] is not None]
+        records = [(i, st) for i in placed_errors if (st := find(lines[i])) is not None]
+    else:
+        rx = re.compile(spec.regex) if spec.regex else None
+
+        def find(line: str) -> Stamp | None:
+            return find_with(line, spec.format, rx)
+
+        errors = [i for i, line in enumerate(lines) if err_rx.search(line)]
+        records, _ = _record_stamps(lines, errors, find)
 
     # newest: max over the last NEWEST_WINDOW stamped lines (threads may interleave)
     zone, zone_name, zone_problem = _zone_for(host, facts)
     metrics["tz"] = zone_name
     stamped: list[tuple[str, Stamp]] = []
     for line in reversed(lines):
-        stamp = find_with(line, spec.format, rx)
+        stamp = find(line)
         if stamp is not None:
             stamped.append((line, stamp))
             if len(stamped) >= NEWEST_WINDOW:
                 break
     if not stamped:
-        what = f"format {spec.format!r}" if spec.format else "regex" if spec.regex else "format"
+        if json_lines:
+            fields = spec.time_field or ", ".join(jsonlog.TIME_FIELDS)
+            what = f"JSON time field ({fields})"
+        else:
+            what = f"format {spec.format!r}" if spec.format else "regex" if spec.regex else "format"
         return verdict(
             Status.UNKNOWN,
             f"no parseable timestamp in the last {len(lines)} lines "
@@ -413,12 +645,6 @@ def judge_log(
     ]
     newest_line, newest = max(resolved, key=lambda item: item[1].utc)
     newest_stamp = next(s for line, s in stamped if line is newest_line)
-    oldest = None
-    for line in lines:
-        s = find_with(line, spec.format, rx)
-        if s is not None:
-            oldest = resolve(s, utc_zone, zone_name, now, hint=mtime)
-            break
     age = (host_now - newest.utc).total_seconds()
     metrics["last_line_at"] = newest.utc.isoformat().replace("+00:00", "Z")
     metrics["age_s"] = round(age, 3)
@@ -426,34 +652,19 @@ def judge_log(
     evidence["zone"] = newest.zone
     if newest.note:
         evidence["note"] = newest.note
-    where = (
-        f"last line {newest.local_label} = {newest.utc:%H:%M:%S} UTC"
-        if newest.zone != "epoch"
-        else f"last line {newest.utc:%H:%M:%S} UTC (epoch)"
-    )
+    where = f"last line {_time_label(newest)}"
     if newest.utc.date() != host_now.date():
         where += f" on {newest.utc:%Y-%m-%d}"
 
-    # error flood
-    span = (newest.utc - oldest.utc).total_seconds() if oldest else 0.0
-    rate = error_lines / (span / 60) if span >= 1 else None
-    metrics["error_rate_per_min"] = None if rate is None else round(rate, 2)
-    flood = []
-    if spec.max_error_lines is not None and error_lines > spec.max_error_lines:
-        flood.append(f"more than max_error_lines {spec.max_error_lines}")
-    if rate is not None and spec.max_error_rate > 0 and rate > spec.max_error_rate:
-        flood.append(f"over max_error_rate {spec.max_error_rate:g}/min")
-    errors = ""
-    if error_lines:
-        rate_text = f", {rate:.1f}/min" if rate is not None else ""
-        errors = (
-            f"; {error_lines} error lines in the last {_size(len(tail))}{rate_text}, "
-            f"file {_size(lf.size)}"
-        )
-        if flood:
-            errors += " (" + " and ".join(flood) + ")"
-
-    statuses = [Status.WARN] if flood else []
+    # error flood, from the error records' own times
+    times = _utc_times([st for _, st in records], utc_zone, zone_name, now, mtime)
+    flood = flood_of(len(errors), times)
+    statuses, errors_text, flood_metrics = _flood_verdict(
+        flood, spec, "error lines", f"the last {_size(len(tail))}"
+    )
+    metrics.update(flood_metrics)
+    if errors_text:
+        errors_text += f", file {_size(lf.size)}"
     note = f"; {newest.note}" if newest.note else ""
 
     # zone cross-check: the line's UTC against the zone-free mtime
@@ -484,12 +695,44 @@ def judge_log(
             "implied_offset_h": true_offset.total_seconds() / 3600,
             "suggested": guesses,
         }
-        return verdict(worst([Status.WARN, by_mtime, *statuses]), summary + note + errors)
+        return verdict(worst([Status.WARN, by_mtime, *statuses]), summary + note + errors_text)
 
+    return verdict(*_recency(age, where, spec, note + errors_text, statuses))
+
+
+def _utc_times(
+    stamps: list[Stamp], zone: tzinfo, zone_name: str, now: datetime, hint: datetime
+) -> list[datetime]:
+    """UTC moments of many stamps. Only the earliest and latest wall times go through the
+    full resolve (DST, missing year); the rest keep their offset from those two, which is
+    exact unless a DST change falls between them (then the span is still right)."""
+    from fleetcheck.parse.timestamps import resolve
+
+    if not stamps:
+        return []
+    lo = min(stamps, key=lambda s: s.wall)
+    hi = max(stamps, key=lambda s: s.wall)
+    lo_utc = resolve(lo, zone, zone_name, now, hint=hint).utc
+    hi_utc = resolve(hi, zone, zone_name, now, hint=hint).utc
+    out = []
+    for s in stamps:
+        if s is lo:
+            out.append(lo_utc)
+        elif s is hi:
+            out.append(hi_utc)
+        else:
+            t = lo_utc + (s.wall - lo.wall)
+            out.append(min(max(t, lo_utc), hi_utc))
+    return out
+
+
+def _recency(
+    age: float, where: str, spec: LogSpec, tail_text: str, statuses: list[Status]
+) -> tuple[Status, str]:
     if age < -FUTURE_SLACK_S:
-        return verdict(
+        return (
             Status.WARN,
-            f"{where}, {_span(-age)} in the FUTURE (zone or clock wrong?){note}{errors}",
+            f"{where}, {_span(-age)} in the FUTURE (zone or clock wrong?){tail_text}",
         )
     status = _age_status(age, spec)
     ago = f"{_span(max(age, 0))} ago"
@@ -498,7 +741,95 @@ def judge_log(
         limit = f" (crit_age {_span(spec.effective_crit_age)})"
     elif status is Status.WARN:
         limit = f" (max_age {_span(spec.max_age)})"
-    return verdict(worst([status, *statuses]), f"{where}, {ago}{limit}{note}{errors}")
+    return worst([status, *statuses]), f"{where}, {ago}{limit}{tail_text}"
+
+
+def judge_journal(spec: LogSpec, jf: JournalFacts, facts: LogsFacts, now: datetime) -> LogVerdict:
+    """Recency from the newest entry's __REALTIME_TIMESTAMP (UTC by construction), errors
+    from PRIORITY <= 3 among the newest `entries` entries."""
+    label = spec.label
+    metrics: dict[str, Any] = {
+        "last_line_at": None,
+        "age_s": None,
+        "tz": "UTC",
+        "clock_skew_s": facts.clock_skew_s,
+        "error_lines": None,
+        "error_rate_per_min": None,
+        "entries": None,
+        "source": "journal",
+    }
+    evidence: dict[str, Any] = {"journal": label, "source": "journal"}
+    if spec.journal_dir:
+        evidence["directory"] = spec.journal_dir
+    words = _source_words(spec)
+
+    def verdict(status: Status, summary: str) -> LogVerdict:
+        return LogVerdict(f"journal:{label}", status, f"{words}: {summary}", metrics, evidence)
+
+    if jf.state != "ok" or jf.read is None:
+        return verdict(Status.UNKNOWN, jf.detail or jf.state)
+    read = jf.read
+    if read.notes:
+        evidence["journalctl"] = list(read.notes)[:5]
+    where_dir = f" in {spec.journal_dir}" if spec.journal_dir else ""
+    if read.denied:
+        return verdict(
+            Status.UNKNOWN,
+            f"no permission to read the journal{where_dir}: the SSH user is not in the "
+            "systemd-journal or adm group (journalctl: "
+            f"{_first_note(read, 'permission') or 'insufficient permissions'})",
+        )
+    if not read.times_us:
+        if read.any_newest_us is not None:
+            newest_any = datetime.fromtimestamp(read.any_newest_us / 1e6, UTC)
+            what = f"unit {spec.journal}" if spec.journal and not spec.journal_match else label
+            return verdict(
+                Status.UNKNOWN,
+                f"no entries for {what} in the journal{where_dir} (it holds other entries, "
+                f"newest {newest_any:%Y-%m-%d %H:%M:%S} UTC): the unit does not exist on this "
+                "host or never logged",
+            )
+        if read.rc not in (0, None) or (read.notes and read.any_asked):
+            note = read.notes[0] if read.notes else f"exit status {read.rc}"
+            if "no such file" in note.lower():
+                place = f"directory {spec.journal_dir}" if spec.journal_dir else "files"
+                return verdict(Status.UNKNOWN, f"journal {place} not found ({note[:160]})")
+            return verdict(Status.UNKNOWN, f"journalctl failed: {note[:200]}")
+        return verdict(
+            Status.UNKNOWN,
+            f"the journal{where_dir} is empty (no entries at all): journald not running, or "
+            "it keeps its journal elsewhere (set journal_dir)",
+        )
+    skew = facts.clock_skew_s or 0.0
+    host_now = now + timedelta(seconds=skew)
+    newest = datetime.fromtimestamp(max(read.times_us) / 1e6, UTC)
+    age = (host_now - newest).total_seconds()
+    metrics["last_line_at"] = newest.isoformat().replace("+00:00", "Z")
+    metrics["age_s"] = round(age, 3)
+    metrics["entries"] = len(read.times_us)
+    if read.newest_message is not None:
+        evidence["last_line"] = read.newest_message[:200]
+    where = f"last entry {newest:%H:%M:%S} UTC (journal times are UTC)"
+    if newest.date() != host_now.date():
+        where += f" on {newest:%Y-%m-%d}"
+    times = [
+        datetime.fromtimestamp(t / 1e6, UTC)
+        for t, p in zip(read.times_us, read.priorities, strict=True)
+        if p is not None and p <= 3
+    ]
+    flood = flood_of(len(times), times)
+    statuses, errors_text, flood_metrics = _flood_verdict(
+        flood, spec, "error entries (PRIORITY <= 3)", f"the newest {len(read.times_us)}"
+    )
+    metrics.update(flood_metrics)
+    return verdict(*_recency(age, where, spec, errors_text, statuses))
+
+
+def _first_note(read: JournalRead, word: str) -> str | None:
+    for n in read.notes:
+        if word in n.lower():
+            return n[:160]
+    return None
 
 
 _CONTROL = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27)) + b"\x7f"

@@ -259,8 +259,8 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
             ) from None
         if h.ssh is None:
             raise CheckError(f"ack_host {h.name} has no ssh, so its log cannot be read")
-        if not (config.ack_log or h.logs):
-            raise CheckError(f"ack_host {h.name} has no logs; set ack_log to the rater's log")
+        if not (config.ack_log or any(log.path for log in h.logs)):
+            raise CheckError(f"ack_host {h.name} has no log files; set ack_log to the rater's log")
         return h
 
     @staticmethod
@@ -330,7 +330,7 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
         host: HostConfig,
         deadline: float,
     ) -> tuple[bool | None, str]:
-        path = config.ack_log or host.logs[0].path
+        path = config.ack_log or next(log.path for log in host.logs if log.path)
         wait = max(0.0, deadline - time.perf_counter())
         # one exec that polls on the host (every exec costs the host a login shell)
         script = (

@@ -15,9 +15,10 @@ addresses, names the interface broker traffic takes, and judges:
   reason in the summary.
 
 Facts come from the host's one gathered exec: `uname -s`, then on Linux `ip -j route show
-default table all` (v4 and v6), `ip -j addr`, `ip -j rule`, `ip -j route get <broker>`
-(fallback /proc/net/route and `ip -o addr`); on macOS/BSD `netstat -rn -f inet|inet6`,
-`ifconfig`, `route -n get <broker>`.
+default table all` (v4 and v6), `ip -j addr show dev X` for each default route's interface,
+`ip -j rule`, `ip -j route get <broker>` (fallback /proc/net/route and `ip -o addr show dev
+X`, which is all BusyBox offers); on macOS/BSD `netstat -rn -f inet|inet6`, `ifconfig X`,
+`route -n get <broker>`. Only the interfaces that carry a default route are asked about.
 """
 
 from __future__ import annotations
@@ -56,9 +57,32 @@ def broker_host(url: str) -> str | None:
     return urlsplit(url).hostname
 
 
+# the interfaces that carry a default route, from `ip route` text (multipath `nexthop`
+# lines included; BusyBox `ip` ignores the `default` selector, hence the $1 test)
+_DEFAULT_DEVS_IP = (
+    'awk \'$1=="default"{on=1} $1!="default"&&$1!="nexthop"{on=0} '
+    'on{for(i=1;i<NF;i++) if($i=="dev") print $(i+1)}\''
+)
+# ... from /proc/net/route (destination and mask 0)
+_DEFAULT_DEVS_PROC = 'awk \'NR>1 && $2=="00000000" && $8=="00000000" {print $1}\' /proc/net/route'
+# ... from `netstat -rn`: the Netif column of `default` rows, found by the header's position
+_DEFAULT_DEVS_NETSTAT = (
+    'awk \'$1=="Destination"{c=0; for(i=1;i<=NF;i++) if($i=="Netif") c=i} '
+    '$1=="default"&&c{print $c}\''
+)
+MAX_DEVS = 64  # default routes' interfaces asked about (a host with more is judged on these)
+
+
 def routes_fragment(target: str | None) -> str:
-    """POSIX sh, every section bounded; the target address is shell-quoted."""
+    """POSIX sh, every section bounded; the target address is shell-quoted. Addresses are
+    asked only for the interfaces that carry a default route (`ip -j addr show dev X`,
+    `ifconfig X`), so a container host with a thousand veths costs what a laptop does.
+    Runs under dash, bash and BusyBox ash with only BusyBox applets."""
     t = shlex.quote(target) if target else "''"
+    each_dev = (
+        f"sort -u | head -n {MAX_DEVS} | while read -r d; do\n"
+        "    case \"$d\" in ''|*[!A-Za-z0-9_.:@-]*) continue;; esac\n"
+    )
     return (
         "LC_ALL=C; export LC_ALL\n"
         f"t={t}\n"
@@ -67,21 +91,31 @@ def routes_fragment(target: str | None) -> str:
         "os=$(uname -s 2>/dev/null); printf '@@os %s\\n' \"$os\"\n"
         'case "$os" in\n'
         "Darwin|*BSD|DragonFly)\n"
-        "  echo @@netstat; netstat -rn -f inet 2>&1 | head -c 262144\n"
-        "  echo @@netstat6; netstat -rn -f inet6 2>&1 | head -c 262144\n"
-        "  echo @@ifconfig; ifconfig 2>&1 | head -c 262144\n"
+        "  n4=$(netstat -rn -f inet 2>&1 | head -c 262144)\n"
+        "  n6=$(netstat -rn -f inet6 2>&1 | head -c 262144)\n"
+        '  printf \'@@netstat\\n%s\\n@@netstat6\\n%s\\n@@ifconfig\\n\' "$n4" "$n6"\n'
+        f'  printf \'%s\\n%s\\n\' "$n4" "$n6" | {_DEFAULT_DEVS_NETSTAT} | {each_dev}'
+        '    ifconfig "$d" 2>/dev/null | head -c 65536\n'
+        "  done\n"
         '  if [ -n "$t" ]; then echo @@get; route -n get "$t" 2>&1 | head -c 4096; fi ;;\n'
         "*)\n"
         "  if ip -j route show default >/dev/null 2>&1; then\n"
-        "    echo @@v4; ip -j route show default table all 2>&1 | head -c 262144; echo\n"
+        "    echo @@v4; ip -j -4 route show default table all 2>&1 | head -c 262144; echo\n"
         "    echo @@v6; ip -j -6 route show default table all 2>/dev/null | head -c 262144; echo\n"
-        "    echo @@addr; ip -j addr show 2>&1 | head -c 262144; echo\n"
+        "    echo @@addr\n"
+        "    { ip -4 route show default table all; ip -6 route show default table all; } "
+        f"2>/dev/null | {_DEFAULT_DEVS_IP} | {each_dev}"
+        '      ip -j addr show dev "$d" 2>/dev/null | head -c 65536; echo\n'
+        "    done\n"
         "    echo @@rules; ip -j rule show 2>/dev/null | head -c 65536; echo\n"
         "    echo @@rules6; ip -j -6 rule show 2>/dev/null | head -c 65536; echo\n"
         '    if [ -n "$t" ]; then echo @@get; ip -j route get "$t" 2>&1 | head -c 4096; echo; fi\n'
         "  else\n"
         "    echo @@proc; head -c 262144 /proc/net/route\n"
-        "    echo @@addrtext; ip -o addr show 2>/dev/null | head -c 262144\n"
+        "    echo @@addrtext\n"
+        f"    {_DEFAULT_DEVS_PROC} | {each_dev}"
+        '      ip -o addr show dev "$d" 2>/dev/null | head -c 65536\n'
+        "    done\n"
         "  fi ;;\n"
         "esac"
     )

@@ -266,7 +266,7 @@ def config_check(
     print(f"checks: {', '.join(fleet.checks) or '(none)'}")
     print(f"hosts ({len(fleet.hosts)}):")
     for h in fleet.hosts:
-        logs = ", ".join(f"{log.path} (max_age {format_duration(log.max_age)})" for log in h.logs)
+        logs = ", ".join(f"{log.title} (max_age {format_duration(log.max_age)})" for log in h.logs)
         print(
             f"  {h.name}: ssh={h.ssh or '-'} addrs={','.join(h.addrs) or '-'} "
             f"min_clients={h.min_clients} tz={h.tz or '-'}" + (f" logs={logs}" if logs else "")

@@ -382,7 +382,11 @@ def build_gather_script(nonce: str, fragments: dict[str, str]) -> str:
     The random nonce keeps a log line that happens to look like a marker from confusing the
     parser; fragments cannot see or break each other (subshell, stdin from /dev/null).
     """
-    lines = [f"printf '@@{nonce} clock %s\\n' \"$(date +%s.%N 2>/dev/null || date +%s)\""]
+    # BusyBox and BSD date print %N literally: then whole seconds
+    lines = [
+        "c=$(date +%s.%N 2>/dev/null); case \"$c\" in *[!0-9.]*|'') c=$(date +%s);; esac",
+        f"printf '@@{nonce} clock %s\\n' \"$c\"",
+    ]
     for key, body in fragments.items():
         if not re.fullmatch(r"[A-Za-z0-9_.:-]+", key):
             raise ValueError(f"bad fragment key {key!r}")

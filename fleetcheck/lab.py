@@ -380,7 +380,7 @@ class Lab:
         return addr
 
     def _veth(self, host: LabHost, inner: str) -> str:
-        outer = f"fv{self.id}{len(self.namespaces):02d}{len(host.veths)}"
+        outer = f"fv{self.id}{self.namespaces.index(host.ns):02d}{len(host.veths)}"
         run("ip", "link", "add", outer, "type", "veth", "peer", "name", inner, "netns", host.ns)
         run("ip", "link", "set", outer, "master", self.bridge, "up")
         host.veths.append(outer)
@@ -396,9 +396,10 @@ class Lab:
             self.hosts[name] = host
             return host
         ns = f"fc{self.id}-{name}"[:30]
-        run("ip", "netns", "add", ns)
+        # registered before it exists: a Ctrl-C while `ip netns add` runs must not leak it
         self.namespaces.append(ns)
         self._save_registry()
+        run("ip", "netns", "add", ns)
         hdir = self.dir / name
         hdir.mkdir()
         host = LabHost(name=name, ns=ns, addr=self._alloc_ip(), dir=hdir)
@@ -411,6 +412,30 @@ class Lab:
         if sshd:
             self.start_sshd(host, tz=tz, options=sshd_options)
         return host
+
+    def add_busybox_host(self, name: str) -> LabHost:
+        """A host like an Alpine worker: its shell is BusyBox ash and its PATH holds only the
+        BusyBox applets (Debian's `busybox`, linked one per applet by `busybox --install -s`).
+        sshd's ForceCommand stands in for /bin/sh being BusyBox: the client's `/bin/sh -s`
+        becomes `busybox sh -s`, reading the same script from stdin."""
+        busybox = shutil.which("busybox")
+        if busybox is None:
+            raise RuntimeError("lab needs: busybox (Debian package busybox)")
+        applets = self.dir / f"{name}-busybox-bin"
+        applets.mkdir()
+        run(busybox, "--install", "-s", str(applets))
+        return self.add_host(
+            name, sshd_options=f"SetEnv PATH={applets}\nForceCommand {busybox} sh -s\n"
+        )
+
+    def add_unprivileged_host(self, name: str, uid: int = 65534) -> LabHost:
+        """A host whose SSH sessions run as an unprivileged user (uid/gid `uid`, no
+        supplementary groups: not in systemd-journal or adm), via setpriv in ForceCommand."""
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            raise RuntimeError("lab needs: setpriv (util-linux)")
+        force = f"{setpriv} --reuid={uid} --regid={uid} --clear-groups /bin/sh -s"
+        return self.add_host(name, sshd_options=f"ForceCommand {force}\n")
 
     def nsrun(
         self, host: LabHost, *args: str, check: bool = True
@@ -705,6 +730,49 @@ class Lab:
             if c.get("name") == name:
                 out.append(c)
         return out
+
+
+JOURNAL_REMOTE = "/lib/systemd/systemd-journal-remote"
+
+
+def journal_export(entries: Iterable[dict[str, str | bytes | int]]) -> bytes:
+    """systemd's journal export format for `entries` (field -> value): `KEY=VALUE` lines,
+    values with a newline in the binary form (KEY, newline, 64-bit LE length, bytes), a
+    blank line after each entry. `__REALTIME_TIMESTAMP` (µs since the epoch) sets the entry's
+    time; a boot id and monotonic time are added when missing."""
+    import struct
+
+    out = bytearray()
+    for i, entry in enumerate(entries):
+        fields: dict[str, str | bytes | int] = {
+            "__MONOTONIC_TIMESTAMP": i + 1,
+            "_BOOT_ID": "0123456789abcdef0123456789abcdef",
+            **entry,
+        }
+        for key, value in fields.items():
+            raw = value if isinstance(value, bytes) else str(value).encode()
+            if b"\n" in raw:
+                out += key.encode() + b"\n" + struct.pack("<Q", len(raw)) + raw + b"\n"
+            else:
+                out += key.encode() + b"=" + raw + b"\n"
+        out += b"\n"
+    return bytes(out)
+
+
+def write_journal(directory: Path, entries: Iterable[dict[str, str | bytes | int]]) -> Path:
+    """A real journal file in `directory`, written by systemd-journal-remote from export
+    format, for the real journalctl to read (`journalctl --directory`)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / f"lab-{secrets.token_hex(3)}.journal"
+    proc = subprocess.run(
+        [JOURNAL_REMOTE, f"--output={target}", "-"],
+        input=journal_export(entries),
+        capture_output=True,
+    )
+    if proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace").strip()
+        raise RuntimeError(f"systemd-journal-remote failed ({proc.returncode}): {err}")
+    return target
 
 
 def _proc_state(pid: int) -> str:

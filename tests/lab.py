@@ -7,9 +7,11 @@ from fleetcheck.lab import (  # noqa: F401
     LabHost,
     free_port,
     incident_live_hash,
+    journal_export,
     missing_prerequisites,
     port_open,
     run,
     sweep_orphans,
     wait_for,
+    write_journal,
 )

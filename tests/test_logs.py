@@ -63,7 +63,7 @@ CASES = [
         "America/New_York",
         NOW,
         Status.CRIT,
-        ["02:21:00 UTC = 02:21:00 UTC", "5 h 3 min ago", "crit_age 30 min"],
+        ["file /l: last line 02:21:00 UTC, 5 h 3 min ago", "crit_age 30 min"],
     ),
     (
         "2026-11-29T07:10:00Z tick\n",
@@ -183,7 +183,7 @@ def test_several_logs_lead_with_the_worst() -> None:
     gone = LogFacts("/b", "missing", "no such file")
     r = CHECK.evaluate(LogsFacts((ok, gone), 0.0), CFG, h, NOW)
     assert r.status is Status.UNKNOWN
-    assert r.summary == "/b: no such file (other logs: 1 OK)"
+    assert r.summary == "file /b: no such file (other logs: 1 OK)"
     assert set(r.metrics["logs"]) == {"/a", "/b"}
 
 
@@ -351,3 +351,95 @@ def test_logs_config_rejects_a_zero_skew() -> None:
 def test_epoch_case_is_really_recent() -> None:
     # guard for the epoch row of CASES: 1795937000 is 07:23:20 UTC on 2026-11-29
     assert datetime.fromtimestamp(1795937000, UTC) == NOW - timedelta(seconds=40)
+
+
+# ---------------------------------------------------------------- floods from the lines' own times
+
+
+def stamped(t: datetime, text: str, frac: bool = True) -> str:
+    return f"{t:%Y-%m-%d %H:%M:%S}{f',{t.microsecond // 1000:03d}' if frac else ''} {text}\n"
+
+
+def flood_case(name: str) -> tuple[str, Status, list[str]]:
+    err = "ERROR redis.exceptions.ConnectionError: Error 113 connecting. No route to host."
+    t0 = NOW - timedelta(seconds=30)
+    if name == "burst-one-timestamp":  # 3,000 lines stamped with one whole second
+        return (
+            "".join(stamped(t0, err, frac=False) for _ in range(3000)),
+            Status.WARN,
+            ["3000 error lines", "a burst: 3000 within one second (at least 3,000/s)"],
+        )
+    if name == "burst-subsecond":  # 3,000 lines within 0.3 s, millisecond stamps
+        return (
+            "".join(stamped(t0 + timedelta(microseconds=100 * i), err) for i in range(3000)),
+            Status.WARN,
+            ["3000 error lines", "a burst: 3000 within one second (at least 3,000/s) (over"],
+        )
+    if name == "seed-flood":  # one error every 4 ms for hours: the tail holds ~2 s of it
+        return (
+            "".join(stamped(t0 + timedelta(milliseconds=4 * i), err) for i in range(500)),
+            Status.WARN,
+            ["500 error lines", "251/s (over max_error_rate 10/min)"],
+        )
+    if name == "slow-flood":  # one error every 3 s for an hour: 20/min
+        return (
+            "".join(stamped(NOW - timedelta(seconds=3 * i), err) for i in range(1200, 0, -1)),
+            Status.WARN,
+            ["1200 error lines", "20.0/min (over max_error_rate 10/min)"],
+        )
+    if name == "healthy-with-a-traceback":  # a line every 5 s; one error with its traceback
+        lines = [
+            stamped(NOW - timedelta(seconds=5 * i), "INFO pulled job") for i in range(600, 0, -1)
+        ]
+        tb = [
+            stamped(NOW - timedelta(seconds=1000), "ERROR job 17 failed"),
+            "Traceback (most recent call last):\n",
+            '  File "worker.py", line 3, in run\n',
+            "ValueError: Exception in job 17\n",
+        ]
+        lines[400:400] = tb
+        return "".join(lines), Status.OK, ["3 error lines"]
+    if name == "traceback-burst-in-quiet-log":  # 12 error lines of one record, same ms
+        lines = [stamped(NOW - timedelta(seconds=60), "ERROR worker crashed")]
+        lines += ["Traceback: Exception while handling Exception\n"] * 11
+        return "".join(lines), Status.OK, ["12 error lines"]
+    raise AssertionError(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "burst-one-timestamp",
+        "burst-subsecond",
+        "seed-flood",
+        "slow-flood",
+        "healthy-with-a-traceback",
+        "traceback-burst-in-quiet-log",
+    ],
+)
+def test_flood_rate_from_the_lines_own_times(name: str) -> None:
+    tail, status, words = flood_case(name)
+    r = CHECK.evaluate(facts(tail), CFG, host("UTC", tail_bytes=16 * 1024 * 1024), NOW)
+    assert r.status is status, r.summary
+    for w in words:
+        assert w in r.summary, r.summary
+
+
+def test_unstamped_error_lines_count_toward_max_error_lines() -> None:
+    tail = stamped(NOW - timedelta(seconds=10), "INFO start") + "Traceback: boom\n" * 5
+    tail = "Exception before any stamp\n" * 3 + tail
+    r = CHECK.evaluate(facts(tail, size=len(tail)), CFG, host("UTC", max_error_lines=7), NOW)
+    assert r.status is Status.WARN, r.summary
+    assert r.metrics["error_lines"] == 8 and "more than max_error_lines 7" in r.summary
+
+
+def test_burst_rate_is_at_least_n_per_second() -> None:
+    tail = "".join(stamped(NOW, "ERROR x", frac=False) for _ in range(50))
+    r = CHECK.evaluate(facts(tail), CFG, host("UTC"), NOW)
+    assert r.metrics["error_rate_per_min"] == 50 * 60
+
+
+def test_one_error_record_has_no_rate() -> None:
+    r = CHECK.evaluate(facts(stamped(NOW, "ERROR x") + "Traceback\n"), CFG, host("UTC"), NOW)
+    assert r.metrics["error_lines"] == 2 and r.metrics["error_rate_per_min"] is None
+    assert r.status is Status.OK

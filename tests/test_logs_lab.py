@@ -122,7 +122,7 @@ def test_wrongly_declared_zone_warns_and_names_the_likely_zone(lab: Lab) -> None
     code, rows = patrol(config)
     r = rows[("mac", "logs")]
     assert r["status"] == "WARN", r["summary"]
-    assert r["summary"].startswith(f"{log}: declared zone looks wrong: last line ")
+    assert r["summary"].startswith(f"file {log}: declared zone looks wrong: last line ")
     assert "America/Chicago = " in r["summary"]
     assert "(America/New_York" in r["summary"]
     assert "by mtime the log is" in r["summary"]
@@ -177,7 +177,7 @@ def test_unreadable_logs_are_unknown_with_the_reason(lab: Lab, tmp_path: Path) -
     }
     assert r["metrics"]["logs"][str(huge)]["size_bytes"] == 50 * 1024 * 1024 + 20
     assert code == 3
-    assert r["summary"].startswith(f"{evil}: no such file")  # the first UNKNOWN leads
+    assert r["summary"].startswith(f"file {evil}: no such file")  # the first UNKNOWN leads
     assert r["summary"].endswith("(other logs: 6 UNKNOWN)")
 
 
@@ -204,7 +204,7 @@ def test_each_unreadable_log_reason(
     _, rows = patrol(config)
     r = rows[("w", "logs")]
     assert r["status"] == "UNKNOWN"
-    assert r["summary"].startswith(f"{path}: {expected}"), r["summary"]
+    assert r["summary"].startswith(f"file {path}: {expected}"), r["summary"]
 
 
 def test_error_flood_warns_with_rate_and_size(lab: Lab) -> None:

@@ -254,3 +254,55 @@ def test_fragment_quotes_the_target(tmp_path: Path) -> None:
     assert log.read_text() == f"getent ahosts x'; touch {marker}; '\n"  # one argument, intact
     assert not marker.exists()
     assert out.startswith("@@os Linux")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "macos14-wired-and-wifi-same-subnet.txt",
+        "macos13-full-tunnel-vpn-utun.txt",
+        "macos10-single-legacy-columns.txt",
+    ],
+)
+def test_macos_branch_asks_ifconfig_only_for_default_route_interfaces(
+    name: str, tmp_path: Path
+) -> None:
+    """The fragment's Darwin branch run by /bin/sh, with uname, netstat, ifconfig and route
+    answering from a RECORDING (we cannot run macOS here): `ifconfig X` is asked only for the
+    default routes' interfaces, and the facts equal those of the recorded full output."""
+    from fleetcheck.parse.routes import split_sections
+
+    sections = split_sections(recording(name))
+    for key in ("netstat", "netstat6", "ifconfig", "get"):
+        (tmp_path / key).write_text(sections.get(key, "") + "\n")
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    asked = tmp_path / "asked"
+    scripts = {
+        "uname": "echo Darwin",
+        "netstat": (
+            f'case "$*" in *inet6*) cat {tmp_path}/netstat6;; *) cat {tmp_path}/netstat;; esac'
+        ),
+        "ifconfig": (
+            f'echo "$1" >> {asked}\n'
+            'awk -v d="$1" \'/^[^ \\t]/ {on = index($0, d ":") == 1} on\' '
+            f"{tmp_path}/ifconfig"
+        ),
+        "route": f"cat {tmp_path}/get",
+    }
+    for tool, body in scripts.items():
+        (shim / tool).write_text(f"#!/bin/sh\n{body}\n")
+        (shim / tool).chmod(0o755)
+    out = subprocess.run(
+        ["/bin/sh", "-c", routes_fragment("192.168.1.5")],
+        capture_output=True,
+        check=True,
+        env={"PATH": f"{shim}:/usr/bin:/bin"},
+    ).stdout.decode()
+    facts = parse_gathered(out, "192.168.1.5")
+    recorded = parse_gathered(recording(name), "192.168.1.5")
+    devs = {r.dev for r in recorded.routes}
+    assert sorted(asked.read_text().split()) == sorted(devs)
+    assert facts.routes == recorded.routes
+    assert facts.interfaces == {d: i for d, i in recorded.interfaces.items() if d in devs}
+    assert judge(facts) == judge(recorded)

@@ -126,3 +126,37 @@ def test_proc_net_route_fallback_reads_the_same_table(lab: Lab) -> None:
         ("eth1", lab.gateway, 200),
     ]
     assert f"{h.extra_addrs[0]}/24" in facts.interfaces["eth1"].addrs
+
+
+def test_a_thousand_interfaces_are_judged_like_two(lab: Lab) -> None:
+    """A container host with 1,000 extra interfaces (veth ends, each with an address): the
+    fragment asks only for the default routes' interfaces, so the row is the two-interface
+    host's row, not UNKNOWN "not JSON" from a cut `ip -j addr`."""
+    small, big = lab.add_host("small"), lab.add_host("big")
+    for h in (small, big):
+        lab.add_interface(h, "eth1", 200)
+    batch = big.dir / "links.batch"
+    batch.write_text("".join(f"link add c{i} type veth peer name c{i}p\n" for i in range(500)))
+    lab.nsrun(big, "ip", "-batch", str(batch))
+    addrs = []
+    for i in range(500):
+        a = f"10.{i // 250}.{i % 250}.1"  # never routed: stays inside the namespace
+        addrs.append(f"addr add {a}/32 dev c{i}")
+        addrs.append(f"addr add 10.{i // 250 + 8}.{i % 250}.1/32 dev c{i}p")
+    batch.write_text("\n".join(addrs) + "\n")
+    lab.nsrun(big, "ip", "-batch", str(batch))
+    count = len(lab.nsrun(big, "ip", "-o", "link", "show").stdout.splitlines())
+    assert count >= 1000 + 3
+    all_addrs = lab.nsrun(big, "ip", "-j", "addr", "show").stdout
+    assert len(all_addrs) > 262144  # what the old fragment cut to "not JSON"
+
+    config = lab.config(checks="[checks.routes]\n")
+    _, rows = patrol(config)
+    r_small, r_big = rows[("small", "routes")], rows[("big", "routes")]
+    assert r_small["status"] == r_big["status"] == "CRIT", r_big["summary"]
+
+    def shape(r: dict, h: LabHost) -> str:  # type: ignore[type-arg]
+        return r["summary"].replace(h.addr, "A").replace(h.extra_addrs[0], "B")
+
+    assert shape(r_big, big) == shape(r_small, small)
+    assert r_big["metrics"] == r_small["metrics"]

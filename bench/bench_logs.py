@@ -1,0 +1,148 @@
+"""Benchmark: what one journal source per host adds to a patrol's client CPU (issue 12's
+target: at most 10 % more per host), measured in one run on the same lab hosts.
+
+Two configs over N lab hosts (real sshd in namespaces), patrolled in alternation for R rounds:
+`base` is bench_ssh.py's patrol (one 200-line text log per host, logs + routes checks);
+`journal` adds one journal source per host (`journal = "worker.service"`, reading the default
+300 newest of 1,000 entries from a real journal file written by systemd-journal-remote, a few
+of them PRIORITY 3). Reported: client CPU (user+sys of the `fleetcheck run` process) per host,
+whole (start-up included, as bench_ssh.py reports it) and marginal (minus a one-host patrol's
+CPU, i.e. without the interpreter's start-up), the medians and their ratios.
+
+Not part of the test run. Needs root and the lab prerequisites. Run under the bench lock:
+
+    flock /tmp/fleetcheck-bench.lock .venv/bin/python bench/bench_logs.py --hosts 40 --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.bench_ssh import measure  # noqa: E402
+from tests.lab import Lab, write_journal  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--hosts", type=int, default=40)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--json", help="also write the numbers to this file")
+    a = ap.parse_args()
+    with Lab() as lab:
+        hosts = [lab.add_host(f"h{i:03d}") for i in range(a.hosts)]
+        now = datetime.now(UTC)
+        log = lab.dir / "bench.log"  # one path for every host (namespaces share the fs)
+        log.write_text(f"{now:%Y-%m-%dT%H:%M:%S}Z tick\n" * 200)
+        journal = lab.dir / "journal"
+        entries: list[dict[str, str | bytes | int]] = [
+            {
+                "__REALTIME_TIMESTAMP": int((now - timedelta(seconds=1000 - i)).timestamp() * 1e6),
+                "_SYSTEMD_UNIT": "worker.service",
+                "SYSLOG_IDENTIFIER": "worker",
+                "PRIORITY": 3 if i % 250 == 0 else 6,
+                "MESSAGE": f"pulled job {i} from arena:rater:inbox in 12 ms",
+            }
+            for i in range(1000)
+        ]
+        write_journal(journal, entries)
+        base_extra = f'tz = "UTC"\n[[hosts.logs]]\npath = "{log}"\n'
+        journal_extra = (
+            base_extra + f'[[hosts.logs]]\njournal = "worker.service"\njournal_dir = "{journal}"\n'
+        )
+
+        def config(extra: str, subset: list[Any] | None = None) -> Path:
+            path = lab.config(
+                checks="[checks.logs]\n[checks.routes]\n",
+                host_extra={h.name: extra for h in hosts},
+                hosts=subset,
+            )
+            path.write_text(
+                path.read_text().replace('command_timeout = "5s"', 'command_timeout = "60s"')
+            )
+            return path
+
+        configs = {
+            "base": (config(base_extra), config(base_extra, hosts[:1])),
+            "journal": (config(journal_extra), config(journal_extra, hosts[:1])),
+        }
+        cli = [str(ROOT / ".venv/bin/fleetcheck"), "run", "--format", "json", "-c"]
+        for name, (full, _) in configs.items():  # correctness first
+            _, _, out = measure([*cli, str(full)])
+            bad = [r for r in json.loads(out)["results"] if r["status"] != "OK"]
+            if bad:
+                raise SystemExit(f"{name} patrol not clean: {bad[:2]}")
+        cpu: dict[str, list[float]] = {k: [] for k in configs}
+        single: dict[str, list[float]] = {k: [] for k in configs}
+        wall: dict[str, list[float]] = {k: [] for k in configs}
+        for _ in range(a.rounds):
+            for name, (full, one) in configs.items():
+                w, c, _ = measure([*cli, str(full)])
+                cpu[name].append(c)
+                wall[name].append(w)
+                _, c1, _ = measure([*cli, str(one)])
+                single[name].append(c1)
+
+    n = a.hosts
+    med = statistics.median
+    summary: dict[str, Any] = {}
+    for name in configs:
+        per_host = med(cpu[name]) / n * 1000
+        marginal = (med(cpu[name]) - med(single[name])) / (n - 1) * 1000
+        summary[name] = {
+            "client_cpu_ms_per_host": round(per_host, 2),
+            "marginal_client_cpu_ms_per_host": round(marginal, 2),
+            "one_host_patrol_cpu_ms": round(med(single[name]) * 1000, 1),
+            "wall_s": round(med(wall[name]), 3),
+        }
+    growth = (
+        summary["journal"]["client_cpu_ms_per_host"] / summary["base"]["client_cpu_ms_per_host"]
+    )
+    growth_marginal = (
+        summary["journal"]["marginal_client_cpu_ms_per_host"]
+        / summary["base"]["marginal_client_cpu_ms_per_host"]
+    )
+    print(f"# {n} hosts, {a.rounds} rounds, {os.cpu_count()} cores; medians")
+    print("| config | client CPU ms/host | marginal ms/host | 1-host patrol CPU ms | wall s |")
+    print("|---|---|---|---|---|")
+    for name, s in summary.items():
+        print(
+            f"| {name} | {s['client_cpu_ms_per_host']:.2f} | "
+            f"{s['marginal_client_cpu_ms_per_host']:.2f} | {s['one_host_patrol_cpu_ms']:.0f} | "
+            f"{s['wall_s']:.2f} |"
+        )
+    print(
+        f"# one journal source per host: client CPU per host x{growth:.3f} "
+        f"(marginal x{growth_marginal:.3f}); target <= x1.10: "
+        + ("MET" if growth <= 1.10 else "MISSED")
+    )
+    if a.json:
+        Path(a.json).write_text(
+            json.dumps(
+                {
+                    "hosts": n,
+                    "rounds": a.rounds,
+                    "cores": os.cpu_count(),
+                    "configs": summary,
+                    "growth_per_host": round(growth, 4),
+                    "growth_marginal_per_host": round(growth_marginal, 4),
+                    "when": datetime.now(UTC).isoformat(timespec="seconds"),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""What `journalctl -r -n N -o json --output-fields=PRIORITY,MESSAGE` printed on a host, as
+the logs check's journal fragment frames it. Pure functions, no I/O.
+
+The fragment prints the entries newest first: the newest as journalctl's JSON object, every
+other one compacted on the host to `e REALTIME PRIORITY` (PRIORITY empty when unset); then
+`@@rc N`; when no entry matched it also asks for the newest entry of the whole journal
+(`@@any`, then those lines and `@@rc N`), so an empty journal and a unit that never logged are
+told apart. Other lines are journalctl's own messages (stderr is merged), kept as `notes`.
+
+A full JSON line gives its two fields by one anchored regex each rather than by decoding:
+`"__REALTIME_TIMESTAMP":"µs"` (UTC by construction) and `"PRIORITY":"n"`. The anchor (`{` or
+`,` before the key's quote) cannot occur inside a JSON string, where a quote is always
+escaped, so a MESSAGE quoting JSON cannot fake either field (the host's awk uses the same
+anchors). Only the newest entry is decoded in full: its MESSAGE is the evidence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+_REALTIME = re.compile(r'[{,]"__REALTIME_TIMESTAMP":"(\d+)"')
+_PRIORITY = re.compile(r'[{,]"PRIORITY":"(\d)"')
+
+DENIED_MARKS = (
+    "insufficient permissions",
+    "not seeing messages from other users",
+    "permission denied",
+)
+
+
+@dataclass(frozen=True)
+class JournalRead:
+    """One journal query's answer."""
+
+    times_us: tuple[int, ...]  # every entry's __REALTIME_TIMESTAMP, newest first
+    priorities: tuple[int | None, ...]  # the same entries' PRIORITY (None: not set)
+    newest_message: str | None
+    rc: int | None  # journalctl's exit status; None when the output was cut at the byte bound
+    notes: tuple[str, ...]  # journalctl's own words (stderr), in order
+    any_newest_us: int | None = None  # newest entry of the whole journal, when asked
+    any_asked: bool = False
+
+    @property
+    def denied(self) -> bool:
+        text = " ".join(self.notes).lower()
+        return any(mark in text for mark in DENIED_MARKS)
+
+
+def _entries(lines: list[str]) -> tuple[list[int], list[int | None], str | None, list[str]]:
+    times: list[int] = []
+    prios: list[int | None] = []
+    notes: list[str] = []
+    newest_message = None
+    for line in lines:
+        if line.startswith("e "):  # compacted on the host: `e REALTIME PRIORITY`
+            parts = line.split(" ")
+            if len(parts) == 3 and parts[1].isdigit():
+                times.append(int(parts[1]))
+                prios.append(int(parts[2]) if parts[2].isdigit() else None)
+            continue
+        if not line.startswith("{"):
+            if line.strip() and not line.startswith("-- "):  # "-- No entries --" (old systemd)
+                notes.append(line.strip())
+            continue
+        if not line.endswith("}"):
+            continue  # cut at the byte bound
+        m = _REALTIME.search(line)
+        if m is None:
+            continue
+        times.append(int(m.group(1)))
+        p = _PRIORITY.search(line)
+        prios.append(int(p.group(1)) if p else None)
+        if newest_message is None:
+            newest_message = _message(line)
+    return times, prios, newest_message, notes
+
+
+def _message(line: str) -> str:
+    try:
+        value = json.loads(line).get("MESSAGE")
+    except ValueError:
+        return ""
+    if isinstance(value, list):  # binary-safe form: a list of byte values
+        try:
+            return bytes(value).decode("utf-8", "replace")
+        except (TypeError, ValueError):
+            return ""
+    return value if isinstance(value, str) else ""
+
+
+def _rc(lines: list[str]) -> tuple[list[str], int | None]:
+    for i in range(len(lines) - 1, -1, -1):
+        m = re.fullmatch(r"@@rc (\d+)", lines[i])
+        if m:
+            return lines[:i], int(m.group(1))
+    return lines, None
+
+
+def parse_journal_output(text: str) -> JournalRead:
+    main, sep, rest = text.partition("\n@@any\n")
+    if not sep and text.startswith("@@any\n"):
+        main, rest, sep = "", text[len("@@any\n") :], "@@any"
+    body, rc = _rc(main.split("\n"))
+    times, prios, message, notes = _entries(body)
+    any_newest = None
+    if sep:
+        any_body, any_rc = _rc(rest.split("\n"))
+        any_times, _, _, any_notes = _entries(any_body)
+        any_newest = max(any_times) if any_times else None
+        notes += [n for n in any_notes if n not in notes]
+    return JournalRead(tuple(times), tuple(prios), message, rc, tuple(notes), any_newest, bool(sep))

@@ -1,0 +1,207 @@
+"""JSON-lines logs (structlog, pino, bunyan, zap, logrus, python-json-logger, Docker's json-file
+driver, MongoDB): one JSON object per line; where its time and its severity are.
+
+Pure functions, no I/O. The time comes from the first present of `time`, `ts`, `timestamp`,
+`@timestamp`, `t` (or only the configured `time_field`, which may be a dotted path into nested
+objects). Its value may be:
+
+- an ISO 8601 / RFC 3339 string, with a zone (`Z`, `+05:30`) or naive (then the host's `tz`
+  applies, as for a text log), any fraction up to nanoseconds (Docker, zap);
+- epoch seconds, milliseconds, microseconds or nanoseconds, as a number or a numeric string,
+  told apart by magnitude (see `epoch_unit`): below 1e11 seconds, below 1e14 milliseconds,
+  below 1e17 microseconds, else nanoseconds. Every unit spans years 2001-2286 this way, so
+  the units never overlap for any time this tool will see;
+- MongoDB's `{"$date": "..."}` wrapper.
+
+Severity: the first present of `level`, `severity`, `lvl`, `levelname`, `log.level` (ECS,
+flat or nested). Names error, err, fatal, critical, crit, panic, dpanic, alert, emerg and
+emergency (any case) are errors; numbers: bunyan/pino 50 (error) and 60 (fatal), i.e. 50 and
+above, and syslog severities 0-3 (GELF). A line without any level (Docker's json-file wraps
+raw output in `log`) is judged by the error regex on its message; a Docker `log` that is
+itself a JSON object with a level is judged by that level.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from fleetcheck.parse.timestamps import Stamp, find_stamp
+
+TIME_FIELDS = ("time", "ts", "timestamp", "@timestamp", "t")
+LEVEL_FIELDS = ("level", "severity", "lvl", "levelname", "log.level")
+MESSAGE_FIELDS = ("msg", "message", "log", "MESSAGE", "event")
+ERROR_NAMES = frozenset(
+    {
+        "error",
+        "err",
+        "fatal",
+        "critical",
+        "crit",
+        "panic",
+        "dpanic",
+        "alert",
+        "emerg",
+        "emergency",
+    }
+)
+
+# (upper bound of the magnitude, seconds per unit, unit name)
+EPOCH_UNITS = (
+    (1e11, 1.0, "s"),
+    (1e14, 1e-3, "ms"),
+    (1e17, 1e-6, "us"),
+    (float("inf"), 1e-9, "ns"),
+)
+_NUMERIC = re.compile(r"\s*\d+(?:\.\d+)?\s*")
+
+
+def parse_object(line: str) -> dict[str, Any] | None:
+    """The line as a JSON object, or None (not JSON, or JSON that is not an object)."""
+    s = line.strip()
+    if not s.startswith("{"):
+        return None
+    try:
+        value = json.loads(s)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def epoch_unit(value: float) -> tuple[float, str]:
+    """(seconds per unit, unit name) for an epoch number, by magnitude."""
+    for bound, scale, name in EPOCH_UNITS:
+        if abs(value) < bound:
+            return scale, name
+    raise AssertionError("unreachable")
+
+
+def epoch_stamp(value: float | int | str) -> Stamp | None:
+    """An epoch number in any of the four units; None outside 2000-2099."""
+    text = str(value).strip()
+    if isinstance(value, str):
+        if not _NUMERIC.fullmatch(value):
+            return None
+        whole, _, frac = text.partition(".")
+        number = float(text)
+    else:
+        number = float(value)
+    scale, unit = epoch_unit(number)
+    if isinstance(value, str) and unit == "s":
+        micro = int(whole) * 1_000_000 + int((frac or "0")[:6].ljust(6, "0"))
+    elif isinstance(value, int) or (isinstance(value, str) and not frac):
+        # exact integer arithmetic: a float cannot hold nanoseconds since 1970
+        micro = int(text) * 1_000_000 // round(1 / scale)
+    else:
+        micro = round(number * scale * 1_000_000)
+    try:
+        moment = datetime(1970, 1, 1) + timedelta(microseconds=micro)
+    except OverflowError:
+        return None
+    if not 2000 <= moment.year < 2100:
+        return None
+    return Stamp("epoch", f"{text} (epoch {unit})", moment, timedelta(0))
+
+
+def _lookup(obj: dict[str, Any], name: str) -> Any:
+    """obj[name], else the dotted path into nested objects (`log.level`, `meta.time`)."""
+    if name in obj:
+        return obj[name]
+    node: Any = obj
+    for part in name.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def value_stamp(value: Any) -> Stamp | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return epoch_stamp(value)
+    if isinstance(value, dict) and "$date" in value:  # MongoDB
+        return value_stamp(value["$date"])
+    if isinstance(value, str):
+        if _NUMERIC.fullmatch(value):
+            return epoch_stamp(value)
+        stamp = find_stamp(value)
+        if stamp is not None and stamp.kind != "epoch":
+            return stamp
+    return None
+
+
+def object_stamp(obj: dict[str, Any], time_field: str | None = None) -> Stamp | None:
+    """The record's time: the configured field only, else the first present default field."""
+    for name in (time_field,) if time_field else TIME_FIELDS:
+        value = _lookup(obj, name)
+        if value is not None:
+            return value_stamp(value)
+    return None
+
+
+def level_is_error(value: Any) -> bool | None:
+    """True/False for a recognised level value, None for something that is not a level."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return value >= 50 or 0 <= value <= 3
+    if isinstance(value, str):
+        name = value.strip().lower()
+        return name in ERROR_NAMES if name else None
+    return None
+
+
+def object_level(obj: dict[str, Any]) -> bool | None:
+    """Whether the record's level is an error; None when it carries no level."""
+    for name in LEVEL_FIELDS:
+        verdict = level_is_error(_lookup(obj, name))
+        if verdict is not None:
+            return verdict
+    inner = obj.get("log")  # Docker json-file wrapping a JSON-lines program's output
+    if isinstance(inner, str) and inner.lstrip().startswith("{"):
+        nested = parse_object(inner)
+        if nested is not None:
+            return object_level(nested)
+    return None
+
+
+def message_of(obj: dict[str, Any]) -> str | None:
+    for name in MESSAGE_FIELDS:
+        value = obj.get(name)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def is_error(obj: dict[str, Any], line: str, error_regex: re.Pattern[str]) -> bool:
+    """By level when the record has one; else the error regex on its message (the whole
+    line when it has none)."""
+    verdict = object_level(obj)
+    if verdict is not None:
+        return verdict
+    message = message_of(obj)
+    return bool(error_regex.search(message if message is not None else line))
+
+
+def looks_like_json(lines: list[str], sample: int = 20) -> bool:
+    """Detection for logs without `format`: most of the last `sample` non-blank lines are
+    JSON objects."""
+    seen = hits = 0
+    for line in reversed(lines):
+        if not line.strip():
+            continue
+        seen += 1
+        hits += parse_object(line) is not None
+        if seen >= sample:
+            break
+    return seen > 0 and hits * 2 > seen
+
+
+def utc_of(stamp: Stamp) -> datetime | None:
+    """The UTC moment of a stamp that carries its own offset (epoch, `Z`, `+05:30`)."""
+    if stamp.offset is None:
+        return None
+    return (stamp.wall - stamp.offset).replace(tzinfo=UTC)
