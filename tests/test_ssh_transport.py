@@ -439,3 +439,82 @@ def test_login_refused_by_the_account_shell_gives_its_reason(lab: Lab) -> None:
                 assert r.stdout == b"This account is currently not available.\n"
         finally:
             shell.close()
+
+
+def test_a_hung_agent_costs_the_connect_budget_not_a_hang(lab: Lab, tmp_path: Path) -> None:
+    """An ssh agent that accepts and never answers: agent I/O is inside the connect budget,
+    so the host is UNKNOWN when the budget ends, naming the agent, and the patrol goes on."""
+    import os
+    import threading
+
+    h = lab.add_host("a")
+    path = str(tmp_path / "agent.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(8)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])  # read nothing, answer nothing
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    old = os.environ.get("SSH_AUTH_SOCK")
+    os.environ["SSH_AUTH_SOCK"] = path
+    try:
+        cfg = ssh_cfg(lab, use_agent=True, connect_timeout=2.0)
+        err, took = fail(h, cfg)
+    finally:
+        if old is None:
+            del os.environ["SSH_AUTH_SOCK"]
+        else:
+            os.environ["SSH_AUTH_SOCK"] = old
+        stop.set()
+        server.close()
+        for c in held:
+            c.close()
+    assert err.status is Status.UNKNOWN
+    assert err.reason == f"timed out after 2s asking the ssh agent for keys for {h.addr}"
+    assert took < 2 + 3
+
+
+def test_keys_from_a_real_ssh_agent(lab: Lab, tmp_path: Path) -> None:
+    """No identity file: the key comes from a real ssh-agent over our own bounded socket."""
+    import os
+    import subprocess
+
+    from tests.lab import wait_for
+
+    h = lab.add_host("a")
+    path = str(tmp_path / "agent.sock")
+    agent = subprocess.Popen(
+        ["ssh-agent", "-D", "-a", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        wait_for(lambda: os.path.exists(path), 10, "ssh-agent's socket")
+        env = {**os.environ, "SSH_AUTH_SOCK": path}
+        subprocess.run(["ssh-add", "-q", str(lab.client_key)], env=env, check=True, timeout=30)
+        old = os.environ.get("SSH_AUTH_SOCK")
+        os.environ["SSH_AUTH_SOCK"] = path
+        try:
+            shell = open_shell(host_cfg(h), ssh_cfg(lab, identity_file=None, use_agent=True))
+        finally:
+            if old is None:
+                del os.environ["SSH_AUTH_SOCK"]
+            else:
+                os.environ["SSH_AUTH_SOCK"] = old
+        try:
+            assert shell.run("printf ok", 5, 100).stdout == b"ok"
+        finally:
+            shell.close()
+    finally:
+        agent.kill()
+        agent.wait()

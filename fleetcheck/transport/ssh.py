@@ -429,7 +429,7 @@ def _quiet_close(obj: Any) -> None:
 
 JUMP_HANDSHAKES = 8  # per jump host at once: below stock sshd's MaxStartups 10
 MAX_JUMP_LOGINS = 4  # a shared jump connection that dies is re-established at most 3 times
-_THROTTLE_BACKOFF = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+_THROTTLE_BACKOFF = (0.05, 0.1, 0.2, 0.4, 0.8)  # then 0.8 s (jittered) while the budget lasts
 
 
 class _Jump:
@@ -797,7 +797,8 @@ def _connect_one(
     import random
 
     who = role or target.hostname
-    for attempt in range(len(_THROTTLE_BACKOFF) + 1):
+    attempt = 0
+    while True:
         own_sock = sock is None
         s = _tcp_connect(target, budget) if own_sock else sock
         try:
@@ -805,7 +806,8 @@ def _connect_one(
         except _Throttled as e:
             pause = _THROTTLE_BACKOFF[min(attempt, len(_THROTTLE_BACKOFF) - 1)]
             pause *= 0.5 + random.random()
-            if not own_sock or attempt == len(_THROTTLE_BACKOFF) or budget.left() < pause + 0.2:
+            attempt += 1
+            if not own_sock or budget.left() < pause + 0.2:
                 raise TransportError(
                     f"SSH handshake with {who} failed: {e.reason} (the server dropped the "
                     "connection before its banner: MaxStartups or overloaded?)"
@@ -814,7 +816,6 @@ def _connect_one(
                 with conn._lock:
                     conn.throttled += 1
             time.sleep(pause)  # backoff, not synchronisation
-    raise budget.timeout_error()
 
 
 class _Throttled(Exception):
@@ -1006,7 +1007,7 @@ def _load_key(path: str) -> tuple[Any | None, str]:
 
 
 def _authenticate(transport: Any, target: Target, cfg: SshConfig, budget: Budget, who: str) -> None:
-    paramiko = _paramiko()
+    _paramiko()
 
     tried: list[str] = []
     problems: list[str] = []
@@ -1023,16 +1024,17 @@ def _authenticate(transport: Any, target: Target, cfg: SshConfig, budget: Budget
         budget.stage = f"asking the ssh agent for keys for {who}"
         agent_keys: tuple[Any, ...] = ()
         try:
-            agent = paramiko.Agent()  # connects and lists its keys
-            budget.guard(agent)  # agent I/O inside the budget: closed when it runs out
-            agent_keys = tuple(agent.get_keys())
-        except Exception:
-            if budget.expired:
+            agent, agent_keys = _agent_keys(budget)
+        except Exception as e:
+            if budget.expired or budget.deadline - time.monotonic() < 0.05:
                 raise budget.timeout_error() from None
+            problems.append(f"agent: {_describe(e)}")
+        else:
+            if not agent_keys:
+                sock_set = os.environ.get("SSH_AUTH_SOCK")
+                problems.append("agent: no keys" if sock_set else "no agent")
         for key in agent_keys:
             candidates.append((f"agent key {key.get_name()} {key.fingerprint}", key))
-        if not agent_keys:
-            problems.append("agent: no keys" if os.environ.get("SSH_AUTH_SOCK") else "no agent")
         budget.stage = f"authenticating to {who} as {target.user}"
     if not target.identity_files and not use_agent:
         problems.append("no identity_file and use_agent = false")
@@ -1040,7 +1042,29 @@ def _authenticate(transport: Any, target: Target, cfg: SshConfig, budget: Budget
         _try_keys(transport, target, budget, who, candidates, tried, problems)
     finally:
         if agent is not None:
-            _quiet_close(agent)  # its socket is ours: never left open for the patrol
+            _quiet_close(agent._conn)  # its socket is ours: never left open for the patrol
+
+
+def _agent_keys(budget: Budget) -> tuple[Any, tuple[Any, ...]]:
+    """The agent (paramiko's AgentSSH over OUR socket) and its keys. paramiko.Agent()
+    connects and reads without any timeout (a hung agent hung the patrol); here the socket
+    has the budget's timeout and the watchdog closes it when the budget runs out."""
+    from paramiko.agent import AgentSSH
+
+    path = os.environ.get("SSH_AUTH_SOCK")
+    if not path:
+        return None, ()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    budget.guard(sock)
+    sock.settimeout(budget.left() + 0.5)  # the watchdog closes it first, naming the stage
+    try:
+        sock.connect(path)
+        agent: Any = AgentSSH()
+        agent._connect(sock)
+    except BaseException:
+        _quiet_close(sock)
+        raise
+    return agent, tuple(agent.get_keys())
 
 
 def _try_keys(
