@@ -4,7 +4,12 @@ A shared Redis/Valkey can fail while CPU and memory look fine: it runs out of cl
 (connect timeouts, rejected connections), it evicts queued jobs under memory pressure (any
 policy but noeviction while queues live inside), it turns into a replica, or its replication
 link drops. An unreachable broker is reported by the context with one reason for every
-broker-side row.
+broker-side row; a broker that answers but refuses to serve (max clients, LOADING, BUSY,
+MISCONF, out of memory) is the failure itself: CRIT here, "could not look" on the other rows.
+
+Counters that only grow (rejected connections, evicted and expired keys) are judged by their
+increase since the previous round, read from the state file: one rejection months ago must
+not warn until the next restart. The since-start totals stay in the evidence.
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from fleetcheck.check import Check, Scope
+from fleetcheck.check import Check, CheckError, Scope
 from fleetcheck.config import Duration, HostConfig, InvalidValue
-from fleetcheck.context import PatrolContext
+from fleetcheck.context import BrokerRefused, PatrolContext
 from fleetcheck.model import Result, Status
+from fleetcheck.transport.redis import REFUSED_CONNECTIONS
 
 
 @dataclass(frozen=True)
@@ -26,8 +32,11 @@ class BrokerHealthConfig:
     clients_warn_at: float = 0.8  # WARN at this share of maxclients
     memory_warn_at: float = 0.8  # WARN at this share of maxmemory (when maxmemory is set)
     require_noeviction: bool = True  # WARN on any other maxmemory_policy (queues live here)
-    max_rejected: int | None = 0  # WARN past this many rejected connections since start
+    max_rejected: int | None = 0  # WARN past this many connections rejected since the last round
+    max_evicted: int | None = 0  # WARN past this many keys evicted since the last round
+    max_expired: int | None = None  # WARN past this many keys expired since then (None: report)
     max_blocked: int | None = None  # WARN past this many blocked clients (None: report only)
+    max_replica_lag: Duration = 10.0  # WARN when a replica lags its master by more
 
     def __post_init__(self) -> None:
         if self.max_ping <= 0:
@@ -35,16 +44,73 @@ class BrokerHealthConfig:
         for key in ("clients_warn_at", "memory_warn_at"):
             if not 0 < getattr(self, key) <= 1:
                 raise InvalidValue(key, "must be a share above 0 and at most 1")
-        for key in ("max_rejected", "max_blocked"):
+        if self.max_replica_lag <= 0:
+            raise InvalidValue("max_replica_lag", "must be longer than 0s")
+        for key in ("max_rejected", "max_evicted", "max_expired", "max_blocked"):
             value = getattr(self, key)
             if value is not None and value < 0:
                 raise InvalidValue(key, "must be 0 or more")
+
+
+COUNTERS = {
+    "rejected_connections": ("max_rejected", "connections rejected (maxclients reached)"),
+    "evicted_keys": ("max_evicted", "keys evicted (maxmemory_policy)"),
+    "expired_keys": ("max_expired", "keys expired"),
+}
 
 
 @dataclass(frozen=True)
 class BrokerFacts:
     ping_ms: float
     info: dict[str, Any]
+    previous: dict[str, Any] | None = None  # what the previous round carried (state file)
+    master: str | None = None  # "host:port (via sentinel SERVICE)" when the sentinels chose it
+
+
+def replicas(info: dict[str, Any]) -> list[dict[str, Any]]:
+    """INFO replication's slaveN entries, in order (redis-py parses each into a dict)."""
+    out = []
+    for i in range(_int(info, "connected_slaves") or 0):
+        entry = info.get(f"slave{i}")
+        if isinstance(entry, dict):
+            out.append(entry)
+        elif isinstance(entry, str):  # unparsed: ip=...,port=...,state=...,offset=...,lag=...
+            out.append(dict(p.split("=", 1) for p in entry.split(",") if "=" in p))
+    return out
+
+
+def increases(
+    info: dict[str, Any], previous: dict[str, Any] | None
+) -> dict[str, tuple[int | None, int | None]]:
+    """Per counter: (since start, since the previous round or None when there is no usable
+    baseline). A restart (another run_id, or a counter that went down) starts a new baseline
+    at zero, so the whole since-start total counts as new."""
+    out: dict[str, tuple[int | None, int | None]] = {}
+    restarted = previous is not None and previous.get("run_id") != info.get("run_id")
+    for key in COUNTERS:
+        total = _int(info, key)
+        before = previous.get(key) if previous is not None else None
+        if total is None or previous is None:
+            out[key] = (total, None)
+        elif restarted:
+            out[key] = (total, total)
+        elif not isinstance(before, int):
+            out[key] = (total, None)
+        elif total < before:  # CONFIG RESETSTAT
+            out[key] = (total, total)
+        else:
+            out[key] = (total, total - before)
+    return out
+
+
+def refused_summary(e: BrokerRefused, previous: dict[str, Any] | None) -> str:
+    """The CRIT line for a refusing broker, with the limit it hit when a round saw it."""
+    text = e.cause
+    if e.kind == REFUSED_CONNECTIONS:
+        limit = (previous or {}).get("maxclients")
+        if isinstance(limit, int):
+            text += f" (maxclients {limit} reached, as of the previous round)"
+    return text
 
 
 def _int(info: dict[str, Any], key: str) -> int | None:
@@ -63,14 +129,38 @@ class BrokerHealthCheck(Check[BrokerHealthConfig, BrokerFacts]):
     def probe(
         self, ctx: PatrolContext, host: HostConfig | None, config: BrokerHealthConfig
     ) -> BrokerFacts:
-        r = ctx.broker()
+        previous = ctx.carried(self.name, host)
         try:
-            start = time.perf_counter()
-            r.ping()
-            ping_ms = (time.perf_counter() - start) * 1000
+            ping_ms = self._ping_ms(ctx)
+            info = ctx.info()
+        except BrokerRefused as e:
+            raise CheckError(refused_summary(e, previous), Status.CRIT) from None
+        master = None
+        if ctx.master is not None:
+            cfg = ctx.fleet.broker
+            master = f"{ctx.master[0]}:{ctx.master[1]} (via sentinel {cfg.service})"
+        return BrokerFacts(round(ping_ms, 3), info, previous, master)
+
+    @staticmethod
+    def _ping_ms(ctx: PatrolContext) -> float:
+        """One PING's round trip on the patrol's connection, timed once the connection is
+        ours: other broker checks share it, and waiting for it is not the broker's latency."""
+        r = ctx.broker()
+        pool = r.connection_pool
+        try:
+            conn = pool.get_connection()
         except Exception as e:
             raise ctx.broker_error(e) from None
-        return BrokerFacts(round(ping_ms, 3), ctx.info())
+        try:
+            start = time.perf_counter()
+            conn.send_command("PING")
+            conn.read_response()
+            return (time.perf_counter() - start) * 1000
+        except Exception as e:
+            conn.disconnect()
+            raise ctx.broker_error(e) from None
+        finally:
+            pool.release(conn)
 
     def evaluate(
         self, facts: BrokerFacts, config: BrokerHealthConfig, host: HostConfig | None, now: datetime
@@ -88,6 +178,7 @@ class BrokerHealthCheck(Check[BrokerHealthConfig, BrokerFacts]):
         blocked = _int(info, "blocked_clients")
         metrics: dict[str, Any] = {
             "ping_ms": facts.ping_ms,
+            "master": facts.master,
             "server": server,
             "version": version_text,
             "role": role,
@@ -123,18 +214,44 @@ class BrokerHealthCheck(Check[BrokerHealthConfig, BrokerFacts]):
                         "new clients will be refused",
                     )
                 )
-        if rejected is not None and config.max_rejected is not None:
-            if rejected > config.max_rejected:
+        counted = increases(info, facts.previous)
+        totals = {}
+        for key, (total, grown) in counted.items():
+            limit_key, what = COUNTERS[key]
+            limit = getattr(config, limit_key)
+            metrics[f"{key}_increase"] = grown
+            totals[key] = total
+            if grown is not None and limit is not None and grown > limit:
                 findings.append(
-                    (
-                        Status.WARN,
-                        f"{rejected} connections rejected since start (maxclients reached)",
-                    )
+                    (Status.WARN, f"{grown} {what} since the previous round ({total} since start)")
                 )
+        carry: dict[str, Any] = {"run_id": info.get("run_id"), "maxclients": maxclients}
+        carry.update({k: v for k, v in totals.items() if v is not None})
+        lag_limit = config.max_replica_lag
+        shown_replicas = []
+        for rep in replicas(info):
+            where = f"{rep.get('ip', '?')}:{rep.get('port', '?')}"
+            state = str(rep.get("state", "?"))
+            lag = _int(rep, "lag")
+            shown_replicas.append({"addr": where, "state": state, "lag_s": lag})
+            if state != "online":
+                findings.append((Status.WARN, f"replica {where} is {state}, not online"))
+            elif lag is not None and lag > lag_limit:
+                findings.append((Status.WARN, f"replica {where} lags {lag}s (> {lag_limit:g}s)"))
+        if role == "master":
+            metrics["replicas"] = len(shown_replicas)
         if used is not None and maxmem:
             share = used / maxmem
             metrics["memory_share"] = round(share, 4)
-            if share >= config.memory_warn_at:
+            if used >= maxmem and policy == "noeviction":
+                findings.append(
+                    (
+                        Status.CRIT,
+                        f"memory full ({used} of maxmemory {maxmem} bytes, noeviction): "
+                        "writes are refused (OOM)",
+                    )
+                )
+            elif share >= config.memory_warn_at:
                 findings.append(
                     (Status.WARN, f"memory {share:.0%} of maxmemory ({used} of {maxmem} bytes)")
                 )
@@ -149,20 +266,34 @@ class BrokerHealthCheck(Check[BrokerHealthConfig, BrokerFacts]):
         if blocked is not None and config.max_blocked is not None and blocked > config.max_blocked:
             findings.append((Status.WARN, f"{blocked} blocked clients (> {config.max_blocked})"))
 
-        head = f"{server} {version_text} {role}, ping {facts.ping_ms:.1f} ms"
+        head = f"{server} {version_text} {role}"
+        if facts.master is not None:
+            head += f" {facts.master}"
+        if shown_replicas:
+            head += ", " + ", ".join(
+                f"replica {r['addr']} {r['state']}"
+                + (f" lag {r['lag_s']}s" if r["lag_s"] is not None else "")
+                for r in shown_replicas
+            )
+        head += f", ping {facts.ping_ms:.1f} ms"
+        evidence: dict[str, Any] = {"since_start": totals}
+        if shown_replicas:
+            evidence["replicas"] = shown_replicas
         if not findings:
             detail = f"{clients} clients" + (f" of {maxclients}" if maxclients else "")
-            return self.result(host, Status.OK, f"{head}, {detail}", metrics=metrics)
+            return self.result(
+                host,
+                Status.OK,
+                f"{head}, {detail}",
+                metrics=metrics,
+                evidence=evidence,
+                carry=carry,
+            )
         findings.sort(key=lambda f: -f[0].rank)
         status = findings[0][0]
         summary = f"{head}: " + "; ".join(text for _, text in findings)
-        return self.result(
-            host,
-            status,
-            summary,
-            metrics=metrics,
-            evidence=[{"status": s.label, "finding": t} for s, t in findings],
-        )
+        evidence["findings"] = [{"status": s.label, "finding": t} for s, t in findings]
+        return self.result(host, status, summary, metrics=metrics, evidence=evidence, carry=carry)
 
 
 CHECK = BrokerHealthCheck()

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the scan code is imported by the probe, not by the config's
 class LiveHashConfig:
     key: str = "arena:live"  # the hash of running matches
     max_age: Duration = 900.0  # older than this: certainly dead (match wall + margin)
+    match_wall: Duration = 600.0  # the longest a match may run; reap-live refuses a lower max_age
     started_field: str = "started_at"  # JSON field holding the start (epoch or ISO 8601)
     owner_field: str = "host"  # JSON field naming the worker's host ("" for none)
     naive_tz: str | None = None  # zone of ISO starts written without offset (else malformed)
@@ -44,6 +45,8 @@ class LiveHashConfig:
             raise InvalidValue("key", "must not be empty")
         if self.max_age <= 0:
             raise InvalidValue("max_age", "must be longer than 0s")
+        if self.match_wall <= 0:
+            raise InvalidValue("match_wall", "must be longer than 0s")
         if not self.started_field:
             raise InvalidValue("started_field", "must not be empty")
         if self.naive_tz is not None:

@@ -110,24 +110,25 @@ JOURNAL_BYTES_PER_ENTRY = 4096  # bound on what one journal query may print, per
 JOURNAL_MAX_BYTES = 2 * 1024 * 1024
 
 
-# every entry but the newest shrinks to `e REALTIME PRIORITY` on the host: the client reads
-# ~25 bytes per entry instead of ~350 (cursor, boot id, message). The anchors match only a
-# key, never text inside a JSON string (where quotes are escaped).
+# On the host, awk keeps the newest entry whole (its MESSAGE is the evidence), shrinks each
+# other error entry (PRIORITY <= 3) to `e REALTIME PRIORITY`, drops the rest and ends with
+# `n COUNT`: a healthy journal costs the client two lines, not ~350 bytes per entry. The
+# anchors match only a key, never text inside a JSON string (where quotes are escaped).
 _JOURNAL_COMPACT = (
     "awk 'n==0 && /^[{]/ {print; n=1; next} "
-    '/^[{].*[}]$/ {t=""; p=""; '
-    'if (match($0, /[{,]"__REALTIME_TIMESTAMP":"[0-9]+"/)) '
-    "t=substr($0, RSTART+25, RLENGTH-26); "
+    '/^[{].*[}]$/ {n++; p=""; '
     'if (match($0, /[{,]"PRIORITY":"[0-9]"/)) p=substr($0, RSTART+13, 1); '
-    'print "e " t " " p; next} '
-    "/^[{]/ {next} {print}'"
+    'if (p != "" && p+0 <= 3 && match($0, /[{,]"__REALTIME_TIMESTAMP":"[0-9]+"/)) '
+    'print "e " substr($0, RSTART+25, RLENGTH-26) " " p; next} '
+    '/^[{]/ {next} {print} END {print "n " n+0}\''
 )
 
 
 def journal_fragment(spec: LogSpec) -> str:
     """POSIX sh: the newest `entries` journal entries matching the spec, newest first, as
     JSON with only PRIORITY and MESSAGE beside the fields journalctl always adds, stderr
-    merged, then `@@rc N`; every entry after the newest compacted to its time and priority;
+    merged, then `@@rc N`; of the others only the error entries, as time and priority, then
+    their count;
     when none matched, the whole journal's newest entry after `@@any` (an empty journal vs a
     unit that never logged). Bounded by `head -c`, newest first so a cut loses the oldest.
     systemd before 236 lacks --output-fields: asked again without."""
@@ -355,9 +356,9 @@ def _size(n: int) -> str:
 
 
 def _zone_for(host: HostConfig, facts: LogsFacts) -> tuple[tzinfo | None, str, str | None]:
+    """(zone, its name, why there is none)."""
     from fleetcheck.parse.timestamps import zone_named
 
-    """(zone, its name, why there is none)."""
     if host.tz == "auto":
         z = facts.zone
         if z is None or z.name is None:
@@ -806,7 +807,7 @@ def judge_journal(spec: LogSpec, jf: JournalFacts, facts: LogsFacts, now: dateti
     age = (host_now - newest).total_seconds()
     metrics["last_line_at"] = newest.isoformat().replace("+00:00", "Z")
     metrics["age_s"] = round(age, 3)
-    metrics["entries"] = len(read.times_us)
+    metrics["entries"] = read.count
     if read.newest_message is not None:
         evidence["last_line"] = read.newest_message[:200]
     where = f"last entry {newest:%H:%M:%S} UTC (journal times are UTC)"
@@ -819,7 +820,7 @@ def judge_journal(spec: LogSpec, jf: JournalFacts, facts: LogsFacts, now: dateti
     ]
     flood = flood_of(len(times), times)
     statuses, errors_text, flood_metrics = _flood_verdict(
-        flood, spec, "error entries (PRIORITY <= 3)", f"the newest {len(read.times_us)}"
+        flood, spec, "error entries (PRIORITY <= 3)", f"the newest {read.count}"
     )
     metrics.update(flood_metrics)
     return verdict(*_recency(age, where, spec, errors_text, statuses))

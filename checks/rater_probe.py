@@ -8,7 +8,10 @@ a pending BLPOP that takes one envelope); `ack` asks for stronger proof: the id 
 log, or the id pushed back to a reply list. CLIENT LIST says what the rater's connection is
 doing, which separates "process gone" from "loop stuck outside BLPOP".
 
-This check is the only thing a patrol writes to the broker.
+This check is the only thing a patrol writes to the broker, and it writes at most once: the
+push is sent once on a connection of its own, never retried (a retry after a timeout can land
+a second copy). A push whose fate is unknown (the connection dropped before the reply) is
+cleaned up by its unique envelope, every copy, before any verdict is given.
 """
 
 from __future__ import annotations
@@ -125,15 +128,16 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
                 f"timeout {format_duration(config.timeout)} leaves less than {GRACE_S:g}s of the "
                 f"patrol deadline {format_duration(deadline_s)}: nothing pushed"
             )
-        r = ctx.broker()
+        ctx.broker()
         ack_host = self._ack_host(ctx, config)  # refuse a bad ack setup before writing
         try:
             info = ctx.info()
-            kind = r.type(config.inbox)
+            kind = ctx.broker().type(config.inbox)
         except CheckError:
             raise
         except Exception as e:
             raise ctx.broker_error(e) from None
+        r = ctx.probe_broker()
         kind_text = kind.decode() if isinstance(kind, bytes) else str(kind)
         if kind_text not in ("list", "none"):
             raise CheckError(f"{config.inbox} is a {kind_text}, not a list: nothing pushed")
@@ -146,12 +150,14 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
         envelope = render_payload(config.payload, probe_id, time.time()).encode()
         from_head = config.push == "rpush"  # consumers pop the other end
         start = time.perf_counter()
-        try:
-            pushed = (
-                r.rpush(config.inbox, envelope) if from_head else r.lpush(config.inbox, envelope)
+        pushed, failure = self._push_once(r, "RPUSH" if from_head else "LPUSH", config, envelope)
+        if failure is not None:
+            if pushed is False:  # the broker answered with an error: nothing was written
+                raise ctx.broker_error(failure) from None
+            cleaned = self._clean_up(r, config.inbox, envelope)
+            raise CheckError(
+                f"{config.inbox}: push uncertain ({ctx.broker_error(failure).reason}); {cleaned}"
             )
-        except Exception as e:
-            raise ctx.broker_error(e) from None
         length = int(pushed)
         deadline = start + config.timeout
         window = length  # ours can only move towards the consumer's end
@@ -208,6 +214,39 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
         )
 
     # ------------------------------------------------------------ helpers (I/O)
+    @staticmethod
+    def _push_once(
+        r: Any, command: str, config: RaterProbeConfig, envelope: bytes
+    ) -> tuple[Any, Exception | None]:
+        """Send the push exactly once on a connection of the probe's client, bypassing the
+        client's retry. (reply, None) when it landed; (False, error) when the broker refused
+        it (nothing written); (None, error) when its fate is unknown."""
+        import redis
+
+        pool = r.connection_pool
+        conn = pool.get_connection()  # connecting may retry: nothing is sent yet
+        try:
+            conn.send_command(command, config.inbox, envelope)
+            return conn.read_response(), None
+        except redis.ResponseError as e:
+            return False, e
+        except Exception as e:
+            conn.disconnect()
+            return None, e
+        finally:
+            pool.release(conn)
+
+    @staticmethod
+    def _clean_up(r: Any, inbox: str, envelope: bytes) -> str:
+        """Remove every copy of our (unique) envelope after an uncertain push."""
+        try:
+            removed = int(r.lrem(inbox, 0, envelope))
+        except Exception:
+            return "COULD NOT check the inbox for it: look for it by its id"
+        if removed:
+            return f"removed again ({removed} cop{'y' if removed == 1 else 'ies'})"
+        return "it is not in the inbox (not pushed, or already taken)"
+
     @staticmethod
     def _position(
         r: Any, inbox: str, envelope: bytes, window: int, from_head: bool, has_lpos: bool
@@ -304,7 +343,7 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
             assert host is not None
             return self._await_log(ctx, config, probe_id, host, deadline)
         key = config.ack.split(":", 1)[1]
-        r = ctx.broker()
+        r = ctx.probe_broker()
         ident = probe_id.encode()
         try:
             while True:

@@ -130,7 +130,7 @@ class RoutesCheck(Check[RoutesConfig, "RouteFacts"]):
     @staticmethod
     def target_for(config: RoutesConfig, fleet: FleetConfig) -> str | None:
         """The address whose route each host looks up: configured, else the broker's."""
-        return config.target or broker_host(fleet.broker.url)
+        return config.target or fleet.broker.host
 
     def remote_commands(
         self, host: HostConfig, config: RoutesConfig, fleet: FleetConfig

@@ -21,7 +21,10 @@ Alertmanager, Nagios or Prometheus. (Appending `/fail` on a bad patrol would pag
 same fault, through two channels that resolve differently.)
 
 Both use the stdlib's urllib (environment proxies honoured, like curl); `user:password@` in a
-URL is sent as HTTP Basic auth (e.g. an Alertmanager behind a reverse proxy). Every failure raises
+URL is sent as HTTP Basic auth (e.g. an Alertmanager behind a reverse proxy). Redirects are
+never followed: urllib would turn a redirected POST into a GET without its body (Alertmanager
+answers 200 and the alerts are gone) and send the Authorization header to the new place; a
+redirect is a DeliveryError naming where it pointed (host only). Every failure raises
 DeliveryError with one line and no secrets: URLs are shown as scheme://host:port only, since
 userinfo, paths (healthchecks' UUIDs) and query strings may carry tokens.
 """
@@ -58,6 +61,8 @@ def redact(url: str) -> str:
         port = parts.port
     except ValueError:
         return "(unparsable URL)"
+    if not parts.scheme or not host:
+        return "(not an http:// URL)"
     if ":" in host:
         host = f"[{host}]"
     shown = f"{parts.scheme}://{host}" + (f":{port}" if port else "")
@@ -68,13 +73,11 @@ def redact(url: str) -> str:
 
 def check_url(url: str, what: str = "URL") -> None:
     """Raise DeliveryError unless `url` is an http(s) URL with a host (for early validation)."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 (raises ValueError on a bad port)
-    except ValueError:
-        raise DeliveryError(f"{what} {redact(url)}: not a valid URL") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise DeliveryError(f"{what} {redact(url)}: expected an http:// or https:// URL")
+    from fleetcheck.config import http_url_problem
+
+    problem = http_url_problem(url)
+    if problem is not None:
+        raise DeliveryError(f"{what}: {problem}")
 
 
 def _iso(moment: datetime) -> str:
@@ -178,6 +181,18 @@ def _split_userinfo(url: str) -> tuple[str, str | None]:
     return urllib.parse.urlunsplit(parts._replace(netloc=hostport)), f"Basic {token}"
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Refuse every redirect: the 3xx reaches the caller as an HTTPError."""
+
+    def redirect_request(
+        self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
 def _request(
     what: str, url: str, data: bytes | None, timeout: float, headers: dict[str, str]
 ) -> None:
@@ -191,9 +206,15 @@ def _request(
     for key, value in headers.items():
         request.add_header(key, value)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with _OPENER.open(request, timeout=timeout) as response:
             response.read(65536)
     except urllib.error.HTTPError as e:
+        if 300 <= e.code < 400:
+            target = urllib.parse.urljoin(url, e.headers.get("Location") or "")
+            raise DeliveryError(
+                f"{what} {shown}: HTTP {e.code} redirect to {redact(target)} not followed "
+                "(a redirected POST loses its body): configure the final URL"
+            ) from None
         detail = ""
         try:
             body = e.read(2048).decode("utf-8", "replace")

@@ -157,10 +157,16 @@ def run(
         Path | None, Opt("--textfile", help="Also write Prometheus metrics here (atomic).")
     ] = None,
     alertmanager: Annotated[
-        str | None, Opt("--alertmanager", help="Alertmanager base URL to push alerts to.")
+        list[str] | None,
+        Opt(
+            "--alertmanager",
+            help="Alertmanager base URL to push alerts to (repeatable: every one gets every "
+            "alert). Else [outputs] alertmanager / alertmanager_env.",
+        ),
     ] = None,
     heartbeat: Annotated[
-        str | None, Opt("--heartbeat", help="URL to ping after each patrol.")
+        str | None,
+        Opt("--heartbeat", help="URL to ping after each patrol (else [outputs] heartbeat)."),
     ] = None,
     shard: Annotated[
         str | None, Opt("--shard", help="I/N: check only this share of the hosts.")
@@ -187,13 +193,19 @@ def run(
         raise UsageFailure(str(e)) from None
     if rounds is not None and interval is None:
         raise UsageFailure("--rounds goes with --every")
+    try:
+        am_urls, beat_url, text_path = patrol.resolve_outputs(
+            fleet, alertmanager, heartbeat, textfile
+        )
+    except patrol.OutputError as e:
+        raise UsageFailure(str(e)) from None
     default_state, default_history = state_mod.default_paths(fleet.path)
     outputs = patrol.Outputs(
         state=None if no_state else (state or default_state),
         history=history if history or no_state else default_history,
-        textfile=textfile,
-        alertmanager=alertmanager,
-        heartbeat=heartbeat,
+        textfile=text_path,
+        alertmanager=am_urls,
+        heartbeat=beat_url,
     )
     fmt = output_format(format)
 
@@ -255,9 +267,19 @@ def config_check(
     from fleetcheck.transport.redis import redact_url
 
     print(f"config: {fleet.path}: valid")
+    b = fleet.broker
+    where = redact_url(b.url) if b.url else b.address
+    extra = [f"user {b.username}"] if b.username else []
+    if b.password_env:
+        extra.append(f"password from ${b.password_env}")
+    elif b.password_file:
+        extra.append(f"password from {b.password_file}")
+    if b.ca_file:
+        extra.append(f"CA {b.ca_file}")
     print(
-        f"broker: {redact_url(fleet.broker.url)} (connect timeout "
-        f"{format_duration(fleet.broker.connect_timeout)})"
+        f"broker: {where} (connect timeout {format_duration(b.connect_timeout)}"
+        + "".join(f", {x}" for x in extra)
+        + ")"
     )
     print(
         f"patrol: every {format_duration(fleet.patrol.every)}, deadline "
@@ -368,6 +390,7 @@ def timer_cmd(
             raise UsageFailure(f"--every: {e}") from None
         if interval < 1:
             raise UsageFailure(f"--every {every}: must be at least 1s")
+    check_run_args(fleet, list(run_args or []))
     units = timer.build(fleet.path, interval, fleet.patrol.deadline, name, list(run_args or []))
     if not install:
         print(f"# /etc/systemd/system/{units.service_file}")
@@ -384,6 +407,37 @@ def timer_cmd(
     for path in paths:
         print(f"wrote {path}")
     print(f"now run: systemctl daemon-reload && systemctl enable --now {units.timer_file}")
+
+
+def check_run_args(fleet: FleetConfig, args: list[str]) -> None:
+    """Parse `fleetcheck run` options exactly as `run` will (typos, values, output targets),
+    so `timer` never writes a unit that fails at its first activation."""
+    from fleetcheck import patrol
+
+    command = typer.main.get_command(app)
+    run_command = command.commands["run"]  # type: ignore[attr-defined]
+    try:
+        ctx = run_command.make_context("run", list(args))
+    except Exception as e:
+        message = e.format_message() if _is_click_error(e) else e  # type: ignore[attr-defined]
+        raise UsageFailure(f"run options after --: {message}") from None
+    params = ctx.params
+    for loop in ("every", "rounds"):
+        if params.get(loop) is not None:
+            raise UsageFailure(
+                f"run options after --: --{loop} would keep the oneshot service running: "
+                "the timer schedules the rounds (use timer --every)"
+            )
+    if params.get("config"):
+        raise UsageFailure(
+            "run options after --: --config is timer's own option (put it before --)"
+        )
+    try:
+        patrol.resolve_outputs(
+            fleet, params.get("alertmanager"), params.get("heartbeat"), params.get("textfile")
+        )
+    except patrol.OutputError as e:
+        raise UsageFailure(f"run options after --: {e}") from None
 
 
 @app.command("probe-rater")
@@ -427,6 +481,14 @@ def reap_live(
         str | None, typer.Option("--max-age", help="Stale past this age (default: config, 900s).")
     ] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Delete (default: dry run).")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Delete even when the guard refuses (more than half the hash, started_field "
+            "in no entry, max_age below the match wall).",
+        ),
+    ] = False,
     key: Annotated[str | None, typer.Option("--key", help="The live hash's key.")] = None,
     keep_malformed: Annotated[
         bool, typer.Option("--keep-malformed", help="Leave entries without a start time.")
@@ -448,7 +510,13 @@ def reap_live(
         if age <= 0:
             raise UsageFailure("--max-age: must be longer than 0s")
     code = reap_live_command(
-        fleet, key=key, max_age=age, apply=apply, keep_malformed=keep_malformed, show=show
+        fleet,
+        key=key,
+        max_age=age,
+        apply=apply,
+        force=force,
+        keep_malformed=keep_malformed,
+        show=show,
     )
     raise typer.Exit(code)
 
@@ -458,31 +526,33 @@ def fail(message: str) -> NoReturn:
     sys.exit(EXIT_USAGE)
 
 
-def main() -> None:
-    try:  # typer >= 0.20 vendors click; older ones depend on it
-        from typer._click.exceptions import ClickException, UsageError
-    except ImportError:  # pragma: no cover
-        from click.exceptions import ClickException, UsageError  # type: ignore[no-redef]
+def _is_click_error(e: Exception) -> bool:
+    """click's own exceptions (ClickException and its UsageError) by their public shape:
+    typer vendors click in a private module, and we do not import private modules."""
+    return (
+        callable(getattr(e, "show", None))
+        and callable(getattr(e, "format_message", None))
+        and isinstance(getattr(e, "exit_code", None), int)
+    )
 
+
+def main() -> None:
     try:
         rv = app(standalone_mode=False)
     except UsageFailure as e:
         fail(str(e))
-    except UsageError as e:
-        e.show()
-        sys.exit(EXIT_USAGE)
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except typer.Abort:
         print("fleetcheck: interrupted", file=sys.stderr)
         sys.exit(130)
-    except ClickException as e:
-        e.show()
-        sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
         print("fleetcheck: interrupted", file=sys.stderr)
         sys.exit(130)
     except Exception as e:
+        if _is_click_error(e):  # a usage error found by click (bad option, bad value)
+            e.show()  # type: ignore[attr-defined]
+            sys.exit(EXIT_USAGE)
         if _state["debug"] or os.environ.get("FLEETCHECK_DEBUG"):
             raise
         fail(f"internal error: {type(e).__name__}: {e} (run with --debug for a traceback)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 import types
 import typing
@@ -40,19 +41,137 @@ class InvalidValue(ValueError):
         self.message = message
 
 
+SAFE_NAME = re.compile(r"[A-Za-z0-9._:@-]+")
+"""Host and check names: they end up in Nagios status lines (where `|` starts the perfdata),
+Prometheus and Alertmanager labels, file names and shell-quoted fragments."""
+SAFE_NAME_TEXT = "letters, digits, '.', '_', '-', ':' and '@'"
+URL_SCHEMES = {"redis": "redis", "rediss": "rediss", "unix": "unix"}
+URL_ALIASES = {"valkey": "redis", "valkeys": "rediss"}  # what Valkey's own clients accept
+RESERVED_IN_USERINFO = "/?#[]@"
+
+
+def check_port(key: str, port: int | None) -> None:
+    if port is not None and not 1 <= port <= 65535:
+        raise InvalidValue(key, f"port {port} is out of range (1-65535)")
+
+
+def normalise_broker_url(url: str, key: str = "url") -> str:
+    """The URL with its scheme lower-cased and Valkey's aliases mapped (valkey:// is redis://,
+    valkeys:// is rediss://); InvalidValue otherwise. No message ever repeats the URL's
+    userinfo: a password typed into the URL must not reach cron mail or the journal."""
+    m = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", url)
+    if not m:
+        raise InvalidValue(
+            key,
+            "not a broker URL: expected redis://HOST:PORT/DB, rediss:// (TLS), "
+            "valkey://, valkeys:// or unix:///PATH",
+        )
+    given = m.group(1)
+    scheme = URL_ALIASES.get(given.lower(), given.lower())
+    if scheme not in URL_SCHEMES:
+        raise InvalidValue(
+            key,
+            f"unsupported scheme {given}://: use redis://, rediss:// (TLS), valkey://, "
+            "valkeys:// or unix://",
+        )
+    rest = url[m.end() :]
+    if "@" in rest:
+        userinfo = rest.rsplit("@", 1)[0]
+        if any(c in userinfo for c in RESERVED_IN_USERINFO) or any(
+            c.isspace() or ord(c) < 32 for c in userinfo
+        ):
+            raise InvalidValue(
+                key,
+                "the user name or password holds a character that must be percent-encoded "
+                "(/ as %2F, ? as %3F, # as %23, @ as %40, [ ] as %5B %5D), or move the "
+                "password to password_env or password_file",
+            )
+        if re.search(r"%(?![0-9A-Fa-f]{2})", userinfo):
+            raise InvalidValue(
+                key, "the user name or password has a '%' not followed by two hex digits"
+            )
+    normal = f"{scheme}://{rest}"
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(normal)
+        port = parts.port
+    except ValueError:
+        raise InvalidValue(key, "the port is not a number between 1 and 65535") from None
+    if scheme == "unix":
+        if not parts.path:
+            raise InvalidValue(
+                key, "a unix:// URL needs the socket's path (unix:///run/redis.sock)"
+            )
+        return normal
+    if not parts.hostname:
+        raise InvalidValue(key, "no host name")
+    if port is not None:
+        check_port(key, port)
+    db = parts.path.strip("/")
+    if db and not db.isdigit():
+        raise InvalidValue(key, "the path must be a database number (/0)")
+    return normal
+
+
 @dataclass(frozen=True)
 class BrokerConfig:
-    url: str
+    url: str | None = None  # required unless sentinels are given
+    username: str | None = None  # ACL user (or in the URL: redis://USER:PASSWORD@host)
     password_env: str | None = None
+    password_file: str | None = None
     connect_timeout: Duration = 3.0
     socket_timeout: Duration = 5.0
     retries: int = 1
     protocol: int = 2
     client_name: str = "fleetcheck"
+    ca_file: str | None = None  # rediss://: the CA that signed the broker's certificate
+    cert_file: str | None = None  # rediss://: client certificate (mutual TLS)
+    key_file: str | None = None  # rediss://: its private key
+    check_hostname: bool = True  # rediss://: the certificate must name the host in the URL
+    sentinels: tuple[str, ...] = ()  # "host:26379" each: ask them for the current master
+    service: str | None = None  # the master's name at the sentinels
 
     def __post_init__(self) -> None:
-        if not self.url.startswith(("redis://", "rediss://", "unix://")):
-            raise InvalidValue("url", f"{self.url!r} is not a redis://, rediss:// or unix:// URL")
+        if self.sentinels:
+            if self.url is not None:
+                raise InvalidValue("url", "give either url or sentinels, not both")
+            if not self.service:
+                raise InvalidValue("service", "sentinels need service (the master's name)")
+            for s in self.sentinels:
+                host, sep, port = s.rpartition(":")
+                if not sep or not host or not port.isdigit():
+                    raise InvalidValue("sentinels", f"{s!r}: expected HOST:PORT")
+                check_port("sentinels", int(port))
+        else:
+            if self.url is None:
+                raise InvalidValue("url", "missing (required)")
+            if self.service is not None:
+                raise InvalidValue("service", "goes with sentinels")
+            object.__setattr__(self, "url", normalise_broker_url(self.url))
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.url or "")
+        if self.username is not None and parts.username:
+            raise InvalidValue("username", "given both here and in url: keep one")
+        sources = [k for k in ("password_env", "password_file") if getattr(self, k)]
+        if parts.password is not None:
+            sources.insert(0, "url")
+        if len(sources) > 1:
+            raise InvalidValue(
+                sources[1], f"password given both in {sources[0]} and here: keep one"
+            )
+        tls = parts.scheme == "rediss"
+        for key in ("ca_file", "cert_file", "key_file"):
+            if getattr(self, key) is not None and not tls:
+                raise InvalidValue(key, "goes with a rediss:// (or valkeys://) url")
+        if (self.cert_file is None) != (self.key_file is None):
+            raise InvalidValue(
+                "key_file" if self.key_file is None else "cert_file",
+                "cert_file and key_file go together",
+            )
+        if not re.fullmatch(r"[!-~]{1,64}", self.client_name):
+            raise InvalidValue("client_name", "1-64 printable characters without spaces")
         if self.protocol not in (2, 3):
             raise InvalidValue("protocol", "must be 2 (RESP2) or 3 (RESP3)")
         if not 0 <= self.retries <= 5:
@@ -60,6 +179,83 @@ class BrokerConfig:
         for key in ("connect_timeout", "socket_timeout"):
             if getattr(self, key) <= 0:
                 raise InvalidValue(key, "must be longer than 0s")
+
+    @property
+    def address(self) -> str:
+        """Where the broker is, for messages: host:port, the socket path, or the sentinel
+        service. Never includes credentials."""
+        if self.sentinels:
+            return f"{self.service} (via sentinels {', '.join(self.sentinels)})"
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.url or "")
+        if parts.scheme == "unix":
+            return parts.path
+        host = parts.hostname or "?"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"{host}:{parts.port or 6379}"
+
+    @property
+    def host(self) -> str | None:
+        """The broker's host name or address (None for a socket or sentinel-managed)."""
+        if not self.url or self.url.startswith("unix://"):
+            return None
+        from urllib.parse import urlsplit
+
+        return urlsplit(self.url).hostname
+
+
+@dataclass(frozen=True)
+class OutputsConfig:
+    """Where each patrol's results go besides stdout. Each URL may instead come from an
+    environment variable (`*_env`) so tokens stay out of argv, `ps` and unit files."""
+
+    alertmanager: tuple[str, ...] = ()  # base URLs; every one gets every alert (a cluster)
+    alertmanager_env: tuple[str, ...] = ()  # names of env vars holding such URLs
+    heartbeat: str | None = None  # URL to GET after each completed patrol
+    heartbeat_env: str | None = None
+    textfile: str | None = None  # node_exporter textfile collector file (.prom)
+
+    def __post_init__(self) -> None:
+        for i, url in enumerate(self.alertmanager):
+            problem = http_url_problem(url)
+            if problem:
+                raise InvalidValue(f"alertmanager[{i}]", problem)
+        if self.heartbeat is not None:
+            problem = http_url_problem(self.heartbeat)
+            if problem:
+                raise InvalidValue("heartbeat", problem)
+        if self.heartbeat is not None and self.heartbeat_env is not None:
+            raise InvalidValue("heartbeat_env", "give heartbeat or heartbeat_env, not both")
+        for key in ("alertmanager_env", "heartbeat_env"):
+            value = getattr(self, key)
+            for name in value if isinstance(value, tuple) else [value] if value else []:
+                if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                    raise InvalidValue(key, f"{name!r} is not an environment variable name")
+        if self.textfile is not None and not self.textfile.endswith(".prom"):
+            raise InvalidValue("textfile", "must end in .prom (node_exporter reads only those)")
+
+
+def http_url_problem(url: str) -> str | None:
+    """Why `url` is not an http(s) URL with a host (None when it is). Never repeats the URL:
+    its userinfo, path and query may carry tokens."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises ValueError on a bad port)
+    except ValueError:
+        return "not a valid URL (bad host or port)"
+    if not parts.scheme:
+        return "no scheme: write it as http://HOST:PORT/... or https://..."
+    if parts.scheme.lower() not in ("http", "https"):
+        return f"unsupported scheme {parts.scheme}://: use http:// or https://"
+    if not parts.hostname:
+        return "no host name"
+    if any(ord(c) < 33 for c in url):
+        return "contains spaces or control characters"
+    return None
 
 
 @dataclass(frozen=True)
@@ -84,6 +280,7 @@ class SshConfig:
         return (kh,) if isinstance(kh, str) else kh
 
     def __post_init__(self) -> None:
+        check_port("port", self.port)
         if not self.known_hosts_files:
             raise InvalidValue("known_hosts", "must name at least one file")
         for key in ("connect_timeout", "command_timeout"):
@@ -136,7 +333,7 @@ class LogSpec:
     max_error_lines: int | None = None  # WARN when more error lines than this are in the tail
     tail_bytes: int = 65536
     max_error_rate: float = 10.0  # WARN past this many error lines per minute; 0 turns it off
-    time_field: str | None = None  # JSON lines: the field holding the time, tried first
+    time_field: str | None = None  # JSON lines: the one field holding the time (dotted ok)
     journal: str | None = None  # a systemd unit, e.g. "worker.service"
     journal_match: tuple[str, ...] = ()  # journalctl matches, e.g. "SYSLOG_IDENTIFIER=rater"
     journal_dir: str | None = None  # journalctl --directory (journals kept elsewhere)
@@ -262,6 +459,9 @@ class HostConfig:
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip():
             raise InvalidValue("name", "must not be empty")
+        if not SAFE_NAME.fullmatch(self.name):
+            raise InvalidValue("name", f"{self.name!r}: use only {SAFE_NAME_TEXT}")
+        check_port("port", self.port)
         if self.min_clients < 0:
             raise InvalidValue("min_clients", "must be 0 or more")
         if self.tz is not None and self.tz != "auto":
@@ -301,6 +501,7 @@ class FleetConfig:
     patrol: PatrolConfig
     hosts: tuple[HostConfig, ...]
     checks: Mapping[str, Any] = field(default_factory=dict)
+    outputs: OutputsConfig = field(default_factory=OutputsConfig)
 
     def host(self, name: str) -> HostConfig:
         for h in self.hosts:
@@ -454,18 +655,19 @@ def load(path: Path | str, check_config_type: CheckConfigLookup) -> FleetConfig:
 
 
 def from_dict(data: dict[str, Any], file: str, check_config_type: CheckConfigLookup) -> FleetConfig:
-    known = {"broker", "ssh", "patrol", "hosts", "checks"}
+    known = {"broker", "ssh", "patrol", "hosts", "checks", "outputs"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(
             f"{file}: {unknown[0]}: unknown top-level key (known: broker, ssh, patrol, hosts, "
-            "checks)"
+            "checks, outputs)"
         )
     if "broker" not in data:
         raise ConfigError(f"{file}: [broker] url: missing (required)")
     broker = build(BrokerConfig, data["broker"], file, "broker")
     ssh = build(SshConfig, data.get("ssh", {}), file, "ssh")
     patrol = build(PatrolConfig, data.get("patrol", {}), file, "patrol")
+    outputs = build(OutputsConfig, data.get("outputs", {}), file, "outputs")
     raw_hosts = data.get("hosts", [])
     if not isinstance(raw_hosts, list):
         raise ConfigError(f"{file}: hosts: expected an array of tables ([[hosts]])")
@@ -473,7 +675,8 @@ def from_dict(data: dict[str, Any], file: str, check_config_type: CheckConfigLoo
     seen: dict[str, int] = {}
     for i, h in enumerate(raw_hosts):
         label = f"hosts[{i}]"
-        if isinstance(h, dict) and isinstance(h.get("name"), str):
+        name = h.get("name") if isinstance(h, dict) else None
+        if isinstance(name, str) and SAFE_NAME.fullmatch(name):
             label = f"hosts[{i}] {h['name']}"
         host = build(HostConfig, h, file, label)
         if host.name in seen:
@@ -488,10 +691,18 @@ def from_dict(data: dict[str, Any], file: str, check_config_type: CheckConfigLoo
         raise ConfigError(f"{file}: checks: expected a table ([checks.NAME])")
     checks: dict[str, Any] = {}
     for name, table in raw_checks.items():
+        if not SAFE_NAME.fullmatch(name):
+            raise ConfigError(f"{file}: [checks.{name!r}]: a check name uses only {SAFE_NAME_TEXT}")
         cfg_type = check_config_type(name)
         if cfg_type is None:
             raise ConfigError(f"{file}: [checks.{name}]: unknown check (see `fleetcheck checks`)")
         checks[name] = build(cfg_type, table, file, f"checks.{name}")
     return FleetConfig(
-        path=file, broker=broker, ssh=ssh, patrol=patrol, hosts=tuple(hosts), checks=checks
+        path=file,
+        broker=broker,
+        ssh=ssh,
+        patrol=patrol,
+        hosts=tuple(hosts),
+        checks=checks,
+        outputs=outputs,
     )

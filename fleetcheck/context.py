@@ -7,10 +7,11 @@ each per patrol and closes them all at the end (also when the deadline cut the p
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -25,6 +26,17 @@ if TYPE_CHECKING:
     from fleetcheck.parse.clientlist import Client
 
 T = TypeVar("T")
+
+
+class BrokerRefused(CheckError):
+    """The broker answered but refused to serve us (max clients, LOADING, BUSY, MISCONF, OOM):
+    the failure itself, which the `broker` row reports as CRIT; every other broker row says it
+    could not look because of it. `kind` is the cause's short name."""
+
+    def __init__(self, cause: str, kind: str) -> None:
+        super().__init__(f"could not look: {cause}")
+        self.cause = cause
+        self.kind = kind
 
 
 def utcnow() -> datetime:
@@ -71,9 +83,12 @@ class PatrolContext:
         fleet: FleetConfig,
         fragments: Callable[[HostConfig], dict[str, str]] | None = None,
         clock: Callable[[], datetime] = utcnow,
+        carried: Mapping[str, Any] | None = None,
         keeper: Any = None,
     ) -> None:
         self.fleet = fleet
+        self._carried = carried or {}
+        self.master: tuple[str, int] | None = None  # the master the sentinels named
         self.clock = clock
         self.started = clock()
         self._fragments = fragments or (lambda host: {})
@@ -81,13 +96,13 @@ class PatrolContext:
         self._memo: dict[Any, tuple[bool, Any]] = {}
         self._memo_locks: dict[Any, threading.Lock] = {}
         self._shells: dict[str, Shell] = {}
+        self._redis: list[redis.Redis] = []
         self._pinned: set[str] = set()  # shells handed out by shell(): kept to the end
         self._ssh: Any = None  # the patrol's ssh Connector, made on first use
         # SSH connections kept between rounds (fleetcheck.transport.keep.Keeper), or None
         self._keeper = keeper
         self._from_keeper: set[str] = set()  # hosts whose shell this round came from it
         self._healthy: dict[str, bool] = {}  # host -> its exec finished in time
-        self._redis: redis.Redis | None = None
         self.closed = False
         self.deadline_at: float | None = None  # monotonic end of the patrol (runner sets it)
 
@@ -117,32 +132,79 @@ class PatrolContext:
             self._memo[key] = outcome
         return outcome
 
+    # ------------------------------------------------------------ memory
+    def carried(self, check: str, host: HostConfig | None) -> dict[str, Any] | None:
+        """What this row's previous round left for this one (counters, last seen limits), from
+        the state file; None without state or on the first round."""
+        value = self._carried.get(f"{check}|{host.name if host else ''}")
+        return dict(value) if isinstance(value, dict) else None
+
     # ------------------------------------------------------------ broker
     def broker(self) -> redis.Redis:
-        """The patrol's broker client, known to answer PING. An unreachable broker raises the
-        same CheckError for every caller, so every broker-side row gives one reason."""
+        """The patrol's broker client over its one connection, known to answer PING. An
+        unreachable or refusing broker raises the same CheckError for every caller, so every
+        broker-side row gives one reason (BrokerRefused when the broker refuses to serve)."""
         return self.once("broker", self._connect_redis)
 
-    def _connect_redis(self) -> redis.Redis:
-        from fleetcheck.transport.redis import broker_address, connect, describe_error
+    def probe_broker(self) -> redis.Redis:
+        """A second connection, for the rater probe alone (named CLIENT_NAME-probe): its
+        latency is measured on it, so it must not queue behind another check's HSCAN pass on
+        the shared one. Opened only when the probe runs."""
+        self.broker()  # the shared connection answers (or its error is everyone's)
+        return self.once("probe_broker", lambda: self._connect_redis(probe=True))
+
+    def _connect_redis(self, probe: bool = False) -> redis.Redis:
+        from fleetcheck.transport.redis import (
+            BrokerSetupError,
+            connect,
+            describe_error,
+            discover_master,
+            refusal,
+        )
 
         cfg = self.fleet.broker
-        client = connect(cfg)
+        where = cfg.address
+        try:
+            if cfg.sentinels and self.master is None:
+                self.master = discover_master(cfg)
+        except Exception as e:
+            raise CheckError(
+                f"broker {where}: no master from the sentinels: {describe_error(e, cfg)}"
+            ) from None
+        if self.master is not None:
+            where = f"{self.master[0]}:{self.master[1]} (master of {cfg.service})"
+        try:
+            client = connect(
+                cfg,
+                pool_timeout=self.fleet.patrol.deadline,
+                client_name=f"{cfg.client_name}-probe" if probe else None,
+                master=self.master,
+            )
+        except BrokerSetupError as e:
+            raise CheckError(f"broker {where}: {e}") from None
         with self._lock:
-            self._redis = client
+            self._redis.append(client)
         try:
             client.ping()
         except Exception as e:
             client.close()
-            raise CheckError(
-                f"broker {broker_address(cfg.url)} unreachable: {describe_error(e, cfg)}"
-            ) from None
+            refused = refusal(e)
+            if refused is not None:
+                raise BrokerRefused(f"broker {where} {refused[1]}", refused[0]) from None
+            why = describe_error(e, cfg)
+            if cfg.password_env and not os.environ.get(cfg.password_env):
+                why += f" (password_env {cfg.password_env} is not set)"
+            raise CheckError(f"broker {where} unreachable: {why}") from None
         return client
 
     def broker_error(self, e: Exception) -> CheckError:
-        """A redis-py error as a one-line, secret-free CheckError."""
-        from fleetcheck.transport.redis import describe_error
+        """A redis-py error as a one-line, secret-free CheckError (BrokerRefused when the
+        broker refuses to serve: busy, loading, MISCONF, out of memory)."""
+        from fleetcheck.transport.redis import describe_error, refusal
 
+        refused = refusal(e)
+        if refused is not None:
+            return BrokerRefused(f"broker {self.fleet.broker.address} {refused[1]}", refused[0])
         return CheckError(describe_error(e, self.fleet.broker))
 
     def client_list(self) -> list[Client]:
@@ -160,15 +222,15 @@ class PatrolContext:
             except Exception as e:
                 raise self.broker_error(e) from None
             clients = parse_client_list(raw)
-            # ours: this connection, and its siblings in the client's pool (broker lanes run
-            # at once, so INFO or a scan may hold a second connection right now): same name,
+            # ours: this connection, and its sibling the rater probe's (NAME-probe), from the
             # same source address. Left in, they read as "an address no host claims".
             own = next((c for c in clients if c.id == own_id), None)
+            ours = {own.name, f"{own.name}-probe"} if own is not None and own.name else set()
             return [
                 c
                 for c in clients
                 if c.id != own_id
-                and not (own is not None and own.name and (c.name, c.host) == (own.name, own.host))
+                and not (own is not None and c.name in ours and c.host == own.host)
             ]
 
         return self.once("client_list", fetch)
@@ -360,7 +422,7 @@ class PatrolContext:
         with self._lock:
             self.closed = True
             shells = list(self._shells.values())
-            client = self._redis
+            clients = list(self._redis)
             conn = self._ssh
         for shell in shells:
             try:
@@ -369,7 +431,7 @@ class PatrolContext:
                 pass
         if conn is not None:
             conn.close()
-        if client is not None:
+        for client in clients:
             try:
                 client.close()
             except Exception:

@@ -1,5 +1,7 @@
 """Each patrol appended as one JSON line, so `fleetcheck history` can show when a machine went
-dark. Rotated by size (one older file kept) so a timer running for months stays bounded."""
+dark. Rotated by size (one older file kept) so a timer running for months stays bounded.
+Rotation and append happen under a lock (and, from a patrol with state, under the state
+lock too), so two overlapping runs never both rotate; the files are private (0600)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,19 @@ MAX_BYTES = 10 * 1024 * 1024
 
 
 def append(report: Report, path: Path, max_bytes: int = MAX_BYTES) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    import fcntl
+
+    from fleetcheck.state import private_open
+
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with private_open(path.with_name(path.name + ".lock")) as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _append(report, path, max_bytes)
+
+
+def _append(report: Report, path: Path, max_bytes: int) -> None:
+    from fleetcheck.state import private_open
+
     try:
         if path.stat().st_size >= max_bytes:
             os.replace(path, path.with_name(path.name + ".1"))
@@ -32,7 +46,7 @@ def append(report: Report, path: Path, max_bytes: int = MAX_BYTES) -> None:
             for r in report.results
         ],
     }
-    with open(path, "a", encoding="utf-8") as f:
+    with private_open(path) as f:
         f.write(json.dumps(line, separators=(",", ":")) + "\n")
 
 

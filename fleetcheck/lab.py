@@ -35,11 +35,17 @@ REGISTRY = Path("/run/fleetcheck-lab")
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 
 
+def server_binary() -> str:
+    """The broker the lab runs: $FLEETCHECK_REDIS_SERVER (a path or name: CI's server matrix
+    sets it to Valkey's valkey-server), else Debian's redis-server."""
+    return os.environ.get("FLEETCHECK_REDIS_SERVER") or "redis-server"
+
+
 def missing_prerequisites(netns: bool = True) -> list[str]:
     """What this machine lacks for a lab (with namespaces and sshd, or loopback-only)."""
     missing = []
-    if shutil.which("redis-server") is None:
-        missing.append("redis-server")
+    if shutil.which(server_binary()) is None:
+        missing.append(server_binary())
     if not netns:
         return missing
     if os.geteuid() != 0:
@@ -310,7 +316,7 @@ class Lab:
         rdir.mkdir()
         proc = self.spawn(
             [
-                "redis-server",
+                server_binary(),
                 "--port",
                 str(self.redis_port),
                 "--bind",

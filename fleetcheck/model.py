@@ -65,6 +65,9 @@ class Result:
     bad_rounds: int = 0  # consecutive rounds not OK, this one included
     alerting: bool | None = None  # None: no state used (then: alert when not OK)
     flapping: bool = False  # changed status often in the recent rounds
+    # What the next round's probe of this row gets back (counters to judge by their increase,
+    # limits last seen); kept in the state file, never rendered
+    carry: dict[str, Any] | None = None
 
     @property
     def should_alert(self) -> bool:

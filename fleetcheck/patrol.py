@@ -8,10 +8,11 @@ remember (state), then record (history), then feed the monitoring stack. A faili
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.model import Report
 from fleetcheck.runner import Planned, run_patrol
-from fleetcheck.state import Memory, remember
+from fleetcheck.state import Memory, StateFile, carried, remember
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,70 @@ class Outputs:
     state: Path | None = None
     history: Path | None = None
     textfile: Path | None = None
-    alertmanager: str | None = None
+    alertmanager: tuple[str, ...] = ()  # every URL gets every alert (an Alertmanager cluster)
     heartbeat: str | None = None
+
+
+class OutputError(ValueError):
+    """An output target that cannot work, named by its option or key (a usage error, exit 3:
+    under a timer a dead alert path must fail the unit, not warn after every patrol)."""
+
+
+def resolve_outputs(
+    fleet: FleetConfig,
+    alertmanager: list[str] | None = None,
+    heartbeat: str | None = None,
+    textfile: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[tuple[str, ...], str | None, Path | None]:
+    """(alertmanager URLs, heartbeat URL, textfile) from the command line, else [outputs]
+    (its *_env variables read now), each checked before any patrol starts. Raises OutputError
+    naming the option or key; never the URL itself (tokens live in URLs)."""
+    from fleetcheck.config import http_url_problem
+
+    env = os.environ if environ is None else environ
+    cfg = fleet.outputs
+    urls: list[tuple[str, str]] = []  # (where it came from, url)
+    if alertmanager:
+        urls += [("--alertmanager", u) for u in alertmanager]
+    else:
+        urls += [(f"[outputs] alertmanager[{i}]", u) for i, u in enumerate(cfg.alertmanager)]
+        for name in cfg.alertmanager_env:
+            urls.append(
+                (f"[outputs] alertmanager_env {name}", _from_env(env, name, "alertmanager_env"))
+            )
+    beat: tuple[str, str] | None = None
+    if heartbeat is not None:
+        beat = ("--heartbeat", heartbeat)
+    elif cfg.heartbeat is not None:
+        beat = ("[outputs] heartbeat", cfg.heartbeat)
+    elif cfg.heartbeat_env is not None:
+        beat = (
+            f"[outputs] heartbeat_env {cfg.heartbeat_env}",
+            _from_env(env, cfg.heartbeat_env, "heartbeat_env"),
+        )
+    for where, url in urls + ([beat] if beat else []):
+        problem = http_url_problem(url)
+        if problem is not None:
+            raise OutputError(f"{where}: {problem}")
+    target = textfile if textfile is not None else (Path(cfg.textfile) if cfg.textfile else None)
+    if target is not None:
+        where = "--textfile" if textfile is not None else "[outputs] textfile"
+        directory = target.expanduser().parent
+        if not directory.is_dir():
+            raise OutputError(f"{where} {target}: directory {directory} does not exist")
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise OutputError(f"{where} {target}: directory {directory} is not writable")
+        if target.is_dir():
+            raise OutputError(f"{where} {target}: is a directory")
+    return tuple(u for _, u in urls), beat[1] if beat else None, target
+
+
+def _from_env(env: Mapping[str, str], name: str, key: str) -> str:
+    value = env.get(name, "").strip()
+    if not value:
+        raise OutputError(f"[outputs] {key} {name}: not set in the environment")
+    return value
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -60,14 +123,20 @@ def warn(message: str) -> None:
 def one_round(
     fleet: FleetConfig, items: list[Planned], outputs: Outputs, keeper: Any = None
 ) -> Report:
-    report = run_patrol(fleet, items, keeper=keeper)
     memory = Memory(fleet.patrol.fail_after, fleet.patrol.flap_changes, fleet.patrol.flap_window)
+    previous: dict[str, Any] = {}
     if outputs.state is not None:
         try:
-            report = remember(report, outputs.state, memory)
-        except OSError as e:
-            warn(f"state file {outputs.state}: {e.strerror or e}")
-    if outputs.history is not None:
+            previous = carried(StateFile(outputs.state).read())
+        except Exception as e:  # state never costs a patrol: it only loses its memory
+            warn(f"state file {outputs.state}: {_why(e)}")
+    report = run_patrol(fleet, items, carried=previous, keeper=keeper)
+    if outputs.state is not None:
+        try:
+            report = remember(report, outputs.state, memory, outputs.history)
+        except Exception as e:
+            warn(f"state file {outputs.state}: {_why(e)}")
+    elif outputs.history is not None:
         from fleetcheck import history
 
         try:
@@ -81,17 +150,16 @@ def one_round(
             prometheus.write_textfile(report, str(outputs.textfile))
         except OSError as e:
             warn(f"textfile {outputs.textfile}: {e.strerror or e}")
-    if outputs.alertmanager is not None:
+    if outputs.alertmanager:
         from fleetcheck import alerting
 
-        try:
-            # firing alerts lapse by themselves three patrol intervals after the last
-            # confirmation, so a dead fleetcheck never leaves them firing forever
-            alerting.push_alerts(
-                outputs.alertmanager, report, expires_after=max(300.0, 3 * fleet.patrol.every)
-            )
-        except alerting.DeliveryError as e:
-            warn(str(e))
+        for url in outputs.alertmanager:
+            try:
+                # firing alerts lapse by themselves three patrol intervals after the last
+                # confirmation, so a dead fleetcheck never leaves them firing forever
+                alerting.push_alerts(url, report, expires_after=max(300.0, 3 * fleet.patrol.every))
+            except alerting.DeliveryError as e:
+                warn(str(e))
     if outputs.heartbeat is not None:
         from fleetcheck import alerting
 
@@ -100,6 +168,12 @@ def one_round(
         except alerting.DeliveryError as e:
             warn(str(e))
     return report
+
+
+def _why(e: Exception) -> str:
+    if isinstance(e, OSError):
+        return str(e.strerror or e)
+    return f"{type(e).__name__}: {e}"
 
 
 def repeat(

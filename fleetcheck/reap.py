@@ -699,12 +699,55 @@ def jsonable_oldest(scan: LiveScan) -> list[dict[str, Any]]:
     return [{"id": n, "started_at": s, "owner": o} for s, n, o in scan.oldest]
 
 
+MATCH_WALL = 600.0  # FIELD-NOTES 1: every match has a hard 600 s wall
+MAX_SHARE = 0.5  # reap-live refuses to delete more than this share of the hash
+
+
+def guard(
+    total: int,
+    stale: Sequence[Stale],
+    max_age: float,
+    match_wall: float,
+    started_field: str,
+    malformed_counted: bool = True,
+) -> tuple[list[str], list[str]]:
+    """(what the guard saw, why it refuses) for deleting `stale` out of `total` entries
+    (pure). Each refusal is a sign of a wrong setting rather than of many zombies: a
+    `started_field` no entry has, a `max_age` typed as minutes, a wipe of most of the hash."""
+    lacking = (f"malformed: no {started_field}", "malformed: not JSON", "malformed: not a JSON")
+    missing = sum(1 for s in stale if s.reason.startswith(lacking))
+    share = len(stale) / total if total else 0.0
+    seen = [
+        f"{len(stale)} of {total} entries would be deleted ({share:.0%}; the limit is "
+        f"{MAX_SHARE:.0%})",
+        f"{started_field} present in {total - missing} of {total} entries"
+        if malformed_counted
+        else f"{started_field} not counted (malformed entries kept)",
+        f"max_age {max_age:g}s against the match wall {match_wall:g}s",
+    ]
+    refusals = []
+    if total and malformed_counted and missing == total:
+        refusals.append(
+            f"{started_field} appears in no entry (is started_field right?): every entry "
+            "would count as malformed"
+        )
+    if max_age < match_wall:
+        refusals.append(
+            f"max_age {max_age:g}s is below the match wall {match_wall:g}s: live matches "
+            "would be deleted (--max-age takes a duration: 15m, not 15)"
+        )
+    if total and share > MAX_SHARE:
+        refusals.append(f"it would delete {share:.0%} of the hash (more than {MAX_SHARE:.0%})")
+    return seen, refusals
+
+
 def reap_live_command(
     fleet: FleetConfig,
     *,
     key: str | None = None,
     max_age: float | None = None,
     apply: bool = False,
+    force: bool = False,
     keep_malformed: bool = False,
     show: int = 20,
     out: TextIO | None = None,
@@ -714,20 +757,22 @@ def reap_live_command(
     """`fleetcheck reap-live`: list (and with `apply`, delete) the stale live-hash entries.
 
     Settings come from `[checks.live_hash]` when present, overridden by the arguments. Returns
-    the exit code: 0 done, 3 when the broker or the key could not be read (message on stderr).
+    the exit code: 0 done, 3 when the broker or the key could not be read, or when the guard
+    refuses (see `guard`; `force` overrides it), with the message on stderr.
     `between` runs after the scan and before the delete (tests use it to play the race).
     """
     import sys
     import time
 
     from fleetcheck.parse.duration import format_duration
-    from fleetcheck.transport.redis import broker_address, connect, describe_error
+    from fleetcheck.transport.redis import connect, describe_error
 
     out = out or sys.stdout
     cfg: Any = fleet.checks.get("live_hash")
     key = key or str(getattr(cfg, "key", "arena:live"))
     age_limit = max_age if max_age is not None else float(getattr(cfg, "max_age", 900.0))
     started_field = getattr(cfg, "started_field", "started_at")
+    match_wall = float(getattr(cfg, "match_wall", MATCH_WALL))
     owner_field = getattr(cfg, "owner_field", "host") or None
     count = int(getattr(cfg, "scan_count", SCAN_COUNT))
     tz = None
@@ -740,14 +785,16 @@ def reap_live_command(
         print(f"fleetcheck: error: {message}", file=sys.stderr)
         return 3
 
-    r = connect(fleet.broker)
+    try:
+        r = connect(fleet.broker)
+    except Exception as e:
+        return error(f"broker {fleet.broker.address}: {describe_error(e, fleet.broker)}")
     try:
         try:
             r.ping()
         except Exception as e:
             return error(
-                f"broker {broker_address(fleet.broker.url)} unreachable: "
-                f"{describe_error(e, fleet.broker)}"
+                f"broker {fleet.broker.address} unreachable: {describe_error(e, fleet.broker)}"
             )
         try:
             kind = key_type(r, key)
@@ -785,12 +832,27 @@ def reap_live_command(
             print(f"  {s.name}  age {age}{owner}  {s.reason}", file=out)
         if len(listed) < len(ordered):
             print(f"  ... and {len(ordered) - len(listed)} more (--show 0 lists all)", file=out)
-        if not apply:
+        seen, refusals = guard(
+            total, stale, age_limit, match_wall, started_field, not keep_malformed
+        )
+        for line in seen:
+            print(f"guard: {line}", file=out)
+        for line in refusals:
             print(
-                f"dry run: nothing deleted (run with --apply to delete these {len(stale)})",
+                f"guard: REFUSES: {line}" + (" (overridden by --force)" if force else ""), file=out
+            )
+        if not apply:
+            hint = " (add --force: the guard refuses)" if refusals and not force else ""
+            print(
+                f"dry run: nothing deleted (run with --apply to delete these {len(stale)}){hint}",
                 file=out,
             )
             return 0
+        if refusals and not force and stale:
+            return error(
+                f"reap-live refuses: {refusals[0]}; nothing deleted (check the settings; "
+                "--force overrides)"
+            )
         if between is not None:
             between(stale)
         try:

@@ -102,14 +102,16 @@ def run_patrol(
     items: list[Planned],
     clock: Callable[[], datetime] = utcnow,
     deadline: float | None = None,
+    carried: dict[str, Any] | None = None,
     keeper: Any = None,
 ) -> Report:
-    """One patrol. `keeper` (fleetcheck.transport.keep.Keeper) lends and takes back SSH
-    connections kept between the rounds of a long-running process."""
+    """One patrol. `carried` maps state-row keys to what each row's previous round carried
+    (see fleetcheck.state.carried); `keeper` (fleetcheck.transport.keep.Keeper) lends and
+    takes back SSH connections kept between the rounds of a long-running process."""
     started = clock()
     t0 = time.monotonic()
     deadline_s = fleet.patrol.deadline if deadline is None else deadline
-    ctx = PatrolContext(fleet, fragments_for(items, fleet), clock, keeper=keeper)
+    ctx = PatrolContext(fleet, fragments_for(items, fleet), clock, carried, keeper=keeper)
     ctx.deadline_at = t0 + deadline_s
 
     # Lanes: each broker check is one lane (its rows share one probe's facts); each host is

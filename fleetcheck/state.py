@@ -4,7 +4,10 @@ how many bad rounds in a row it has had (so `fail_after` can hold back a one-rou
 whether it is flapping.
 
 `apply` is pure (table-tested); `StateFile` only loads and saves, atomically and under a lock
-so two overlapping cron runs cannot corrupt it.
+so two overlapping cron runs cannot corrupt it. State heals: a damaged row is dropped with one
+warning and the others kept; a file that is not ours, or of a newer schema, is moved aside
+with a warning; nothing about state ever makes a patrol fail. Its files are private (0600):
+they hold the fleet's names and verdicts.
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ from typing import Any
 
 from fleetcheck.model import Report, Status
 
-SCHEMA = "fleetcheck.state/1"
+SCHEMA_NAME = "fleetcheck.state"
+SCHEMA_VERSION = 1
+SCHEMA = f"{SCHEMA_NAME}/{SCHEMA_VERSION}"
+FILE_MODE = 0o600
 FORGET_AFTER = timedelta(days=30)
 
 
@@ -43,17 +49,59 @@ def parse_iso(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+def row_problem(row: Any) -> str | None:
+    """Why a state row cannot be used (None when it can)."""
+    if not isinstance(row, dict):
+        return "not an object"
+    if row.get("status") not in {s.label for s in Status}:
+        return "status"
+    for key in ("since", "last_seen"):
+        if not isinstance(row.get(key), str):
+            return key
+        try:
+            parse_iso(row[key])
+        except ValueError:
+            return key
+    bad = row.get("bad_rounds")
+    if isinstance(bad, bool) or not isinstance(bad, int) or bad < 0:
+        return "bad_rounds"
+    recent = row.get("recent")
+    if not isinstance(recent, list) or not all(isinstance(x, str) for x in recent):
+        return "recent"
+    if row.get("carry") is not None and not isinstance(row.get("carry"), dict):
+        return "carry"
+    return None
+
+
+def clean(rows: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """(usable rows, [(key, what is wrong)] for the dropped ones)."""
+    good: dict[str, Any] = {}
+    dropped = []
+    for key, row in rows.items():
+        problem = row_problem(row)
+        if problem is None:
+            good[key] = row
+        else:
+            dropped.append((key, problem))
+    return good, dropped
+
+
+def carried(rows: dict[str, Any]) -> dict[str, Any]:
+    """What each row carries into the next round (see Result.carry), by row key."""
+    return {k: v["carry"] for k, v in rows.items() if isinstance(v, dict) and v.get("carry")}
+
+
 def apply(report: Report, rows: dict[str, Any], memory: Memory) -> tuple[Report, dict[str, Any]]:
-    """The report with since/bad_rounds/alerting/flapping filled in, and the new state rows."""
+    """The report with since/bad_rounds/alerting/flapping filled in, and the new state rows.
+    Unusable rows are dropped (as if never seen)."""
+    rows, _ = clean(rows)
     now_text = report.started_at
     now = parse_iso(now_text)
-    new_rows = {
-        k: v for k, v in rows.items() if isinstance(v, dict) and _recent(v.get("last_seen"), now)
-    }
+    new_rows = {k: v for k, v in rows.items() if _recent(v.get("last_seen"), now)}
     results = []
     for r in report.results:
         key = row_key(r.check, r.host)
-        prev = rows.get(key) if isinstance(rows.get(key), dict) else None
+        prev = rows.get(key)
         label = r.status.label
         if prev and prev.get("status") == label and isinstance(prev.get("since"), str):
             since = prev["since"]
@@ -75,6 +123,9 @@ def apply(report: Report, rows: dict[str, Any], memory: Memory) -> tuple[Report,
             "recent": recent,
             "last_seen": now_text,
         }
+        carry = r.carry if r.carry is not None else (prev or {}).get("carry")
+        if carry is not None:
+            new_rows[key]["carry"] = carry
     return replace(report, results=tuple(results)), new_rows
 
 
@@ -99,51 +150,102 @@ def default_paths(config_path: str) -> tuple[Path, Path]:
     return d / f"state-{digest}.json", d / f"history-{digest}.jsonl"
 
 
+def warn(message: str) -> None:
+    print(f"fleetcheck: warning: {message}", file=sys.stderr)
+
+
+def private_open(path: Path, mode: str = "a") -> Any:
+    """Open (creating it 0600 when absent) a file only its owner may read."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC)
+    fd = os.open(path, flags, FILE_MODE)
+    return os.fdopen(fd, mode, encoding="utf-8")
+
+
 class StateFile:
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._healed = False
+
+    @contextmanager
+    def _lock(self, kind: int) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        with private_open(lock_path) as lock:
+            fcntl.flock(lock, kind)
+            yield
 
     @contextmanager
     def locked(self) -> Iterator[dict[str, Any]]:
         """Load the rows under an exclusive lock; the caller updates the dict; saved on exit."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        with open(lock_path, "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with self._lock(fcntl.LOCK_EX):
             rows = self._load()
             holder: dict[str, Any] = {"rows": rows}
             yield holder
             self._save(holder["rows"])
 
+    def read(self) -> dict[str, Any]:
+        """The rows as they are now, under the lock. A file that needed healing (rows
+        dropped) is saved healed, so its warning is given once."""
+        with self._lock(fcntl.LOCK_EX):
+            rows = self._load()
+            if self._healed:
+                self._save(rows)
+            return rows
+
     def _load(self) -> dict[str, Any]:
         try:
-            raw = self.path.read_text()
+            raw = self.path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             return {}
         try:
             data = json.loads(raw)
-            if data.get("schema") != SCHEMA or not isinstance(data.get("rows"), dict):
+            if not isinstance(data, dict):
                 raise ValueError("not a fleetcheck state file")
-            return dict(data["rows"])
-        except (ValueError, AttributeError) as e:
-            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
-            os.replace(self.path, aside)
-            print(
-                f"fleetcheck: warning: state file {self.path} unreadable ({e}); kept as {aside}, "
-                "starting fresh",
-                file=sys.stderr,
-            )
+            schema = data.get("schema")
+            name, _, version = str(schema).partition("/")
+            if name == SCHEMA_NAME and version.isdigit() and int(version) > SCHEMA_VERSION:
+                self._aside("newer", f"written by a newer fleetcheck ({schema})")
+                return {}
+            if schema != SCHEMA or not isinstance(data.get("rows"), dict):
+                raise ValueError("not a fleetcheck state file")
+        except ValueError as e:
+            self._aside("corrupt", f"unreadable ({e})")
             return {}
+        rows, dropped = clean(dict(data["rows"]))
+        self._healed = bool(dropped)
+        if dropped:
+            key, problem = dropped[0]
+            more = f" and {len(dropped) - 1} more" if len(dropped) > 1 else ""
+            warn(
+                f"state file {self.path}: dropped damaged row {key!r} ({problem}){more}; "
+                f"kept the other {len(rows)}"
+            )
+        return rows
+
+    def _aside(self, tag: str, why: str) -> None:
+        aside = self.path.with_name(f"{self.path.name}.{tag}-{int(time.time())}")
+        os.replace(self.path, aside)
+        warn(f"state file {self.path} {why}; kept as {aside}, starting fresh")
 
     def _save(self, rows: dict[str, Any]) -> None:
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"schema": SCHEMA, "rows": rows}, indent=1, sort_keys=True))
+        tmp.unlink(missing_ok=True)
+        with private_open(tmp, "w") as f:
+            f.write(json.dumps({"schema": SCHEMA, "rows": rows}, indent=1, sort_keys=True))
         os.replace(tmp, self.path)
 
 
-def remember(report: Report, path: Path, memory: Memory) -> Report:
-    """Load, apply and save in one locked step."""
+def remember(report: Report, path: Path, memory: Memory, history: Path | None = None) -> Report:
+    """Load, apply and save in one locked step; the history line (and its rotation) is
+    written under the same lock, so two overlapping runs never both rotate it."""
     state = StateFile(path)
     with state.locked() as holder:
         report, holder["rows"] = apply(report, holder["rows"], memory)
+        if history is not None:
+            from fleetcheck import history as history_mod
+
+            try:
+                history_mod.append(report, history)
+            except OSError as e:
+                warn(f"history file {history}: {e.strerror or e}")
     return report

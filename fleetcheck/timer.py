@@ -38,6 +38,7 @@ TIMEOUT_MARGIN = 30.0
 MAX_JITTER = 30.0
 SYSTEM_DIR = "/etc/systemd/system"
 ENVIRONMENT_FILE = "/etc/default/fleetcheck"
+UNIT_MODE = 0o640
 
 
 @dataclass(frozen=True)
@@ -184,15 +185,19 @@ WantedBy=timers.target
 
 
 def install(units: Units, directory: str = SYSTEM_DIR) -> list[Path]:
-    """Write both units into `directory` (atomically, mode 0644); returns the paths."""
+    """Write both units into `directory` (atomically, mode 0640: systemd reads them as root,
+    and run options may name output targets); returns the paths."""
     target = Path(directory)
     written = []
     for filename, text in ((units.service_file, units.service), (units.timer_file, units.timer)):
         path = target / filename
         tmp = target / f".{filename}.tmp{os.getpid()}"
         try:
-            tmp.write_text(text)
-            os.chmod(tmp, 0o644)
+            tmp.unlink(missing_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, UNIT_MODE)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.chmod(tmp, UNIT_MODE)  # whatever the umask
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)

@@ -5,6 +5,7 @@ The heartbeat is checked against a small HTTP server on loopback that records wh
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.server
 import json
 import os
@@ -110,6 +111,7 @@ def test_payload_since_extra_labels_and_gone_rows() -> None:
         ("http://h:8080/?token=s3cret", "http://h:8080/..."),
         ("http://[::1]:9093/", "http://[::1]:9093"),
         ("http://h:99999999/", "(unparsable URL)"),
+        ("hc-ping.com/abc-secret", "(not an http:// URL)"),  # never ":///..."
     ],
 )
 def test_redact(url: str, shown: str) -> None:
@@ -119,9 +121,11 @@ def test_redact(url: str, shown: str) -> None:
 @pytest.mark.parametrize(
     "url, problem",
     [
-        ("file:///etc/passwd", "expected an http:// or https:// URL"),
-        ("127.0.0.1:9093", "expected an http:// or https:// URL"),
-        ("http://", "expected an http:// or https:// URL"),
+        ("file:///etc/passwd", "unsupported scheme file://"),
+        ("127.0.0.1:9093", "no scheme"),
+        ("localhost:9093", "unsupported scheme localhost://"),
+        ("hc-ping.com/abc", "no scheme"),
+        ("http://", "no host name"),
         ("http://h:notaport/", "not a valid URL"),
     ],
 )
@@ -134,14 +138,22 @@ def test_bad_urls_are_refused_before_any_traffic(url: str, problem: str) -> None
 # ------------------------------------------------------------------ a real Alertmanager
 @pytest.fixture
 def alertmanager(tmp_path: Path) -> Iterator[str]:
+    """A real Alertmanager on a free loopback port (see run_alertmanager)."""
+    with run_alertmanager(tmp_path) as base:
+        yield base
+
+
+@contextlib.contextmanager
+def run_alertmanager(tmp_path: Path) -> Iterator[str]:
     """A real Alertmanager on a free loopback port: own storage, clustering off (so it gossips
-    with nobody), a receiver that sends nothing. Its process group is killed at teardown."""
+    with nobody), a receiver that sends nothing. Its process group is killed at the end."""
     binary = ALERTMANAGER
     if binary is None:
         message = "prometheus-alertmanager is not installed (apt-get install ...)"
         if os.environ.get("FLEETCHECK_REQUIRE_LAB") == "1":
             pytest.fail(message)
         pytest.skip(message)
+    tmp_path.mkdir(parents=True, exist_ok=True)
     config = tmp_path / "alertmanager.yml"
     config.write_text('route:\n  receiver: "null"\nreceivers:\n  - name: "null"\n')
     port = free_port()

@@ -123,10 +123,106 @@ ERRORS = [
     ),
     (
         "bad url scheme",
-        GOOD.replace("redis://127.0.0.1", "http://127.0.0.1"),
-        "[broker] url: 'http://127.0.0.1:6379/0' is not a redis://",
+        GOOD.replace("redis://127.0.0.1", "http://:Sekr3tPW@127.0.0.1"),
+        "[broker] url: unsupported scheme http://",
+    ),
+    (
+        "unencoded reserved character in the password",
+        GOOD.replace("redis://127.0.0.1", "redis://:Zq#9xK2pLw/x@127.0.0.1"),
+        "[broker] url: the user name or password holds a character that must be percent-encoded",
+    ),
+    (
+        "stray percent in the password",
+        GOOD.replace("redis://127.0.0.1", "redis://:Sekr3t%zz@127.0.0.1"),
+        "[broker] url: the user name or password has a '%' not followed by two hex digits",
+    ),
+    (
+        "url port out of range",
+        GOOD.replace("127.0.0.1:6379", "127.0.0.1:99999"),
+        "[broker] url: the port is not a number between 1 and 65535",
+    ),
+    (
+        "url port zero",
+        GOOD.replace("127.0.0.1:6379", "127.0.0.1:0"),
+        "[broker] url: port 0 is out of range (1-65535)",
+    ),
+    (
+        "ssh port out of range",
+        GOOD.replace("[[hosts]]", "[ssh]\nport = 99999\n\n[[hosts]]"),
+        "[ssh] port: port 99999 is out of range (1-65535)",
+    ),
+    (
+        "host port out of range",
+        GOOD.replace('ssh = "local"', 'ssh = "local"\nport = 0'),
+        "[hosts[0] n8] port: port 0 is out of range (1-65535)",
+    ),
+    (
+        "host name with a pipe",
+        GOOD.replace('name = "n8"', 'name = "n8|x"'),
+        "[hosts[0]] name: 'n8|x': use only letters, digits",
+    ),
+    (
+        "host name with a control character",
+        GOOD.replace('name = "n8"', 'name = "n8\\u0007"'),
+        "[hosts[0]] name: 'n8\\x07': use only letters, digits",
+    ),
+    (
+        "check name with a pipe",
+        GOOD + '[checks."a|b"]\n',
+        "[checks.'a|b']: a check name uses only letters, digits",
+    ),
+    (
+        "two password sources",
+        GOOD.replace("redis://127.0.0.1", "redis://:Sekr3tPW@127.0.0.1").replace(
+            '/0"\n', '/0"\npassword_env = "PW"\n', 1
+        ),
+        "[broker] password_env: password given both in url and here: keep one",
+    ),
+    (
+        "tls file without rediss",
+        GOOD.replace('/0"\n', '/0"\nca_file = "/etc/ca.pem"\n', 1),
+        "[broker] ca_file: goes with a rediss:// (or valkeys://) url",
+    ),
+    (
+        "sentinels without service",
+        GOOD.replace('url = "redis://127.0.0.1:6379/0"', 'sentinels = ["127.0.0.1:26379"]'),
+        "[broker] service: sentinels need service",
+    ),
+    (
+        "sentinels and url",
+        GOOD.replace('/0"\n', '/0"\nsentinels = ["127.0.0.1:26379"]\nservice = "m"\n', 1),
+        "[broker] url: give either url or sentinels, not both",
+    ),
+    (
+        "sentinel without a port",
+        GOOD.replace(
+            'url = "redis://127.0.0.1:6379/0"', 'sentinels = ["127.0.0.1"]\nservice = "m"'
+        ),
+        "[broker] sentinels: '127.0.0.1': expected HOST:PORT",
+    ),
+    (
+        "client name with a space",
+        GOOD.replace('/0"\n', '/0"\nclient_name = "fleet check"\n', 1),
+        "[broker] client_name: 1-64 printable characters without spaces",
+    ),
+    (
+        "alertmanager url without a scheme",
+        GOOD + '[outputs]\nalertmanager = ["localhost:9093/Sekr3tPW"]\n',
+        "[outputs] alertmanager[0]: ",
+    ),
+    (
+        "heartbeat url without a scheme",
+        GOOD + '[outputs]\nheartbeat = "hc-ping.com/Sekr3tPW"\n',
+        "[outputs] heartbeat: no scheme",
+    ),
+    (
+        "unknown outputs key",
+        GOOD + '[outputs]\nalertmanagr = ["http://a:9093"]\n',
+        "[outputs] alertmanagr: unknown key",
     ),
 ]
+
+SECRETS = ("Sekr3t", "Zq#9", "pLw/x")
 
 
 @pytest.mark.parametrize(("what", "text", "message"), ERRORS, ids=[e[0] for e in ERRORS])
@@ -146,6 +242,33 @@ def test_config_error_is_one_line_exit_3(
     assert len(lines) == 1, proc.stderr
     assert message in lines[0] and str(p) in lines[0]
     assert "Traceback" not in proc.stderr
+    for secret in SECRETS:  # no config error ever repeats a password or token
+        assert secret not in proc.stderr and secret not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("given", "normal"),
+    [
+        ("valkey://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+        ("valkeys://127.0.0.1:6380/0", "rediss://127.0.0.1:6380/0"),
+        ("Redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+        ("REDISS://u:p%23w@127.0.0.1:6380/1", "rediss://u:p%23w@127.0.0.1:6380/1"),
+        ("UNIX:///run/redis.sock", "unix:///run/redis.sock"),
+    ],
+)
+def test_url_schemes_case_insensitive_with_valkey_aliases(given: str, normal: str) -> None:
+    from fleetcheck.config import BrokerConfig
+
+    assert BrokerConfig(url=given).url == normal
+
+
+def test_percent_encoded_password_is_decoded() -> None:
+    from fleetcheck.config import BrokerConfig
+    from fleetcheck.transport.redis import password_of, redact_url
+
+    cfg = BrokerConfig(url="redis://:Zq%239xK2pLw%2Fx@127.0.0.1:6379/0")
+    assert password_of(cfg) == "Zq#9xK2pLw/x"
+    assert redact_url(cfg.url) == "redis://***@127.0.0.1:6379/0"
 
 
 def test_config_check_command_prints_resolved_fleet(tmp_path: Path) -> None:

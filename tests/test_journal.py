@@ -272,13 +272,16 @@ def test_fragment_reads_a_real_journal_newest_first_and_bounded(tmp_path: Path) 
     spec = LogSpec(journal="worker.service", journal_dir=str(d), entries=100)
     jf = run_fragment(spec)
     assert jf.read is not None and jf.read.rc == 0
-    assert len(jf.read.times_us) == 100  # -n bounds it
+    assert jf.read.count == 100  # -n bounds it
     assert jf.read.times_us[0] == entries[499]["__REALTIME_TIMESTAMP"]  # newest first
     assert jf.read.newest_message == str(entries[499]["MESSAGE"])
-    assert jf.read.priorities.count(3) == 20
+    # besides the newest, only the 20 error entries of the 100 crossed the wire
+    assert len(jf.read.times_us) == 21 and jf.read.priorities.count(3) == 20
+    errors = [e["__REALTIME_TIMESTAMP"] for e in entries[301:] if e["PRIORITY"] == 3]
+    assert sorted(jf.read.times_us[1:]) == sorted(errors)
     match = LogSpec(journal_match=("_SYSTEMD_UNIT=cron.service",), journal_dir=str(d))
     jm = run_fragment(match)
-    assert jm.read is not None and len(jm.read.times_us) == 250
+    assert jm.read is not None and jm.read.count == 250 and len(jm.read.times_us) == 1
 
 
 def test_fragment_quotes_hostile_values(tmp_path: Path) -> None:
@@ -314,6 +317,7 @@ def test_fragment_retries_without_output_fields_on_old_systemd(tmp_path: Path) -
     jf = run_fragment(LogSpec(journal="w.service", journal_dir=str(d)), f"{shim}:/usr/bin:/bin")
     assert jf.read is not None and jf.read.rc == 0
     assert jf.read.times_us == (us(now),) and jf.read.priorities == (3,)
+    assert jf.read.count == 1
 
 
 def test_fragment_without_journalctl(tmp_path: Path) -> None:
@@ -346,3 +350,13 @@ def test_journal_only_host_without_tz_is_judged() -> None:
     jf = parse_journal_facts(h.logs[0], 0, line(NOW - timedelta(seconds=30)) + "\n@@rc 0")
     r = CHECK.evaluate(LogsFacts((jf,), 0.0), CFG, h, NOW)
     assert r.status is Status.OK and r.metrics["tz"] == "UTC"
+
+
+def test_parser_reads_the_hosts_compacted_form() -> None:
+    text = "\n".join(
+        [line(NOW, 6), f"e {us(NOW - timedelta(seconds=3))} 3", "e x y", "@@rc 0", "n 300"]
+    )
+    read = parse_journal_output(text)
+    assert read.count == 300 and read.rc == 0
+    assert read.times_us == (us(NOW), us(NOW - timedelta(seconds=3)))
+    assert read.priorities == (6, 3)

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+import redis
 from fleetcheck.checks.live_hash import (
     CHECK,
     LiveHashConfig,
@@ -359,7 +360,17 @@ def test_probe_on_real_broker(lab: Lab) -> None:
         2,
         1,
     )
-    assert facts.server == "redis 7.0.15" and facts.hexpire is False
+    # per capability, never by version string: the server's own answers are the oracle
+    info = r.info("server")
+    name = "valkey" if info.get("valkey_version") else "redis"
+    assert facts.server == f"{name} {info.get('valkey_version') or info['redis_version']}"
+    try:
+        r.execute_command("HEXPIRE", "fc:no-such-key", 60, "FIELDS", 1, "f")
+        has_hexpire = True
+    except redis.ResponseError as e:
+        assert "unknown command" in str(e).lower()
+        has_hexpire = False
+    assert facts.hexpire is has_hexpire
     assert r.hlen("arena:live") == 3  # the check never writes
 
 

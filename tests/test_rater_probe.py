@@ -352,7 +352,9 @@ class OldServerContext(PatrolContext):
     the same real server."""
 
     def info(self) -> dict[str, Any]:
-        return {**super().info(), "redis_version": "6.0.5"}
+        real = super().info()
+        old = {k: v for k, v in real.items() if k not in ("valkey_version", "server_name")}
+        return {**old, "redis_version": "6.0.5"}
 
 
 @pytest.mark.lab

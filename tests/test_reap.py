@@ -48,16 +48,30 @@ def test_dry_run_lists_and_changes_nothing(lab: Lab) -> None:
     assert lines[1].startswith("  match:old:199  age 4h")
     assert "owner mini  older than max_age" in lines[1]
     assert lines[4] == "  ... and 216 more (--show 0 lists all)"
-    assert lines[-1] == "dry run: nothing deleted (run with --apply to delete these 219)"
+    # what the guard saw: the incident itself is most of the hash, so --apply needs --force
+    assert lines[5:9] == [
+        "guard: 219 of 263 entries would be deleted (83%; the limit is 50%)",
+        "guard: started_at present in 252 of 263 entries",
+        "guard: max_age 900s against the match wall 600s",
+        "guard: REFUSES: it would delete 83% of the hash (more than 50%)",
+    ]
+    assert lines[-1] == (
+        "dry run: nothing deleted (run with --apply to delete these 219) "
+        "(add --force: the guard refuses)"
+    )
     assert lab.client().hgetall(KEY) == before
 
 
 def test_apply_leaves_exactly_the_fresh_entries(lab: Lab) -> None:
     before = seed(lab)
-    proc = cli(lab.config(checks="", hosts=[]), "--apply", "--show", "0")
+    proc = cli(lab.config(checks="", hosts=[]), "--apply", "--force", "--show", "0")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "removed 219 of 219 stale entries from arena:live"
-    assert len(proc.stdout.splitlines()) == 1 + 219 + 1
+    assert len(proc.stdout.splitlines()) == 1 + 219 + 4 + 1  # header, entries, guard, result
+    assert (
+        "guard: REFUSES: it would delete 83% of the hash (more than 50%) (overridden by --force)"
+        in proc.stdout
+    )
     after = lab.client().hgetall(KEY)
     assert sorted(after) == sorted(f"match:fresh:{i}".encode() for i in range(44))
     assert all(after[k] == before[k] for k in after)  # untouched values
@@ -75,7 +89,7 @@ def test_entry_rewritten_between_scan_and_delete_survives(lab: Lab) -> None:
         r.hdel(KEY, "match:bad:0")  # and one finished normally in between
 
     out = io.StringIO()
-    code = reap_live_command(fleet, apply=True, out=out, between=worker_restarts_match)
+    code = reap_live_command(fleet, apply=True, force=True, out=out, between=worker_restarts_match)
     assert code == 0
     assert out.getvalue().splitlines()[-1] == (
         "removed 217 of 219 stale entries from arena:live (2 changed since the scan and were kept)"
@@ -87,7 +101,7 @@ def test_entry_rewritten_between_scan_and_delete_survives(lab: Lab) -> None:
 def test_keep_malformed_and_max_age(lab: Lab) -> None:
     seed(lab)
     cfg = lab.config(checks="", hosts=[])
-    proc = cli(cfg, "--keep-malformed", "--max-age", "7230s", "--apply")
+    proc = cli(cfg, "--keep-malformed", "--max-age", "7230s", "--apply", "--force")
     assert proc.returncode == 0, proc.stderr
     first = proc.stdout.splitlines()[0]
     # older than 7230 s: i >= 61 of the old ones (3600 + 60 i > 7230)
@@ -146,6 +160,63 @@ def test_errors_exit_3_and_delete_nothing(lab: Lab, tmp_path: Path) -> None:
     assert proc.returncode == 3
     assert proc.stderr.startswith("fleetcheck: error: broker 127.0.0.1:1 unreachable")
     assert "hunter2" not in proc.stderr + proc.stdout
+
+
+# ---------------------------------------------------------------- the guard: one test per refusal
+def refused(proc: subprocess.CompletedProcess[str], why: str) -> None:
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fleetcheck: error: reap-live refuses: ")
+    assert why in lines[0] and "nothing deleted" in lines[0] and "--force" in lines[0]
+
+
+def test_guard_refuses_more_than_half(lab: Lab) -> None:
+    r = lab.client()
+    now = time.time()
+    r.hset(KEY, mapping={f"old{i}": json.dumps({"started_at": now - 7200}) for i in range(6)})
+    r.hset(KEY, mapping={f"new{i}": json.dumps({"started_at": now}) for i in range(4)})
+    proc = cli(lab.config(checks="", hosts=[]), "--apply")
+    refused(proc, "it would delete 60% of the hash (more than 50%)")
+    assert r.hlen(KEY) == 10
+    proc = cli(lab.config(checks="", hosts=[]), "--apply", "--force")
+    assert proc.returncode == 0 and r.hlen(KEY) == 4
+
+
+def test_guard_refuses_a_started_field_no_entry_has(lab: Lab) -> None:
+    r = lab.client()
+    now = time.time()
+    # the workers write "start"; the config says "started_at": every entry looks malformed
+    r.hset(KEY, mapping={f"m{i}": json.dumps({"start": now}) for i in range(4)})
+    r.hset(KEY, mapping={f"n{i}": json.dumps({"start": now}) for i in range(1)})
+    proc = cli(lab.config(checks="", hosts=[]), "--apply")
+    refused(proc, "started_at appears in no entry (is started_field right?)")
+    assert "guard: started_at present in 0 of 5 entries" in proc.stdout
+    assert r.hlen(KEY) == 5
+
+
+def test_guard_refuses_max_age_below_the_match_wall(lab: Lab) -> None:
+    r = lab.client()
+    now = time.time()
+    r.hset(KEY, mapping={f"m{i}": json.dumps({"started_at": now - 120}) for i in range(2)})
+    r.hset(KEY, mapping={f"n{i}": json.dumps({"started_at": now}) for i in range(8)})
+    proc = cli(lab.config(checks="", hosts=[]), "--apply", "--max-age", "15")  # meant minutes
+    refused(proc, "max_age 15s is below the match wall 600s")
+    assert r.hlen(KEY) == 10
+    # the wall is the live_hash table's match_wall when set
+    checks = '[checks.live_hash]\nmatch_wall = "60s"\n'
+    proc = cli(lab.config(checks=checks, hosts=[]), "--apply", "--max-age", "90s")
+    assert proc.returncode == 0, proc.stderr
+    assert r.hlen(KEY) == 8
+
+
+def test_guard_dry_run_never_refuses(lab: Lab) -> None:
+    r = lab.client()
+    r.hset(KEY, mapping={f"m{i}": json.dumps({"start": 1}) for i in range(3)})
+    proc = cli(lab.config(checks="", hosts=[]), "--max-age", "1s")
+    assert proc.returncode == 0, proc.stderr
+    assert "guard: REFUSES: started_at appears in no entry" in proc.stdout
+    assert "guard: REFUSES: max_age 1s is below the match wall 600s" in proc.stdout
+    assert r.hlen(KEY) == 3
 
 
 def test_absent_key(lab: Lab) -> None:

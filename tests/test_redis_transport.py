@@ -30,8 +30,8 @@ from tests.lab import Lab, wait_for
     ("url", "redacted", "address"),
     [
         ("redis://10.0.0.1:6379/0", "redis://10.0.0.1:6379/0", "10.0.0.1:6379"),
-        ("redis://:pw@10.0.0.1/0", "redis://:***@10.0.0.1/0", "10.0.0.1:6379"),
-        ("rediss://u:pw@h:7000", "rediss://u:***@h:7000", "h:7000"),
+        ("redis://:pw@10.0.0.1/0", "redis://***@10.0.0.1/0", "10.0.0.1:6379"),
+        ("rediss://u:pw@h:7000", "rediss://***@h:7000", "h:7000"),
         ("unix:///run/redis.sock", "unix:///run/redis.sock", "/run/redis.sock"),
     ],
 )
@@ -42,8 +42,10 @@ def test_redact_and_address(url: str, redacted: str, address: str) -> None:
 
 def test_scrub() -> None:
     text = "AUTH failed for redis://me:hunter2@h:1 using hunter2"
-    assert scrub(text, ["hunter2"]) == "AUTH failed for redis://me:***@h:1 using ***"
-    assert scrub("redis://me:other@h", []) == "redis://me:***@h"
+    assert scrub(text, ["hunter2"]) == "AUTH failed for redis://***@h:1 using ***"
+    assert scrub("redis://me:other@h", []) == "redis://***@h"
+    # a percent-encoded password is scrubbed in both spellings
+    assert scrub("pw Zq#9/x or Zq%239%2Fx", ["Zq#9/x"]) == "pw *** or ***"
 
 
 @pytest.mark.parametrize(
@@ -199,16 +201,15 @@ def test_password_from_env_and_never_printed(monkeypatch: pytest.MonkeyPatch) ->
         r = connect(cfg(lab.broker_url, password_env="FC_TEST_PW"))
         assert r.ping()
         r.close()
-        # wrong password in the URL: the error names neither password
-        monkeypatch.setenv("FC_TEST_PW", "wrong-" + secret)
+        # wrong password in the URL: the error does not name it
         bad_url = f"redis://:{secret}x@{lab.gateway}:{lab.redis_port}/0"
-        c = cfg(bad_url, password_env="FC_TEST_PW")
+        c = cfg(bad_url)
         r = connect(c)
         with pytest.raises(Exception) as info:
             r.ping()
         r.close()
         message = describe_error(info.value, c)
-        assert secret not in message and "wrong-" not in message
+        assert secret not in message
         assert message  # still says what went wrong
         # the whole CLI: a failing patrol prints the reason without any password
         import json

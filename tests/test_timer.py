@@ -130,7 +130,7 @@ def test_units_pass_systemd_analyze_verify(tmp_path: Path, every: float) -> None
     )
     paths = timer.install(units, str(tmp_path))
     assert [p.name for p in paths] == ["fleetcheck.service", "fleetcheck.timer"]
-    assert all(stat.S_IMODE(p.stat().st_mode) == 0o644 for p in paths)
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o640 for p in paths)
     proc = verify(tmp_path, "fleetcheck.service", "fleetcheck.timer")
     assert proc.returncode == 0 and clean(proc) == "", clean(proc)
     service, timer_unit = units.service, units.timer

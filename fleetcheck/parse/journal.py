@@ -1,11 +1,12 @@
 """What `journalctl -r -n N -o json --output-fields=PRIORITY,MESSAGE` printed on a host, as
 the logs check's journal fragment frames it. Pure functions, no I/O.
 
-The fragment prints the entries newest first: the newest as journalctl's JSON object, every
-other one compacted on the host to `e REALTIME PRIORITY` (PRIORITY empty when unset); then
-`@@rc N`; when no entry matched it also asks for the newest entry of the whole journal
-(`@@any`, then those lines and `@@rc N`), so an empty journal and a unit that never logged are
-told apart. Other lines are journalctl's own messages (stderr is merged), kept as `notes`.
+The fragment prints the newest entry as journalctl's JSON object, then each other error
+entry (PRIORITY <= 3) compacted on the host to `e REALTIME PRIORITY`, then `@@rc N` and
+`n COUNT` (how many entries the query returned); when no entry matched it also asks for the
+newest entry of the whole journal (`@@any`, then those lines and `@@rc N`), so an empty
+journal and a unit that never logged are told apart. Other lines are journalctl's own
+messages (stderr is merged), kept as `notes`.
 
 A full JSON line gives its two fields by one anchored regex each rather than by decoding:
 `"__REALTIME_TIMESTAMP":"µs"` (UTC by construction) and `"PRIORITY":"n"`. The anchor (`{` or
@@ -34,13 +35,15 @@ DENIED_MARKS = (
 class JournalRead:
     """One journal query's answer."""
 
-    times_us: tuple[int, ...]  # every entry's __REALTIME_TIMESTAMP, newest first
+    times_us: tuple[int, ...]  # __REALTIME_TIMESTAMP, newest first: the newest entry, then
+    # (compacted on the host) only the error entries, or every entry when not compacted
     priorities: tuple[int | None, ...]  # the same entries' PRIORITY (None: not set)
     newest_message: str | None
     rc: int | None  # journalctl's exit status; None when the output was cut at the byte bound
     notes: tuple[str, ...]  # journalctl's own words (stderr), in order
     any_newest_us: int | None = None  # newest entry of the whole journal, when asked
     any_asked: bool = False
+    count: int = 0  # how many entries the query returned (the window the errors are in)
 
     @property
     def denied(self) -> bool:
@@ -48,12 +51,18 @@ class JournalRead:
         return any(mark in text for mark in DENIED_MARKS)
 
 
-def _entries(lines: list[str]) -> tuple[list[int], list[int | None], str | None, list[str]]:
+def _entries(
+    lines: list[str],
+) -> tuple[list[int], list[int | None], str | None, list[str], int | None]:
     times: list[int] = []
     prios: list[int | None] = []
     notes: list[str] = []
     newest_message = None
+    count = None
     for line in lines:
+        if line.startswith("n ") and line[2:].isdigit():  # the host's count of entries
+            count = int(line[2:])
+            continue
         if line.startswith("e "):  # compacted on the host: `e REALTIME PRIORITY`
             parts = line.split(" ")
             if len(parts) == 3 and parts[1].isdigit():
@@ -74,7 +83,7 @@ def _entries(lines: list[str]) -> tuple[list[int], list[int | None], str | None,
         prios.append(int(p.group(1)) if p else None)
         if newest_message is None:
             newest_message = _message(line)
-    return times, prios, newest_message, notes
+    return times, prios, newest_message, notes, count
 
 
 def _message(line: str) -> str:
@@ -102,12 +111,23 @@ def parse_journal_output(text: str) -> JournalRead:
     main, sep, rest = text.partition("\n@@any\n")
     if not sep and text.startswith("@@any\n"):
         main, rest, sep = "", text[len("@@any\n") :], "@@any"
-    body, rc = _rc(main.split("\n"))
-    times, prios, message, notes = _entries(body)
+    lines = main.split("\n")
+    count_lines = [x for x in lines if x.startswith("n ")]
+    body, rc = _rc([x for x in lines if not x.startswith("n ")])
+    times, prios, message, notes, count = _entries(body + count_lines)
     any_newest = None
     if sep:
         any_body, any_rc = _rc(rest.split("\n"))
-        any_times, _, _, any_notes = _entries(any_body)
+        any_times, _, _, any_notes, _ = _entries(any_body)
         any_newest = max(any_times) if any_times else None
         notes += [n for n in any_notes if n not in notes]
-    return JournalRead(tuple(times), tuple(prios), message, rc, tuple(notes), any_newest, bool(sep))
+    return JournalRead(
+        tuple(times),
+        tuple(prios),
+        message,
+        rc,
+        tuple(notes),
+        any_newest,
+        bool(sep),
+        count if count is not None else len(times),
+    )

@@ -2,8 +2,12 @@
 
 Explicit connect and socket timeouts, a small retry budget (redis-py's defaults would retry for
 about a minute), RESP2 unless configured, a recognisable client name, and a dead connection
-dropped rather than reused (FIELD-NOTES 3, redis-py #1789). The password comes from
-`password_env` or the URL and never appears in any message we produce.
+dropped rather than reused (FIELD-NOTES 3, redis-py #1789), and one connection per client
+(a broker short of client slots is the failure we look for; we must not add to it). The
+password comes from the URL (percent-encoded), `password_env` or `password_file` and never
+appears in any message we produce. TLS (rediss://) verifies the broker's certificate against
+`ca_file` and its host name unless `check_hostname = false`; Sentinel-managed brokers are
+reached at the master the sentinels name when the patrol starts.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from fleetcheck.config import BrokerConfig
 
@@ -19,17 +23,23 @@ if TYPE_CHECKING:
     import redis
 
 
-def redact_url(url: str) -> str:
-    """The URL with any password replaced by '***'."""
+class BrokerSetupError(Exception):
+    """The broker cannot even be tried (a secret missing or unreadable); one line."""
+
+
+def redact_url(url: str | None) -> str:
+    """The URL with its whole userinfo (user name and password) replaced by '***'."""
+    if url is None:
+        return "(no url)"
     try:
         parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises ValueError on a bad port)
     except ValueError:
         return "<unparseable url>"
-    if parts.password is None:
+    if "@" not in parts.netloc:
         return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+    hostport = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc="***@" + hostport))
 
 
 def broker_address(url: str) -> str:
@@ -44,24 +54,58 @@ def scrub(text: str, secrets: list[str]) -> str:
     for s in secrets:
         if s:
             text = text.replace(s, "***")
-    return re.sub(r"(redis|rediss)://([^:@/\s]*):[^@/\s]*@", r"\1://\2:***@", text)
+            quoted = quote(s, safe="")
+            if quoted != s:
+                text = text.replace(quoted, "***")
+    return re.sub(r"([A-Za-z][A-Za-z0-9+.-]*)://[^@/\s]*@", r"\1://***@", text)
+
+
+def password_of(cfg: BrokerConfig) -> str | None:
+    """The broker password from the URL, `password_env` (None when that variable is unset) or
+    `password_file` (read now, so a rotated secret is picked up by the next patrol). Raises
+    BrokerSetupError for a password_file that cannot be read."""
+    if cfg.password_env:
+        # unset: no password (a broker that wants one says so, and the context adds why)
+        return os.environ.get(cfg.password_env) or None
+    if cfg.password_file:
+        path = os.path.expanduser(cfg.password_file)
+        try:
+            with open(path, encoding="utf-8") as f:
+                value = f.read().rstrip("\r\n")
+        except OSError as e:
+            raise BrokerSetupError(
+                f"password_file {cfg.password_file}: cannot read: {e.strerror or e}"
+            ) from None
+        except UnicodeDecodeError:
+            raise BrokerSetupError(f"password_file {cfg.password_file}: not UTF-8 text") from None
+        if not value:
+            raise BrokerSetupError(f"password_file {cfg.password_file} is empty")
+        return value
+    try:
+        pw = urlsplit(cfg.url or "").password
+    except ValueError:
+        return None
+    return unquote(pw) if pw is not None else None
 
 
 def secrets_of(cfg: BrokerConfig) -> list[str]:
     out = []
-    if cfg.password_env and os.environ.get(cfg.password_env):
-        out.append(os.environ[cfg.password_env])
     try:
-        pw = urlsplit(cfg.url).password
-    except ValueError:
+        pw = password_of(cfg)
+    except BrokerSetupError:
         pw = None
     if pw:
         out.append(pw)
+    try:
+        raw = urlsplit(cfg.url or "").password
+    except ValueError:
+        raw = None
+    if raw:
+        out.append(raw)
     return out
 
 
-def connect(cfg: BrokerConfig) -> redis.Redis:
-    """A client (not yet connected: the first command connects)."""
+def _connection_kwargs(cfg: BrokerConfig, client_name: str | None = None) -> dict[str, Any]:
     import redis
     from redis.backoff import ExponentialBackoff
     from redis.retry import Retry
@@ -69,24 +113,89 @@ def connect(cfg: BrokerConfig) -> redis.Redis:
     kwargs: dict[str, Any] = {
         "socket_connect_timeout": cfg.connect_timeout,
         "socket_timeout": cfg.socket_timeout,
-        "client_name": cfg.client_name,
+        "client_name": client_name or cfg.client_name,
         "protocol": cfg.protocol,
-        "decode_responses": False,
         "retry": Retry(ExponentialBackoff(cap=0.5, base=0.05), cfg.retries),
         "retry_on_error": [redis.ConnectionError, redis.TimeoutError],
         "health_check_interval": 0,
-        "max_connections": 16,
     }
-    if cfg.password_env:
-        pw = os.environ.get(cfg.password_env)
-        if pw:
-            kwargs["password"] = pw
     driver_info = getattr(redis, "DriverInfo", None)
     if driver_info is not None:
         # the same CLIENT SETINFO as redis-py's default, without it looking its own version
         # up in the installed packages' metadata (importlib.metadata + email: ~5 ms a run)
         kwargs["driver_info"] = driver_info(lib_version=redis.__version__)
-    return redis.Redis.from_url(cfg.url, **kwargs)
+    password = password_of(cfg)
+    if password is not None:
+        kwargs["password"] = password
+    if cfg.username is not None:
+        kwargs["username"] = cfg.username
+    if (cfg.url or "").startswith("rediss://"):
+        kwargs.update(
+            ssl_cert_reqs="required",
+            ssl_check_hostname=cfg.check_hostname,
+            ssl_ca_certs=os.path.expanduser(cfg.ca_file) if cfg.ca_file else None,
+            ssl_certfile=os.path.expanduser(cfg.cert_file) if cfg.cert_file else None,
+            ssl_keyfile=os.path.expanduser(cfg.key_file) if cfg.key_file else None,
+        )
+    return kwargs
+
+
+def discover_master(cfg: BrokerConfig) -> tuple[str, int]:
+    """(host, port) of the current master of `cfg.service`, asked of the sentinels in order.
+    Raises redis errors (MasterNotFoundError names the sentinels that failed)."""
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+    from redis.sentinel import Sentinel
+
+    nodes = []
+    for s in cfg.sentinels:
+        host, _, port = s.rpartition(":")
+        nodes.append((host.strip("[]"), int(port)))
+    sentinel = Sentinel(
+        nodes,
+        sentinel_kwargs={
+            "socket_connect_timeout": cfg.connect_timeout,
+            "socket_timeout": cfg.socket_timeout,
+            "retry": Retry(NoBackoff(), 0),
+            "client_name": cfg.client_name,
+        },
+    )
+    try:
+        host, port = sentinel.discover_master(cfg.service)
+    finally:
+        for node in sentinel.sentinels:
+            node.close()
+    return str(host), int(port)
+
+
+def connect(
+    cfg: BrokerConfig,
+    pool_timeout: float = 20.0,
+    client_name: str | None = None,
+    master: tuple[str, int] | None = None,
+) -> redis.Redis:
+    """A client (not yet connected: the first command connects) over at most ONE connection.
+
+    Concurrent callers share that connection and wait up to `pool_timeout` for it, so a patrol
+    never costs a broker that may be short of client slots more than one of them. Brokers
+    behind Sentinel: `master` is the address `discover_master` returned. Raises
+    BrokerSetupError.
+    """
+    import redis
+
+    kwargs = _connection_kwargs(cfg, client_name)
+    if cfg.sentinels:
+        if master is None:
+            master = discover_master(cfg)
+        pool = redis.BlockingConnectionPool(
+            host=master[0], port=master[1], max_connections=1, timeout=pool_timeout, **kwargs
+        )
+    else:
+        assert cfg.url is not None
+        pool = redis.BlockingConnectionPool.from_url(
+            cfg.url, max_connections=1, timeout=pool_timeout, **kwargs
+        )
+    return redis.Redis.from_pool(pool)  # closing the client closes its pool
 
 
 def describe_error(e: BaseException, cfg: BrokerConfig) -> str:
@@ -94,6 +203,31 @@ def describe_error(e: BaseException, cfg: BrokerConfig) -> str:
     text = str(e) or type(e).__name__
     text = text.splitlines()[0] if text else type(e).__name__
     return scrub(text, secrets_of(cfg))
+
+
+REFUSED_CONNECTIONS = "maxclients"
+
+
+def refusal(e: BaseException) -> tuple[str, str] | None:
+    """(kind, phrase) when `e` is the broker refusing to serve (the failure itself, not a
+    reason we could not look): max clients, loading, busy, MISCONF, out of memory."""
+    import redis
+
+    text = str(e)
+    if isinstance(e, redis.ConnectionError) and "max number of clients reached" in text:
+        return REFUSED_CONNECTIONS, "refuses new connections: max number of clients reached"
+    if isinstance(e, redis.BusyLoadingError) or text.startswith("LOADING"):
+        return "loading", "is loading its dataset into memory (LOADING): it serves nothing yet"
+    if isinstance(e, redis.ResponseError) and text.startswith("BUSY"):
+        return "busy", "is busy running a script or function (BUSY): it serves nothing else"
+    if isinstance(e, redis.ResponseError) and text.startswith("MISCONF"):
+        return "misconf", (
+            "refuses writes and PING (MISCONF): its last RDB snapshot failed and "
+            "stop-writes-on-bgsave-error is on"
+        )
+    if isinstance(e, redis.OutOfMemoryError) or text.startswith("OOM"):
+        return "oom", "refuses writes: out of memory (used_memory over maxmemory, OOM)"
+    return None
 
 
 def parse_version(text: object) -> tuple[int, ...]:
