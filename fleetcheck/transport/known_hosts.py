@@ -25,12 +25,12 @@ import binascii
 import fnmatch
 import hashlib
 import hmac
-import os
 import struct
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from fleetcheck.transport.filecache import ParsedFiles
 
 # host-key algorithms per key type found in known_hosts (an RSA key is used with SHA-2
 # signatures; paramiko never offers SHA-1 `ssh-rsa` host keys)
@@ -196,28 +196,12 @@ def _parse_line(line: str, lineno: int) -> tuple[str | None, list[str], str, byt
     return marker, hosts.split(","), keytype, blob, lineno
 
 
-class KnownHostsCache:
-    """Parsed files by path, reparsed when the file's inode, size or mtime changes, so an
-    accept_new append (or the operator's fix) is seen at once."""
+class KnownHostsCache(ParsedFiles[KnownHostsFile]):
+    """Parsed known_hosts files by path (see filecache: an accept_new append or the operator's
+    fix is seen at once)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: dict[str, tuple[tuple[int, int, int], KnownHostsFile]] = {}
-
-    def get(self, path: str) -> KnownHostsFile | None:
-        """The parsed file, or None when it does not exist (OpenSSH: no keys from it)."""
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return None
-        sig = (st.st_ino, st.st_size, st.st_mtime_ns)
-        with self._lock:
-            hit = self._entries.get(path)
-            if hit is not None and hit[0] == sig:
-                return hit[1]
-            parsed = KnownHostsFile(path)
-            self._entries[path] = (sig, parsed)
-            return parsed
+        super().__init__(KnownHostsFile)
 
 
 def lookup(cache: KnownHostsCache, paths: list[str], names: list[str]) -> Lookup:

@@ -32,9 +32,10 @@ import os
 import pwd
 import socket
 import subprocess
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from fleetcheck.transport.filecache import ParsedFiles
 
 MAX_INCLUDE_DEPTH = 16
 DEFAULT_IDENTITY_FILES = (
@@ -199,29 +200,7 @@ def tokenize(path: str) -> list[Line]:
     return lines
 
 
-class _Cache:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._files: dict[str, tuple[tuple[int, int, int], list[Line]]] = {}
-
-    def lines(self, path: str) -> list[Line] | None:
-        """The file's lines, or None when it does not exist (OpenSSH: nothing read)."""
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return None
-        sig = (st.st_ino, st.st_size, st.st_mtime_ns)
-        with self._lock:
-            hit = self._files.get(path)
-        if hit is not None and hit[0] == sig:
-            return hit[1]
-        parsed = tokenize(path)
-        with self._lock:
-            self._files[path] = (sig, parsed)
-        return parsed
-
-
-_cache = _Cache()
+_cache: ParsedFiles[list[Line]] = ParsedFiles(tokenize)
 
 
 def _match_pattern(s: str, pattern: str) -> bool:
@@ -298,7 +277,7 @@ class Resolver:
         """`host` as ssh's argument; `user`/`port` as its `-l`/`-p` (they win)."""
         state = _State(user, port)
         if self.path is not None:
-            lines = _cache.lines(self.path)
+            lines = _cache.get(self.path)
             if lines is not None:
                 state.sources.append(self.path)
                 active = [True]
@@ -346,7 +325,7 @@ class Resolver:
             else:
                 pattern = f"{self.home}/.ssh/{arg}"
             for path in sorted(glob.glob(pattern)):
-                lines = _cache.lines(path)
+                lines = _cache.get(path)
                 if lines is None:
                     continue
                 st.sources.append(path)
