@@ -1,4 +1,4 @@
-"""broker: the broker's own health, from one PING and one INFO round trip. (FIELD-NOTES 8)
+"""broker: the broker's own health, from one PING and one INFO round trip. (incident 8)
 
 A shared Redis/Valkey can fail while CPU and memory look fine: it runs out of client slots
 (connect timeouts, rejected connections), it evicts queued jobs under memory pressure (any

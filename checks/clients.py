@@ -1,4 +1,4 @@
-"""clients: is every machine present in the broker's CLIENT LIST? (FIELD-NOTES 4)
+"""clients: is every machine present in the broker's CLIENT LIST? (incident 4)
 
 Global numbers hid a machine that was dead for 2.5 hours; a per-host count of broker
 connections shows it within one patrol. A host may connect from several addresses (WSL2 NAT),

@@ -1,4 +1,4 @@
-"""live_hash: zombie entries in the hash of running matches. (FIELD-NOTES 1)
+"""live_hash: zombie entries in the hash of running matches. (incident 1)
 
 Workers HSET an entry when a match starts and HDEL it when it ends; a SIGKILLed worker leaks
 its entry forever (no per-field TTL before Redis 7.4 / Valkey 9). Observed: 263 entries with

@@ -1,4 +1,4 @@
-"""logs: is each host's log still moving, judged in UTC? (FIELD-NOTES 3, 4, 6)
+"""logs: is each host's log still moving, judged in UTC? (incidents 3, 4, 6)
 
 A worker that stopped pulling jobs went unnoticed for 2.5 hours; another log looked "four
 hours silent" when it was minutes old, because 02:21 EDT was read as 02:21 UTC. So every

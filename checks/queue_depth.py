@@ -1,5 +1,5 @@
 """queue_depth: queue depth against the backpressure cap, and how old the head is.
-(FIELD-NOTES 2 and 8)
+(incidents 2 and 8)
 
 Depth is the sum of LLEN over several lists (pending plus in-flight), read in one pipelined
 round trip per sample. A depth over the cap is not "busy": the cap is enforced by the enqueue

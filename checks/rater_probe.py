@@ -1,4 +1,4 @@
-"""rater_probe: is the rater's loop alive? Push one envelope and watch it leave. (FIELD-NOTES 6, 7)
+"""rater_probe: is the rater's loop alive? Push one envelope and watch it leave. (incidents 6, 7)
 
 A process that exists and logs is not a loop that answers. The hard proof is behavioural: push
 a uniquely marked envelope into the rater's inbox and see that exact envelope taken within the

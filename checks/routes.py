@@ -1,4 +1,4 @@
-"""routes: does a host have two default routes on one subnet? (FIELD-NOTES 5)
+"""routes: does a host have two default routes on one subnet? (incident 5)
 
 The Mac mini had wired and Wi-Fi up on the same subnet: two default routes, the OS flipping
 between interfaces, inconsistent ARP, 9 EHOSTUNREACH a minute. Turning Wi-Fi off fixed it.

@@ -395,7 +395,8 @@ def demo_cmd(
     ] = False,
     format: FormatOpt = None,
 ) -> None:
-    """A throwaway fleet on this machine with the field notes' faults planted, patrolled once."""
+    """A throwaway fleet on this machine with the incidents behind the checks planted,
+    patrolled once."""
     import shutil
 
     if shutil.which("redis-server") is None:

@@ -1,5 +1,5 @@
-"""`fleetcheck demo`: a throwaway fleet on this machine with the field notes' faults planted,
-one patrol over it, and a few lines on what each non-OK row means.
+"""`fleetcheck demo`: a throwaway fleet on this machine with the incidents of
+docs/incidents.md planted, one patrol over it, and a few lines on what each non-OK row means.
 
 As root with network namespaces the hosts are namespaces with their own sshd (one with two
 default routes); otherwise they are `ssh = "local"` hosts whose workers connect from
@@ -23,18 +23,18 @@ from fleetcheck.lab import Lab, LabHost, missing_prerequisites
 # What a non-OK row of each check means, in the demo's words (the planted faults).
 MEANING = {
     "clients": "no broker connection from this machine: its workers are gone or cut off, while "
-    "queue depth and throughput still look fine because the others absorb the work (FN 4)",
+    "queue depth and throughput still look fine because the others absorb the work (incident 4)",
     "logs": "this machine's log stopped moving; read in the writer's own zone and compared in "
-    "UTC, so it is really silent, not a time-zone illusion (FN 3, 6)",
+    "UTC, so it is really silent, not a time-zone illusion (incidents 3, 6)",
     "live_hash": "entries of the live hash whose match is certainly over: leaked when workers "
-    "were SIGKILLed; `fleetcheck reap-live --apply` removes exactly those (FN 1)",
+    "were SIGKILLed; `fleetcheck reap-live --apply` removes exactly those (incident 1)",
     "queue_depth": "the summed depth is over the cap, which proves the enqueue guard is not "
-    "holding (a check-then-act race), not merely that the fleet is busy (FN 2)",
+    "holding (a check-then-act race), not merely that the fleet is busy (incident 2)",
     "routes": "two default routes through two interfaces on one subnet: the OS flips between "
-    "them and connections drop; keep one interface per subnet or bond them (FN 5)",
+    "them and connections drop; keep one interface per subnet or bond them (incident 5)",
     "rater_probe": "a test envelope pushed to the rater's inbox was not consumed in time: its "
-    "loop is not running, whatever its process and log say (FN 6, 7)",
-    "broker": "the broker itself is unhealthy or misconfigured (FN 8)",
+    "loop is not running, whatever its process and log say (incidents 6, 7)",
+    "broker": "the broker itself is unhealthy or misconfigured (incident 8)",
 }
 
 INBOX = "arena:rater:inbox"
@@ -179,7 +179,7 @@ def explain(report: Any) -> list[str]:
             out.append(
                 "- n8 / logs (OK): n8 logs in US Eastern time without an offset. Its last line "
                 "reads about 5 hours behind UTC, which a naive reader would call 5 hours silent; "
-                "read in its declared zone it was written a minute ago (FN 6)."
+                "read in its declared zone it was written a minute ago (incident 6)."
             )
     return out
 
@@ -208,6 +208,7 @@ def run_demo(keep: bool, render: Any, netns: bool | None = None) -> int:
         print("\nWhat the rows mean:")
         for line in explain(report):
             print(line)
+        print("(The incidents are told in docs/incidents.md of the fleetcheck repository.)")
         if keep:
             demo.lab.keep()
             print(

@@ -556,7 +556,7 @@ class Lab:
             run("ip", "link", "set", veth, "up")
 
     def add_interface(self, host: LabHost, inner: str, metric: int | None = 200) -> str:
-        """A second interface on the same subnet with its own default route (FIELD-NOTES 5)."""
+        """A second interface on the same subnet with its own default route (incident 5)."""
         addr = self._alloc_ip()
         self._veth(host, inner)
         self.nsrun(host, "ip", "addr", "add", f"{addr}/{self.subnet.prefixlen}", "dev", inner)
@@ -792,7 +792,7 @@ def _proc_state(pid: int) -> str:
 def incident_live_hash(
     now: float, owner_old: str = "mini", owner_fresh: str = "big"
 ) -> dict[str, str]:
-    """FIELD-NOTES 1 as data: 263 entries of `arena:live`, 44 fresh (minutes old), 200 old
+    """incident 1 as data: 263 entries of `arena:live`, 44 fresh (minutes old), 200 old
     (hours old, left by SIGKILLed workers of `owner_old`) and 19 malformed (not JSON, no
     started_at, unreadable or zone-less started_at). Starts mix epoch seconds and ISO 8601."""
     from datetime import UTC, datetime

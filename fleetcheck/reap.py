@@ -1,6 +1,6 @@
 """The live hash of running matches: reading it safely, judging its entries, reaping zombies.
 
-FIELD-NOTES 1: `arena:live` holds one field per running match (HSET at start, HDEL at the end);
+incident 1: `arena:live` holds one field per running match (HSET at start, HDEL at the end);
 workers SIGKILLed by a deploy leak their entries forever because a hash field has no TTL before
 Redis 7.4 / Valkey 9 (HEXPIRE). An entry older than the match wall (plus margin) is certainly
 dead; one whose start time is missing or unreadable cannot prove it is alive and is stale too.
@@ -699,7 +699,7 @@ def jsonable_oldest(scan: LiveScan) -> list[dict[str, Any]]:
     return [{"id": n, "started_at": s, "owner": o} for s, n, o in scan.oldest]
 
 
-MATCH_WALL = 600.0  # FIELD-NOTES 1: every match has a hard 600 s wall
+MATCH_WALL = 600.0  # incident 1: every match has a hard 600 s wall
 MAX_SHARE = 0.5  # reap-live refuses to delete more than this share of the hash
 
 

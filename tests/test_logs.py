@@ -50,7 +50,7 @@ def facts(tail: str, mtime: datetime = NOW, skew: float | None = 0.0, **kw: obje
 
 # tail, declared tz, mtime, expected status, words in the summary
 CASES = [
-    # FIELD-NOTES 6: 02:21 EDT is 06:21 UTC, minutes ago: not "four hours silent"
+    # incident 6: 02:21 EDT is 06:21 UTC, minutes ago: not "four hours silent"
     (
         "2026-11-29 02:21:00,123 INFO tick\n",
         "America/New_York",

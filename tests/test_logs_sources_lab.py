@@ -285,7 +285,7 @@ def test_busybox_host_runs_the_gathered_script(lab: Lab) -> None:
     write_log(log, [f"{now - timedelta(seconds=30):%Y-%m-%dT%H:%M:%S}Z INFO tick"])
     jlog = bb.log_path("app.jsonl")
     write_log(jlog, [f'{{"level":"info","ts":{(now - timedelta(seconds=40)).timestamp()}}}'])
-    lab.add_interface(bb, "eth1", 200)  # FIELD-NOTES 5 on an Alpine box
+    lab.add_interface(bb, "eth1", 200)  # incident 5 on an Alpine box
     config = lab.config(
         checks="[checks.logs]\n[checks.routes]\n",
         host_extra={

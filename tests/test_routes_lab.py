@@ -34,7 +34,7 @@ def add_dummy(lab: Lab, h: LabHost, name: str) -> str:
 def test_route_shapes_in_one_patrol(lab: Lab) -> None:
     single = lab.add_host("single")  # one default, metric 0 (no "metric" key in ip -j)
     dual = lab.add_host("dual")
-    second = lab.add_interface(dual, "eth1", 200)  # FIELD-NOTES 5: same subnet, 2 defaults
+    second = lab.add_interface(dual, "eth1", 200)  # incident 5: same subnet, 2 defaults
     ecmp = lab.add_host("ecmp")  # one multipath default over two same-subnet interfaces
     lab.add_interface(ecmp, "eth1", None)
     lab.nsrun(

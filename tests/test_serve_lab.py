@@ -1,4 +1,4 @@
-"""`fleetcheck serve` over the demo fleet (the lab with the field notes' incidents planted),
+"""`fleetcheck serve` over the demo fleet (the lab with the incidents of docs/incidents.md planted),
 looked at by a real headless Chromium: the incident state shows, no console error, a hostile
 log line stays text, /report.json and /metrics are what `run` wrote.
 

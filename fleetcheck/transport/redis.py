@@ -2,7 +2,7 @@
 
 Explicit connect and socket timeouts, a small retry budget (redis-py's defaults would retry for
 about a minute), RESP2 unless configured, a recognisable client name, and a dead connection
-dropped rather than reused (FIELD-NOTES 3, redis-py #1789), and one connection per client
+dropped rather than reused (incident 3, redis-py #1789), and one connection per client
 (a broker short of client slots is the failure we look for; we must not add to it). The
 password comes from the URL (percent-encoded), `password_env` or `password_file` and never
 appears in any message we produce. TLS (rediss://) verifies the broker's certificate against
