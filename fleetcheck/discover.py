@@ -319,10 +319,13 @@ def sample_broker(r: Any, db: int, scan_limit: int = 10000, count: int = 500) ->
     """Read what the draft needs from the broker (see the module docstring)."""
     from fleetcheck.parse.clientlist import parse_client_list
 
-    own = int(r.execute_command("CLIENT", "ID"))
-    raw = r.execute_command("CLIENT", "LIST")
-    clients = [c for c in parse_client_list(raw) if c.id != own]
-    info = r.info()
+    # one round trip for who we are, who else is connected and INFO
+    pipe = r.pipeline(transaction=False)
+    pipe.execute_command("CLIENT", "ID")
+    pipe.execute_command("CLIENT", "LIST")
+    pipe.info()
+    own, raw, info = pipe.execute()
+    clients = [c for c in parse_client_list(raw) if c.id != int(own)]
     keyspace = info.get(f"db{db}")
     db_keys = int(keyspace["keys"]) if isinstance(keyspace, dict) and "keys" in keyspace else None
     seen: list[bytes] = []
