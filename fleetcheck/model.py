@@ -44,6 +44,18 @@ def worst(statuses: Iterable[Status]) -> Status:
     return max(statuses, key=lambda s: s.rank, default=Status.OK)
 
 
+# Every metric name ends in the suffix of its unit, so each output format can label it without
+# guessing: JSON keeps the names, Prometheus spells the base unit out. A name with none of these
+# suffixes is a plain count (connections, entries, replicas). Metrics are numbers only; strings
+# (a zone name, a link state) belong in `evidence`.
+UNIT_SUFFIXES: dict[str, str] = {
+    "_s": "seconds",
+    "_bytes": "bytes",
+    "_ratio": "ratio",
+    "_per_s": "per_second",
+}
+
+
 @dataclass(frozen=True)
 class Result:
     """One (check, host) verdict: the unit every renderer, state file and alert consumes.
