@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from fleetcheck.check import Check, CheckError, Scope
+from fleetcheck.check import Check, Scope
 from fleetcheck.config import Duration, HostConfig, InvalidValue
 from fleetcheck.context import BrokerRefused, PatrolContext
+from fleetcheck.errors import CheckError
 from fleetcheck.model import Result, Status
 from fleetcheck.transport.redis import REFUSED_CONNECTIONS
 

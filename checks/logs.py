@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from fleetcheck.check import Check, CheckError, Scope
+from fleetcheck.check import Check, Scope
 from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue, LogSpec
 from fleetcheck.context import PatrolContext
+from fleetcheck.errors import CheckError
 from fleetcheck.model import Result, Status, worst
 
 if TYPE_CHECKING:  # the timestamp parser is imported by the patrol, not by config checks

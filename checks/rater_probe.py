@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from fleetcheck.check import Check, CheckError, Scope
+from fleetcheck.check import Check, Scope
 from fleetcheck.config import Duration, HostConfig, InvalidValue
 from fleetcheck.context import PatrolContext
+from fleetcheck.errors import CheckError
 from fleetcheck.model import Result, Status
 from fleetcheck.parse.clientlist import Client, parse_client_list
 from fleetcheck.parse.duration import format_duration

@@ -30,9 +30,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from fleetcheck.check import Check, CheckError, Scope
+from fleetcheck.check import Check, Scope
 from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.context import PatrolContext
+from fleetcheck.errors import CheckError
 from fleetcheck.model import Result, Status
 
 if TYPE_CHECKING:  # the route parser is imported by the patrol, not by config checks

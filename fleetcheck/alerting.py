@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from fleetcheck.iso import iso_utc, parse_iso
 from fleetcheck.model import Report, Result, Status
 
 ALERTNAME = "FleetcheckCheck"
@@ -80,10 +81,6 @@ def check_url(url: str, what: str = "URL") -> None:
         raise DeliveryError(f"{what}: {problem}")
 
 
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _labels(
     check: str, host: str | None, severity: str, extra: Mapping[str, str]
 ) -> dict[str, str]:
@@ -108,7 +105,7 @@ def build_alerts(
     """The Alertmanager v2 `postableAlerts` body for a report (pure; see the module doc)."""
     now = now or datetime.now(UTC)
     extra = dict(extra_labels or {})
-    ends = _iso(now)
+    ends = iso_utc(now)
     alerts: list[dict[str, Any]] = []
     rows: set[tuple[str, str | None]] = set()
 
@@ -156,14 +153,14 @@ def _firing(
         annotations["since"] = r.since
         annotations["bad_rounds"] = str(r.bad_rounds)
         try:
-            starts = min(now, datetime.fromisoformat(r.since))
+            starts = min(now, parse_iso(r.since))
         except ValueError:
             pass
     return {
         "labels": _labels(r.check, r.host, severity, extra),
         "annotations": annotations,
-        "startsAt": _iso(starts),
-        "endsAt": _iso(now + timedelta(seconds=expires_after)),
+        "startsAt": iso_utc(starts),
+        "endsAt": iso_utc(now + timedelta(seconds=expires_after)),
     }
 
 

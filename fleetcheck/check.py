@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from fleetcheck.errors import CheckError as CheckError  # the contract: probes raise it
 from fleetcheck.model import Result, Status
 
 if TYPE_CHECKING:
@@ -26,16 +27,6 @@ class Scope(enum.Enum):
 
     BROKER = "broker"  # talks to the broker; its rows are evaluated from broker facts
     HOST = "host"  # talks to the host over SSH; runs in that host's lane, one row per host
-
-
-class CheckError(Exception):
-    """A probe could not measure. Becomes a row with `status` (UNKNOWN unless a check knows
-    better, e.g. a changed SSH host key is CRIT) and this message as the one-line reason."""
-
-    def __init__(self, reason: str, status: Status = Status.UNKNOWN) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.status = status
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from fleetcheck.model import Report
 
 EXIT_USAGE = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
 
 app = typer.Typer(
     name="fleetcheck",
@@ -224,12 +226,21 @@ def run(
         raise typer.Exit(report.exit_code)
     from fleetcheck import live
 
+    shown = Format.plain if fmt is Format.table else fmt
     try:
-        last = live.run_loop(one, interval, rounds, fmt, render_text)
+        last = live.run_loop(
+            one,
+            interval,
+            rounds,
+            None
+            if fmt is Format.table and sys.stdout.isatty()
+            else partial(render_text, fmt=shown),
+            next_note=shown is Format.plain,
+        )
     finally:
         if keeper is not None:
             keeper.close()
-    raise typer.Exit(last.exit_code if last else 0)
+    raise typer.Exit(last.exit_code if last else EXIT_INTERRUPTED)
 
 
 @app.command("checks")
@@ -739,10 +750,10 @@ def main() -> None:
         sys.exit(e.exit_code)
     except typer.Abort:
         print("fleetcheck: interrupted", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except KeyboardInterrupt:
         print("fleetcheck: interrupted", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as e:
         if _is_click_error(e):  # a usage error found by click (bad option, bad value)
             e.show()  # type: ignore[attr-defined]

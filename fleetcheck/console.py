@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck import history as hist
+from fleetcheck.iso import iso_utc, parse_iso
 from fleetcheck.model import Report, Result, Status
-from fleetcheck.state import parse_iso
 
 BROKER = "(broker)"  # the grid's row for broker-wide checks (host None)
 
@@ -63,7 +63,7 @@ def report_from_round(rnd: hist.Round) -> Report:
         )
         for r in rnd.rows
     )
-    started = rnd.started_at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    started = iso_utc(rnd.started_at)
     return Report(started, rnd.duration_s, results)
 
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from fleetcheck.check import CheckError
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.transport.shell import ExecResult, Shell, TransportError
+from fleetcheck.errors import CheckError, TransportError
+from fleetcheck.transport.shell import ExecResult, Shell
 
 if TYPE_CHECKING:
     import redis

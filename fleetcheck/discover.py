@@ -22,10 +22,10 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from fleetcheck.config import BrokerConfig
+from fleetcheck.iso import parse_iso
 from fleetcheck.parse.clientlist import Client, normalise_ip
 
 # Words that name a program or a role, never a machine.
@@ -232,7 +232,7 @@ def _looks_like_time(value: Any) -> bool:
         return 1e9 <= value <= 1e10 or 1e12 <= value <= 1e13  # epoch seconds or ms
     if isinstance(value, str):
         try:
-            datetime.fromisoformat(value.replace("Z", "+00:00"))
+            parse_iso(value)
             return True
         except ValueError:
             return False

@@ -18,16 +18,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from fleetcheck.files import private_open
+from fleetcheck.iso import parse_iso
 from fleetcheck.model import Report, Status, worst
-from fleetcheck.state import parse_iso
 
 MAX_BYTES = 10 * 1024 * 1024
 
 
 def append(report: Report, path: Path, max_bytes: int = MAX_BYTES) -> None:
     import fcntl
-
-    from fleetcheck.state import private_open
 
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     with private_open(path.with_name(path.name + ".lock")) as lock:
@@ -36,8 +35,6 @@ def append(report: Report, path: Path, max_bytes: int = MAX_BYTES) -> None:
 
 
 def _append(report: Report, path: Path, max_bytes: int) -> None:
-    from fleetcheck.state import private_open
-
     try:
         if path.stat().st_size >= max_bytes:
             os.replace(path, path.with_name(path.name + ".1"))

@@ -1,6 +1,7 @@
 """Patrol mode: `fleetcheck run --every 15m`. On a terminal a live view (the table, the time
 of the next round, a spinner while a round runs); off a terminal one plain block per round.
-Ctrl-C ends it cleanly with the last round's exit code."""
+Ctrl-C ends it cleanly with the last round's exit code (130 before the first round ends:
+nothing was judged, which must not read as OK)."""
 
 from __future__ import annotations
 
@@ -21,9 +22,12 @@ def run_loop(
     one: Callable[[], Report],
     every: float,
     rounds: int | None,
-    fmt: Any,
-    render_text: Callable[[Report, Any], str],
+    render: Callable[[Report], str] | None,
+    next_note: bool = False,
 ) -> Report | None:
+    """Run rounds until `rounds` are done or Ctrl-C; the last round's report (None when
+    interrupted before the first round ended). `render` None: the live view (a terminal);
+    else one block of its text per round, with the next round's time when `next_note`."""
     last: list[Report | None] = [None]
 
     def round_fn() -> Report:
@@ -32,17 +36,13 @@ def run_loop(
         return report
 
     try:
-        if fmt.value == "table" and sys.stdout.isatty():
+        if render is None:
             _live(round_fn, every, rounds)
         else:
-            if fmt.value == "table":
-                from fleetcheck.cli import Format
-
-                fmt = Format.plain
 
             def on_report(report: Report, next_at: float | None) -> None:
-                text = render_text(report, fmt)
-                if next_at is not None and fmt.value == "plain":
+                text = render(report)
+                if next_at is not None and next_note:
                     text += f"\nnext round at {_when(next_at)}"
                 print(text + "\n", flush=True)
 

@@ -12,12 +12,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from fleetcheck.check import Check, CheckError, Scope
+from fleetcheck.check import Check, Scope
 from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.context import PatrolContext, utcnow
+from fleetcheck.errors import CheckError
+from fleetcheck.iso import iso_utc
 from fleetcheck.model import Report, Result, Status
 
 
@@ -179,7 +181,3 @@ def run_patrol(
         results=ordered,
         notes=tuple(ctx.notes()),
     )
-
-
-def iso_utc(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -25,12 +25,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from fleetcheck import history as history_mod
+from fleetcheck.files import private_open
+from fleetcheck.iso import parse_iso
 from fleetcheck.model import Report, Status
 
 SCHEMA_NAME = "fleetcheck.state"
 SCHEMA_VERSION = 1
 SCHEMA = f"{SCHEMA_NAME}/{SCHEMA_VERSION}"
-FILE_MODE = 0o600
 FORGET_AFTER = timedelta(days=30)
 
 
@@ -43,10 +45,6 @@ class Memory:
 
 def row_key(check: str, host: str | None) -> str:
     return f"{check}|{host or ''}"
-
-
-def parse_iso(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def row_problem(row: Any) -> str | None:
@@ -154,13 +152,6 @@ def warn(message: str) -> None:
     print(f"fleetcheck: warning: {message}", file=sys.stderr)
 
 
-def private_open(path: Path, mode: str = "a") -> Any:
-    """Open (creating it 0600 when absent) a file only its owner may read."""
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC)
-    fd = os.open(path, flags, FILE_MODE)
-    return os.fdopen(fd, mode, encoding="utf-8")
-
-
 class StateFile:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -242,8 +233,6 @@ def remember(report: Report, path: Path, memory: Memory, history: Path | None = 
     with state.locked() as holder:
         report, holder["rows"] = apply(report, holder["rows"], memory)
         if history is not None:
-            from fleetcheck import history as history_mod
-
             try:
                 history_mod.append(report, history)
             except OSError as e:

@@ -3,12 +3,17 @@ fleet down (namespaces included) when interrupted mid-way."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import _require_lab
 from tests.lab import Lab, run, wait_for
+from tests.servers import Server, fleet_toml
+
+FLEETCHECK = str(Path(sys.executable).with_name("fleetcheck"))
 
 
 def test_ctrl_c_ends_patrol_mode_cleanly() -> None:
@@ -75,3 +80,48 @@ def test_ctrl_c_tears_the_demo_down() -> None:
     # every namespace of the demo's lab is gone (other labs may come and go meanwhile)
     prefixes = {ns.split("-")[0] + "-" for ns in demo_namespaces}
     assert not {ns for ns in _lab_namespaces() if ns.startswith(tuple(prefixes))}
+
+
+def _connected_to(port: int) -> bool:
+    """Some socket on this machine has an established TCP connection to 127.0.0.1:port."""
+    target = f"0100007F:{port:04X}"
+    with open("/proc/net/tcp") as f:
+        rows = [line.split() for line in f.readlines()[1:]]
+    return any(row[2] == target and row[3] == "01" for row in rows)
+
+
+def _stopped(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rpartition(")")[2].split()[0] in ("T", "t")
+
+
+def test_ctrl_c_before_the_first_round_exits_130(tmp_path: Path) -> None:
+    """Interrupted while its first round waits on a frozen broker, patrol mode has judged
+    nothing: it must not exit 0 (OK) but 130, as an interrupted command does."""
+    with Server() as server:
+        cfg = tmp_path / "hosts.toml"
+        cfg.write_text(
+            fleet_toml(
+                f'url = "{server.url}"\nconnect_timeout = "60s"\nsocket_timeout = "60s"',
+                extra='deadline = "60s"',
+            ).replace('deadline = "20s"\n', "")
+        )
+        os.killpg(server.proc.pid, signal.SIGSTOP)
+        wait_for(lambda: _stopped(server.proc.pid), 10, "the broker to stop")
+        proc = subprocess.Popen(
+            [FLEETCHECK, "run", "-c", str(cfg), "--every", "30s", "--no-state", "-f", "plain"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            # the first round's broker connection is up; its first command gets no answer
+            wait_for(lambda: _connected_to(server.port), 30, "the patrol's broker connection")
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            os.killpg(server.proc.pid, signal.SIGCONT)
+    assert proc.returncode == 130, (out, err)
+    assert out == "" and "Traceback" not in err

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 from fleetcheck.checks.queue_depth import CHECK, Head, QueueDepthConfig, QueueFacts, read_head
 
-from fleetcheck.check import CheckError
 from fleetcheck.config import ConfigError, from_dict
 from fleetcheck.context import PatrolContext
+from fleetcheck.errors import CheckError
 from fleetcheck.model import Status
 from tests.lab import Lab
 

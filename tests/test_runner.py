@@ -10,9 +10,10 @@ from datetime import datetime
 
 import pytest
 
-from fleetcheck.check import Check, CheckError, Scope
+from fleetcheck.check import Check, Scope
 from fleetcheck.config import BrokerConfig, FleetConfig, HostConfig, PatrolConfig, SshConfig
 from fleetcheck.context import PatrolContext, build_gather_script, parse_gathered
+from fleetcheck.errors import CheckError
 from fleetcheck.model import Result, Status
 from fleetcheck.runner import plan, run_patrol
 from fleetcheck.transport.local import LocalShell

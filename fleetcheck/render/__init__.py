@@ -28,15 +28,11 @@ def footer(report: Report) -> str:
 def _age(since: str | None, now_text: str) -> str | None:
     if since is None:
         return None
-    from datetime import datetime
-
+    from fleetcheck.iso import parse_iso
     from fleetcheck.parse.duration import format_duration
 
-    def parse(t: str) -> datetime:
-        return datetime.fromisoformat(t.replace("Z", "+00:00"))
-
     try:
-        return format_duration((parse(now_text) - parse(since)).total_seconds())
+        return format_duration((parse_iso(now_text) - parse_iso(since)).total_seconds())
     except ValueError:
         return None
 

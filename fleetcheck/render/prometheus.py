@@ -37,11 +37,11 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
+from fleetcheck.iso import parse_iso
 from fleetcheck.model import Report, Result, Status
 
 PREFIX = "fleetcheck"
@@ -215,7 +215,7 @@ def leaves(value: Any, keys: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, 
 
 def epoch(iso: str) -> float | None:
     try:
-        return datetime.fromisoformat(iso).timestamp()
+        return parse_iso(iso).timestamp()
     except (TypeError, ValueError):
         return None
 

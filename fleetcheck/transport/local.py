@@ -8,7 +8,8 @@ import signal
 import subprocess
 import time
 
-from fleetcheck.transport.shell import ExecResult, TransportError
+from fleetcheck.errors import TransportError
+from fleetcheck.transport.shell import ExecResult
 
 
 class LocalShell:

@@ -5,9 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from fleetcheck.check import CheckError
-from fleetcheck.model import Status
-
 
 @dataclass(frozen=True)
 class ExecResult:
@@ -16,14 +13,6 @@ class ExecResult:
     stderr: bytes
     truncated: bool  # output went past the byte bound and the rest was discarded
     duration_s: float
-
-
-class TransportError(CheckError):
-    """The host could not be reached or would not run the command. The reason is the one
-    line the operator sees for every SSH check of that host."""
-
-    def __init__(self, reason: str, status: Status = Status.UNKNOWN) -> None:
-        super().__init__(reason, status)
 
 
 class Shell(Protocol):

@@ -49,9 +49,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fleetcheck.errors import TransportError
 from fleetcheck.model import Status
 from fleetcheck.transport.known_hosts import KnownHostsCache
-from fleetcheck.transport.shell import ExecResult, TransportError
+from fleetcheck.transport.shell import ExecResult
 
 if TYPE_CHECKING:
     import paramiko
