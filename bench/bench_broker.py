@@ -117,7 +117,8 @@ def previous_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
     stale_reason once per entry. (entries, stale)."""
     from collections import Counter
 
-    from fleetcheck.reap import LiveScan, key_type, read_entry_json, stale_reason
+    from fleetcheck.livehash import LiveScan, key_type, stale_reason
+    from fleetcheck.parse.live_entry import read_entry_json
 
     scan = LiveScan(key=key, kind=key_type(r, key), keep=5)
     seen: set[bytes] = set()
@@ -152,9 +153,7 @@ def previous_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
 
 def current_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
     """The live_hash check's probe scan and evaluate's counting, as they are now."""
-    from fleetcheck.checks.live_hash import stale_counts
-
-    from fleetcheck.reap import read_live
+    from fleetcheck.livehash import read_live, stale_counts
 
     scan = read_live(r, key, count=count, keep=5)
     old, future, _by_owner = stale_counts(scan, now, MAX_AGE)
@@ -164,9 +163,8 @@ def current_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
 
 def names_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
     """The pass as it was before issue 15: the reducer keeping the set of field names."""
-    from fleetcheck.checks.live_hash import stale_counts
-
-    from fleetcheck.reap import EntryReader, LiveReducer, LiveScan, hscan_replies
+    from fleetcheck.livehash import LiveReducer, LiveScan, hscan_replies, stale_counts
+    from fleetcheck.parse.live_entry import EntryReader
 
     scan = LiveScan(key=key, kind="hash", keep=5)
     reduce = LiveReducer(scan, EntryReader(), exact=True)

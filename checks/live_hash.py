@@ -9,12 +9,8 @@ as malformed. Read with HSCAN, never HGETALL. `fleetcheck reap-live` removes the
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import compress, repeat
-from operator import gt, or_, sub
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.check import Check, Scope
@@ -24,7 +20,7 @@ from fleetcheck.model import Result, Status
 from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:  # the scan code is imported by the probe, not by the config's validation
-    from fleetcheck.reap import LiveScan
+    from fleetcheck.livehash import LiveScan
 
 
 @dataclass(frozen=True)
@@ -102,34 +98,6 @@ def _is_ip(text: str) -> bool:
         return False
 
 
-def stale_counts(scan: LiveScan, now: float, max_age: float) -> tuple[int, int, Counter[str]]:
-    """(older than max_age, starting more than max_age in the future, stale per owner with
-    the malformed ones) over the scan's start times (pure).
-
-    The same tests as stale_reason (age > max_age; -age > max_age), run at C speed over the
-    typed arrays: a million-field scan takes a fraction of a second, not seconds.
-    """
-    starts = scan.starts
-    if not starts:
-        return 0, 0, Counter(scan.malformed_owners)
-    old_flags = bytes(map(gt, map(sub, repeat(now), starts), repeat(max_age)))
-    old = old_flags.count(1)
-    future = 0
-    stale_flags: Iterable[int] = old_flags
-    # -age > max_age; -(now - s) is exactly s - now in floating point, and grows with s
-    if max(starts) - now > max_age:
-        future_flags = bytes(map(gt, map(sub, starts, repeat(now)), repeat(max_age)))
-        future = future_flags.count(1)
-        stale_flags = map(or_, old_flags, future_flags)
-    by_index = Counter(compress(scan.owners, stale_flags))
-    stale_by_owner: Counter[str] = Counter(scan.malformed_owners)
-    names = scan.owner_names
-    for index, n in by_index.items():
-        if index >= 0:
-            stale_by_owner[names[index]] += n
-    return old, future, stale_by_owner
-
-
 class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
     name = "live_hash"
     description = "zombie entries in the live-matches hash (HSCAN; stale and malformed)"
@@ -139,7 +107,7 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
     def probe(
         self, ctx: PatrolContext, host: HostConfig | None, config: LiveHashConfig
     ) -> LiveHashFacts:
-        from fleetcheck.reap import read_live
+        from fleetcheck.livehash import any_stale, read_live
         from fleetcheck.transport.redis import server_identity, supports
 
         r = ctx.broker()
@@ -160,9 +128,7 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
         presence: dict[str, bool | None] = {o: None for o in owners}
         # CLIENT LIST costs the server tens of ms with 10k clients: read it (or share the
         # patrol's copy) only when some stale entry has an owner to look for
-        t = ctx.clock().timestamp()
-        some_stale = bool(scan.malformed) or any(t - s > config.max_age for s, _, _ in scan.oldest)
-        if owners and some_stale:
+        if owners and any_stale(scan, ctx.clock().timestamp(), config.max_age):
             try:
                 connected = {c.host for c in ctx.client_list()}
                 presence = owner_presence(owners, ctx.fleet.hosts, connected)
@@ -183,9 +149,11 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
         scan = facts.scan
         key = config.key
         if scan.kind not in ("hash", "none"):
-            from fleetcheck.reap import describe_kind
+            from fleetcheck.livehash import describe_kind
 
             return self.result(host, Status.UNKNOWN, describe_kind(key, scan.kind))
+        from fleetcheck.livehash import stale_counts, stale_flags
+
         t = now.timestamp()
         max_age = config.max_age
         old, future, stale_by_owner = stale_counts(scan, t, max_age)
@@ -208,8 +176,9 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
             )
         leaks = sorted(o for o in stale_by_owner if facts.owners_connected.get(o) is False)
         examples: list[dict[str, Any]] = []
-        for start, name, owner in scan.oldest:
-            if len(examples) >= config.show or t - start <= max_age:
+        old_flags, _ = stale_flags([start for start, _, _ in scan.oldest], t, max_age)
+        for (start, name, owner), is_old in zip(scan.oldest, old_flags, strict=True):
+            if len(examples) >= config.show or not is_old:
                 break
             examples.append(self._example(name, round(t - start, 3), None, owner, facts))
         for name, problem, bad_owner in scan.malformed_samples:
@@ -253,7 +222,7 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
         if malformed:
             parts.append(f"{malformed} malformed")
         summary = f"{key}: {stale} of {entries} entries stale ({', '.join(parts)})"
-        if oldest_age is not None and oldest_age > max_age:
+        if old and oldest_age is not None:
             summary += f", oldest {format_duration(oldest_age)}"
         if leaks:
             summary += f"; confirmed leak: {', '.join(leaks)} not connected to the broker"

@@ -14,9 +14,10 @@ import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fleetcheck.livehash import LiveReducer, LiveScan, read_live, reduce_pass
 from fleetcheck.parse import clientlist
 from fleetcheck.parse.clientlist import parse_client_list
-from fleetcheck.reap import EntryReader, LiveReducer, LiveScan, read_live, reduce_pass
+from fleetcheck.parse.live_entry import EntryReader
 from tests.lab import Lab, free_port, port_open, wait_for
 from tests.test_live_hash import canonical, line_values, live_values, reference_scan
 

@@ -14,27 +14,24 @@ from fleetcheck.checks.live_hash import (
     LiveHashConfig,
     LiveHashFacts,
     owner_presence,
-    stale_counts,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetcheck.config import ConfigError, HostConfig, from_dict
 from fleetcheck.context import PatrolContext
-from fleetcheck.model import Status
-from fleetcheck.parse.instant import MS_THRESHOLD, parse_instant
-from fleetcheck.reap import (
-    EntryReader,
+from fleetcheck.livehash import (
     LiveReducer,
     LiveScan,
     hscan_replies,
-    parse_entry,
-    read_entry,
-    read_entry_json,
     read_live,
     scan_hash,
+    stale_counts,
     stale_reason,
 )
+from fleetcheck.model import Status
+from fleetcheck.parse.instant import MS_THRESHOLD, parse_instant
+from fleetcheck.parse.live_entry import EntryReader, read_entry, read_entry_json
 from tests.lab import Lab
 
 NOW = datetime(2026, 11, 29, 6, 21, tzinfo=UTC)
@@ -110,18 +107,20 @@ def test_parse_instant_naive_with_assumed_zone() -> None:
         ('{"started_at": "2026-11-29T06:21:00"}', None, "started_at: ISO time without", None),
     ],
 )
-def test_parse_entry(value: str, started: float | None, problem: str | None, owner: str | None):
-    entry = parse_entry(value if isinstance(value, bytes) else value.encode())
-    assert entry.started_at == (pytest.approx(started) if started is not None else None)
-    assert (entry.problem or "").startswith(problem or "")
-    assert (entry.problem is None) == (problem is None)
-    assert entry.owner == owner
+def test_read_entry(value: str, started: float | None, problem: str | None, owner: str | None):
+    got_start, got_problem, got_owner = read_entry(
+        value if isinstance(value, bytes) else value.encode()
+    )
+    assert got_start == (pytest.approx(started) if started is not None else None)
+    assert (got_problem or "").startswith(problem or "")
+    assert (got_problem is None) == (problem is None)
+    assert got_owner == owner
 
 
-def test_parse_entry_other_fields() -> None:
-    e = parse_entry(b'{"t0": 5, "node": "big"}', started_field="t0", owner_field="node")
-    assert (e.started_at, e.owner) == (5.0, "big")
-    assert parse_entry(b'{"t0": 5, "node": "big"}', "t0", None).owner is None
+def test_read_entry_other_fields() -> None:
+    got = read_entry(b'{"t0": 5, "node": "big"}', started_field="t0", owner_field="node")
+    assert got == (5.0, None, "big")
+    assert read_entry(b'{"t0": 5, "node": "big"}', "t0", None)[2] is None
 
 
 @pytest.mark.parametrize(
@@ -143,7 +142,7 @@ def test_stale_reason(started: float | None, problem: str | None, reason: str) -
 def scan_of(*entries: tuple[str, bytes], keep: int = 5, kind: str = "hash") -> LiveScan:
     scan = LiveScan(key="arena:live", kind=kind, keep=keep)
     for name, value in entries:
-        scan.add(name, parse_entry(value))
+        scan.add_values(name, *read_entry(value))
     return scan.finish()
 
 

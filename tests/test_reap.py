@@ -14,7 +14,8 @@ import pytest
 
 from fleetcheck import registry
 from fleetcheck.config import load
-from fleetcheck.reap import Stale, find_stale, reap, reap_live_command
+from fleetcheck.livehash import Stale, find_stale, reap
+from fleetcheck.reap import reap_live_command
 from tests.lab import Lab, incident_live_hash
 
 pytestmark = pytest.mark.lab
