@@ -93,7 +93,7 @@ def any_stale(scan: LiveScan, now: float, max_age: float) -> bool:
     if not scan.starts:
         return False
     first = scan.oldest[0][0] if scan.oldest else min(scan.starts)
-    old, future = stale_flags((first, max(scan.starts)), now, max_age)
+    old, future = stale_flags((first, scan.newest), now, max_age)
     return bool(old[0]) or future is not None
 
 
@@ -181,6 +181,7 @@ class LiveScan:
     owner_names: list[str] = field(default_factory=list)
     oldest: list[tuple[float, str, str | None]] = field(default_factory=list)  # start, id, owner
     malformed: int = 0
+    newest: float = float("-inf")  # the latest start time seen
     malformed_samples: list[tuple[str, str, str | None]] = field(default_factory=list)
     malformed_owners: dict[str, int] = field(default_factory=dict)
     keep: int = 5
@@ -202,6 +203,7 @@ class LiveScan:
                 self.malformed_owners[owner] = self.malformed_owners.get(owner, 0) + 1
             return
         self.starts.append(started)
+        self.newest = max(self.newest, started)
         self.owners.append(-1 if owner is None else self.owner_index(owner))
         if started <= self.keep_below():
             self.keep_old(started, name, owner)
@@ -216,9 +218,9 @@ class LiveScan:
     def keep_below(self) -> float:
         """Entries starting after this cannot enter the oldest few (ties go by name)."""
         kept = self._kept
-        if len(kept) < self.keep:
-            return float("inf") if self.keep > 0 else float("-inf")
-        return kept[-1][0]
+        if self.keep <= 0:
+            return float("-inf")
+        return float("inf") if len(kept) < self.keep else kept[-1][0]
 
     def keep_old(self, started: float, name: bytes | str, owner: str | None) -> float:
         """Offer an entry to the oldest few; the new bound. The kept ones are the `keep`
@@ -385,14 +387,17 @@ class LiveReducer:
             for at in reversed(rest):
                 del names[at], numbers[at], owners[at]
         starts = list(map(float, numbers))  # json's int or float, as a float: the same value
-        if max(starts) >= MS_THRESHOLD:  # epoch milliseconds, as parse_instant reads them
+        top = max(starts)
+        if top >= MS_THRESHOLD:  # epoch milliseconds, as parse_instant reads them
             starts = [s if s < MS_THRESHOLD else s / 1000.0 for s in starts]
-            if max(starts) >= MS_THRESHOLD:
+            top = max(starts)
+            if top >= MS_THRESHOLD:
                 return range(len(rows))  # out of range: all through the full reading
         indexes = list(map(self.owner_ids.get, owners))
         if None in indexes:
             indexes = [self._owner_id(raw) for raw in owners]
         scan = self.scan
+        scan.newest = max(scan.newest, top)
         scan.starts.extend(starts)
         scan.owners.extend(indexes)  # type: ignore[arg-type]
         bound = scan.keep_below()

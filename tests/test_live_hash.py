@@ -23,6 +23,7 @@ from fleetcheck.context import PatrolContext
 from fleetcheck.livehash import (
     LiveReducer,
     LiveScan,
+    any_stale,
     hscan_replies,
     read_live,
     scan_hash,
@@ -687,6 +688,33 @@ def test_stale_counts_equal_stale_reason(rows: list[tuple[float, str | None]], m
     scan.add_values("bad", None, "not JSON", "c")
     old, future, by_owner = stale_counts(scan, T, max_age)
     assert (old, future, dict(by_owner)) == reference_counts(scan, T, max_age)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.floats(min_value=0, max_value=2e10),
+            st.sampled_from([T - 900, T + 900, T - 900.0000001, T + 900.0000001, T]),
+        ),
+        max_size=30,
+    ),
+    st.booleans(),
+    st.sampled_from([900.0, 0.001, 1e9]),
+    st.integers(min_value=0, max_value=3),
+)
+def test_any_stale_equals_stale_counts(
+    starts: list[float], malformed: bool, max_age: float, keep: int
+) -> None:
+    """The probe's shortcut (the scan's edges only) agrees with counting every entry."""
+    scan = LiveScan(key="k", kind="hash", keep=keep)
+    for i, start in enumerate(starts):
+        scan.add_values(f"m{i}", start, None, None)
+    if malformed:
+        scan.add_values("bad", None, "not JSON", None)
+    scan.finish()
+    old, future, _ = stale_counts(scan, T, max_age)
+    assert any_stale(scan, T, max_age) == bool(old or future or scan.malformed)
 
 
 # ---------------------------------------------------------------- lab: the pipelined scan
