@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue, L
 from fleetcheck.context import PatrolContext
 from fleetcheck.errors import CheckError
 from fleetcheck.model import Result, Status, worst
+from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:  # the timestamp parser is imported by the patrol, not by config checks
     from fleetcheck.parse.timestamps import Resolved, Stamp
@@ -47,35 +49,9 @@ class LogsConfig:
             raise InvalidValue("max_clock_skew", "must be longer than 0s")
 
 
-@dataclass(frozen=True)
-class LogFacts:
-    path: str
-    state: str  # "ok", "missing", "denied", "not-regular", "error"
-    detail: str = ""  # the host's own words for a non-ok state
-    mtime: float | None = None  # epoch seconds (host clock)
-    size: int | None = None
-    tail: bytes = b""
-
-
-if TYPE_CHECKING:  # the JSON and journal parsers load only when a patrol reads such a log
-    from fleetcheck.parse.journal import JournalRead
-
-
-@dataclass(frozen=True)
-class JournalFacts:
-    label: str  # what the query selects: a unit and/or matches
-    state: str  # "ok", "no-journalctl", "error"
-    detail: str = ""
-    read: JournalRead | None = None
-
-
-@dataclass(frozen=True)
-class ZoneFacts:
-    """What `tz = "auto"` found on the host."""
-
-    name: str | None  # an IANA zone, when one was found
-    how: str  # where it came from, or why nothing was found
-    offset: str | None = None  # `date +%z` on the host, e.g. "-0500"
+if TYPE_CHECKING:  # the parsers load only when a patrol reads a log
+    from fleetcheck.parse.journal import JournalFacts, JournalRead
+    from fleetcheck.parse.logtail import LogFacts, ZoneFacts
 
 
 @dataclass(frozen=True)
@@ -169,83 +145,6 @@ ZONE_FRAGMENT = (
 )
 
 
-def parse_log_output(path: str, rc: int, out: bytes) -> LogFacts:
-    head, sep, tail = out.partition(b"\ntail\n")
-    first = head.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
-    if first.startswith("state "):
-        word, _, rest = first[6:].partition(" ")
-        if word == "error":
-            low = rest.lower()
-            if "no such file" in low:
-                return LogFacts(path, "missing", "no such file")
-            if "permission denied" in low:
-                return LogFacts(path, "denied", "permission denied")
-            if "not a directory" in low:
-                return LogFacts(path, "missing", "a parent is not a directory")
-            return LogFacts(path, "error", rest.strip() or f"stat failed (rc {rc})")
-        if word == "denied":
-            return LogFacts(path, "denied", "permission denied")
-        if word == "not-regular":
-            return LogFacts(path, "not-regular", "not a regular file")
-        return LogFacts(path, "error", first)
-    if not sep or not first.startswith("stat "):
-        return LogFacts(path, "error", f"unexpected output from the host (rc {rc})")
-    try:
-        mtime_s, size_s = first[5:].split()[:2]
-        mtime, size = float(mtime_s), int(size_s)
-    except ValueError:
-        return LogFacts(path, "error", f"cannot read stat output {first[:80]!r}")
-    return LogFacts(path, "ok", "", mtime, size, tail)
-
-
-def parse_journal_facts(spec: LogSpec, rc: int, text: str) -> JournalFacts:
-    from fleetcheck.parse.journal import parse_journal_output
-
-    first = text.split("\n", 1)[0].strip()
-    if first == "state no-journalctl":
-        return JournalFacts(spec.label, "no-journalctl", "journalctl not found on the host")
-    if "@@rc" not in text and not text.lstrip().startswith("{"):
-        return JournalFacts(spec.label, "error", f"unexpected output from the host (rc {rc})")
-    return JournalFacts(spec.label, "ok", "", parse_journal_output(text))
-
-
-def parse_zone_output(text: str) -> ZoneFacts:
-    """Which zone the host runs in: $TZ, then /etc/localtime's link, then /etc/timezone, then
-    timedatectl. Only an IANA name that this machine's tzdata knows is accepted."""
-    from zoneinfo import ZoneInfo
-
-    values: dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            values[key.strip()] = value.strip()
-    offset = values.get("offset") or None
-    tried = []
-    for key, label in (
-        ("TZ", "$TZ"),
-        ("localtime", "/etc/localtime"),
-        ("etc_timezone", "/etc/timezone"),
-        ("timedatectl", "timedatectl"),
-    ):
-        raw = values.get(key, "")
-        if not raw:
-            continue
-        name = raw.lstrip(":")
-        if "zoneinfo/" in name:
-            name = name.split("zoneinfo/", 1)[1]
-        for prefix in ("posix/", "right/"):
-            if name.startswith(prefix):
-                name = name[len(prefix) :]
-        try:
-            ZoneInfo(name)
-        except Exception:
-            tried.append(f"{label} {raw!r} is not an IANA zone")
-            continue
-        return ZoneFacts(name, f"{label} ({raw})", offset)
-    how = "; ".join(tried) if tried else "no $TZ, /etc/localtime link, /etc/timezone or timedatectl"
-    return ZoneFacts(None, how, offset)
-
-
 # ---------------------------------------------------------------- the check
 
 
@@ -270,13 +169,16 @@ class LogsCheck(Check[LogsConfig, LogsFacts]):
         return out
 
     def probe(self, ctx: PatrolContext, host: HostConfig | None, config: LogsConfig) -> LogsFacts:
+        from fleetcheck.parse.journal import parse_journal_facts
+        from fleetcheck.parse.logtail import parse_log_output, parse_zone_output
+
         assert host is not None
         facts = ctx.host_facts(host)
         logs: list[LogFacts | JournalFacts] = []
         for i, spec in enumerate(host.logs):
             frag = facts.get(f"logs.log{i}")
             if spec.is_journal:
-                logs.append(parse_journal_facts(spec, frag.rc, frag.text))
+                logs.append(parse_journal_facts(spec.label, frag.rc, frag.text))
             else:
                 assert spec.path is not None
                 logs.append(parse_log_output(spec.path, frag.rc, frag.output))
@@ -288,13 +190,15 @@ class LogsCheck(Check[LogsConfig, LogsFacts]):
     def evaluate(
         self, facts: LogsFacts, config: LogsConfig, host: HostConfig | None, now: datetime
     ) -> Result:
+        from fleetcheck.parse.logtail import LogFacts
+
         assert host is not None
         if len(facts.logs) != len(host.logs):
             raise CheckError("facts do not match the configured logs")
         verdicts = [
-            judge_journal(spec, lf, facts, now)
-            if isinstance(lf, JournalFacts)
-            else judge_log(spec, lf, host, facts, config, now)
+            judge_log(spec, lf, host, facts, config, now)
+            if isinstance(lf, LogFacts)
+            else judge_journal(spec, lf, facts, now)
             for spec, lf in zip(host.logs, facts.logs, strict=True)
         ]
         status = worst(v.status for v in verdicts)
@@ -302,9 +206,10 @@ class LogsCheck(Check[LogsConfig, LogsFacts]):
         skew_note = ""
         if skew is not None and abs(skew) > config.max_clock_skew:
             status = worst([status, Status.WARN])
+            side = "ahead of" if skew > 0 else "behind"
             skew_note = (
-                f"; host clock is {_span(abs(skew))} {'ahead of' if skew > 0 else 'behind'} "
-                f"ours (max_clock_skew {config.max_clock_skew:g}s)"
+                f"; host clock is {format_duration(abs(skew))} {side} ours "
+                f"(max_clock_skew {config.max_clock_skew:g}s)"
             )
         lead = max(verdicts, key=lambda v: v.status.rank)
         summary = lead.summary
@@ -337,28 +242,9 @@ class LogVerdict:
     evidence: dict[str, Any] = field(default_factory=dict)
 
 
-def _span(seconds: float) -> str:
-    s = abs(seconds)
-    if s < 90:
-        return f"{s:.0f} s"
-    if s < 5400:
-        return f"{s / 60:.0f} min"
-    if s < 2 * 86400:
-        h, m = divmod(int(s // 60), 60)
-        return f"{h} h {m} min" if m else f"{h} h"
-    return f"{s / 86400:.1f} days"
-
-
-def _size(n: int) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
-
-
 def _zone_for(host: HostConfig, facts: LogsFacts) -> tuple[tzinfo | None, str, str | None]:
     """(zone, its name, why there is none)."""
-    from fleetcheck.parse.timestamps import zone_named
+    from fleetcheck.zones import zone_named
 
     if host.tz == "auto":
         z = facts.zone
@@ -376,7 +262,9 @@ def _zone_for(host: HostConfig, facts: LogsFacts) -> tuple[tzinfo | None, str, s
 
 
 def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
-    from zoneinfo import ZoneInfo, available_timezones
+    from zoneinfo import available_timezones
+
+    from fleetcheck.zones import zone_named
 
     if offset == timedelta(0):
         return ["UTC"]
@@ -399,7 +287,7 @@ def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
         if "/" not in name or name.startswith(("Etc/", "SystemV/", "posix", "right")):
             continue
         try:
-            if at.astimezone(ZoneInfo(name)).utcoffset() == offset:
+            if at.astimezone(zone_named(name)).utcoffset() == offset:
                 matches.append(name)
         except Exception:
             continue
@@ -520,10 +408,14 @@ def judge_log(
     config: LogsConfig,
     now: datetime,
 ) -> LogVerdict:
-    from fleetcheck.parse.timestamps import find_with, resolve
+    """One file's verdict: can its tail be read, how old is its newest line in UTC (recency),
+    do its error lines flood, and does its zone agree with the file's mtime."""
+    from fleetcheck.iso import iso_utc
+    from fleetcheck.parse.logtail import complete_lines, size_text
 
     path = spec.path
     assert path is not None
+    json_file = spec.format == "json"
     metrics: dict[str, Any] = {
         "last_line_at": None,
         "age_s": None,
@@ -533,94 +425,150 @@ def judge_log(
         "error_lines": None,
         "error_rate_per_min": None,
         "size_bytes": lf.size,
-        "source": "file",
+        "source": "json" if json_file else "file",
     }
-    evidence: dict[str, Any] = {"path": path, "source": "file"}
-    words = _source_words(spec, json_lines=spec.format == "json")
-    if spec.format == "json":
-        metrics["source"] = evidence["source"] = "json"
+    evidence: dict[str, Any] = {"path": path, "source": metrics["source"]}
 
     def verdict(status: Status, summary: str) -> LogVerdict:
+        words = _source_words(spec, json_lines=metrics["source"] == "json")
         return LogVerdict(path, status, f"{words}: {summary}", metrics, evidence)
 
     if lf.state != "ok":
         return verdict(Status.UNKNOWN, lf.detail or lf.state)
     assert lf.mtime is not None and lf.size is not None
-    skew = facts.clock_skew_s or 0.0
-    host_now = now + timedelta(seconds=skew)  # ages are measured on the host's own clock
+    host_now = now + timedelta(seconds=facts.clock_skew_s or 0.0)  # ages on the host's clock
     mtime = datetime.fromtimestamp(lf.mtime, UTC)
     mtime_age = (host_now - mtime).total_seconds()
     metrics["mtime_age_s"] = round(mtime_age, 3)
-    evidence["mtime"] = mtime.isoformat().replace("+00:00", "Z")
-    if lf.size == 0:
-        return verdict(Status.UNKNOWN, f"empty file (modified {_span(mtime_age)} ago)")
-    tail = lf.tail
-    if len(tail) < min(lf.size, spec.tail_bytes):
-        # stat saw more than tail could read: the file was rotated or truncated in between,
-        # so the tail and the mtime describe different files; judge nothing from either
-        return verdict(
-            Status.UNKNOWN,
-            f"changed while being read (stat: {_size(lf.size)}, read {_size(len(tail))}): "
-            "rotated or truncated; the next patrol reads the new file",
-        )
-    if _looks_binary(tail):
-        return verdict(
-            Status.UNKNOWN,
-            f"looks binary (control bytes in the last {_size(len(tail))}), not a text log",
-        )
-    text = tail.decode("utf-8", "replace")
-    lines = text.split("\n")
-    if lf.size > len(tail):  # the tail began mid-line: drop the partial first line
-        lines = lines[1:]
-    if lines and lines[-1] == "":
-        lines.pop()
+    evidence["mtime"] = iso_utc(mtime, "auto")
+    unreadable = _unreadable_tail(lf, spec, mtime_age)
+    if unreadable:
+        return verdict(Status.UNKNOWN, unreadable)
+    lines = complete_lines(lf.tail, lf.size)
     if not lines:
         return verdict(
             Status.UNKNOWN,
-            f"no complete line in the last {_size(len(tail))} (a single line longer than "
-            f"tail_bytes {spec.tail_bytes}); cannot see a timestamp",
+            f"no complete line in the last {size_text(len(lf.tail))} (a single line longer "
+            f"than tail_bytes {spec.tail_bytes}); cannot see a timestamp",
         )
-    from fleetcheck.parse import jsonlog
+    tail = _read_lines(lines, spec)
+    if tail.json_lines:
+        metrics["source"] = evidence["source"] = "json"
+    zone, zone_name, zone_problem = _zone_for(host, facts)
+    metrics["tz"] = zone_name
+    stamped = _newest_stamped(lines, tail.find)
+    if not stamped:
+        return verdict(Status.UNKNOWN, _no_stamp(lines, spec, tail.json_lines, len(lf.tail)))
+    if zone is None and any(s.offset is None and s.kind != "epoch" for _, s in stamped):
+        return verdict(Status.UNKNOWN, zone_problem or "no zone for this host")
+    utc_zone: tzinfo = zone or UTC
+    newest_line, newest_stamp, newest = _newest(stamped, utc_zone, zone_name, now, mtime)
+    age = (host_now - newest.utc).total_seconds()
+    metrics["last_line_at"] = iso_utc(newest.utc, "auto")
+    metrics["age_s"] = round(age, 3)
+    evidence["last_line"] = newest_line[:200]
+    evidence["zone"] = newest.zone
+    note = ""
+    if newest.note:
+        evidence["note"] = newest.note
+        note = f"; {newest.note}"
 
+    times = _utc_times([st for _, st in tail.records], utc_zone, zone_name, now, mtime)
+    statuses, errors_text, flood_metrics = _flood_verdict(
+        flood_of(len(tail.errors), times),
+        spec,
+        "error lines",
+        f"the last {size_text(len(lf.tail))}",
+    )
+    metrics.update(flood_metrics)
+    if errors_text:
+        errors_text += f", file {size_text(lf.size)}"
+
+    halves = _zone_offset_halves(newest_stamp, newest, mtime) if config.zone_check else 0
+    if halves:
+        summary, evidence["zone_check"] = _zone_mismatch(halves, newest, mtime, zone_name)
+        status = worst([Status.WARN, _age_status(mtime_age, spec), *statuses])
+        summary += f"; by mtime the log is {format_duration(mtime_age)} old"
+        return verdict(status, summary + note + errors_text)
+    where = f"last line {_time_label(newest)}"
+    if newest.utc.date() != host_now.date():
+        where += f" on {newest.utc:%Y-%m-%d}"
+    return verdict(*_recency(age, where, spec, note + errors_text, statuses))
+
+
+def _unreadable_tail(lf: LogFacts, spec: LogSpec, mtime_age: float) -> str | None:
+    """Why the tail cannot be judged at all (empty, changed while read, binary), or None."""
+    from fleetcheck.parse.logtail import looks_binary, size_text
+
+    assert lf.size is not None
+    tail = lf.tail
+    if lf.size == 0:
+        return f"empty file (modified {format_duration(mtime_age)} ago)"
+    if len(tail) < min(lf.size, spec.tail_bytes):
+        # stat saw more than tail could read: the file was rotated or truncated in between,
+        # so the tail and the mtime describe different files; judge nothing from either
+        return (
+            f"changed while being read (stat: {size_text(lf.size)}, read "
+            f"{size_text(len(tail))}): rotated or truncated; the next patrol reads the new file"
+        )
+    if looks_binary(tail):
+        return f"looks binary (control bytes in the last {size_text(len(tail))}), not a text log"
+    return None
+
+
+@dataclass(frozen=True)
+class _Lines:
+    """A tail's lines, read: JSON or text, which are errors, how to find a line's stamp."""
+
+    json_lines: bool
+    errors: list[int]  # indexes of the error lines
+    records: list[tuple[int, Stamp]]  # the error records placed in time
+    find: Callable[[str], Stamp | None]
+
+
+def _read_lines(lines: list[str], spec: LogSpec) -> _Lines:
+    """Which lines are errors (the same `error_regex` on every host; for JSON lines their
+    level too) and each error record's stamp."""
+    from fleetcheck.parse import jsonlog
+    from fleetcheck.parse.timestamps import find_with
+
+    err_rx = re.compile(spec.error_regex)
     json_lines = spec.format == "json" or (
         spec.format is None and spec.regex is None and jsonlog.looks_like_json(lines)
     )
-    if json_lines:
-        words = _source_words(spec, json_lines=True)
-        metrics["source"] = evidence["source"] = "json"
-    err_rx = re.compile(spec.error_regex)
-
-    # which lines are errors, and how to find a line's stamp
-    find: Any
-    if json_lines:
-        objects = [jsonlog.parse_object(line) for line in lines]
-        errors = []
-        for i, (line, obj) in enumerate(zip(lines, objects, strict=True)):
-            if obj is None:
-                if err_rx.search(line):
-                    errors.append(i)  # a raw line among JSON (a crash's traceback) counts
-            elif jsonlog.is_error(obj, line, err_rx):
-                errors.append(i)
-        by_line = {line: obj for line, obj in zip(lines, objects, strict=True)}
-
-        def find(line: str) -> Stamp | None:
-            obj = by_line.get(line)
-            return None if obj is None else jsonlog.object_stamp(obj, spec.time_field)
-
-        placed_errors = [i for i in errors if objects[i] is not None]
-        records = [(i, st) for i in placed_errors if (st := find(lines[i])) is not None]
-    else:
+    if not json_lines:
         rx = re.compile(spec.regex) if spec.regex else None
 
-        def find(line: str) -> Stamp | None:
+        def find_text(line: str) -> Stamp | None:
             return find_with(line, spec.format, rx)
 
         errors = [i for i, line in enumerate(lines) if err_rx.search(line)]
-        records, _ = _record_stamps(lines, errors, find)
+        records, _ = _record_stamps(lines, errors, find_text)
+        return _Lines(False, errors, records, find_text)
+    objects = [jsonlog.parse_object(line) for line in lines]
+    errors = []
+    for i, (line, obj) in enumerate(zip(lines, objects, strict=True)):
+        if obj is None:
+            if err_rx.search(line):
+                errors.append(i)  # a raw line among JSON (a crash's traceback) counts
+        elif jsonlog.is_error(obj, line, err_rx):
+            errors.append(i)
+    by_line = {line: obj for line, obj in zip(lines, objects, strict=True)}
 
-    # newest: max over the last NEWEST_WINDOW stamped lines (threads may interleave)
-    zone, zone_name, zone_problem = _zone_for(host, facts)
-    metrics["tz"] = zone_name
+    def find_json(line: str) -> Stamp | None:
+        obj = by_line.get(line)
+        return None if obj is None else jsonlog.object_stamp(obj, spec.time_field)
+
+    placed = [i for i in errors if objects[i] is not None]
+    records = [(i, st) for i in placed if (st := find_json(lines[i])) is not None]
+    return _Lines(True, errors, records, find_json)
+
+
+def _newest_stamped(
+    lines: list[str], find: Callable[[str], Stamp | None]
+) -> list[tuple[str, Stamp]]:
+    """The last NEWEST_WINDOW stamped lines, newest first (threads may interleave, so the
+    newest is the max over them, not the last line)."""
     stamped: list[tuple[str, Stamp]] = []
     for line in reversed(lines):
         stamp = find(line)
@@ -628,78 +576,66 @@ def judge_log(
             stamped.append((line, stamp))
             if len(stamped) >= NEWEST_WINDOW:
                 break
-    if not stamped:
-        if json_lines:
-            fields = spec.time_field or ", ".join(jsonlog.TIME_FIELDS)
-            what = f"JSON time field ({fields})"
-        else:
-            what = f"format {spec.format!r}" if spec.format else "regex" if spec.regex else "format"
-        return verdict(
-            Status.UNKNOWN,
-            f"no parseable timestamp in the last {len(lines)} lines "
-            f"({_size(len(tail))}; no recognised {what}); last line: {lines[-1][:80]!r}",
-        )
-    if zone is None and any(s.offset is None and s.kind != "epoch" for _, s in stamped):
-        return verdict(Status.UNKNOWN, zone_problem or "no zone for this host")
-    utc_zone: tzinfo = zone or UTC
-    resolved: list[tuple[str, Resolved]] = [
-        (line, resolve(s, utc_zone, zone_name, now, hint=mtime)) for line, s in stamped
-    ]
-    newest_line, newest = max(resolved, key=lambda item: item[1].utc)
-    newest_stamp = next(s for line, s in stamped if line is newest_line)
-    age = (host_now - newest.utc).total_seconds()
-    metrics["last_line_at"] = newest.utc.isoformat().replace("+00:00", "Z")
-    metrics["age_s"] = round(age, 3)
-    evidence["last_line"] = newest_line[:200]
-    evidence["zone"] = newest.zone
-    if newest.note:
-        evidence["note"] = newest.note
-    where = f"last line {_time_label(newest)}"
-    if newest.utc.date() != host_now.date():
-        where += f" on {newest.utc:%Y-%m-%d}"
+    return stamped
 
-    # error flood, from the error records' own times
-    times = _utc_times([st for _, st in records], utc_zone, zone_name, now, mtime)
-    flood = flood_of(len(errors), times)
-    statuses, errors_text, flood_metrics = _flood_verdict(
-        flood, spec, "error lines", f"the last {_size(len(tail))}"
+
+def _no_stamp(lines: list[str], spec: LogSpec, json_lines: bool, tail_size: int) -> str:
+    from fleetcheck.parse import jsonlog
+    from fleetcheck.parse.logtail import size_text
+
+    if json_lines:
+        what = f"JSON time field ({spec.time_field or ', '.join(jsonlog.TIME_FIELDS)})"
+    else:
+        what = f"format {spec.format!r}" if spec.format else "regex" if spec.regex else "format"
+    return (
+        f"no parseable timestamp in the last {len(lines)} lines "
+        f"({size_text(tail_size)}; no recognised {what}); last line: {lines[-1][:80]!r}"
     )
-    metrics.update(flood_metrics)
-    if errors_text:
-        errors_text += f", file {_size(lf.size)}"
-    note = f"; {newest.note}" if newest.note else ""
 
-    # zone cross-check: the line's UTC against the zone-free mtime
+
+def _newest(
+    stamped: list[tuple[str, Stamp]], zone: tzinfo, zone_name: str, now: datetime, hint: datetime
+) -> tuple[str, Stamp, Resolved]:
+    """The newest of the stamped lines in UTC: (line, its stamp, the stamp resolved)."""
+    from fleetcheck.parse.timestamps import resolve
+
+    resolved = [(line, s, resolve(s, zone, zone_name, now, hint=hint)) for line, s in stamped]
+    return max(resolved, key=lambda item: item[2].utc)
+
+
+def _zone_offset_halves(stamp: Stamp, newest: Resolved, mtime: datetime) -> int:
+    """How many half hours the line's UTC is off the zone-free mtime, when that gap is a
+    whole number of half hours (within ZONE_TOLERANCE_S) and the line carries no offset or
+    epoch of its own: the declared zone is then wrong by that much. 0: no sign of that."""
+    if stamp.offset is not None or stamp.kind == "epoch":
+        return 0
     diff = (mtime - newest.utc).total_seconds()
     halves = round(diff / 1800)
-    zone_wrong = (
-        config.zone_check
-        and newest_stamp.offset is None
-        and newest_stamp.kind != "epoch"
-        and halves != 0
-        and abs(diff - halves * 1800) <= ZONE_TOLERANCE_S
-    )
-    if zone_wrong:
-        declared_offset = newest.local.utcoffset() or timedelta(0)
-        true_offset = declared_offset - timedelta(seconds=halves * 1800)
-        guesses = _suggest_zones(true_offset, mtime, zone_name)
-        hint = f" ({' or '.join(guesses)}?)" if guesses else ""
-        by_mtime = _age_status(mtime_age, spec)
-        summary = (
-            f"declared zone looks wrong: last line {newest.local:%H:%M} {zone_name} = "
-            f"{newest.utc:%H:%M} UTC, file modified {mtime:%H:%M} UTC{hint}; "
-            f"by mtime the log is {_span(mtime_age)} old"
-        )
-        evidence["zone_check"] = {
-            "declared": zone_name,
-            "line_utc": metrics["last_line_at"],
-            "mtime_utc": evidence["mtime"],
-            "implied_offset_h": true_offset.total_seconds() / 3600,
-            "suggested": guesses,
-        }
-        return verdict(worst([Status.WARN, by_mtime, *statuses]), summary + note + errors_text)
+    return halves if abs(diff - halves * 1800) <= ZONE_TOLERANCE_S else 0
 
-    return verdict(*_recency(age, where, spec, note + errors_text, statuses))
+
+def _zone_mismatch(
+    halves: int, newest: Resolved, mtime: datetime, zone_name: str
+) -> tuple[str, dict[str, Any]]:
+    """The summary and evidence of a declared zone off by `halves` half hours."""
+    from fleetcheck.iso import iso_utc
+
+    declared_offset = newest.local.utcoffset() or timedelta(0)
+    true_offset = declared_offset - timedelta(seconds=halves * 1800)
+    guesses = _suggest_zones(true_offset, mtime, zone_name)
+    hint = f" ({' or '.join(guesses)}?)" if guesses else ""
+    summary = (
+        f"declared zone looks wrong: last line {newest.local:%H:%M} {zone_name} = "
+        f"{newest.utc:%H:%M} UTC, file modified {mtime:%H:%M} UTC{hint}"
+    )
+    evidence = {
+        "declared": zone_name,
+        "line_utc": iso_utc(newest.utc, "auto"),
+        "mtime_utc": iso_utc(mtime, "auto"),
+        "implied_offset_h": true_offset.total_seconds() / 3600,
+        "suggested": guesses,
+    }
+    return summary, evidence
 
 
 def _utc_times(
@@ -734,21 +670,23 @@ def _recency(
     if age < -FUTURE_SLACK_S:
         return (
             Status.WARN,
-            f"{where}, {_span(-age)} in the FUTURE (zone or clock wrong?){tail_text}",
+            f"{where}, {format_duration(-age)} in the FUTURE (zone or clock wrong?){tail_text}",
         )
     status = _age_status(age, spec)
-    ago = f"{_span(max(age, 0))} ago"
+    ago = f"{format_duration(max(age, 0))} ago"
     limit = ""
     if status is Status.CRIT:
-        limit = f" (crit_age {_span(spec.effective_crit_age)})"
+        limit = f" (crit_age {format_duration(spec.effective_crit_age)})"
     elif status is Status.WARN:
-        limit = f" (max_age {_span(spec.max_age)})"
+        limit = f" (max_age {format_duration(spec.max_age)})"
     return worst([status, *statuses]), f"{where}, {ago}{limit}{tail_text}"
 
 
 def judge_journal(spec: LogSpec, jf: JournalFacts, facts: LogsFacts, now: datetime) -> LogVerdict:
     """Recency from the newest entry's __REALTIME_TIMESTAMP (UTC by construction), errors
     from PRIORITY <= 3 among the newest `entries` entries."""
+    from fleetcheck.iso import iso_utc
+
     label = spec.label
     metrics: dict[str, Any] = {
         "last_line_at": None,
@@ -806,7 +744,7 @@ def judge_journal(spec: LogSpec, jf: JournalFacts, facts: LogsFacts, now: dateti
     host_now = now + timedelta(seconds=skew)
     newest = datetime.fromtimestamp(max(read.times_us) / 1e6, UTC)
     age = (host_now - newest).total_seconds()
-    metrics["last_line_at"] = newest.isoformat().replace("+00:00", "Z")
+    metrics["last_line_at"] = iso_utc(newest, "auto")
     metrics["age_s"] = round(age, 3)
     metrics["entries"] = read.count
     if read.newest_message is not None:
@@ -832,17 +770,6 @@ def _first_note(read: JournalRead, word: str) -> str | None:
         if word in n.lower():
             return n[:160]
     return None
-
-
-_CONTROL = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27)) + b"\x7f"
-
-
-def _looks_binary(data: bytes) -> bool:
-    """More than 5% control bytes (tabs, newlines and ANSI escapes do not count)."""
-    if not data:
-        return False
-    controls = len(data) - len(data.translate(None, _CONTROL))
-    return controls > len(data) * 0.05
 
 
 def _age_status(age: float, spec: LogSpec) -> Status:

@@ -256,7 +256,7 @@ def push_alerts(
     _request("alertmanager", endpoint, body, timeout, {"Content-Type": "application/json"})
 
 
-def ping_heartbeat(url: str, report: Report | None = None, timeout: float = 5) -> None:
+def ping_heartbeat(url: str, timeout: float = 5) -> None:
     """GET the dead man's switch `url` after a completed patrol, whatever the fleet's status
-    (`report` is accepted for symmetry and not sent). Raises DeliveryError."""
+    (it proves the patrol ran, not that the fleet is well). Raises DeliveryError."""
     _request("heartbeat", url, None, timeout, {})

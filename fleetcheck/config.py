@@ -482,15 +482,13 @@ class HostConfig:
 
 
 def zone(name: str, key: str = "tz") -> tzinfo:
-    """The IANA zone `name`; InvalidValue naming `key` when this machine's tzdata lacks it."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+    """zones.zone_named for a config value: InvalidValue naming `key` when there is none."""
+    from fleetcheck.zones import UnknownZone, zone_named
 
     try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise InvalidValue(
-            key, f"unknown time zone {name!r}: use an IANA name such as 'Europe/Berlin'"
-        ) from None
+        return zone_named(name)
+    except UnknownZone as e:
+        raise InvalidValue(key, str(e)) from None
 
 
 @dataclass(frozen=True)

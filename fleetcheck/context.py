@@ -60,7 +60,6 @@ class HostFacts:
     fragments: dict[str, Fragment]
     remote_epoch: float | None  # the host's clock when the exec started
     local_epoch: float  # our clock halfway through the exec (round-trip corrected)
-    exec_s: float
     problem: str | None  # why some fragments may be missing (deadline, byte bound)
 
     @property
@@ -386,7 +385,6 @@ class PatrolContext:
             fragments=parsed,
             remote_epoch=remote_epoch,
             local_epoch=(before + after) / 2,
-            exec_s=result.duration_s,
             problem=problem,
         )
 

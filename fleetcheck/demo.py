@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from fleetcheck.lab import Lab, LabHost, missing_prerequisites
+from fleetcheck.zones import zone_named
 
 # What a non-OK row of each check means, in the demo's words (the planted faults).
 MEANING = {
@@ -83,11 +83,11 @@ def _populate(lab: Lab, netns: bool) -> Demo:
     # last line with a UTC clock calls it 5 hours stale. laptop writes classic syslog in
     # Asia/Kolkata. mini's UTC log stopped 2.5 hours ago.
     def eastern(t: float) -> str:
-        local = datetime.fromtimestamp(t, ZoneInfo("America/New_York"))
+        local = datetime.fromtimestamp(t, zone_named("America/New_York"))
         return local.strftime("%Y-%m-%d %H:%M:%S,") + f"{local.microsecond // 1000:03d}"
 
     def kolkata(t: float) -> str:
-        return datetime.fromtimestamp(t, ZoneInfo("Asia/Kolkata")).strftime("%b %d %H:%M:%S")
+        return datetime.fromtimestamp(t, zone_named("Asia/Kolkata")).strftime("%b %d %H:%M:%S")
 
     def utc(t: float) -> str:
         return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

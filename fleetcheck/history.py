@@ -20,7 +20,7 @@ from typing import Any
 
 from fleetcheck.files import private_open
 from fleetcheck.iso import parse_iso
-from fleetcheck.model import Report, Status, worst
+from fleetcheck.model import Report, Status, worst_per_host
 
 MAX_BYTES = 10 * 1024 * 1024
 
@@ -115,18 +115,15 @@ def load(path: Path, since: datetime | None = None) -> tuple[list[Round], int]:
 
 
 def _round(data: dict[str, Any]) -> Round:
-    per_host: dict[str, list[Status]] = {}
+    statuses = [(row["host"] or "(broker)", Status.parse(row["status"])) for row in data["rows"]]
     summaries: dict[str, list[str]] = {}
-    for row in data["rows"]:
-        host = row["host"] or "(broker)"
-        status = Status.parse(row["status"])
-        per_host.setdefault(host, []).append(status)
+    for row, (host, status) in zip(data["rows"], statuses, strict=True):
         if status is not Status.OK:
             summaries.setdefault(host, []).append(f"{row['check']}: {row['summary']}")
     return Round(
         started_at=parse_iso(data["started_at"]),
         status=Status.parse(data["status"]),
-        hosts={h: worst(s) for h, s in per_host.items()},
+        hosts={h: s for h, s in worst_per_host(statuses).items() if h is not None},
         summaries=summaries,
         rows=tuple(data["rows"]),
         duration_s=float(data.get("duration_s") or 0.0),

@@ -109,12 +109,14 @@ class Result:
         return row
 
 
-def ok(check: str, host: str | None, summary: str, **kw: Any) -> Result:
-    return Result(check, host, Status.OK, summary, **kw)
-
-
-def unknown(check: str, host: str | None, reason: str, **kw: Any) -> Result:
-    return Result(check, host, Status.UNKNOWN, reason, **kw)
+def worst_per_host(rows: Iterable[tuple[str | None, Status]]) -> dict[str | None, Status]:
+    """Each host's worst status over its (host, status) rows; None is the broker-wide rows."""
+    out: dict[str | None, Status] = {}
+    for host, status in rows:
+        seen = out.get(host)
+        if seen is None or status.rank > seen.rank:
+            out[host] = status
+    return out
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,10 @@ class Report:
     @property
     def exit_code(self) -> int:
         return self.status.code
+
+    def worst_by_host(self) -> dict[str | None, Status]:
+        """Each host's worst status (None: the broker-wide rows)."""
+        return worst_per_host((r.host, r.status) for r in self.results)
 
     def sorted_results(self) -> list[Result]:
         """Worst first, then by host (broker-wide rows first), then by check."""

@@ -164,7 +164,7 @@ def one_round(
         from fleetcheck import alerting
 
         try:
-            alerting.ping_heartbeat(outputs.heartbeat, report)
+            alerting.ping_heartbeat(outputs.heartbeat)
         except alerting.DeliveryError as e:
             warn(str(e))
     return report

@@ -144,8 +144,8 @@ from fleetcheck.parse.timestamps import (  # noqa: E402
     find_with,
     format_regex,
     resolve,
-    zone_named,
 )
+from fleetcheck.zones import zone_named  # noqa: E402
 
 NOW = datetime(2026, 11, 29, 7, 0, tzinfo=UTC)
 _stampish = st.one_of(

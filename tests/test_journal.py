@@ -14,11 +14,9 @@ from pathlib import Path
 import pytest
 from fleetcheck.checks.logs import (
     CHECK,
-    JournalFacts,
     LogsConfig,
     LogsFacts,
     journal_fragment,
-    parse_journal_facts,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,7 +25,7 @@ from fleetcheck import registry
 from fleetcheck.config import ConfigError, HostConfig, LogSpec, build, load
 from fleetcheck.lab import JOURNAL_REMOTE, write_journal
 from fleetcheck.model import Status
-from fleetcheck.parse.journal import parse_journal_output
+from fleetcheck.parse.journal import JournalFacts, parse_journal_facts, parse_journal_output
 
 NOW = datetime(2026, 11, 29, 7, 24, 0, tzinfo=UTC)
 CFG = LogsConfig()
@@ -154,7 +152,7 @@ def test_parser_states(
 
 
 def test_unexpected_output_is_an_error_row() -> None:
-    jf = parse_journal_facts(LogSpec(journal="w.service"), 2, "sh: syntax error")
+    jf = parse_journal_facts("w.service", 2, "sh: syntax error")
     assert jf.state == "error" and "unexpected output from the host (rc 2)" in jf.detail
 
 
@@ -171,7 +169,7 @@ def host(**spec: object) -> HostConfig:
 
 
 def evaluate(text: str, **spec: object) -> tuple[Status, str]:
-    jf = parse_journal_facts(LogSpec(journal="w.service", **spec), 0, text)  # type: ignore[arg-type]
+    jf = parse_journal_facts(LogSpec(journal="w.service", **spec).label, 0, text)  # type: ignore[arg-type]
     r = CHECK.evaluate(LogsFacts((jf,), 0.0), CFG, host(**spec), NOW)
     return r.status, r.summary
 
@@ -180,13 +178,13 @@ def test_recent_journal_is_ok_and_says_its_times_are_utc() -> None:
     status, summary = evaluate(line(NOW - timedelta(seconds=30)) + "\n@@rc 0")
     assert status is Status.OK
     assert summary == (
-        "journal w.service: last entry 07:23:30 UTC (journal times are UTC), 30 s ago"
+        "journal w.service: last entry 07:23:30 UTC (journal times are UTC), 30s ago"
     )
 
 
 def test_stale_journal_is_crit() -> None:
     status, summary = evaluate(line(NOW - timedelta(hours=1)) + "\n@@rc 0")
-    assert status is Status.CRIT and "60 min ago (crit_age 30 min)" in summary
+    assert status is Status.CRIT and "1h00m ago (crit_age 30m00s)" in summary
 
 
 def test_journal_flood_and_burst() -> None:
@@ -252,7 +250,7 @@ def run_fragment(spec: LogSpec, path: str | None = None) -> JournalFacts:
     if path is not None:
         env["PATH"] = path
     proc = subprocess.run(["/bin/sh", "-c", journal_fragment(spec)], capture_output=True, env=env)
-    return parse_journal_facts(spec, proc.returncode, proc.stdout.decode())
+    return parse_journal_facts(spec.label, proc.returncode, proc.stdout.decode())
 
 
 def test_fragment_reads_a_real_journal_newest_first_and_bounded(tmp_path: Path) -> None:
@@ -347,7 +345,7 @@ def test_any_journal_output_evaluates_to_a_row(lines: list[str]) -> None:
 
 def test_journal_only_host_without_tz_is_judged() -> None:
     h = HostConfig(name="m", ssh="local", logs=(LogSpec(journal="w.service"),))
-    jf = parse_journal_facts(h.logs[0], 0, line(NOW - timedelta(seconds=30)) + "\n@@rc 0")
+    jf = parse_journal_facts(h.logs[0].label, 0, line(NOW - timedelta(seconds=30)) + "\n@@rc 0")
     r = CHECK.evaluate(LogsFacts((jf,), 0.0), CFG, h, NOW)
     assert r.status is Status.OK and r.metrics["tz"] == "UTC"
 

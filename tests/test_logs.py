@@ -13,13 +13,9 @@ import pytest
 from fleetcheck.checks.logs import (
     CHECK,
     ZONE_FRAGMENT,
-    LogFacts,
     LogsConfig,
     LogsFacts,
-    ZoneFacts,
     log_fragment,
-    parse_log_output,
-    parse_zone_output,
 )
 
 from fleetcheck.config import (
@@ -33,6 +29,7 @@ from fleetcheck.config import (
     build,
 )
 from fleetcheck.model import Status
+from fleetcheck.parse.logtail import LogFacts, ZoneFacts, parse_log_output, parse_zone_output
 
 NOW = datetime(2026, 11, 29, 7, 24, 0, tzinfo=UTC)
 CFG = LogsConfig()
@@ -56,21 +53,21 @@ CASES = [
         "America/New_York",
         NOW,
         Status.OK,
-        ["02:21:00 EST = 07:21:00 UTC, 3 min ago"],
+        ["02:21:00 EST = 07:21:00 UTC, 3m00s ago"],
     ),
     (
         "2026-11-29T02:21:00Z tick\n",
         "America/New_York",
         NOW,
         Status.CRIT,
-        ["file /l: last line 02:21:00 UTC, 5 h 3 min ago", "crit_age 30 min"],
+        ["file /l: last line 02:21:00 UTC, 5h03m ago", "crit_age 30m00s"],
     ),
     (
         "2026-11-29T07:10:00Z tick\n",
         "UTC",
         datetime(2026, 11, 29, 7, 10, tzinfo=UTC),
         Status.WARN,
-        ["14 min ago (max_age 10 min)"],
+        ["14m00s ago (max_age 10m00s)"],
     ),
     # mtime says now, line read in Chicago says 1 h ago: the zone is wrong, not the log
     (
@@ -99,7 +96,7 @@ CASES = [
         "Asia/Kolkata",
         NOW,
         Status.OK,
-        ["12:50:00 IST = 07:20:00 UTC, 4 min ago"],
+        ["12:50:00 IST = 07:20:00 UTC, 4m00s ago"],
     ),
     # epoch: zone-free
     ("1795937000 tick\n", "America/New_York", NOW, Status.OK, ["(epoch)"]),
@@ -147,7 +144,7 @@ def test_clock_skew_warns_and_ages_use_the_host_clock() -> None:
     # the host runs 5 min ahead: its line stamped 07:28 is "now" on its clock
     r = CHECK.evaluate(facts("2026-11-29T07:28:30Z tick\n", skew=300.0), CFG, host("UTC"), NOW)
     assert r.status is Status.WARN
-    assert "host clock is 5 min ahead of ours" in r.summary
+    assert "host clock is 5m00s ahead of ours" in r.summary
     assert r.metrics["clock_skew_s"] == 300.0
     assert 0 < r.metrics["age_s"] < 60
 

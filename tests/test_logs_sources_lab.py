@@ -123,7 +123,7 @@ def test_journal_sources_and_each_failure(lab: Lab) -> None:
 
     status, summary = row("stale")
     assert status == "CRIT", summary
-    assert "2 h ago (crit_age 30 min)" in summary
+    assert "2h00m ago (crit_age 30m00s)" in summary
 
     status, summary = row("burst")
     assert status == "WARN", summary

@@ -2,7 +2,7 @@
 
 import pytest
 
-from fleetcheck.model import Report, Result, Status, worst
+from fleetcheck.model import Report, Result, Status, worst, worst_per_host
 
 
 @pytest.mark.parametrize(
@@ -55,3 +55,27 @@ def test_sorted_worst_first_and_dict_shape() -> None:
         "duration_s": 0.0,
     }
     assert d["results"][1]["host"] is None
+
+
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        ([], {}),
+        ([("a", Status.OK)], {"a": Status.OK}),
+        ([("a", Status.CRIT), ("a", Status.WARN)], {"a": Status.CRIT}),
+        ([("a", Status.WARN), ("a", Status.UNKNOWN)], {"a": Status.UNKNOWN}),
+        ([(None, Status.WARN), ("b", Status.OK)], {None: Status.WARN, "b": Status.OK}),
+    ],
+)
+def test_worst_per_host(rows: list[tuple[str | None, Status]], expected: dict) -> None:
+    assert worst_per_host(rows) == expected
+
+
+def test_report_worst_by_host() -> None:
+    rows = (
+        Result("a", "h1", Status.WARN, "w"),
+        Result("b", "h1", Status.CRIT, "c"),
+        Result("a", None, Status.OK, "o"),
+    )
+    report = Report("2026-11-29T06:21:00.000Z", 0.1, rows)
+    assert report.worst_by_host() == {"h1": Status.CRIT, None: Status.OK}

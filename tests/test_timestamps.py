@@ -14,8 +14,8 @@ from fleetcheck.parse.timestamps import (
     find_with,
     format_regex,
     resolve,
-    zone_named,
 )
+from fleetcheck.zones import zone_named
 
 NOW = datetime(2026, 11, 29, 8, 0, 0, tzinfo=UTC)
 

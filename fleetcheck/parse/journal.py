@@ -131,3 +131,21 @@ def parse_journal_output(text: str) -> JournalRead:
         bool(sep),
         count if count is not None else len(times),
     )
+
+
+@dataclass(frozen=True)
+class JournalFacts:
+    label: str  # what the query selects: a unit and/or matches
+    state: str  # "ok", "no-journalctl", "error"
+    detail: str = ""
+    read: JournalRead | None = None
+
+
+def parse_journal_facts(label: str, rc: int, text: str) -> JournalFacts:
+    """The fragment's answer for the query `label` names, or why there is none."""
+    first = text.split("\n", 1)[0].strip()
+    if first == "state no-journalctl":
+        return JournalFacts(label, "no-journalctl", "journalctl not found on the host")
+    if "@@rc" not in text and not text.lstrip().startswith("{"):
+        return JournalFacts(label, "error", f"unexpected output from the host (rc {rc})")
+    return JournalFacts(label, "ok", "", parse_journal_output(text))

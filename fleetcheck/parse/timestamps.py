@@ -33,7 +33,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
-from zoneinfo import ZoneInfo
 
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _MON = r"(?P<b>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
@@ -313,10 +312,6 @@ def infer_year(stamp: Stamp, zone: tzinfo, now: datetime) -> tuple[datetime, str
     if best[1].year != local_now.year:
         note = f"no year in the line: read as {best[1].year} (nearest to now)"
     return best[1], note
-
-
-def zone_named(name: str) -> tzinfo:
-    return UTC if name in ("UTC", "Etc/UTC", "Z") else ZoneInfo(name)
 
 
 def resolve(

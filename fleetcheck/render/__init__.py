@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from fleetcheck.model import Report, Result, Status, worst
+from fleetcheck.model import Report, Result, Status
 
 
 def hosts_not_ok(report: Report) -> list[tuple[str, Status]]:
     """Hosts whose worst row is not OK, worst first (the at-a-glance line)."""
-    per_host: dict[str, list[Status]] = {}
-    for r in report.results:
-        if r.host is not None:
-            per_host.setdefault(r.host, []).append(r.status)
-    bad = [(h, worst(s)) for h, s in per_host.items() if worst(s) is not Status.OK]
+    by_host = report.worst_by_host().items()
+    bad = [(h, s) for h, s in by_host if h is not None and s is not Status.OK]
     return sorted(bad, key=lambda hs: (-hs[1].rank, hs[0]))
 
 

@@ -27,6 +27,7 @@ from fleetcheck.console import (
     since_from_history,
 )
 from fleetcheck.model import Report, Result, Status
+from fleetcheck.parse.duration import format_duration
 from fleetcheck.render import host_verdicts, since_text, svg
 
 # Text and shape, not only colour: readable for colour-blind operators and on paper.
@@ -96,7 +97,7 @@ def _when(moment: datetime | None) -> str:
 
 
 def _ago(seconds: float) -> str:
-    return svg.format_seconds(max(0.0, round(seconds)))
+    return format_duration(max(0.0, round(seconds)))
 
 
 def row_link(check: str, host: str | None) -> str:
@@ -266,7 +267,7 @@ def _changes_table(points: list[Point]) -> str:
 
 
 def chart_html(chart: Chart, t0: float, t1: float) -> str:
-    fmt = svg.format_seconds if chart.unit == "seconds" else svg.format_count
+    fmt = format_duration if chart.unit == "seconds" else svg.format_count
     lines = [(s.label, s.points, s.reference) for s in chart.series]
     return (
         f'<section id="{e(chart.key)}"><h2>{e(chart.title)}</h2>'

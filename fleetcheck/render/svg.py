@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from html import escape
 
 from fleetcheck.model import Status
+from fleetcheck.parse.duration import format_duration
 
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
 DASHES = ["", "6 3", "2 3", "8 3 2 3", "1 2", "10 4"]
@@ -58,19 +59,6 @@ def format_count(v: float) -> str:
     return f"{v:.0f}" if abs(v - round(v)) < 1e-9 or abs(v) >= 100 else f"{v:.2g}"
 
 
-def format_seconds(v: float) -> str:
-    """Whole units, as an operator says them: 45s, 10m, 2h30m, 3d."""
-    v = round(v)
-    if v < 120:
-        return f"{v}s"
-    if v < 3600:
-        return f"{round(v / 60)}m"
-    if v < 172800:
-        h, m = divmod(round(v / 60), 60)
-        return f"{h}h{m:02d}m" if m else f"{h}h"
-    return f"{v / 86400:.3g}d"
-
-
 def line_chart(
     title: str,
     series: list[tuple[str, list[tuple[float, float]], bool]],
@@ -98,7 +86,7 @@ def line_chart(
         return "".join(out)
     if t1 <= t0:
         t0, t1 = t0 - 60, t0 + 60
-    ticks = nice_ticks(max(values) * 1.05, seconds=y_format is format_seconds)
+    ticks = nice_ticks(max(values) * 1.05, seconds=y_format is format_duration)
     ymax = ticks[-1] or 1.0
 
     def x(t: float) -> float:

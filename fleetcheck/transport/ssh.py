@@ -40,7 +40,6 @@ from __future__ import annotations
 import errno
 import os
 import select
-import shlex
 import socket
 import sys
 import threading
@@ -1267,8 +1266,3 @@ def _drain(chan: Any, out: bytearray, err: bytearray, max_bytes: int) -> bool:
                 chunk = chunk[: max(room, 0)]
             buf.extend(chunk)
     return truncated
-
-
-def quote(value: str) -> str:
-    """POSIX-sh quoting for any config value embedded in a remote command."""
-    return shlex.quote(value)
