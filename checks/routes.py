@@ -28,7 +28,6 @@ import shlex
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from fleetcheck.check import Check, Scope
 from fleetcheck.config import FleetConfig, HostConfig
@@ -50,12 +49,6 @@ ADVICE = "turn one interface off, move it to another subnet, or bond them"
 class RoutesConfig:
     # the address whose route is looked up on each host; default: the broker's host
     target: str | None = None
-
-
-def broker_host(url: str) -> str | None:
-    if url.startswith("unix://"):
-        return None
-    return urlsplit(url).hostname
 
 
 # the interfaces that carry a default route, from `ip route` text (multipath `nexthop`

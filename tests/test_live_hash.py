@@ -32,7 +32,7 @@ from fleetcheck.livehash import (
 )
 from fleetcheck.model import Status
 from fleetcheck.parse.instant import MS_THRESHOLD, parse_instant
-from fleetcheck.parse.live_entry import EntryReader, read_entry, read_entry_json
+from fleetcheck.parse.live_entry import EntryReader, Reading, read_entry_json
 from tests.lab import Lab
 
 NOW = datetime(2026, 11, 29, 6, 21, tzinfo=UTC)
@@ -92,6 +92,12 @@ def test_parse_instant_naive_with_assumed_zone() -> None:
 
 
 # ---------------------------------------------------------------- entries
+def read_entry(
+    value: bytes, started_field: str = "started_at", owner_field: str | None = "host"
+) -> Reading:
+    return EntryReader(started_field, owner_field)(value)
+
+
 @pytest.mark.parametrize(
     ("value", "started", "problem", "owner"),
     [

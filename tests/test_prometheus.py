@@ -277,7 +277,6 @@ def scrape_until(url: str, needle: str, what: str) -> str:
 def test_node_exporter_serves_the_textfile(node_exporter: tuple[Path, str]) -> None:
     textdir, url = node_exporter
     path = textdir / "fleetcheck.prom"
-    assert prometheus.textfile_problem(str(path)) is None
     prometheus.write_textfile(FLEET, str(path))
     text = scrape_until(url, "fleetcheck_check_status", "fleetcheck metrics on /metrics")
     assert value(text, "node_textfile_scrape_error") == 0
@@ -311,10 +310,8 @@ def test_textfile_is_replaced_atomically(node_exporter: tuple[Path, str]) -> Non
 
 def test_textfile_errors(tmp_path: Path) -> None:
     missing = tmp_path / "nope" / "fleetcheck.prom"
-    assert "no such directory" in (prometheus.textfile_problem(str(missing)) or "")
     with pytest.raises(OSError):
         prometheus.write_textfile(FLEET, str(missing))
-    assert ".prom" in (prometheus.textfile_problem(str(tmp_path / "fleetcheck.txt")) or "")
     # a failed write leaves nothing behind
     target = tmp_path / "dir.prom"
     target.mkdir()

@@ -14,7 +14,6 @@ import pytest
 
 from fleetcheck.config import BrokerConfig
 from fleetcheck.transport.redis import (
-    broker_address,
     connect,
     describe_error,
     parse_version,
@@ -37,7 +36,7 @@ from tests.lab import Lab, wait_for
 )
 def test_redact_and_address(url: str, redacted: str, address: str) -> None:
     assert redact_url(url) == redacted
-    assert broker_address(url) == address
+    assert BrokerConfig(url=url).address == address
 
 
 def test_scrub() -> None:

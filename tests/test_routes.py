@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from fleetcheck.checks.routes import CHECK, RoutesConfig, broker_host, judge, routes_fragment
+from fleetcheck.checks.routes import CHECK, RoutesConfig, judge, routes_fragment
 
 from fleetcheck.config import HostConfig
 from fleetcheck.model import Status
@@ -221,19 +221,6 @@ def test_summary_lists_every_route_and_the_broker_path() -> None:
     assert r.summary.endswith("broker 10.0.0.9 goes out eth0")
     assert r.metrics == {"default_routes": 2, "interfaces": 2, "unscoped_default_routes": 2}
     assert len(r.evidence["routes"]) == 2
-
-
-@pytest.mark.parametrize(
-    "url,host",
-    [
-        ("redis://198.18.3.1:6379/0", "198.18.3.1"),
-        ("rediss://user:pw@broker.lan:6380", "broker.lan"),
-        ("redis://[::1]:6379", "::1"),
-        ("unix:///run/redis.sock", None),
-    ],
-)
-def test_broker_host(url: str, host: str | None) -> None:
-    assert broker_host(url) == host
 
 
 def test_fragment_quotes_the_target(tmp_path: Path) -> None:

@@ -254,8 +254,3 @@ def _hosts(
             if h is None:
                 hosts[i], ports[i] = split_addr(hostparts[i] + ":" + port_texts[i])
     return hosts
-
-
-def parse_all(lines: Iterable[str]) -> list[Client]:
-    """The clients of these lines, one by one (lines without `addr=` left out)."""
-    return [c for c in map(parse_line, lines) if c is not None]

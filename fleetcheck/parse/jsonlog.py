@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from fleetcheck.parse.timestamps import Stamp, find_stamp
@@ -198,10 +198,3 @@ def looks_like_json(lines: list[str], sample: int = 20) -> bool:
         if seen >= sample:
             break
     return seen > 0 and hits * 2 > seen
-
-
-def utc_of(stamp: Stamp) -> datetime | None:
-    """The UTC moment of a stamp that carries its own offset (epoch, `Z`, `+05:30`)."""
-    if stamp.offset is None:
-        return None
-    return (stamp.wall - stamp.offset).replace(tzinfo=UTC)

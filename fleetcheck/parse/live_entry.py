@@ -5,7 +5,6 @@ json does; tests prove it against `read_entry_json`."""
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from datetime import tzinfo
@@ -181,18 +180,3 @@ class EntryReader:
             assert text is not None
             raw = text.decode("ascii")
         return _started(raw, owner, self.started_field, self.assume_tz)
-
-
-def read_entry(
-    value: bytes | str,
-    started_field: str = "started_at",
-    owner_field: str | None = "host",
-    assume_tz: tzinfo | None = None,
-) -> Reading:
-    """parse_entry as a plain (started_at, problem, owner) tuple."""
-    return _reader(started_field, owner_field or None, assume_tz)(value)
-
-
-@functools.lru_cache(maxsize=16)
-def _reader(started_field: str, owner_field: str | None, assume_tz: tzinfo | None) -> EntryReader:
-    return EntryReader(started_field, owner_field, assume_tz)

@@ -33,7 +33,6 @@ left out.
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -305,16 +304,6 @@ def registry_for(report: Report) -> CollectorRegistry:
 def render(report: Report) -> str:
     """The report in the Prometheus text exposition format (0.0.4)."""
     return generate_latest(registry_for(report)).decode()
-
-
-def textfile_problem(path: str) -> str | None:
-    """Why node_exporter's textfile collector would not read `path`, or None."""
-    if not path.endswith(".prom"):
-        return f"{path}: node_exporter's textfile collector reads only files ending in .prom"
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        return f"{directory}: no such directory"
-    return None
 
 
 def write_textfile(report: Report, path: str) -> None:

@@ -42,14 +42,6 @@ def redact_url(url: str | None) -> str:
     return urlunsplit(parts._replace(netloc="***@" + hostport))
 
 
-def broker_address(url: str) -> str:
-    """host:port (or the socket path) for messages; never includes credentials."""
-    parts = urlsplit(url)
-    if parts.scheme == "unix":
-        return parts.path
-    return f"{parts.hostname}:{parts.port or 6379}"
-
-
 def scrub(text: str, secrets: list[str]) -> str:
     for s in secrets:
         if s:

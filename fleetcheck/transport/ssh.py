@@ -592,10 +592,6 @@ class Connector:
             if entry.transport is not None:
                 _quiet_close(entry.transport)
 
-    def jump_logins(self) -> dict[str, int]:
-        with self._lock:
-            return {j.alias: e.logins for j, e in self._jumps.items()}
-
 
 def fd_bound(per_host: int = 4, reserve: int = 48) -> int:
     """How many hosts may be in flight under RLIMIT_NOFILE: each holds a socket, and a
