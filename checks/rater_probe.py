@@ -432,6 +432,10 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
             evidence["ack"] = facts.ack_detail
         limit = format_duration(facts.timeout)
         inbox = facts.inbox
+
+        def row(status: Status, summary: str) -> Result:
+            return self.result(host, status, summary, metrics=metrics, evidence=evidence)
+
         if not facts.consumed:
             metrics["position"] = facts.position
             metrics["length_at_deadline"] = facts.length_at_deadline
@@ -439,49 +443,34 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
             if facts.length_at_deadline is not None:
                 where += f", inbox length {facts.length_at_deadline} without it"
             back = "removed again" if facts.removed else "COULD NOT be removed"
-            return self.result(
-                host,
+            return row(
                 Status.CRIT,
                 f"{inbox}: probe not consumed within {limit} ({where}; {back}): {raters}",
-                metrics=metrics,
-                evidence=evidence,
             )
         latency = f"{facts.latency_ms:.1f} ms" if facts.latency_ms is not None else "?"
         if facts.latency_ms is not None and facts.latency_ms > facts.timeout * 1000:
-            return self.result(
-                host,
+            return row(
                 Status.CRIT,
                 f"{inbox}: probe consumed only after {latency}, past the {limit} timeout: "
                 + raters,
-                metrics=metrics,
-                evidence=evidence,
             )
         if facts.ack and facts.acked is False:
-            return self.result(
-                host,
+            return row(
                 Status.CRIT,
                 f"{inbox}: probe taken in {latency} but not acknowledged ({facts.ack_detail}): "
                 f"taken is not processed (a frozen consumer can still own a pending BLPOP); "
                 + raters,
-                metrics=metrics,
-                evidence=evidence,
             )
         if facts.ack and facts.acked is None:
-            return self.result(
-                host,
+            return row(
                 Status.UNKNOWN,
                 f"{inbox}: probe taken in {latency}, but the {facts.ack} acknowledgement could "
                 f"not be checked: {facts.ack_detail}",
-                metrics=metrics,
-                evidence=evidence,
             )
         how = f"; {facts.ack_detail}" if facts.acked else ""
-        return self.result(
-            host,
+        return row(
             Status.OK,
             f"{inbox}: probe consumed in {latency} (proof: {proof}{how})",
-            metrics=metrics,
-            evidence=evidence,
         )
 
 

@@ -92,6 +92,21 @@ def load_fleet(config: str | None) -> FleetConfig:
         raise UsageFailure(str(e)) from None
 
 
+def patrol_interval(fleet: FleetConfig, every: str | None) -> float | None:
+    """Seconds between rounds for `--every` (None without it; 'patrol': [patrol] every)."""
+    from fleetcheck.parse.duration import parse_duration
+
+    if every is None:
+        return None
+    try:
+        interval = fleet.patrol.every if every == "patrol" else parse_duration(every)
+    except ValueError as e:
+        raise UsageFailure(str(e)) from None
+    if interval <= 0:
+        raise UsageFailure(f"--every {every}: must be longer than 0s")
+    return interval
+
+
 def output_format(fmt: Format | None) -> Format:
     if fmt is not None:
         return fmt
@@ -177,7 +192,6 @@ def run(
     """One patrol of the fleet (or one every --every); exit code is the worst status."""
     from fleetcheck import patrol, registry, runner
     from fleetcheck import state as state_mod
-    from fleetcheck.parse.duration import parse_duration
 
     fleet = load_fleet(config)
     try:
@@ -186,13 +200,9 @@ def run(
         if shard:
             part = patrol.parse_shard(shard)
             items = [i for i in items if patrol.in_shard(i.target, part)]
-        interval = None
-        if every is not None:
-            interval = fleet.patrol.every if every == "patrol" else parse_duration(every)
-            if interval <= 0:
-                raise ValueError(f"--every {every}: must be longer than 0s")
     except ValueError as e:
         raise UsageFailure(str(e)) from None
+    interval = patrol_interval(fleet, every)
     if rounds is not None and interval is None:
         raise UsageFailure("--rounds goes with --every")
     try:
@@ -551,13 +561,9 @@ def serve_cmd(
     try:
         host, port = serve.parse_listen(listen)
         window_s = parse_duration(window)
-        interval = None
-        if every is not None:
-            interval = fleet.patrol.every if every == "patrol" else parse_duration(every)
-            if interval <= 0:
-                raise ValueError(f"--every {every}: must be longer than 0s")
     except ValueError as e:
         raise UsageFailure(str(e)) from None
+    interval = patrol_interval(fleet, every)
     secrets: dict[str, str | None] = {"token": None, "basic": None}
     for key, var, option in (
         ("token", token_env, "--token-env"),
