@@ -1,19 +1,10 @@
 """logs: is each host's log still moving, judged in UTC? (incidents 3, 4, 6)
 
-A worker that stopped pulling jobs went unnoticed for 2.5 hours; another log looked "four
-hours silent" when it was minutes old, because 02:21 EDT was read as 02:21 UTC. So every
-timestamp is placed in UTC with an explicit zone (an offset in the line, else the host's
-declared `tz`, else what the host says with `tz = "auto"`), and the zone itself is
-cross-checked against the file's mtime, which is zone-free epoch seconds from `stat`.
-
-One gathered exec per patrol reads, per log: `stat` (mtime, size) and a bounded `tail -c`
-of a file (plain text or JSON lines), or the newest entries of the journal (`journalctl -r
--n entries -o json`, whose times are UTC by construction). The error count runs here, with
-Python's regex (or the JSON level, or the journal PRIORITY), so `error_regex` means the same
-thing on every host. Error floods (700,000 ConnectionError lines while the process looked
-alive) show as a rate taken from the error lines' own times, to the sub-second: a burst
-within one timestamp counts as at least that many per second.
-"""
+Every timestamp is placed in UTC with an explicit zone (an offset in the line, else the host's
+`tz`, else what the host says with `tz = "auto"`), and that zone is cross-checked against the
+file's zone-free mtime. The error count runs here, not on the host, so `error_regex` means the
+same everywhere; a flood's rate comes from the error lines' own times. The parsers of what
+the host printed are in parse/logtail.py and parse/journal.py; this module judges."""
 
 from __future__ import annotations
 

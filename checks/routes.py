@@ -1,25 +1,11 @@
 """routes: does a host have two default routes on one subnet? (incident 5)
 
-The Mac mini had wired and Wi-Fi up on the same subnet: two default routes, the OS flipping
-between interfaces, inconsistent ARP, 9 EHOSTUNREACH a minute. Turning Wi-Fi off fixed it.
-This check lists every default route with its interface, gateway, metric and the interface's
-addresses, names the interface broker traffic takes, and judges:
-
-- CRIT: two or more defaults through different interfaces on the same subnet (also when the
-  second is macOS-scoped: both interfaces still answer ARP on that subnet).
-- WARN: other multiple defaults that are not clearly legitimate (equal metrics on different
-  subnets, several gateways on one interface with equal metrics), or a same-subnet second
-  default whose link is down right now (it comes back with the link).
-- OK: one default; or several that are explained (VPN interface, ECMP multipath, failover by
-  distinct metrics, policy-routing tables, macOS scoped defaults on other subnets), with the
-  reason in the summary.
-
-Facts come from the host's one gathered exec: `uname -s`, then on Linux `ip -j route show
-default table all` (v4 and v6), `ip -j addr show dev X` for each default route's interface,
-`ip -j rule`, `ip -j route get <broker>` (fallback /proc/net/route and `ip -o addr show dev
-X`, which is all BusyBox offers); on macOS/BSD `netstat -rn -f inet|inet6`, `ifconfig X`,
-`route -n get <broker>`. Only the interfaces that carry a default route are asked about.
-"""
+Two defaults through different interfaces on one subnet (wired and Wi-Fi) make the OS flip
+between them: CRIT, also when the second is macOS-scoped. Multiple defaults with an
+explanation (VPN, ECMP, distinct metrics, policy tables, scoped defaults on other subnets) are
+OK with the reason in the summary; the rest WARN. Facts come from the host's one gathered
+exec (`ip -j` on Linux with /proc and BusyBox fallbacks, `netstat`/`ifconfig`/`route` on
+macOS/BSD), asking only about the interfaces that carry a default route."""
 
 from __future__ import annotations
 

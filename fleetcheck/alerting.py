@@ -1,33 +1,13 @@
 """Feeding the alerting stack: Alertmanager (API v2) and a dead man's switch (heartbeat).
 
-Alertmanager. Each patrol POSTs every row to `{url}/api/v2/alerts`:
-- a row whose `should_alert` is true (not OK, and bad for `fail_after` rounds when the state
-  file is used) is sent firing, with `endsAt` = now + `expires_after`, so alerts lapse by
-  themselves if fleetcheck stops patrolling (the heartbeat tells you that it did);
-- every other row, and every (check, host) pair in `resolved`, is sent resolved
-  (`endsAt` = now).
-Labels: alertname="FleetcheckCheck", check, host (absent for broker-wide rows), severity
-(warning, critical or unknown), plus `extra_labels`. Annotations: summary ("n8 clients: no
-broker connections", "(broker) queue_depth: ..."), status, and since/bad_rounds when known.
-Because severity is a label, it is part of the alert's identity: a row going from WARN to CRIT
-must end its warning alert, so a row is sent resolved for every severity it does not fire
-with. That keeps this stateless: Alertmanager ends exactly the alerts that are no longer true,
-whatever the previous patrol sent, and needs no memory on our side.
+Alertmanager gets every row each patrol, so this side stays stateless: a row that should
+alert fires with `endsAt` = now + expires_after (alerts lapse if patrols stop), every other
+row and severity is sent resolved. Severity is a label, so a row going WARN -> CRIT ends its
+warning alert. The heartbeat is one GET after each completed patrol, whatever the fleet's
+status: it says fleetcheck is patrolling, not that the fleet is well.
 
-Heartbeat (healthchecks.io, Dead Man's Snitch, Uptime Kuma push, Cronitor...): after each
-completed patrol, one GET of the URL, whatever the fleet's status. The heartbeat says
-"fleetcheck is alive and patrolling", not "the fleet is healthy": the fleet's state goes to
-Alertmanager, Nagios or Prometheus. (Appending `/fail` on a bad patrol would page twice for the
-same fault, through two channels that resolve differently.)
-
-Both use the stdlib's urllib (environment proxies honoured, like curl); `user:password@` in a
-URL is sent as HTTP Basic auth (e.g. an Alertmanager behind a reverse proxy). Redirects are
-never followed: urllib would turn a redirected POST into a GET without its body (Alertmanager
-answers 200 and the alerts are gone) and send the Authorization header to the new place; a
-redirect is a DeliveryError naming where it pointed (host only). Every failure raises
-DeliveryError with one line and no secrets: URLs are shown as scheme://host:port only, since
-userinfo, paths (healthchecks' UUIDs) and query strings may carry tokens.
-"""
+Redirects are never followed (urllib would drop a POST's body and forward credentials).
+Every failure is a DeliveryError of one line without secrets: URLs shown as scheme://host:port."""
 
 from __future__ import annotations
 

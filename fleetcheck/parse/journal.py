@@ -1,19 +1,9 @@
-"""What `journalctl -r -n N -o json --output-fields=PRIORITY,MESSAGE` printed on a host, as
-the logs check's journal fragment frames it. Pure functions, no I/O.
+"""What the logs check's journal fragment printed on a host (`journalctl -r -o json`, the
+newest entry whole, other error entries compacted to `e REALTIME PRIORITY`, then `@@rc N`,
+`n COUNT`, and `@@any` when nothing matched). Pure.
 
-The fragment prints the newest entry as journalctl's JSON object, then each other error
-entry (PRIORITY <= 3) compacted on the host to `e REALTIME PRIORITY`, then `@@rc N` and
-`n COUNT` (how many entries the query returned); when no entry matched it also asks for the
-newest entry of the whole journal (`@@any`, then those lines and `@@rc N`), so an empty
-journal and a unit that never logged are told apart. Other lines are journalctl's own
-messages (stderr is merged), kept as `notes`.
-
-A full JSON line gives its two fields by one anchored regex each rather than by decoding:
-`"__REALTIME_TIMESTAMP":"µs"` (UTC by construction) and `"PRIORITY":"n"`. The anchor (`{` or
-`,` before the key's quote) cannot occur inside a JSON string, where a quote is always
-escaped, so a MESSAGE quoting JSON cannot fake either field (the host's awk uses the same
-anchors). Only the newest entry is decoded in full: its MESSAGE is the evidence.
-"""
+Fields are read by regexes anchored on `{` or `,` before the key's quote, which cannot occur
+inside a JSON string: a MESSAGE quoting JSON cannot fake a time or a priority."""
 
 from __future__ import annotations
 

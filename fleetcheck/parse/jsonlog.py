@@ -1,25 +1,11 @@
-"""JSON-lines logs (structlog, pino, bunyan, zap, logrus, python-json-logger, Docker's json-file
-driver, MongoDB): one JSON object per line; where its time and its severity are.
+"""JSON-lines logs (structlog, pino, bunyan, zap, Docker's json-file, ...): one JSON object per
+line; where its time and its severity are. Pure.
 
-Pure functions, no I/O. The time comes from the first present of `time`, `ts`, `timestamp`,
-`@timestamp`, `t` (or only the configured `time_field`, which may be a dotted path into nested
-objects). Its value may be:
-
-- an ISO 8601 / RFC 3339 string, with a zone (`Z`, `+05:30`) or naive (then the host's `tz`
-  applies, as for a text log), any fraction up to nanoseconds (Docker, zap);
-- epoch seconds, milliseconds, microseconds or nanoseconds, as a number or a numeric string,
-  told apart by magnitude (see `epoch_unit`): below 1e11 seconds, below 1e14 milliseconds,
-  below 1e17 microseconds, else nanoseconds. Every unit spans years 2001-2286 this way, so
-  the units never overlap for any time this tool will see;
-- MongoDB's `{"$date": "..."}` wrapper.
-
-Severity: the first present of `level`, `severity`, `lvl`, `levelname`, `log.level` (ECS,
-flat or nested). Names error, err, fatal, critical, crit, panic, dpanic, alert, emerg and
-emergency (any case) are errors; numbers: bunyan/pino 50 (error) and 60 (fatal), i.e. 50 and
-above, and syslog severities 0-3 (GELF). A line without any level (Docker's json-file wraps
-raw output in `log`) is judged by the error regex on its message; a Docker `log` that is
-itself a JSON object with a level is judged by that level.
-"""
+The time is the first present of TIME_FIELDS (or only the configured `time_field`, a dotted
+path): ISO 8601 with or without a zone (naive: the host's `tz` applies, as for text logs), or
+epoch seconds to nanoseconds told apart by magnitude (`epoch_unit`; the units cannot overlap
+for any time this tool will see). The severity is the first present level field, by name or
+number (bunyan/pino >= 50, syslog 0-3); a line without one is judged by the error regex."""
 
 from __future__ import annotations
 

@@ -1,32 +1,12 @@
 """Find the timestamp in a log line and turn it into UTC, with the zone always explicit.
 
-Pure functions, no I/O, and never the checker's own zone: a timestamp that carries an offset
-(`Z`, `+05:30`, `-0500`, `UTC`/`GMT`) uses it; epoch seconds are UTC; anything else is a wall
-time that only means something once the writer's zone is known, and the caller must pass that
-zone (an IANA name) explicitly. dateutil is not used at all, so nothing can silently attach
-the local zone from an abbreviation such as "EST" or "IST" (those are ignored: the declared
-zone decides).
-
-Recognised out of the box (leftmost match in a line wins; at the same position the longer):
-
-- ISO 8601 / RFC 3339, `T` or space, optional fraction (`.` or `,`), optional offset:
-  `2026-11-29T02:21:00Z`, `2026-11-29 02:21:00,123` (Python logging), `2026/11/29 02:21:00`
-  (Go's log package)
-- classic syslog without a year: `Nov 29 02:21:00` (year inferred, see `infer_year`)
-- ctime / asctime / Apache error log: `Sun Nov 29 02:21:00 2026`, `[Sun Nov 29 02:21:00.123 2026]`
-- day-month-year: redis-server `12345:M 29 Nov 2026 02:21:00.123`, RFC 2822 / HTTP dates
-  `Sun, 29 Nov 2026 02:21:00 GMT`
-- nginx / Apache access log: `[29/Nov/2026:02:21:00 -0500]`
-- epoch seconds (10 digits) or milliseconds (13 digits) at the start of the line
-
-A per-log `format` (strptime directives; `%Z` is refused, use `%z`) or a `regex` with a named
-group `ts` overrides the recognisers.
-
-Time-zone edge cases are resolved explicitly and the choice is reported (`Resolved.note`):
-a wall time in the repeated hour after a DST change is read as the occurrence nearest the
-file's modification time (the first occurrence without one); a wall time in the skipped hour
-is read with the offset in force before the change.
-"""
+Pure. Never the checker's own zone: an offset in the line (`Z`, `+05:30`, `UTC`) is used,
+epoch values are UTC, and any other wall time needs the writer's zone from the caller.
+Abbreviations such as "EST" are ignored (no dateutil: it would guess). The leftmost match in
+a line wins, the longer at the same position; a per-log strptime `format` (no `%Z`) or a
+`regex` with a group `ts` overrides the recognisers. DST edges are decided explicitly and
+reported (`Resolved.note`): a repeated hour is read nearest the file's mtime, a skipped hour
+with the offset before the change."""
 
 from __future__ import annotations
 

@@ -1,22 +1,10 @@
 """known_hosts the way OpenSSH reads it: several files, markers, patterns, hashed names.
 
-Why our own reader: paramiko.HostKeys refuses a whole file over one `@cert-authority` or
-`@revoked` line (every host UNKNOWN "cannot parse known_hosts"), knows no wildcard or negated
-patterns, and compares lines quadratically on load. Here each file is read once per change
-(see `KnownHostsCache`), lines are kept as text until a lookup matches them, and a lookup
-returns everything OpenSSH would weigh for that host:
-
-- `keys`: plain entries (`host keytype base64`) whose host patterns match the name;
-- `cas`: `@cert-authority` entries whose patterns match (they vouch for host certificates);
-- `revoked`: `@revoked` entries whose patterns match (OpenSSH, too, only applies a revoked
-  line whose host patterns match the host: `@revoked * ...` revokes a key everywhere).
-
-Host patterns follow OpenSSH's match_hostname_list: comma-separated, `*` and `?` wildcards,
-`!pattern` negation (a negated match excludes the line outright), `|1|salt|hash` hashed names
-(HMAC-SHA1 of the name), and `[host]:port` for a port other than 22. A line OpenSSH would
-skip (too few fields, unknown key type, bad base64) is skipped here too; it never blinds the
-other lines.
-"""
+Our own reader because paramiko.HostKeys refuses a whole file over one `@cert-authority` or
+`@revoked` line and knows no wildcard or negated patterns. A lookup returns everything OpenSSH
+weighs for a host (plain keys, CAs, revoked keys whose patterns match); patterns follow
+OpenSSH's match_hostname_list. A line OpenSSH would skip is skipped here too: it never blinds
+the other lines. Each file is read once per change (`KnownHostsCache`)."""
 
 from __future__ import annotations
 

@@ -1,39 +1,16 @@
 """The SSH transport: paramiko connections, strict about host keys, shared through jump hosts.
 
-The public surface (what the patrol context and later work build on):
-
-- `Connector(cfg, concurrency, adaptive)`: one per patrol. `target(host)` resolves a host
-  (hosts.toml, then ssh_config, then [ssh]; cached), `open(host)` returns a connected
-  `SshShell`, `limiter` bounds the hosts in flight (fleetcheck.transport.limiter), `notes()`
-  says what the operator should know about the patrol, `close()` closes the shared jump-host
-  connections. `open_shell(host, cfg)` is the one-off form (a private Connector).
-- `SshShell.run(command, timeout, max_bytes)` and `close()`; `connect_s` is its handshake time.
-
-What it guarantees (each point is tested against a real OpenSSH sshd in tests/):
-
-- Every stage of connecting (name lookup, TCP connect, SSH banner and key exchange, host key
-  check, agent, authentication) shares ONE budget; a process-wide watchdog closes the socket
-  when it runs out, so a frozen sshd costs exactly that long, never more. A name's addresses
-  are tried in turn, each with a fair share of what is left.
-- Each failure is one precise line: cannot resolve, connection refused, no route, TCP timeout,
-  no SSH banner, host key unknown (UNKNOWN), host key CHANGED or REVOKED (CRIT, never
-  connects), host certificate refused, auth refused (with the keys tried).
-- Host keys are checked as OpenSSH checks them (fleetcheck.transport.known_hosts): several
-  files, markers, patterns, hashed names, the host-key algorithms ordered by what is known.
-- ssh_config is read as `ssh -F FILE` reads it (fleetcheck.transport.ssh_config).
-- ProxyJump: one shared connection per jump host per patrol; each target is a direct-tcpip
-  channel through it, with at most JUMP_HANDSHAKES handshakes at once per jump host.
-- A handshake the server drops before its banner (MaxStartups) is retried with backoff.
-- TCP_NODELAY is set on the socket (paramiko leaves Nagle on, which costs delayed ACKs), and
-  on Linux TCP_QUICKACK is re-armed after every read: OpenSSH's sshd keeps Nagle on and sends
-  two small packets after authentication (hostkeys-00 and the session's confirmation), so a
-  delayed ACK from us would hold the second one back ~40 ms per host.
-- A command runs as `/bin/sh -s` with the script on stdin, so the remote login shell (bash,
-  zsh, fish, csh) never parses it. Its deadline is hard: the channel is polled (poll(2)) against
-  a monotonic clock and closed at the deadline; stdout/stderr are kept up to a byte bound.
-
-paramiko is imported inside functions: `fleetcheck --help` must not pay for it.
-"""
+Invariants (each tested against a real OpenSSH sshd):
+- Every stage of connecting shares ONE budget, enforced by a watchdog that closes the socket:
+  a frozen sshd costs exactly that long. Each failure is one precise line; a CHANGED or
+  REVOKED host key is CRIT and never connects.
+- Host keys and ssh_config are read as OpenSSH reads them (known_hosts.py, ssh_config.py).
+- One shared connection per jump host per patrol, at most JUMP_HANDSHAKES handshakes at once.
+- A command runs as `/bin/sh -s` with the script on stdin (the login shell never parses it),
+  under a hard monotonic deadline and a byte bound.
+- TCP_NODELAY, and TCP_QUICKACK re-armed after reads: sshd's two small packets after auth
+  would otherwise wait ~40 ms per host for our delayed ACK.
+paramiko is imported inside functions: `fleetcheck --help` must not pay for it."""
 
 from __future__ import annotations
 

@@ -1,27 +1,11 @@
 """ssh_config read the way OpenSSH's `ssh -F FILE` reads it, for the keywords fleets use.
 
-Why our own reader: paramiko.SSHConfig ignores `Include` (hosts in `config.d/` silently lost
-HostName, User, IdentityFile and ProxyJump), lets a later value override an earlier one, and
-knows no `Match user/localuser/originalhost`. The rules here are OpenSSH 9's (readconf.c),
-checked against the real client's `ssh -G` over a corpus of configs (tests/test_ssh_config.py):
-
-- Each keyword's FIRST value wins (IdentityFile accumulates); what the caller passes in as
-  `user`/`port` acts like ssh's command line (`-l`, `-p`, `user@`) and beats the file.
-- `Host` patterns are matched case-sensitively against the alias as given, with `*`, `?` and
-  `!negation` (a negated match makes the whole line inactive).
-- `Match` criteria: all, host (the HostName if one is already set, else the alias), originalhost,
-  user (the remote user so far), localuser, exec (run by /bin/sh, exit 0 is a match, skipped
-  once an earlier criterion failed), each with `!`. Any other criterion (canonical, final,
-  localnetwork, ...) is refused with a clear error rather than guessed.
-- `Include`: several arguments, globs, `~`, relative paths under ~/.ssh, nested (16 deep), also
-  inside Host/Match blocks (an include under an inactive block never activates anything, and
-  a Match inside an included file does not leak out of it).
-- Tokens: HostName `%h`; IdentityFile and UserKnownHostsFile `%C %d %h %i %k %L %l %n %p %r %u
-  %%` and `~`; Match exec the same.
-- ProxyJump and ProxyCommand exclude each other: whichever is set first wins (`none` included).
-
-Files are tokenised once per change (inode, size, mtime) and resolution is pure Python.
-"""
+Our own reader because paramiko.SSHConfig ignores `Include`, lets a later value win and knows
+no `Match user/localuser/originalhost`. The rules are OpenSSH 9's (readconf.c), checked
+against the real `ssh -G` over a corpus of configs: the FIRST value of a keyword wins
+(IdentityFile accumulates); the caller's `user`/`port` act like ssh's command line; a Match
+criterion we do not implement is refused with a clear error, never guessed. Files are
+tokenised once per change (inode, size, mtime); resolution is pure."""
 
 from __future__ import annotations
 
