@@ -24,6 +24,7 @@ from fleetcheck.config import Duration, HostConfig, InvalidValue
 from fleetcheck.context import BrokerRefused, PatrolContext
 from fleetcheck.errors import CheckError
 from fleetcheck.model import Result, Status
+from fleetcheck.parse.duration import format_duration
 from fleetcheck.transport.redis import REFUSED_CONNECTIONS
 
 
@@ -238,7 +239,8 @@ class BrokerHealthCheck(Check[BrokerHealthConfig, BrokerFacts]):
             if state != "online":
                 findings.append((Status.WARN, f"replica {where} is {state}, not online"))
             elif lag is not None and lag > lag_limit:
-                findings.append((Status.WARN, f"replica {where} lags {lag}s (> {lag_limit:g}s)"))
+                lags = f"lags {format_duration(lag)} (> {format_duration(lag_limit)})"
+                findings.append((Status.WARN, f"replica {where} {lags}"))
         if role == "master":
             metrics["replicas"] = len(shown_replicas)
         if used is not None and maxmem:

@@ -200,7 +200,7 @@ class LogsCheck(Check[LogsConfig, LogsFacts]):
             side = "ahead of" if skew > 0 else "behind"
             skew_note = (
                 f"; host clock is {format_duration(abs(skew))} {side} ours "
-                f"(max_clock_skew {config.max_clock_skew:g}s)"
+                f"(max_clock_skew {format_duration(config.max_clock_skew)})"
             )
         lead = max(verdicts, key=lambda v: v.status.rank)
         summary = lead.summary

@@ -126,8 +126,9 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
         if config.timeout + GRACE_S > deadline_s:
             # cut by the patrol deadline, the probe could not take its envelope back
             raise CheckError(
-                f"timeout {format_duration(config.timeout)} leaves less than {GRACE_S:g}s of the "
-                f"patrol deadline {format_duration(deadline_s)}: nothing pushed"
+                f"timeout {format_duration(config.timeout)} leaves less than "
+                f"{format_duration(GRACE_S)} of the patrol deadline {format_duration(deadline_s)}: "
+                "nothing pushed"
             )
         ctx.broker()
         ack_host = self._ack_host(ctx, config)  # refuse a bad ack setup before writing

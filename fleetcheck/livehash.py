@@ -19,6 +19,7 @@ from itertools import compress, repeat
 from operator import gt, le, or_, sub
 from typing import TYPE_CHECKING, Any
 
+from fleetcheck.parse.duration import format_duration
 from fleetcheck.parse.instant import MS_THRESHOLD
 from fleetcheck.parse.live_entry import EntryReader
 
@@ -60,9 +61,9 @@ def stale_reason(started_at: float | None, problem: str | None, now: float, max_
         return f"malformed: {problem or 'no start time'}"
     old, future = stale_flags((started_at,), now, max_age)
     if old[0]:
-        return f"older than max_age ({now - started_at:.0f}s)"
+        return f"older than max_age ({format_duration(now - started_at)})"
     if future:
-        return f"malformed: started_at {started_at - now:.0f}s in the future"
+        return f"malformed: started_at {format_duration(started_at - now)} in the future"
     return ""
 
 

@@ -21,6 +21,7 @@ from fleetcheck.context import PatrolContext, utcnow
 from fleetcheck.errors import CheckError
 from fleetcheck.iso import iso_utc
 from fleetcheck.model import Report, Result, Status
+from fleetcheck.parse.duration import format_duration
 
 
 @dataclass(frozen=True)
@@ -171,7 +172,7 @@ def run_patrol(
                 final[item.key] = item.check.result(
                     item.target,
                     Status.UNKNOWN,
-                    f"did not finish within the patrol deadline ({deadline_s:g}s)",
+                    f"did not finish within the patrol deadline ({format_duration(deadline_s)})",
                     duration_s=round(time.monotonic() - t0, 6),
                 )
     ordered = tuple(final[item.key] for item in items if item.key in final)

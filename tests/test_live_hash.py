@@ -135,9 +135,9 @@ def test_read_entry_other_fields() -> None:
     [
         (T - 60, None, ""),
         (T - 900, None, ""),  # exactly max_age: not yet older
-        (T - 901, None, "older than max_age (901s)"),
+        (T - 901, None, "older than max_age (15m01s)"),
         (T + 10, None, ""),  # small clock skew
-        (T + 901, None, "malformed: started_at 901s in the future"),
+        (T + 901, None, "malformed: started_at 15m01s in the future"),
         (None, "not JSON", "malformed: not JSON"),
     ],
 )
