@@ -1,19 +1,10 @@
 """`fleetcheck config discover`: a hosts.toml draft from what the broker already sees.
 
-What it reads, and nothing more: CLIENT LIST and INFO once; a bounded SCAN (at most
-`scan_limit` keys) with TYPE and the size of each hash and list (HLEN, LLEN); and a small
-sample of values from the few keys that might be the live hash (HRANDFIELD, 3 fields) or a
-queue (the head element). It never writes to the broker and never reads a value in full beyond
-that sample.
-
-Guessing (pure, table-tested): clients are grouped by address; a host name is the most
-specific token of the client names seen from an address (`worker:n8:3` -> `n8`: role words
-such as "worker" and numbers are not names); addresses whose guesses agree are one host (a
-WSL2 machine's two addresses); a `~/.ssh/config` Host whose HostName is one of the addresses
-gives the ssh alias (resolved by fleetcheck.transport.ssh_config, as `ssh -G` would). What
-cannot be guessed (tz, logs, the queue cap) is left as a TODO that fails `fleetcheck config
-check` until it is filled in.
-"""
+It only reads, and boundedly: CLIENT LIST and INFO once, a SCAN of at most `scan_limit` keys
+with TYPE and sizes, and a few sample values of the likely live hash and queues. The guessing
+is pure and table-tested (a host per group of addresses whose client names agree, the ssh
+alias from ~/.ssh/config); what cannot be guessed is left as a TODO that fails
+`fleetcheck config check` until filled in."""
 
 from __future__ import annotations
 

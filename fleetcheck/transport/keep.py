@@ -1,20 +1,10 @@
-"""SSH connections kept between the rounds of one long-running process (`run --every`).
+"""SSH connections kept between the rounds of one long-running process (`run --every`), so a
+round does not pay every host's sshd a new key exchange and login.
 
-A fresh session costs the host's sshd a TCP accept, a key exchange, authentication and a
-privilege-separated child (~45 ms of its CPU on the lab); a round every few minutes pays that
-again for nothing. So between rounds a host's authenticated connection waits here, idle, and
-the next round opens one channel on it (one exec, as always). The rules:
-
-- kept only while idle for at most `keep_for` (`[ssh] keep_alive_for`, default 5 min; the
-  CLI keeps nothing when the interval is longer), with SSH keepalives every `keepalive`
-  seconds so that NAT and firewalls between rounds do not forget it;
-- a bounded number idle (the oldest idle one is closed first);
-- only healthy ones: a connection whose exec timed out or was cut, or whose transport is no
-  longer active, is closed, never kept; so is one through a jump host (the patrol's shared
-  jump connection does not outlive the patrol);
-- a kept connection found dead is replaced within the round (see PatrolContext): the new
-  connection is made as any other, host key verified against known_hosts.
-"""
+Kept only while idle for at most `keep_for` (with SSH keepalives), a bounded number, and only
+healthy ones: a connection whose exec timed out or was cut, whose transport died, or that runs
+through a jump host is closed, never kept. A kept connection found dead is replaced within
+the round, host key verified as for any new one."""
 
 from __future__ import annotations
 

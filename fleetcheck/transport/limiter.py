@@ -1,20 +1,10 @@
 """How many hosts a patrol works on at once, found while it runs (AIMD on handshake latency).
 
-Why: a fixed concurrency turns a slow resource into blindness. 600 lab sshds sharing two
-cores at concurrency 128 gave 90 % UNKNOWN rows (every host's commands timed out) where 16
-at a time gave 100 % in the same wall time. The right number depends on the fleet and on
-this machine, so it is measured, like TCP finds a path's capacity:
-
-- start small (16), double per round trip while SSH handshakes stay as fast as the fastest
-  one seen (slow start), then grow by one per window of hosts (additive increase);
-- a handshake several times slower than that baseline, or a host that timed out, means the
-  fleet or this machine is saturated: cut the limit by 30 % (multiplicative decrease, at most
-  once per window of hosts in flight, so one burst of slow handshakes is one cut);
-- `[patrol] concurrency` (and what RLIMIT_NOFILE allows) is the upper bound, 1 the floor.
-
-Handshakes are the signal because they cost the same on every host (key exchange and
-authentication: CPU on both ends); the remote commands differ from host to host.
-"""
+A fixed concurrency turns a slow resource into blindness (600 lab sshds on two cores: 90 %
+UNKNOWN at 128 at once, none at 16). So: slow start from 16 while handshakes stay as fast as
+the fastest seen, then +1 per window; a handshake several times slower or a timeout cuts the
+limit by 30 %, at most once per window. `[patrol] concurrency` and RLIMIT_NOFILE bound it.
+Handshakes are the signal because they cost the same on every host."""
 
 from __future__ import annotations
 
