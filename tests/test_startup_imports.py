@@ -52,6 +52,7 @@ OURS = {
     "fleetcheck.transport",
     "fleetcheck.transport.redis",
     "fleetcheck.transport.shell",
+    "fleetcheck.zones",
 }
 # third-party top-level packages allowed: typer and what it imports to coerce option values
 # (pydantic: see the README's start-up section), redis-py with hiredis (redis-py looks for
