@@ -128,5 +128,13 @@ def test_a_broker_only_patrol_imports_only_what_it_uses(tmp_path: Path) -> None:
     assert tops <= THIRD_PARTY, tops - THIRD_PARTY
     # the parsers of checks this patrol does not run are not loaded
     assert (
-        not {"fleetcheck.reap", "fleetcheck.parse.timestamps", "fleetcheck.parse.routes"} & modules
+        not {
+            "fleetcheck.reap",
+            "fleetcheck.livehash",
+            "fleetcheck.parse.live_entry",
+            "fleetcheck.parse.logtail",
+            "fleetcheck.parse.timestamps",
+            "fleetcheck.parse.routes",
+        }
+        & modules
     )
