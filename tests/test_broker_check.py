@@ -287,7 +287,7 @@ def test_incident_state_through_the_real_cli(lab: Lab) -> None:
     row = rows[("clients", "mini")]
     assert (row["status"], row["summary"]) == (
         "CRIT",
-        f"mini: no broker connections from {mini.addr}",
+        f"no broker connections from {mini.addr}",
     )
     assert row["metrics"]["connections"] == 0
     row = rows[("clients", "wsl")]
