@@ -407,15 +407,15 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
             if facts.acked:
                 proof = "logged" if facts.ack == "log" else "replied"
         metrics: dict[str, Any] = {
-            "consumed": facts.consumed,
-            "latency_ms": facts.latency_ms,
+            "latency_s": None if facts.latency_ms is None else round(facts.latency_ms / 1000, 6),
             "inbox_length": facts.inbox_length,
-            "proof": proof,
         }
         if facts.raters is not None:
             metrics["rater_connections"] = len(facts.raters)
             metrics["rater_blocked"] = sum(1 for c in facts.raters if c.blocked)
         evidence: dict[str, Any] = {
+            "consumed": facts.consumed,
+            "proof": proof,
             "probe_id": facts.probe_id,
             "rater": raters if facts.raters is not None else None,
             "raters": [
