@@ -809,6 +809,25 @@ def _local_files(table: str, value: Any) -> list[tuple[str, str, str, bool]]:
     return out
 
 
+def _file_problem(path: Path) -> str | None:
+    """Why `path` is not a readable regular file (never opened: a FIFO would block)."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as e:
+        return f"cannot be looked at: {e.strerror or e}"
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a file"
+    if not stat.S_ISREG(mode):
+        return "is not a regular file"
+    if not os.access(path, os.R_OK):
+        return "not readable by this user (permission denied)"
+    return None
+
+
 def check_files(fleet: FleetConfig, elsewhere: bool = False) -> list[FileProblem]:
     """Every file the config names that cannot be read here, as an error when the patrol
     needs it on this machine, else (`elsewhere`: the patrol runs on another machine; a path
@@ -824,19 +843,11 @@ def check_files(fleet: FleetConfig, elsewhere: bool = False) -> list[FileProblem
     uses_ssh = any(h.ssh is not None and not h.is_local for h in fleet.hosts)
     problems = []
     for table, key, path, written in (f for t, v in parts for f in _local_files(t, v)):
-        if table == "ssh" and key == "config_file" and not written:
+        if table == "ssh" and not written and (key == "config_file" or not uses_ssh):
             continue  # like ssh: no ~/.ssh/config is no configuration, not an error
-        full = Path(path).expanduser()
-        try:
-            if full.is_dir():
-                problem = "is a directory, not a file"
-            else:
-                with open(full, "rb"):
-                    continue
-        except FileNotFoundError:
-            problem = "no such file"
-        except OSError as e:
-            problem = f"not readable: {e.strerror or e}"
+        problem = _file_problem(Path(path).expanduser())
+        if problem is None:
+            continue
         why = None
         if elsewhere:
             why = "--elsewhere: the patrol runs on another machine"
