@@ -172,7 +172,7 @@ def test_bare_numbers_for_durations_are_echoed_with_their_unit(tmp_path: Path, h
     start = lines.index("durations written as bare numbers:")
     assert lines[start + 1 : start + 4] == [
         "  [broker] connect_timeout 2s (a bare number means seconds)",
-        "  [checks.live_hash] max_age 1200s (a bare number means seconds)",
         "  [defaults.logs[0]] max_age 10s (a bare number means seconds)",
+        "  [checks.live_hash] max_age 1200s (a bare number means seconds)",
     ]
     assert not lines[start + 4].startswith("  [")  # once, where it was written: not per host
