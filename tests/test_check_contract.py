@@ -216,7 +216,7 @@ def every_check_evaluated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
                 out["rows"].append((item, first, second, list(guard.seen)))
         finally:
             ctx.close()
-        out["registered"] = sorted(registry.available())
+        out["registered"] = dict(registry.available())
         yield out
     finally:
         demo.lab.close()
@@ -231,6 +231,14 @@ def test_every_registered_check_keeps_the_contract(every_check_evaluated: dict[s
     assert evaluated == set(every_check_evaluated["registered"]), every_check_evaluated["unprobed"]
     assert "example_marker" in evaluated
     problems: list[str] = []
+    for name, check in every_check_evaluated["registered"].items():
+        if check.name != name or not check.description:
+            problems.append(f"{name}: needs a name and a one-line description")
+        try:  # every per-host key has a default: a host that sets none of them is valid
+            if check.host_config_type is not None:
+                check.host_config_type()
+        except Exception as e:
+            problems.append(f"{name}: its host_config_type() fails: {e}")
     for item, first, second, io in rows:
         where = f"{item.check.name}/{item.target.name if item.target else '(broker)'}"
         if first != second:
