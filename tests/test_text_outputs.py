@@ -16,7 +16,8 @@ from rich.console import Console
 from fleetcheck.config import SAFE_NAME, HostConfig
 from fleetcheck.model import BROKER_WIDE, Report, Result, Status
 from fleetcheck.parse.duration import format_duration
-from fleetcheck.render import FIRST_SEEN, history as render_history, plain, table
+from fleetcheck.render import FIRST_SEEN, plain, table
+from fleetcheck.render import history as render_history
 
 NOW = datetime(2026, 1, 15, 3, 0, tzinfo=UTC)
 
