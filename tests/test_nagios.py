@@ -196,14 +196,15 @@ def fleet_of(n_hosts: int, seed: int, bad_share: float) -> Report:
     """A generated fleet as the checks report it: three checks per host with their real metric
     shapes (maps keyed by file path and address, strings, unrounded floats), five broker rows."""
     rng = random.Random(seed)
+
+    def status() -> Status:
+        if rng.random() < bad_share:
+            return rng.choice([Status.WARN, Status.CRIT, Status.UNKNOWN])
+        return Status.OK
+
     rows = []
     for i in range(n_hosts):
         host = f"worker-{i:02d}.example.org"
-        status = lambda: (
-            rng.choice([Status.WARN, Status.CRIT, Status.UNKNOWN])
-            if rng.random() < bad_share
-            else Status.OK
-        )  # noqa: E731
         path = f"/var/lib/fleet/{host}/worker-{rng.randint(0, 99)}.log"
         rows.append(
             Result(
@@ -223,7 +224,7 @@ def fleet_of(n_hosts: int, seed: int, bad_share: float) -> Report:
                 "logs",
                 host,
                 status(),
-                f"file {path}: last line 12:24:53 UTC, {rng.random() * 1e4:.1f}s ago (crit_age 30m)",
+                f"file {path}: last line 12:24:53 UTC, {rng.random():.3f}s ago (crit_age 30m)",
                 {
                     "age_s": rng.random() * 1e4,
                     "mtime_age_s": rng.random() * 1e4,

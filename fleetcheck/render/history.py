@@ -41,9 +41,9 @@ def render(
         f"{len(rounds)} rounds, {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC "
         "(one cell per round; "
     )
-    for s in sorted(Status, key=lambda s: s.rank):
-        legend.append(cells[s], style=STYLE[s] if fancy else "")
-        legend.append(f"={s.label} ")
+    for status in sorted(Status, key=lambda s: s.rank):
+        legend.append(cells[status], style=STYLE[status] if fancy else "")
+        legend.append(f"={status.label} ")
     legend.append("blank = not checked)")
     console.print(legend, soft_wrap=True)
     width = max(len(h) for h, _ in lines) if lines else 0
