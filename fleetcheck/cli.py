@@ -266,8 +266,17 @@ def config_check(
             "chain, key files, known_hosts files), as ssh_config resolves it; connects nowhere.",
         ),
     ] = False,
+    elsewhere: Annotated[
+        bool,
+        typer.Option(
+            "--elsewhere",
+            help="The patrol runs on another machine: files the config names that are "
+            "missing here are warnings, not errors.",
+        ),
+    ] = False,
 ) -> None:
-    """Validate the config and print the resolved fleet."""
+    """Validate the config, check the files it names, and print each host's effective
+    settings."""
     fleet = load_fleet(config)
     if ssh:
         from fleetcheck.transport.ssh import describe_targets
@@ -277,9 +286,16 @@ def config_check(
         if not ok:
             raise typer.Exit(3)
         return
+    from fleetcheck.config import check_files, effective
     from fleetcheck.parse.duration import format_duration
     from fleetcheck.transport.redis import redact_url
 
+    problems = check_files(fleet, elsewhere)
+    for p in problems:
+        kind = "error" if p.error else "warning"
+        print(f"fleetcheck: {kind}: {p.text(fleet.path)}", file=sys.stderr)
+    if any(p.error for p in problems):
+        raise typer.Exit(EXIT_USAGE)
     print(f"config: {fleet.path}: valid")
     b = fleet.broker
     where = redact_url(b.url) if b.url else b.address
@@ -300,13 +316,33 @@ def config_check(
         f"{format_duration(fleet.patrol.deadline)}"
     )
     print(f"checks: {', '.join(fleet.checks) or '(none)'}")
+    if fleet.notes:
+        print("durations written as bare numbers:")
+        for note in fleet.notes:
+            print(f"  {note}")
     print(f"hosts ({len(fleet.hosts)}):")
     for h in fleet.hosts:
-        logs = ", ".join(f"{log.title} (max_age {format_duration(log.max_age)})" for log in h.logs)
-        print(
-            f"  {h.name}: ssh={h.ssh or '-'} addrs={','.join(h.addrs) or '-'} "
-            f"min_clients={h.min_clients} tz={h.tz or '-'}" + (f" logs={logs}" if logs else "")
-        )
+        values = effective(h)
+        shown = " ".join(f"{key}={_setting_text(value)}" for key, value, _ in values)
+        print(f"  {h.name}: {shown}")
+        inherited: dict[str, list[str]] = {}
+        for key, _, where in values:
+            if where not in ("", "hosts"):
+                inherited.setdefault(where, []).append(key)
+        if inherited:
+            print(
+                "    "
+                + "; ".join(f"from [{w}]: {', '.join(keys)}" for w, keys in inherited.items())
+            )
+
+
+def _setting_text(value: object) -> str:
+    """A per-host value as `config check` lists it: lists comma-joined, unset as '-'."""
+    if value is None or value == ():
+        return "-"
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
 
 
 @config_app.command("discover")
@@ -380,10 +416,11 @@ def config_discover(
         r.close()
     claimed: dict[str, str] = {}
     if fleet is not None:
+        from fleetcheck.checks.clients import addrs_of
         from fleetcheck.parse.clientlist import normalise_ip
 
         for h in fleet.hosts:
-            for a in h.addrs:
+            for a in addrs_of(h):
                 claimed.setdefault(normalise_ip(a), h.name)
     addrs = {c.host for c in sample.clients}
     aliases = discover.ssh_aliases(ssh_path, addrs)
