@@ -96,7 +96,9 @@ def _when(moment: datetime | None) -> str:
 
 
 def _ago(seconds: float) -> str:
-    return svg.format_seconds(max(0.0, round(seconds)))
+    from fleetcheck.parse.duration import format_duration
+
+    return format_duration(max(0.0, round(seconds)))
 
 
 def row_link(check: str, host: str | None) -> str:

@@ -1,8 +1,8 @@
-"""--format json against its JSON Schema (fleetcheck/report.schema.json, shipped in the
-wheel), checked with the reference validator (jsonschema, a test dependency): the schema is
-valid, real `run -f json` output from a demo fleet conforms (rows with and without state),
-it rejects what the format forbids (so the checks above can fail), and the renderer writes
-metrics as numbers only."""
+"""Outputs of real patrols of a demo fleet: --format json against its JSON Schema
+(fleetcheck/report.schema.json, shipped in the wheel), checked with the reference validator
+(jsonschema, a test dependency): the schema is valid, real `run -f json` output conforms (rows
+with and without state), it rejects what the format forbids (so the checks above can fail), and
+the renderer writes metrics as numbers only. And `run --problems` on the same fleet."""
 
 from __future__ import annotations
 
@@ -151,3 +151,25 @@ def test_the_wheel_ships_the_schema(tmp_path: Path) -> None:
         shipped = json.loads(z.read("fleetcheck/report.schema.json"))
     assert shipped == render_json.schema()
     jsonschema.validators.validator_for(shipped).check_schema(shipped)
+
+
+def test_run_problems_on_the_demo_fleet(demo_fleet: Any) -> None:
+    """`run --problems`: only the rows not OK, the footer still counting every row; refused
+    with a machine format (they always carry every row)."""
+    _, config = demo_fleet
+    full = json.loads(fleetcheck("run", "-c", config, "-f", "json", "--no-state").stdout)
+    bad = [r for r in full["results"] if r["status"] != "OK"]
+    assert bad and len(bad) < len(full["results"])
+    proc = fleetcheck("run", "-c", config, "-f", "plain", "--no-state", "--problems")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stdout.splitlines()
+    table = lines[2 : lines.index("")]
+    assert sorted(line.split()[0] for line in table) == sorted(r["status"] for r in bad)
+    assert not any(line.startswith("OK ") for line in lines)
+    footer = [line for line in lines if "checks:" in line][0]
+    ok = sum(r["status"] == "OK" for r in full["results"])
+    assert f"{len(full['results'])} checks: {ok} OK" in footer
+    assert not any(line != line.rstrip() for line in lines)
+    refused = fleetcheck("run", "-c", config, "-f", "json", "--no-state", "--problems")
+    assert refused.returncode == 3 and refused.stdout == ""
+    assert refused.stderr.count("\n") == 1 and "--problems" in refused.stderr
