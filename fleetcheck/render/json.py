@@ -2,8 +2,9 @@
 shipped next to this package (fleetcheck/report.schema.json).
 
 Metrics are numbers: this renderer writes a row's metrics as numbers, arrays of numbers and
-maps of those only. A boolean becomes 0/1; None, strings, non-finite numbers and anything
-else are left out (a check puts text in `evidence`, where it stays as it is).
+maps of those only, and null for a metric the check could not measure this round (None). A
+boolean becomes 0/1, a non-finite number null; strings and anything else are left out (a check
+puts text in `evidence`, where it stays as it is).
 """
 
 from __future__ import annotations
@@ -26,8 +27,14 @@ def schema() -> dict[str, Any]:
     return loaded
 
 
+_DROP = object()  # a value with nothing numeric in it
+
+
 def numeric(value: Any) -> Any:
-    """The numeric part of a metric value, or None when nothing numeric is left."""
+    """The numeric part of a metric value: numbers, None (not measured), arrays of numbers and
+    maps of those; _DROP when nothing numeric is left."""
+    if value is None:
+        return None
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
@@ -35,19 +42,19 @@ def numeric(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        kept = {str(k): v for k, v in ((k, numeric(v)) for k, v in value.items()) if v is not None}
-        return kept if kept or not value else None
+        kept = {str(k): v for k, v in ((k, numeric(v)) for k, v in value.items()) if v is not _DROP}
+        return kept if kept or not value else _DROP
     if isinstance(value, list | tuple) and value:
         items = [numeric(v) for v in value]
-        return items if all(isinstance(v, int | float) for v in items) else None
-    return None
+        return items if all(type(v) in (int, float) for v in items) else _DROP
+    return _DROP
 
 
 def document(report: Report) -> dict[str, Any]:
     data = report.to_dict()
     for row in data["results"]:
-        metrics = numeric(row["metrics"]) if isinstance(row["metrics"], dict) else None
-        row["metrics"] = metrics or {}
+        metrics = numeric(row["metrics"]) if isinstance(row["metrics"], dict) else _DROP
+        row["metrics"] = {} if metrics is _DROP else metrics
     return data
 
 
