@@ -21,6 +21,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.check import CheckError, HostCheck
@@ -542,8 +543,16 @@ def _zone_for(host: HostConfig, facts: LogsFacts) -> tuple[tzinfo | None, str, s
     return zone_named(tz), tz, None
 
 
+@cache
+def _zone_names() -> tuple[str, ...]:
+    """This machine's zone names (a walk of tzdata: once per process, not per evaluate)."""
+    from zoneinfo import available_timezones
+
+    return tuple(sorted(available_timezones()))
+
+
 def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
-    from zoneinfo import ZoneInfo, available_timezones
+    from zoneinfo import ZoneInfo
 
     if offset == timedelta(0):
         return ["UTC"]
@@ -562,7 +571,7 @@ def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
         "Australia/Sydney",
     )
     matches = []
-    for name in sorted(available_timezones()):
+    for name in _zone_names():
         if "/" not in name or name.startswith(("Etc/", "SystemV/", "posix", "right")):
             continue
         try:

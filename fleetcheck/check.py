@@ -16,8 +16,9 @@ Configuration a check owns, both frozen dataclasses built and validated by the g
 
 Conventions (tests/test_check_contract.py holds every registered check to them):
 - Metric names end in a unit suffix from `fleetcheck.model.UNIT_SUFFIXES` (`_s`, `_bytes`,
-  `_ratio`, `_per_s`) or are plain counts; metric values are numbers (or maps whose leaves are
-  numbers). Strings (a zone, a source, a time stamp, a link state) go in `evidence`.
+  `_ratio`, `_per_s`) or are plain counts (whole numbers); metric values are numbers, None when
+  not measured, or maps whose leaves are. Strings and flags (a zone, a source, a time stamp, a
+  link state, "consumed") go in `evidence`.
 - A summary never starts with the host's name: renderers put the host next to it.
 - `evaluate` is pure: no I/O, no clock but its `now`, the same facts give an equal Result.
 - Shell fragments from `remote_commands` come back under the check's own keys:

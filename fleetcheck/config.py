@@ -2,7 +2,11 @@
 
 Every error names the file, the table and the key, and is raised as ConfigError before any
 network step: a typo must never become a silent no-op (goss's failure mode) nor a traceback.
-A check's own table is validated against that check's config dataclass with the same builder.
+A check's own table is validated against that check's config dataclass with the same builder;
+a host's table against HostConfig (how to reach it) plus the per-host settings each check
+declares (`Check.host_config_type`): this module knows no check's keys. [defaults] and
+[groups.NAME] hold the same per-host keys; a host's own value wins, then its groups in the
+order it lists them, then [defaults].
 """
 
 from __future__ import annotations
@@ -595,8 +599,12 @@ def from_dict(
         ssh = build(SshConfig, data.get("ssh", {}), file, "ssh")
         patrol = build(PatrolConfig, data.get("patrol", {}), file, "patrol")
         outputs = build(OutputsConfig, data.get("outputs", {}), file, "outputs")
-        checks = _build_checks(data.get("checks", {}), file, check_config_type)
-        hosts = _build_hosts(data, file, list(checks), host_config_types or _registry_host_types)
+        raw_checks = data.get("checks", {})
+        if not isinstance(raw_checks, dict):
+            raise ConfigError(f"{file}: checks: expected a table ([checks.NAME])")
+        host_types = host_config_types or _registry_host_types
+        hosts = _build_hosts(data, file, list(raw_checks), host_types)
+        checks = _build_checks(raw_checks, file, check_config_type)
     finally:
         _BARE_DURATIONS.reset(token)
     notes = list(dict.fromkeys(text for _, _, text in bare))
@@ -613,10 +621,8 @@ def from_dict(
 
 
 def _build_checks(
-    raw_checks: Any, file: str, check_config_type: CheckConfigLookup
+    raw_checks: dict[str, Any], file: str, check_config_type: CheckConfigLookup
 ) -> dict[str, Any]:
-    if not isinstance(raw_checks, dict):
-        raise ConfigError(f"{file}: checks: expected a table ([checks.NAME])")
     checks: dict[str, Any] = {}
     for name, table in raw_checks.items():
         if not SAFE_NAME.fullmatch(name):
@@ -632,7 +638,7 @@ class _HostKeys:
     """Which type reads each per-host key: HostConfig's own, or the checks' settings."""
 
     def __init__(self, types: Mapping[str, type]) -> None:
-        self.types = dict(types)
+        self.types = dict(sorted(types.items()))  # by check name: one order in every listing
         self.core = _key_fields(HostConfig)
         self.hints: dict[str, list[Any]] = {}
         core_hints = get_type_hints(HostConfig, include_extras=True)
@@ -809,6 +815,23 @@ def _local_files(table: str, value: Any) -> list[tuple[str, str, str, bool]]:
     return out
 
 
+def _file_problem(path: Path) -> str | None:
+    """Why `path` cannot be read as a file (never opened: a FIFO would block)."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as e:
+        return f"cannot be looked at: {e.strerror or e}"
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a file"  # (/dev/null is fine: `ssh -F /dev/null`)
+    if not os.access(path, os.R_OK):
+        return "not readable by this user (permission denied)"
+    return None
+
+
 def check_files(fleet: FleetConfig, elsewhere: bool = False) -> list[FileProblem]:
     """Every file the config names that cannot be read here, as an error when the patrol
     needs it on this machine, else (`elsewhere`: the patrol runs on another machine; a path
@@ -824,19 +847,11 @@ def check_files(fleet: FleetConfig, elsewhere: bool = False) -> list[FileProblem
     uses_ssh = any(h.ssh is not None and not h.is_local for h in fleet.hosts)
     problems = []
     for table, key, path, written in (f for t, v in parts for f in _local_files(t, v)):
-        if table == "ssh" and key == "config_file" and not written:
+        if table == "ssh" and not written and (key == "config_file" or not uses_ssh):
             continue  # like ssh: no ~/.ssh/config is no configuration, not an error
-        full = Path(path).expanduser()
-        try:
-            if full.is_dir():
-                problem = "is a directory, not a file"
-            else:
-                with open(full, "rb"):
-                    continue
-        except FileNotFoundError:
-            problem = "no such file"
-        except OSError as e:
-            problem = f"not readable: {e.strerror or e}"
+        problem = _file_problem(Path(path).expanduser())
+        if problem is None:
+            continue
         why = None
         if elsewhere:
             why = "--elsewhere: the patrol runs on another machine"
