@@ -175,3 +175,33 @@ def test_run_problems_on_the_demo_fleet(demo_fleet: Any) -> None:
     refused = fleetcheck("run", "-c", config, "-f", "json", "--no-state", "--problems")
     assert refused.returncode == 3 and refused.stdout == ""
     assert refused.stderr.count("\n") == 1 and "--problems" in refused.stderr
+
+
+def test_real_prometheus_names_carry_the_json_metrics_units(demo_fleet: Any) -> None:
+    """Every numeric metric of a real patrol appears in Prometheus under its check, with the
+    base unit its JSON name's suffix says (or none for a count), and promtool accepts it all."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from fleetcheck.render import prometheus
+
+    _, config = demo_fleet
+    doc = json.loads(fleetcheck("run", "-c", config, "-f", "json", "--no-state").stdout)
+    text = fleetcheck("run", "-c", config, "-f", "prometheus", "--no-state").stdout
+    promtool = subprocess.run(
+        ["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60
+    )
+    assert promtool.returncode == 0, promtool.stdout + promtool.stderr
+    families = {f.name for f in text_string_to_metric_families(text)}
+    units = {"_s": "_seconds", "_per_s": "_per_second", "_bytes": "_bytes", "_ratio": "_ratio"}
+    seen = 0
+    for row in doc["results"]:
+        for metric, value in row["metrics"].items():
+            if not isinstance(value, int | float):
+                continue
+            name, _ = prometheus.metric_name(row["check"], metric)
+            assert name in families, (row["check"], metric, name)
+            suffix = max((s for s in units if metric.endswith(s)), key=len, default="")
+            tail = [u for u in set(units.values()) if name.endswith(u)]
+            assert tail == ([units[suffix]] if suffix else []), (metric, name)
+            seen += 1
+    assert seen >= 20
