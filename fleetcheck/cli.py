@@ -96,8 +96,9 @@ def output_format(fmt: Format | None) -> Format:
     return Format.table if sys.stdout.isatty() else Format.plain
 
 
-def render_text(report: Report, fmt: Format) -> str:
-    """The report in a text format (everything but the rich table)."""
+def render_text(report: Report, fmt: Format, problems: bool = False) -> str:
+    """The report in a text format (everything but the rich table); `problems`: only the rows
+    that are not OK, plus the counts (table and plain)."""
     if fmt is Format.json:
         from fleetcheck.render import json as render_json
 
@@ -112,18 +113,18 @@ def render_text(report: Report, fmt: Format) -> str:
         return prometheus.render(report).rstrip("\n")
     from fleetcheck.render import plain
 
-    return plain.render(report)
+    return plain.render(report, problems)
 
 
-def emit(report: Report, fmt: Format) -> None:
+def emit(report: Report, fmt: Format, problems: bool = False) -> None:
     if fmt is Format.table:
         from rich.console import Console
 
         from fleetcheck.render import table
 
-        table.render(report, Console())
+        table.render(report, Console(), problems)
     else:
-        print(render_text(report, fmt), flush=True)
+        print(render_text(report, fmt, problems), flush=True)
 
 
 Opt = typer.Option
@@ -171,6 +172,10 @@ def run(
     shard: Annotated[
         str | None, Opt("--shard", help="I/N: check only this share of the hosts.")
     ] = None,
+    problems: Annotated[
+        bool,
+        Opt("--problems", help="Table/plain: show only the rows not OK (the counts stay)."),
+    ] = False,
 ) -> None:
     """One patrol of the fleet (or one every --every); exit code is the worst status."""
     from fleetcheck import patrol, registry, runner
@@ -208,6 +213,11 @@ def run(
         heartbeat=beat_url,
     )
     fmt = output_format(format)
+    if problems and fmt not in (Format.table, Format.plain):
+        raise UsageFailure(
+            f"--problems goes with --format table or plain (not {fmt.value}: machine formats "
+            "always carry every row)"
+        )
 
     keeper = None
     if interval is not None and 0 < interval <= fleet.ssh.keep_alive_for:
@@ -220,12 +230,16 @@ def run(
 
     if interval is None:
         report = one()
-        emit(report, fmt)
+        emit(report, fmt, problems)
         raise typer.Exit(report.exit_code)
+    from functools import partial
+
     from fleetcheck import live
 
     try:
-        last = live.run_loop(one, interval, rounds, fmt, render_text)
+        last = live.run_loop(
+            one, interval, rounds, fmt, partial(render_text, problems=problems), problems
+        )
     finally:
         if keeper is not None:
             keeper.close()

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck import history as hist
-from fleetcheck.model import Report, Result, Status
+from fleetcheck.model import BROKER_WIDE, Report, Result, Status
 from fleetcheck.state import parse_iso
 
-BROKER = "(broker)"  # the grid's row for broker-wide checks (host None)
+BROKER = BROKER_WIDE  # the grid's row for broker-wide checks (host None)
 
 
 def report_from_dict(data: dict[str, Any]) -> Report:
