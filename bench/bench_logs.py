@@ -43,14 +43,16 @@ def wire_cost(journal: Path) -> dict[str, float]:
         CHECK,
         LogsConfig,
         LogsFacts,
+        LogsHostConfig,
+        LogSpec,
         journal_fragment,
-        parse_journal_facts,
     )
 
-    from fleetcheck.config import HostConfig, LogSpec
+    from fleetcheck.config import HostConfig
+    from fleetcheck.parse.journal import parse_journal_facts
 
     spec = LogSpec(journal="worker.service", journal_dir=str(journal))
-    host = HostConfig(name="h", ssh="local", logs=(spec,))
+    host = HostConfig(name="h", ssh="local").with_settings(LogsHostConfig(logs=(spec,)))
     out = subprocess.run(
         ["/bin/sh", "-c", journal_fragment(spec)], capture_output=True, check=True
     ).stdout
@@ -59,7 +61,7 @@ def wire_cost(journal: Path) -> dict[str, float]:
     times = []
     for _ in range(2000):
         t0 = time.thread_time()
-        jf = parse_journal_facts(spec, 0, text)
+        jf = parse_journal_facts(spec.label, 0, text)
         CHECK.evaluate(LogsFacts((jf,), 0.0), LogsConfig(), host, now)
         times.append(time.thread_time() - t0)
     return {"fragment_bytes": len(out), "parse_and_judge_us": statistics.median(times) * 1e6}

@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fleetcheck.iso import iso_utc, parse_iso
-from fleetcheck.model import Report, Result, Status
+from fleetcheck.model import Report, Result, Status, place
 
 ALERTNAME = "FleetcheckCheck"
 SEVERITIES = {Status.WARN: "warning", Status.CRIT: "critical", Status.UNKNOWN: "unknown"}
@@ -72,7 +72,7 @@ def _labels(
 
 
 def _subject(check: str, host: str | None) -> str:
-    return f"{host or '(broker)'} {check}"
+    return f"{place(host)} {check}"
 
 
 def build_alerts(

@@ -20,7 +20,7 @@ from typing import Any
 
 from fleetcheck.files import private_open
 from fleetcheck.iso import parse_iso
-from fleetcheck.model import Report, Status, worst_per_host
+from fleetcheck.model import BROKER_WIDE, Report, Status, place, worst_per_host
 
 MAX_BYTES = 10 * 1024 * 1024
 
@@ -85,7 +85,7 @@ def write_latest(report: Report, path: Path) -> None:
 class Round:
     started_at: datetime
     status: Status
-    hosts: dict[str, Status]  # "(broker)" for broker-wide rows
+    hosts: dict[str, Status]  # model.BROKER_WIDE for broker-wide rows
     summaries: dict[str, list[str]]
     rows: tuple[dict[str, Any], ...] = ()  # as recorded: check, host, status, summary, metrics
     duration_s: float = 0.0
@@ -115,7 +115,7 @@ def load(path: Path, since: datetime | None = None) -> tuple[list[Round], int]:
 
 
 def _round(data: dict[str, Any]) -> Round:
-    statuses = [(row["host"] or "(broker)", Status.parse(row["status"])) for row in data["rows"]]
+    statuses = [(place(row["host"]), Status.parse(row["status"])) for row in data["rows"]]
     summaries: dict[str, list[str]] = {}
     for row, (host, status) in zip(data["rows"], statuses, strict=True):
         if status is not Status.OK:
@@ -132,7 +132,7 @@ def _round(data: dict[str, Any]) -> Round:
 
 def timeline(rounds: list[Round], host: str | None = None) -> list[tuple[str, list[Status | None]]]:
     """Per host, one cell per round (None where the host was not in that round)."""
-    hosts = sorted({h for r in rounds for h in r.hosts}, key=lambda h: (h != "(broker)", h))
+    hosts = sorted({h for r in rounds for h in r.hosts}, key=lambda h: (h != BROKER_WIDE, h))
     if host is not None:
         hosts = [h for h in hosts if h == host]
     return [(h, [r.hosts.get(h) for r in rounds]) for h in hosts]

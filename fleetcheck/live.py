@@ -24,6 +24,7 @@ def run_loop(
     rounds: int | None,
     render: Callable[[Report], str] | None,
     next_note: bool = False,
+    problems: bool = False,
 ) -> Report | None:
     """Run rounds until `rounds` are done or Ctrl-C; the last round's report (None when
     interrupted before the first round ended). `render` None: the live view (a terminal);
@@ -37,7 +38,7 @@ def run_loop(
 
     try:
         if render is None:
-            _live(round_fn, every, rounds)
+            _live(round_fn, every, rounds, problems)
         else:
 
             def on_report(report: Report, next_at: float | None) -> None:
@@ -52,7 +53,7 @@ def run_loop(
     return last[0]
 
 
-def _live(round_fn: Callable[[], Report], every: float, rounds: int | None) -> None:
+def _live(round_fn: Callable[[], Report], every: float, rounds: int | None, problems: bool) -> None:
     from rich.console import Group
     from rich.live import Live
     from rich.spinner import Spinner
@@ -65,7 +66,7 @@ def _live(round_fn: Callable[[], Report], every: float, rounds: int | None) -> N
     def view(status: Any) -> Group:
         parts: list[Any] = []
         if state["report"] is not None:
-            parts.append(table.build(state["report"]))
+            parts.append(table.build(state["report"], problems))
         parts.append(status)
         return Group(*parts)
 

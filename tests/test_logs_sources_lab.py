@@ -113,7 +113,7 @@ def test_journal_sources_and_each_failure(lab: Lab) -> None:
     assert "UTC (journal times are UTC)" in summary and " = " not in summary
     assert "1 error entries (PRIORITY <= 3) in the newest 61" in summary
     r = rows[("healthy", "logs")]
-    assert r["metrics"]["source"] == "journal" and r["metrics"]["entries"] == 61
+    assert r["evidence"]["source"] == "journal" and r["metrics"]["entries"] == 61
     assert r["evidence"]["logs"][0]["last_line"] == "pulled job 1"
     assert abs(r["metrics"]["age_s"] - 10) < 30
 
@@ -195,7 +195,8 @@ def test_json_logs_over_ssh(lab: Lab) -> None:
     r = rows[("app", "logs")]
     assert r["status"] == "OK", r["summary"]
     logs = r["metrics"]["logs"]
-    assert logs[str(pino)]["source"] == "json" and logs[str(pino)]["error_lines"] == 0
+    sources = {e["path"]: e["source"] for e in r["evidence"]["logs"]}
+    assert sources[str(pino)] == "json" and logs[str(pino)]["error_lines"] == 0
     assert 20 < logs[str(pino)]["age_s"] < 60
     assert logs[str(docker)]["error_lines"] == 1 and logs[str(docker)]["age_s"] < 40
     assert logs[str(zap)]["error_lines"] == 1  # no level field: the regex on the whole line
@@ -260,10 +261,10 @@ def test_burst_and_slow_flood_warn_through_the_cli(lab: Lab) -> None:
     assert "a burst: " in r["summary"] and "within one second (at least " in r["summary"]
     assert "(over max_error_rate 10/min)" in r["summary"]
     assert r["summary"].endswith("(other logs: 1 WARN, 1 OK)")
-    assert logs[str(burst)]["error_rate_per_min"] >= 60 * logs[str(burst)]["error_lines"]
-    assert 15 < logs[str(slow)]["error_rate_per_min"] < 25
+    assert logs[str(burst)]["error_rate_per_s"] >= logs[str(burst)]["error_lines"]
+    assert 15 / 60 < logs[str(slow)]["error_rate_per_s"] < 25 / 60
     assert logs[str(healthy)]["error_lines"] == 3
-    assert logs[str(healthy)]["error_rate_per_min"] is None  # one record has no rate
+    assert logs[str(healthy)]["error_rate_per_s"] is None  # one record has no rate
     assert code == 1
     # each alone: the verdicts the summary counted
     for path, status in ((slow, "WARN"), (healthy, "OK")):
@@ -302,7 +303,8 @@ def test_busybox_host_runs_the_gathered_script(lab: Lab) -> None:
     logs = r["metrics"]["logs"]
     assert 0 < logs[str(log)]["age_s"] < 90, r["summary"]
     assert logs[str(log)]["size_bytes"] == log.stat().st_size
-    assert 0 < logs[str(jlog)]["age_s"] < 100 and logs[str(jlog)]["source"] == "json"
+    sources = {e.get("path"): e["source"] for e in r["evidence"]["logs"]}
+    assert 0 < logs[str(jlog)]["age_s"] < 100 and sources[str(jlog)] == "json"
     assert r["status"] == "UNKNOWN"
     assert r["summary"] == (
         "journal worker.service: journalctl not found on the host (other logs: 2 OK)"
