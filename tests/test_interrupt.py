@@ -16,6 +16,13 @@ from tests.servers import Server, fleet_toml
 FLEETCHECK = str(Path(sys.executable).with_name("fleetcheck"))
 
 
+def _ctrl_c_heard() -> None:
+    """In the child before exec: SIGINT back to its default. A test run started in the
+    background by a non-interactive shell (nohup ... &) inherits SIGINT ignored, and Python
+    then installs no KeyboardInterrupt handler: the Ctrl-C under test would never arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_ends_patrol_mode_cleanly() -> None:
     with Lab(netns=False) as lab:
         lab.start_workers(lab.add_host("n8"), 1)
@@ -37,6 +44,7 @@ def test_ctrl_c_ends_patrol_mode_cleanly() -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=_ctrl_c_heard,
         )
         assert proc.stdout is not None
         lines = []
@@ -66,6 +74,7 @@ def test_ctrl_c_tears_the_demo_down() -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_ctrl_c_heard,
     )
     try:
         wait_for(lambda: len(_lab_namespaces() - before) >= 2, 60, "the demo's namespaces")
@@ -113,6 +122,7 @@ def test_ctrl_c_before_the_first_round_exits_130(tmp_path: Path) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=_ctrl_c_heard,
         )
         try:
             # the first round's broker connection is up; its first command gets no answer
