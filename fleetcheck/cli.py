@@ -587,6 +587,13 @@ def timer_cmd(
         for path in paths:
             print(f"wrote {path}")
         print(f"now run: systemctl daemon-reload && systemctl enable --now {units.timer_file}")
+    if service_user is not None and not timer.user_exists(service_user):
+        print(
+            f"fleetcheck: warning: user {service_user!r} does not exist here: create it before "
+            f"enabling the timer (useradd --system --home-dir /var/lib/fleetcheck --shell "
+            f"/usr/sbin/nologin {service_user}; README: Install for production)",
+            file=sys.stderr,
+        )
     checkout = timer.source_checkout()
     if checkout is not None:
         print(

@@ -273,6 +273,16 @@ def service_home(user: str | None) -> str:
         return "/root" if user is None else "/var/lib/fleetcheck"
 
 
+def user_exists(user: str) -> bool:
+    import pwd
+
+    try:
+        pwd.getpwnam(user)
+    except KeyError:
+        return False
+    return True
+
+
 def under_home(path: str) -> bool:
     """A path ProtectHome=yes would hide."""
     return any(path == prefix or path.startswith(prefix + "/") for prefix in HOME_PREFIXES)
