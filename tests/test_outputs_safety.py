@@ -202,7 +202,7 @@ def test_unwritable_textfile_directory(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("run_args", "message"),
     [
-        (["--formt", "json"], "No such option: --formt"),
+        (["--formt", "json"], "no such option: --formt (see `fleetcheck run -h`)"),
         (["--format", "yaml"], "'yaml' is not one of"),
         (["--alertmanager", "localhost:9093"], "--alertmanager: unsupported scheme localhost://"),
         (["--textfile", "/nonexistent-dir/f.prom"], "directory /nonexistent-dir does not exist"),
