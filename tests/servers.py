@@ -89,6 +89,15 @@ class Server:
         kw.setdefault("retry", Retry(NoBackoff(), 0))
         return redis.Redis(host="127.0.0.1", port=self.port, **kw)
 
+    def freeze(self) -> None:
+        """SIGSTOP the server: the kernel still accepts connections into its backlog, nothing
+        ever answers (a hung broker). Thawed by `thaw`; `kill` ends it frozen or not."""
+        os.killpg(self.proc.pid, signal.SIGSTOP)
+        wait_for(lambda: _state(self.proc.pid) in ("T", "t"), 5, "the server to stop")
+
+    def thaw(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGCONT)
+
     def kill(self) -> None:
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
@@ -104,6 +113,12 @@ class Server:
         import shutil
 
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _state(pid: int) -> str:
+    """The process's state letter from /proc (T: stopped)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0]
 
 
 def fleet_toml(broker: str, checks: str = "[checks.broker]\n", extra: str = "") -> str:
