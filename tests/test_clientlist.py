@@ -4,7 +4,6 @@ line we cannot produce here (other versions' field sets), table-driven."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 
 import pytest

@@ -38,7 +38,9 @@ UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 @FUZZ
 @given(
-    st.lists(st.tuples(st.integers(0, 9999), st.sampled_from(sorted(UNITS))), min_size=1, max_size=4),
+    st.lists(
+        st.tuples(st.integers(0, 9999), st.sampled_from(sorted(UNITS))), min_size=1, max_size=4
+    ),
     st.booleans(),
 )
 def test_duration_is_the_sum_of_its_parts(parts: list[tuple[int, str]], shout: bool) -> None:
