@@ -21,7 +21,35 @@ SEASONS = {
 }
 
 
+_running: dict[str, pytest.Item] = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _running["item"] = item
+
+
+def check_lab_marker(what: str) -> None:
+    """A test that starts a lab or a broker carries the `lab` marker, so `-m "not lab"` runs
+    where there is no redis-server, sshd or root: a test that forgets it fails here."""
+    item = _running.get("item")
+    if item is not None and item.get_closest_marker("lab") is None:
+        pytest.fail(f"{item.nodeid} starts {what} but is not marked @pytest.mark.lab")
+
+
+_lab_init = Lab.__init__
+
+
+def _marked_lab_init(self: Lab, *args: Any, **kwargs: Any) -> None:
+    check_lab_marker("a lab")
+    _lab_init(self, *args, **kwargs)
+
+
+Lab.__init__ = _marked_lab_init  # type: ignore[method-assign]
+
+
 def _require_lab() -> None:
+    check_lab_marker("a lab")
     missing = missing_prerequisites()
     if missing:
         message = "lab prerequisites missing: " + ", ".join(missing)

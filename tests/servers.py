@@ -37,6 +37,9 @@ class Server:
         sentinel: bool = False,
         config: str | None = None,
     ) -> None:
+        from tests.conftest import check_lab_marker
+
+        check_lab_marker("a broker server")
         self.dir = Path(tempfile.mkdtemp(prefix="fleetcheck-server-"))
         self.port = port or free_port()
         self.binary = binary or server_binary()

@@ -204,6 +204,7 @@ def test_split_list_takes_commas_and_repeats() -> None:
     assert split_list(None) == []
 
 
+@pytest.mark.lab
 def test_only_and_host_take_comma_lists(tmp_path: Path) -> None:
     """`--only a,b --host x,y` patrols exactly what the repeated form does, against a real
     broker (no SSH: the clients check reads the broker's CLIENT LIST)."""

@@ -13,6 +13,8 @@ import pytest
 from tests.conftest import _require_lab
 from tests.lab import port_open, wait_for
 
+pytestmark = pytest.mark.lab
+
 
 def demo(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -56,8 +58,12 @@ def test_demo_with_namespaces() -> None:
     assert got[("(broker)", "rater_probe")] == "OK"
     assert got[("(broker)", "broker")] == "OK"
     assert got[("(broker)", "clients")] == "OK"
-    assert "What the rows mean:" in proc.stdout
-    assert "n8 / logs (OK)" in proc.stdout
+    # the explanation: one line for each non-OK row, plus why n8's Eastern log is OK
+    explained = re.findall(
+        r"^- (\S+) / (\S+) \((\w+)\): ", proc.stdout.split("What the rows mean:")[-1], re.M
+    )
+    problems = [(h.strip("()"), c, s) for (h, c), s in got.items() if s != "OK"]
+    assert sorted(explained) == sorted([*problems, ("n8", "logs", "OK")]), explained
     # only this demo's namespaces are judged: other labs may come and go on a shared machine
     lab_id = re.search(r"fleetcheck-lab-([0-9a-f]+)-", lab_dir(proc.stdout))
     assert lab_id, proc.stdout

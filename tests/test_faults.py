@@ -9,8 +9,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.cli import fleetcheck
 from tests.lab import Lab, run, wait_for
+
+pytestmark = pytest.mark.lab
 
 BROKER_CHECKS = """
 [checks.clients]

@@ -7,8 +7,12 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import _require_lab
 from tests.lab import Lab, run, wait_for
+
+pytestmark = pytest.mark.lab
 
 
 def test_ctrl_c_ends_patrol_mode_cleanly() -> None:

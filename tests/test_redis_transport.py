@@ -143,6 +143,7 @@ def frozen_server() -> Iterator[Server]:
         yield server
 
 
+@pytest.mark.lab
 def test_frozen_server_fails_within_the_retry_budget(frozen_server: Server) -> None:
     c = cfg(frozen_server.url, socket_timeout=0.3, retries=1)
     r = connect(c)
