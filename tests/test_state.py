@@ -4,6 +4,7 @@ real thing over several CLI runs in the lab (cron runs are separate processes)."
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -149,7 +150,9 @@ def test_lab_rounds_since_fail_after_flapping_history(lab: Lab, tmp_path: Path) 
     # The plain table shows how long a row has been bad; the host verdict line says it too.
     proc = fc("run", "-c", str(cfg), "--state", str(state), "--history", str(hist))
     assert "n8 CRIT for " in proc.stdout.splitlines()[0]
-    assert "SINCE" in proc.stdout
+    (row,) = [x for x in proc.stdout.splitlines() if x.split()[:3] == ["CRIT", "n8", "clients"]]
+    # its SINCE cell: CRIT since the previous round, a few seconds ago
+    assert re.search(r"  (\d+(\.\d)?s|\d+m\d\ds)( ~)?$", row), row
 
     # History: one cell per round, the dark rounds visible.
     proc = fc("history", "-c", str(cfg), "--history", str(hist), "--host", "n8")
