@@ -30,7 +30,7 @@ def test_duration_value_or_valueerror(value: Any) -> None:
         return
     assert 0 <= seconds < float("inf")
     if isinstance(value, int | float) and not isinstance(value, bool):
-        assert seconds == value  # a number is seconds
+        assert seconds == float(value)  # a number is seconds
 
 
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
