@@ -557,6 +557,14 @@ def timer_cmd(
     name: Annotated[
         str, Opt("--name", metavar="NAME", help="Unit name (one per fleet).")
     ] = "fleetcheck",
+    user: Annotated[
+        str,
+        Opt(
+            "--user",
+            metavar="USER",
+            help="The account the service runs as ('root': no User= line).",
+        ),
+    ] = "fleetcheck",
     run_args: Annotated[
         list[str] | None, typer.Argument(metavar="-- RUN_OPTION", hidden=True)
     ] = None,
@@ -579,23 +587,45 @@ def timer_cmd(
         interval = every.seconds
         if interval < 1:
             raise UsageFailure(f"--every {every.text}: must be at least 1s")
-    check_run_args(fleet, list(run_args or []))
-    units = timer.build(fleet.path, interval, fleet.patrol.deadline, name, list(run_args or []))
+    if not re.fullmatch(r"[a-z_][a-z0-9_-]*[$]?", user) or len(user) > 32:
+        raise UsageFailure(f"--user {user!r}: not a user name")
+    params = check_run_args(fleet, list(run_args or []))
+    service_user = None if user == "root" else user
+    writable, home_read = timer.confinement(fleet, params, service_user)
+    units = timer.build(
+        fleet.path,
+        interval,
+        fleet.patrol.deadline,
+        name,
+        list(run_args or []),
+        user=service_user,
+        writable=writable,
+        home_read=home_read,
+    )
     if not install:
         print(f"# /etc/systemd/system/{units.service_file}")
         print(units.service)
         print(f"# /etc/systemd/system/{units.timer_file}")
         print(units.timer)
-        print("# or, without systemd, this crontab line (crontab -e):")
+        cron_user = f"-u {service_user} " if service_user else ""
+        print(f"# or, without systemd, this crontab line (crontab {cron_user}-e):")
         print(units.crontab)
-        return
-    try:
-        paths = timer.install(units, directory)
-    except OSError as e:
-        raise UsageFailure(f"--install into {directory}: {e.strerror or e}") from None
-    for path in paths:
-        print(f"wrote {path}")
-    print(f"now run: systemctl daemon-reload && systemctl enable --now {units.timer_file}")
+    else:
+        try:
+            paths = timer.install(units, directory)
+        except OSError as e:
+            raise UsageFailure(f"--install into {directory}: {e.strerror or e}") from None
+        for path in paths:
+            print(f"wrote {path}")
+        print(f"now run: systemctl daemon-reload && systemctl enable --now {units.timer_file}")
+    checkout = timer.source_checkout()
+    if checkout is not None:
+        print(
+            f"fleetcheck: warning: this fleetcheck runs from the source tree {checkout}: the "
+            "units would run whatever a git pull leaves there; install the wheel "
+            "(README: Install for production) and run its timer",
+            file=sys.stderr,
+        )
 
 
 @command(app, "serve")
@@ -712,9 +742,9 @@ def serve_cmd(
         server.server_close()
 
 
-def check_run_args(fleet: FleetConfig, args: list[str]) -> None:
+def check_run_args(fleet: FleetConfig, args: list[str]) -> dict[str, Any]:
     """Parse `fleetcheck run` options exactly as `run` will (typos, values, output targets),
-    so `timer` never writes a unit that fails at its first activation."""
+    so `timer` never writes a unit that fails at its first activation; returns them."""
     from fleetcheck import patrol
 
     command = typer.main.get_command(app)
@@ -741,6 +771,7 @@ def check_run_args(fleet: FleetConfig, args: list[str]) -> None:
         )
     except patrol.OutputError as e:
         raise UsageFailure(f"run options after --: {e}") from None
+    return params
 
 
 @command(app, "probe-rater")

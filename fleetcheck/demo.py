@@ -211,9 +211,14 @@ def run_demo(keep: bool, render: Any, netns: bool | None = None) -> int:
         print("(The incidents are told in docs/incidents.md of the fleetcheck repository.)")
         if keep:
             demo.lab.keep()
+            import shlex
+
+            from fleetcheck.timer import fleetcheck_command
+
+            again = shlex.join([*fleetcheck_command(), "run", "-c", str(demo.config)])
             print(
                 "\nThe fleet keeps running. Patrol it again with:\n"
-                f"  fleetcheck run -c {demo.config}\n"
+                f"  {again}\n"
                 f"Stop it with:\n  sh {demo.lab.dir / 'stop.sh'}"
             )
         return report.exit_code

@@ -31,6 +31,7 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fleetcheck.parse.duration import format_duration
 
@@ -39,6 +40,7 @@ MAX_JITTER = 30.0
 SYSTEM_DIR = "/etc/systemd/system"
 ENVIRONMENT_FILE = "/etc/default/fleetcheck"
 UNIT_MODE = 0o640
+DEFAULT_USER = "fleetcheck"
 
 
 @dataclass(frozen=True)
@@ -58,14 +60,31 @@ class Units:
 
 
 def fleetcheck_command() -> list[str]:
-    """The absolute command that runs this fleetcheck (the venv's script when there is one)."""
+    """The absolute command that runs this fleetcheck: the entry point it was started as
+    (sys.argv[0], symlinks resolved, so a /usr/local/bin link names the installed script), else
+    the script beside this interpreter, else `python -m fleetcheck` with this interpreter."""
+    started = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if started is not None and started.name == "fleetcheck":
+        found = started if started.is_absolute() or "/" in sys.argv[0] else None
+        if found is None:
+            which = shutil.which(sys.argv[0])
+            found = Path(which) if which else None
+        if found is not None and found.is_file() and os.access(found, os.X_OK):
+            return [str(found.resolve())]
     beside = Path(sys.executable).parent / "fleetcheck"
     if beside.is_file() and os.access(beside, os.X_OK):
         return [str(beside.absolute())]
-    found = shutil.which("fleetcheck")
-    if found:
-        return [str(Path(found).absolute())]
     return [str(Path(sys.executable).absolute()), "-m", "fleetcheck"]
+
+
+def source_checkout() -> Path | None:
+    """The source tree this fleetcheck is imported from when it is not an installed copy (an
+    editable install or a run from a clone): a `git pull` there would change what a timer runs."""
+    package = Path(__file__).resolve().parent
+    if any(part in ("site-packages", "dist-packages") for part in package.parts):
+        return None
+    root = package.parent
+    return root if (root / "pyproject.toml").is_file() else None
 
 
 def on_calendar(every: float) -> str | None:
@@ -127,8 +146,16 @@ def build(
     name: str = "fleetcheck",
     run_args: list[str] | None = None,
     command: list[str] | None = None,
+    user: str | None = DEFAULT_USER,
+    writable: list[str] | None = None,
+    home_read: bool = False,
 ) -> Units:
-    """The units and crontab line for patrolling `config_path` every `every` seconds."""
+    """The units and crontab line for patrolling `config_path` every `every` seconds.
+
+    `user`: the account the service runs as (None: root, no User=); `writable`: directories
+    the patrol writes besides its state directory (a textfile's, an --state elsewhere);
+    `home_read`: the config names files under /home, /root or ~, so home directories stay
+    readable (ProtectHome=read-only instead of yes)."""
     config = str(Path(config_path).absolute())
     argv = [*(command or fleetcheck_command()), "run", "-c", config, *(run_args or [])]
     exec_start = " ".join(systemd_quote(a) for a in argv)
@@ -152,7 +179,8 @@ SuccessExitStatus=1 2
 EnvironmentFile=-{ENVIRONMENT_FILE}
 Environment=XDG_STATE_HOME=/var/lib
 StateDirectory=fleetcheck
-"""
+StateDirectoryMode=0700
+{hardening(user, writable or [], home_read)}"""
 
     calendar = on_calendar(every)
     if calendar is not None:
@@ -182,6 +210,101 @@ WantedBy=timers.target
         shell = " ".join(shlex.quote(a) for a in ["flock", "-n", lock, *argv])
         crontab = f"{fields} {cron_escape(shell)} >/dev/null"
     return Units(name=name, service=service, timer=timer, crontab=crontab)
+
+
+def hardening(user: str | None, writable: list[str], home_read: bool) -> str:
+    """The [Service] lines that confine a patrol to what it does: read its config, key and
+    known_hosts; write its state directory (and `writable`); open IP sockets to the broker and
+    the hosts, unix sockets (a unix:// broker, the SSH agent, journald), netlink (what glibc's
+    resolver and a local host's `ip` ask); run the local host's shell tools (stat, tail, ip,
+    journalctl). Everything else is denied. `systemd-analyze security` rates the result
+    (tests/test_timer.py; the number is in docs/operations.md)."""
+    lines = []
+    if user:
+        lines += [f"User={user}", f"Group={user}"]
+    lines += [
+        "# the whole file system read-only but the state directory (and what follows)",
+        "ProtectSystem=strict",
+        f"ProtectHome={'read-only' if home_read else 'yes'}",
+    ]
+    lines += [f"ReadWritePaths={systemd_quote(path)}" for path in sorted(set(writable))]
+    lines += [
+        "PrivateTmp=yes",
+        "PrivateDevices=yes",
+        "PrivateIPC=yes",
+        "PrivateMounts=yes",
+        "NoNewPrivileges=yes",
+        "CapabilityBoundingSet=",
+        "AmbientCapabilities=",
+        "ProtectKernelTunables=yes",
+        "ProtectKernelModules=yes",
+        "ProtectKernelLogs=yes",
+        "ProtectControlGroups=yes",
+        "ProtectClock=yes",
+        "ProtectHostname=yes",
+        "ProtectProc=invisible",
+        "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK",
+        "RestrictNamespaces=yes",
+        "RestrictRealtime=yes",
+        "RestrictSUIDSGID=yes",
+        "LockPersonality=yes",
+        "RemoveIPC=yes",
+        "KeyringMode=private",
+        "SystemCallArchitectures=native",
+        "SystemCallFilter=@system-service",
+        "SystemCallFilter=~@privileged @resources",
+        "SystemCallErrorNumber=EPERM",
+        "UMask=0077",
+    ]
+    return "".join(line + "\n" for line in lines)
+
+
+HOME_PREFIXES = ("/home", "/root", "/run/user")
+
+
+def service_home(user: str | None) -> str:
+    """The home directory `~` means for the service: the user's from the password database,
+    else the documented one of a system user made for it (its state directory)."""
+    import pwd
+
+    try:
+        return pwd.getpwnam(user or "root").pw_dir
+    except KeyError:
+        return "/root" if user is None else "/var/lib/fleetcheck"
+
+
+def under_home(path: str) -> bool:
+    """A path ProtectHome=yes would hide."""
+    return any(path == prefix or path.startswith(prefix + "/") for prefix in HOME_PREFIXES)
+
+
+def confinement(fleet: Any, run_params: dict[str, Any], user: str | None) -> tuple[list[str], bool]:
+    """What the hardened service must be allowed: directories it writes besides its state
+    directory (a textfile's, --state/--history elsewhere, known_hosts with accept_new), and
+    whether a file it reads lives under a home directory (`~` being the service user's)."""
+    home = service_home(user)
+
+    def real(path: str) -> Path:
+        if path == "~" or path.startswith("~/"):
+            path = home + path[1:]
+        return Path(path).absolute()
+
+    writable: list[str] = []
+    for key in ("textfile", "state", "history"):
+        value = run_params.get(key)
+        if value is not None:
+            writable.append(str(real(str(value)).parent))
+    if run_params.get("textfile") is None and fleet.outputs.textfile:
+        writable.append(str(real(fleet.outputs.textfile).parent))
+    known = fleet.ssh.known_hosts
+    known_files = [known] if isinstance(known, str) else list(known)
+    if fleet.ssh.accept_new and known_files:
+        writable.append(str(real(known_files[0]).parent))
+    read = [fleet.path, fleet.ssh.config_file, *known_files, fleet.ssh.identity_file]
+    broker = fleet.broker
+    read += [broker.password_file, broker.ca_file, broker.cert_file, broker.key_file]
+    paths = [real(str(p)) for p in read if p] + [real(w) for w in writable]
+    return writable, any(under_home(str(p)) for p in paths)
 
 
 def install(units: Units, directory: str = SYSTEM_DIR) -> list[Path]:

@@ -343,11 +343,11 @@ def test_password_env_and_password_file(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- the least-privilege user
 def readme_acl(marker: str) -> list[str]:
-    """The ACL rules the README documents after `marker` (one line in a code block)."""
-    text = (ROOT / "README.md").read_text()
+    """The ACL rules docs/brokers.md documents after `marker` (one line in a code block)."""
+    text = (ROOT / "docs" / "brokers.md").read_text()
     block = text.split(marker, 1)[1]
     line = re.search(r"^ACL SETUSER (\S+) (.+)$", block, re.M)
-    assert line is not None, f"README: no ACL SETUSER line after {marker!r}"
+    assert line is not None, f"docs/brokers.md: no ACL SETUSER line after {marker!r}"
     return line.group(2).split()
 
 

@@ -88,24 +88,17 @@ def test_demo_local_without_namespaces() -> None:
 def test_demo_keep_then_stop() -> None:
     proc = demo("--local", "--keep")
     assert proc.returncode == 2, proc.stderr
-    m = re.search(r"fleetcheck run -c (\S+)", proc.stdout)
+    # the printed command works as printed, from a shell whose PATH has no venv on it
+    m = re.search(r"Patrol it again with:\n  (.+)\n", proc.stdout)
     stop = re.search(r"sh (\S+stop\.sh)", proc.stdout)
-    assert m and stop
+    assert m and stop, proc.stdout
+    assert " run -c " in m.group(1) and not m.group(1).startswith("fleetcheck ")
     again = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fleetcheck",
-            "run",
-            "-c",
-            m.group(1),
-            "--no-state",
-            "--format",
-            "json",
-        ],
+        ["/bin/sh", "-c", m.group(1) + " --no-state --format json"],
         capture_output=True,
         text=True,
         timeout=120,
+        env={"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")},
     )
     assert again.returncode == 2  # the kept fleet still answers
     port = int(re.search(r"redis://127\.0\.0\.1:(\d+)", proc.stdout).group(1))  # type: ignore[union-attr]

@@ -2,7 +2,7 @@
 looked at by a real headless Chromium: the incident state shows, no console error, a hostile
 log line stays text, /report.json and /metrics are what `run` wrote.
 
-FLEETCHECK_DOCS_SCREENSHOTS=1 also writes the README's screenshots into docs/.
+FLEETCHECK_DOCS_SCREENSHOTS=1 also writes docs/console.md's screenshots into docs/.
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ def test_docs_screenshots_are_committed() -> None:
     for name in ("grid", "charts"):
         shot = DOCS / f"console-{name}.png"
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-        assert f"docs/console-{name}.png" in (DOCS.parent / "README.md").read_text()
+        assert f"(console-{name}.png)" in (DOCS / "console.md").read_text()
 
 
 @pytest.mark.lab

@@ -280,3 +280,145 @@ def test_crontab_line_runs_a_patrol_and_flock_prevents_overlap(
 def test_cron_cannot_do_every_interval(tmp_path: Path) -> None:
     units = timer.build(str(config(tmp_path)), 5400, 60, command=[FLEETCHECK])
     assert units.crontab == "# cron cannot run every 1h30m; use the systemd timer"
+
+
+# ------------------------------------------------------------------ User= and the sandbox
+GOOD_LABELS = ("PERFECT", "SAFE", "OK")
+
+
+def security(directory: Path, unit: str) -> tuple[float, str]:
+    """`systemd-analyze security --offline=true` on a unit file: (exposure, label)."""
+    binary = require(SYSTEMD_ANALYZE, "systemd")
+    env = {**os.environ, "SYSTEMD_LOG_LEVEL": "notice", "SYSTEMD_PAGER": "cat"}
+    proc = subprocess.run(
+        [binary, "security", "--offline=true", "--no-pager", str(directory / unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=directory,
+    )
+    m = re.search(r"Overall exposure level for \S+: (\d+\.\d) (\w+)", proc.stdout)
+    assert m, proc.stdout + proc.stderr
+    return float(m.group(1)), m.group(2)
+
+
+def hardened(tmp_path: Path, **kwargs: object) -> timer.Units:
+    units = timer.build(str(config(tmp_path)), 900, 60, command=[FLEETCHECK], **kwargs)  # type: ignore[arg-type]
+    timer.install(units, str(tmp_path))
+    return units
+
+
+def test_service_runs_as_a_dedicated_user_in_a_sandbox_rated_ok(tmp_path: Path) -> None:
+    units = hardened(tmp_path, writable=["/var/lib/prometheus/node-exporter"])
+    proc = verify(tmp_path, "fleetcheck.service", "fleetcheck.timer")
+    assert proc.returncode == 0 and clean(proc) == "", clean(proc)
+    lines = units.service.splitlines()
+    for line in (
+        "User=fleetcheck",
+        "ProtectSystem=strict",
+        "ProtectHome=yes",
+        "PrivateTmp=yes",
+        "NoNewPrivileges=yes",
+        "StateDirectory=fleetcheck",
+        "ReadWritePaths=/var/lib/prometheus/node-exporter",
+        "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK",
+    ):
+        assert line in lines, line
+    exposure, label = security(tmp_path, "fleetcheck.service")
+    assert label in GOOD_LABELS, (exposure, label)
+    assert exposure <= 2.0  # docs/operations.md quotes 1.3
+
+
+def test_the_security_rating_can_fail(tmp_path: Path) -> None:
+    """The same service without the sandbox lines: systemd rates it far worse than OK."""
+    units = hardened(tmp_path, user=None)
+    keep = units.service.split("User=")[0] if "User=" in units.service else units.service
+    bare = keep.split("# the whole file system")[0]
+    (tmp_path / "bare.service").write_text(bare)
+    exposure, label = security(tmp_path, "bare.service")
+    assert label not in GOOD_LABELS and exposure > 5.0, (exposure, label)
+
+
+def test_root_and_home_directories(tmp_path: Path) -> None:
+    units = hardened(tmp_path, user=None, home_read=True)
+    assert "User=" not in units.service and "ProtectHome=read-only" in units.service
+    proc = verify(tmp_path, "fleetcheck.service", "fleetcheck.timer")
+    assert proc.returncode == 0 and clean(proc) == "", clean(proc)
+
+
+def fleet_of(tmp_path: Path, extra: str) -> object:
+    from fleetcheck import registry
+    from fleetcheck.config import load
+
+    path = config(tmp_path)
+    path.write_text(path.read_text() + extra)
+    return load(path, registry.config_type)
+
+
+@pytest.mark.parametrize(
+    "extra, params, writable, home_read",
+    [
+        ('[ssh]\nknown_hosts = "/etc/fleetcheck/known_hosts"\n', {}, [], False),
+        (
+            '[ssh]\nknown_hosts = "/etc/fleetcheck/kh"\naccept_new = true\n',
+            {"textfile": "/var/lib/ne/fc.prom"},
+            ["/var/lib/ne", "/etc/fleetcheck"],
+            False,
+        ),
+        ('[ssh]\nknown_hosts = "/etc/fk"\nidentity_file = "/home/ops/.ssh/id"\n', {}, [], True),
+        ('[ssh]\nknown_hosts = "/etc/fk"\n', {"state": "/root/st.json"}, ["/root"], True),
+        (
+            '[outputs]\ntextfile = "/srv/ne/fc.prom"\n[ssh]\nknown_hosts = "/k"\n',
+            {},
+            ["/srv/ne"],
+            False,
+        ),
+    ],
+)
+def test_confinement_follows_the_config(
+    tmp_path: Path, extra: str, params: dict[str, str], writable: list[str], home_read: bool
+) -> None:
+    fleet = fleet_of(tmp_path, extra)
+    got = timer.confinement(fleet, params, "fleetcheck-nobody-such")
+    # the config file itself lives in tmp_path (not under a home directory here)
+    assert got == (writable, home_read)
+
+
+def test_tilde_is_the_service_users_home(tmp_path: Path) -> None:
+    """`~/.ssh/known_hosts` (the default) is root's home for a root service, not for a system
+    user whose home is its state directory."""
+    fleet = fleet_of(tmp_path, "")
+    assert timer.confinement(fleet, {}, "fleetcheck-nobody-such") == ([], False)
+    assert timer.confinement(fleet, {}, None) == ([], True)
+
+
+def test_cli_user_option(tmp_path: Path) -> None:
+    path = str(config(tmp_path))
+    proc = cli("timer", "-c", path, "--print")
+    assert proc.returncode == 0 and "User=fleetcheck" in proc.stdout
+    assert "crontab -u fleetcheck -e" in proc.stdout
+    proc = cli("timer", "-c", path, "--user", "patrol")
+    assert "User=patrol" in proc.stdout and "Group=patrol" in proc.stdout
+    proc = cli("timer", "-c", path, "--user", "root")
+    assert proc.returncode == 0 and "User=" not in proc.stdout
+    proc = cli("timer", "-c", path, "--user", "a b")
+    assert proc.returncode == 3 and "--user 'a b': not a user name" in proc.stderr
+
+
+def test_execstart_is_the_entry_point_it_was_started_as(tmp_path: Path) -> None:
+    """Started through a symlink on PATH (as /usr/local/bin/fleetcheck -> a venv's script),
+    the unit names the resolved script, never a name PATH would have to find."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "fleetcheck").symlink_to(FLEETCHECK)
+    env = {**os.environ, "PATH": f"{bindir}:/usr/bin:/bin"}
+    proc = subprocess.run(
+        ["fleetcheck", "timer", "-c", str(config(tmp_path))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"ExecStart={Path(FLEETCHECK).resolve()} run -c " in proc.stdout

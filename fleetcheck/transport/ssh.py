@@ -1003,7 +1003,39 @@ def _load_key(path: str) -> tuple[Any | None, str]:
     except paramiko.PasswordRequiredException:
         return None, f"{path}: encrypted (load it into the agent)"
     except Exception as e:
+        # paramiko leaves most encrypted keys to cryptography, whose TypeError says so only
+        # in prose: the file itself tells
+        if _encrypted_key_file(path):
+            return None, f"{path}: encrypted (load it into the agent)"
         return None, f"{path}: unreadable key ({_describe(e)})"
+
+
+def _encrypted_key_file(path: str) -> bool:
+    """Whether the private key file at `path` is passphrase-protected: an OpenSSH-format key
+    whose cipher is not `none`, or a PEM key marked ENCRYPTED (PKCS#8 or the old Proc-Type)."""
+    import base64
+
+    try:
+        with open(path, "rb") as f:
+            text = f.read(1 << 20)
+    except OSError:
+        return False
+    if b"-----BEGIN ENCRYPTED PRIVATE KEY-----" in text or b"Proc-Type: 4,ENCRYPTED" in text:
+        return True
+    begin, end = b"-----BEGIN OPENSSH PRIVATE KEY-----", b"-----END OPENSSH PRIVATE KEY-----"
+    if begin not in text or end not in text:
+        return False
+    body = text.split(begin, 1)[1].split(end, 1)[0]
+    try:
+        blob = base64.b64decode(b"".join(body.split()), validate=True)
+    except ValueError:
+        return False
+    magic = b"openssh-key-v1\0"
+    if not blob.startswith(magic) or len(blob) < len(magic) + 4:
+        return False
+    size = int.from_bytes(blob[len(magic) : len(magic) + 4], "big")
+    cipher = blob[len(magic) + 4 : len(magic) + 4 + size]
+    return cipher != b"none"
 
 
 def _authenticate(transport: Any, target: Target, cfg: SshConfig, budget: Budget, who: str) -> None:
