@@ -219,3 +219,11 @@ def test_only_and_host_take_comma_lists(tmp_path: Path) -> None:
         bad = cli(*base, "--only", "clients,nosuch")
         assert bad.returncode == 3 and "nosuch" in bad.stderr
         assert len(bad.stderr.splitlines()) == 1
+
+
+def test_bare_fleetcheck_prints_the_help_and_exits_3() -> None:
+    """No command is a usage error (exit 3, as before); the help is what it prints."""
+    proc = cli()
+    assert proc.returncode == 3 and proc.stdout == ""
+    assert proc.stderr.startswith("Usage: fleetcheck [OPTIONS] COMMAND [ARGS]...")
+    assert "Commands:" in proc.stderr and "fleetcheck: error" not in proc.stderr
