@@ -43,14 +43,16 @@ def wire_cost(journal: Path) -> dict[str, float]:
         CHECK,
         LogsConfig,
         LogsFacts,
+        LogsHostConfig,
+        LogSpec,
         journal_fragment,
         parse_journal_facts,
     )
 
-    from fleetcheck.config import HostConfig, LogSpec
+    from fleetcheck.config import HostConfig
 
     spec = LogSpec(journal="worker.service", journal_dir=str(journal))
-    host = HostConfig(name="h", ssh="local", logs=(spec,))
+    host = HostConfig(name="h", ssh="local").with_settings(LogsHostConfig(logs=(spec,)))
     out = subprocess.run(
         ["/bin/sh", "-c", journal_fragment(spec)], capture_output=True, check=True
     ).stdout

@@ -177,23 +177,25 @@ class BrokerHealthCheck(Check[BrokerHealthConfig, BrokerFacts]):
         rejected = _int(info, "rejected_connections")
         blocked = _int(info, "blocked_clients")
         metrics: dict[str, Any] = {
-            "ping_ms": facts.ping_ms,
-            "master": facts.master,
-            "server": server,
-            "version": version_text,
-            "role": role,
+            "ping_s": round(facts.ping_ms / 1000, 6),
             "connected_clients": clients,
             "maxclients": maxclients,
             "rejected_connections": rejected,
-            "used_memory": used,
-            "maxmemory": maxmem,
-            "maxmemory_policy": policy,
+            "used_memory_bytes": used,
+            "maxmemory_bytes": maxmem,
             "blocked_clients": blocked,
+        }
+        evidence: dict[str, Any] = {
+            "server": server,
+            "version": version_text,
+            "role": role,
+            "master": facts.master,
+            "maxmemory_policy": policy,
         }
         findings: list[tuple[Status, str]] = []
         if role == "slave":
             link = str(info.get("master_link_status", "?"))
-            metrics["master_link_status"] = link
+            evidence["master_link_status"] = link
             master = f"{info.get('master_host', '?')}:{info.get('master_port', '?')}"
             if link != "up":
                 findings.append((Status.CRIT, f"replica of {master} with its link {link}"))
@@ -205,7 +207,7 @@ class BrokerHealthCheck(Check[BrokerHealthConfig, BrokerFacts]):
             )
         if clients is not None and maxclients:
             share = clients / maxclients
-            metrics["clients_share"] = round(share, 4)
+            metrics["clients_ratio"] = round(share, 4)
             if share >= config.clients_warn_at:
                 findings.append(
                     (
@@ -242,7 +244,7 @@ class BrokerHealthCheck(Check[BrokerHealthConfig, BrokerFacts]):
             metrics["replicas"] = len(shown_replicas)
         if used is not None and maxmem:
             share = used / maxmem
-            metrics["memory_share"] = round(share, 4)
+            metrics["memory_ratio"] = round(share, 4)
             if used >= maxmem and policy == "noeviction":
                 findings.append(
                     (
@@ -276,7 +278,7 @@ class BrokerHealthCheck(Check[BrokerHealthConfig, BrokerFacts]):
                 for r in shown_replicas
             )
         head += f", ping {facts.ping_ms:.1f} ms"
-        evidence: dict[str, Any] = {"since_start": totals}
+        evidence["since_start"] = totals
         if shown_replicas:
             evidence["replicas"] = shown_replicas
         if not findings:

@@ -29,6 +29,23 @@ class ClientsConfig:
 
 
 @dataclass(frozen=True)
+class ClientsHostConfig:
+    """Keys of a [[hosts]] table (or [defaults], [groups.NAME])."""
+
+    addrs: tuple[str, ...] = ()  # the addresses it shows in CLIENT LIST (WSL2 NAT can add one)
+    min_clients: int = 1  # fewer broker connections: WARN; none: CRIT
+
+    def __post_init__(self) -> None:
+        if self.min_clients < 0:
+            raise InvalidValue("min_clients", "must be 0 or more")
+
+
+def addrs_of(host: HostConfig) -> tuple[str, ...]:
+    """The addresses `host` claims in CLIENT LIST (other checks read them too)."""
+    return host.settings(ClientsHostConfig).addrs
+
+
+@dataclass(frozen=True)
 class ClientsFacts:
     clients: tuple[Client, ...]  # for a host row: its clients; for the broker row: all
     claimed: frozenset[str]  # every address some host claims
@@ -39,17 +56,22 @@ class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
     description = "per-host presence in the broker's CLIENT LIST (connections per address)"
     scope = Scope.BROKER
     config_type = ClientsConfig
+    host_config_type = ClientsHostConfig
 
     def targets(self, fleet: FleetConfig, config: ClientsConfig) -> list[HostConfig | None]:
-        return [None, *(h for h in fleet.hosts if h.addrs or h.min_clients > 0)]
+        def wanted(h: HostConfig) -> bool:
+            own = h.settings(ClientsHostConfig)
+            return bool(own.addrs) or own.min_clients > 0
+
+        return [None, *(h for h in fleet.hosts if wanted(h))]
 
     def probe(
         self, ctx: PatrolContext, host: HostConfig | None, config: ClientsConfig
     ) -> ClientsFacts:
         clients = ctx.client_list()
-        claimed = frozenset(normalise_ip(a) for h in ctx.fleet.hosts for a in h.addrs)
+        claimed = frozenset(normalise_ip(a) for h in ctx.fleet.hosts for a in addrs_of(h))
         if host is not None:
-            mine = {normalise_ip(a) for a in host.addrs}
+            mine = {normalise_ip(a) for a in addrs_of(host)}
             clients = [c for c in clients if c.host in mine]
         return ClientsFacts(tuple(clients), claimed)
 
@@ -58,17 +80,18 @@ class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
     ) -> Result:
         if host is None:
             return self._unknown_clients(facts, config)
-        if not host.addrs:
+        own = host.settings(ClientsHostConfig)
+        if not own.addrs:
             return self.result(
                 host,
                 Status.UNKNOWN,
-                f"{host.name}: no addrs configured, so its broker connections cannot be "
+                "no addrs configured, so its broker connections cannot be "
                 "told apart (add the addresses it connects from)",
             )
         counts = Counter(c.host for c in facts.clients)
-        by_addr = {normalise_ip(a): counts.get(normalise_ip(a), 0) for a in host.addrs}
+        by_addr = {normalise_ip(a): counts.get(normalise_ip(a), 0) for a in own.addrs}
         total = sum(by_addr.values())
-        metrics = {"connections": total, "by_addr": by_addr, "min_clients": host.min_clients}
+        metrics = {"connections": total, "by_addr": by_addr, "min_clients": own.min_clients}
         idle = [c.idle_s for c in facts.clients if c.idle_s is not None]
         evidence = {
             "names": sorted({c.name for c in facts.clients if c.name}),
@@ -77,19 +100,17 @@ class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
         }
         spread = ", ".join(f"{a}: {n}" for a, n in by_addr.items())
         if total == 0:
-            status = Status.CRIT if host.min_clients > 0 else Status.OK
-            summary = f"{host.name}: no broker connections from {', '.join(by_addr)}"
-        elif total < host.min_clients:
+            status = Status.CRIT if own.min_clients > 0 else Status.OK
+            summary = f"no broker connections from {', '.join(by_addr)}"
+        elif total < own.min_clients:
             status = Status.WARN
             summary = (
-                f"{host.name}: {total} broker connection{'s' if total != 1 else ''}, "
-                f"fewer than min_clients {host.min_clients} ({spread})"
+                f"{total} broker connection{'s' if total != 1 else ''}, "
+                f"fewer than min_clients {own.min_clients} ({spread})"
             )
         else:
             status = Status.OK
-            summary = (
-                f"{host.name}: {total} broker connection{'s' if total != 1 else ''} ({spread})"
-            )
+            summary = f"{total} broker connection{'s' if total != 1 else ''} ({spread})"
         return self.result(host, status, summary, metrics=metrics, evidence=evidence)
 
     def _unknown_clients(self, facts: ClientsFacts, config: ClientsConfig) -> Result:

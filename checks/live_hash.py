@@ -74,6 +74,8 @@ def owner_presence(
 ) -> dict[str, bool | None]:
     """For each owner name: True/False if we can tell whether it holds broker connections
     (it is a configured host's name or one of its addresses, or an IP), None if we cannot."""
+    from fleetcheck.checks.clients import addrs_of
+
     from fleetcheck.parse.clientlist import normalise_ip
 
     out: dict[str, bool | None] = {}
@@ -81,7 +83,7 @@ def owner_presence(
         addrs: set[str] | None = None
         ip = normalise_ip(owner)
         for h in hosts:
-            claimed = {normalise_ip(a) for a in h.addrs}
+            claimed = {normalise_ip(a) for a in addrs_of(h)}
             if owner == h.name or ip in claimed:
                 addrs = claimed or None
                 break

@@ -21,10 +21,12 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from fleetcheck.check import Check, CheckError, Scope
-from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue, LogSpec
+from fleetcheck.check import CheckError, HostCheck
+from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue
+from fleetcheck.config import zone as config_zone
 from fleetcheck.context import PatrolContext
 from fleetcheck.model import Result, Status, worst
 
@@ -44,6 +46,167 @@ class LogsConfig:
     def __post_init__(self) -> None:
         if self.max_clock_skew <= 0:
             raise InvalidValue("max_clock_skew", "must be longer than 0s")
+
+
+JOURNAL_FIELD = r"[A-Z0-9_]+"  # journal field names: upper case, digits, underscore
+
+
+@dataclass(frozen=True)
+class LogSpec:
+    """One log source on a host whose recency the `logs` check judges: a text file, a
+    JSON-lines file (`format = "json"`, also detected), or the journal (`journal`, a unit,
+    and/or `journal_match`, journalctl matches)."""
+
+    path: str | None = None
+    max_age: Duration = 600.0
+    crit_age: Duration | None = None
+    format: str | None = None
+    regex: str | None = None
+    error_regex: str = "ERROR|Traceback|Exception"
+    max_error_lines: int | None = None  # WARN when more error lines than this are in the tail
+    tail_bytes: int = 65536
+    max_error_rate: float = 10.0  # WARN past this many error lines per minute; 0 turns it off
+    time_field: str | None = None  # JSON lines: the one field holding the time (dotted ok)
+    journal: str | None = None  # a systemd unit, e.g. "worker.service"
+    journal_match: tuple[str, ...] = ()  # journalctl matches, e.g. "SYSLOG_IDENTIFIER=rater"
+    journal_dir: str | None = None  # journalctl --directory (journals kept elsewhere)
+    entries: int | None = None  # journal: newest entries read (journalctl -n), default 300
+
+    def __post_init__(self) -> None:
+        is_journal = self.journal is not None or bool(self.journal_match)
+        if self.path is None and not is_journal:
+            raise InvalidValue(
+                "path", "missing: a log needs path (a file) or journal / journal_match"
+            )
+        if self.path is not None and is_journal:
+            key = "journal" if self.journal is not None else "journal_match"
+            raise InvalidValue(key, "a log reads either a file (path) or the journal, not both")
+        if self.path is not None and not self.path:
+            raise InvalidValue("path", "must not be empty")
+        if self.journal is not None and (
+            not self.journal.strip() or any(c.isspace() or ord(c) < 32 for c in self.journal)
+        ):
+            raise InvalidValue("journal", f"{self.journal!r} is not a unit name")
+        for i, m in enumerate(self.journal_match):
+            if m != "+" and not re.fullmatch(JOURNAL_FIELD + r"=.*", m, re.S):
+                raise InvalidValue(
+                    f"journal_match[{i}]",
+                    f"{m!r} is not FIELD=VALUE (an upper-case journal field such as "
+                    "SYSLOG_IDENTIFIER=rater) or +",
+                )
+        if self.journal_match[:1] == ("+",) or self.journal_match[-1:] == ("+",):
+            raise InvalidValue("journal_match", "'+' (or) must stand between two matches")
+        if self.journal_dir is not None and not is_journal:
+            raise InvalidValue(
+                "journal_dir", "only for a journal source (journal or journal_match)"
+            )
+        if self.journal_dir is not None and not self.journal_dir.startswith("/"):
+            raise InvalidValue("journal_dir", "must be an absolute path")
+        if is_journal:
+            for key in ("format", "regex", "time_field"):
+                if getattr(self, key) is not None:
+                    raise InvalidValue(
+                        key, "not for a journal source (its times and priorities are fields)"
+                    )
+        if self.entries is not None and not is_journal:
+            raise InvalidValue("entries", "only for a journal source (files: tail_bytes)")
+        if self.entries is not None and not 1 <= self.entries <= 100000:
+            raise InvalidValue("entries", "must be between 1 and 100000")
+        if self.max_age <= 0:
+            raise InvalidValue("max_age", "must be longer than 0s")
+        if self.crit_age is not None and self.crit_age < self.max_age:
+            raise InvalidValue("crit_age", "must not be shorter than max_age")
+        if not 256 <= self.tail_bytes <= 16 * 1024 * 1024:
+            raise InvalidValue("tail_bytes", "must be between 256 and 16777216")
+
+        for key in ("regex", "error_regex"):
+            pattern = getattr(self, key)
+            if pattern is not None:
+                try:
+                    re.compile(pattern)
+                except re.error as e:
+                    raise InvalidValue(key, f"not a valid regular expression: {e}") from None
+        if self.regex is not None and "ts" not in re.compile(self.regex).groupindex:
+            raise InvalidValue("regex", "needs a named group (?P<ts>...) around the timestamp")
+        if self.format == "json":
+            if self.regex is not None:
+                raise InvalidValue("regex", 'not with format = "json" (the time is a field)')
+        elif self.format is not None:
+            from fleetcheck.parse.timestamps import FormatError, format_regex
+
+            try:
+                format_regex(self.format)
+            except FormatError as e:
+                raise InvalidValue("format", str(e)) from None
+        if self.time_field is not None and not self.time_field.strip():
+            raise InvalidValue("time_field", "must not be empty")
+        if self.time_field is not None and (
+            self.regex is not None or self.format not in (None, "json")
+        ):
+            raise InvalidValue("time_field", 'only for JSON lines (format = "json" or detected)')
+        if self.max_error_lines is not None and self.max_error_lines < 0:
+            raise InvalidValue("max_error_lines", "must be 0 or more")
+        if self.max_error_rate < 0:
+            raise InvalidValue("max_error_rate", "must be 0 (off) or more")
+
+    @property
+    def is_journal(self) -> bool:
+        return self.journal is not None or bool(self.journal_match)
+
+    @property
+    def label(self) -> str:
+        """How rows and metrics name this source: the file's path, or what the journal
+        query selects (`worker.service`, `SYSLOG_IDENTIFIER=rater`)."""
+        if self.path is not None:
+            return self.path
+        parts = ([self.journal] if self.journal else []) + list(self.journal_match)
+        return " ".join(parts)
+
+    @property
+    def journal_entries(self) -> int:
+        return self.entries if self.entries is not None else 300
+
+    @property
+    def title(self) -> str:
+        """The label as `config check` lists it: the path, or `journal UNIT/MATCHES`."""
+        return f"journal {self.label}" if self.is_journal else self.label
+
+    def __str__(self) -> str:
+        from fleetcheck.parse.duration import format_duration
+
+        return f"{self.title} (max_age {format_duration(self.max_age)})"
+
+    @property
+    def effective_crit_age(self) -> float:
+        return self.crit_age if self.crit_age is not None else 3 * self.max_age
+
+
+@dataclass(frozen=True)
+class LogsHostConfig:
+    """Keys of a [[hosts]] table (or [defaults], [groups.NAME])."""
+
+    tz: str | None = None  # the zone its log files are written in; "auto" asks the host
+    logs: tuple[LogSpec, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.tz is not None and self.tz != "auto":
+            config_zone(self.tz)
+        if any(log.path is not None for log in self.logs) and self.tz is None:
+            # journal times are UTC by construction: only log files need the writer's zone
+            raise InvalidValue(
+                "tz",
+                "a host with logs needs tz (an IANA zone such as 'America/New_York', or "
+                "'auto' to ask the host): fleetcheck never guesses a log's zone",
+            )
+
+    def check_host(self, host: HostConfig) -> None:
+        if self.logs and host.ssh is None:
+            raise InvalidValue("ssh", "a host with logs needs ssh (an address, alias or 'local')")
+
+
+def logs_of(host: HostConfig) -> tuple[LogSpec, ...]:
+    """The logs `host` declares (other checks read them too)."""
+    return host.settings(LogsHostConfig).logs
 
 
 @dataclass(frozen=True)
@@ -248,53 +411,54 @@ def parse_zone_output(text: str) -> ZoneFacts:
 # ---------------------------------------------------------------- the check
 
 
-class LogsCheck(Check[LogsConfig, LogsFacts]):
+class LogsCheck(HostCheck[LogsConfig, LogsFacts]):
     name = "logs"
     description = "log-tail recency normalised to UTC, zone cross-check, error floods"
-    scope = Scope.HOST
     config_type = LogsConfig
+    host_config_type = LogsHostConfig
 
     def targets(self, fleet: FleetConfig, config: LogsConfig) -> list[HostConfig | None]:
-        return [h for h in fleet.hosts if h.ssh is not None and h.logs]
+        return [h for h in fleet.hosts if h.ssh is not None and logs_of(h)]
 
     def remote_commands(
         self, host: HostConfig, config: LogsConfig, fleet: FleetConfig
     ) -> dict[str, str]:
+        own = host.settings(LogsHostConfig)
         out = {
             f"log{i}": journal_fragment(spec) if spec.is_journal else log_fragment(spec)
-            for i, spec in enumerate(host.logs)
+            for i, spec in enumerate(own.logs)
         }
-        if host.tz == "auto":
+        if own.tz == "auto":
             out["tz"] = ZONE_FRAGMENT
         return out
 
-    def probe(self, ctx: PatrolContext, host: HostConfig | None, config: LogsConfig) -> LogsFacts:
-        assert host is not None
-        facts = ctx.host_facts(host)
+    def probe_host(self, ctx: PatrolContext, host: HostConfig, config: LogsConfig) -> LogsFacts:
+        own = host.settings(LogsHostConfig)
+        facts = ctx.host_facts(host, self)
         logs: list[LogFacts | JournalFacts] = []
-        for i, spec in enumerate(host.logs):
-            frag = facts.get(f"logs.log{i}")
+        for i, spec in enumerate(own.logs):
+            frag = facts.get(f"log{i}")
             if spec.is_journal:
                 logs.append(parse_journal_facts(spec, frag.rc, frag.text))
             else:
                 assert spec.path is not None
                 logs.append(parse_log_output(spec.path, frag.rc, frag.output))
         zone = None
-        if host.tz == "auto":
-            zone = parse_zone_output(facts.get("logs.tz").text)
+        if own.tz == "auto":
+            zone = parse_zone_output(facts.get("tz").text)
         return LogsFacts(tuple(logs), facts.clock_skew_s, zone)
 
-    def evaluate(
-        self, facts: LogsFacts, config: LogsConfig, host: HostConfig | None, now: datetime
+    def evaluate_host(
+        self, facts: LogsFacts, config: LogsConfig, host: HostConfig, now: datetime
     ) -> Result:
-        assert host is not None
-        if len(facts.logs) != len(host.logs):
+        own = host.settings(LogsHostConfig)
+        if len(facts.logs) != len(own.logs):
             raise CheckError("facts do not match the configured logs")
         verdicts = [
             judge_journal(spec, lf, facts, now)
             if isinstance(lf, JournalFacts)
             else judge_log(spec, lf, host, facts, config, now)
-            for spec, lf in zip(host.logs, facts.logs, strict=True)
+            for spec, lf in zip(own.logs, facts.logs, strict=True)
         ]
         status = worst(v.status for v in verdicts)
         skew = facts.clock_skew_s
@@ -317,7 +481,10 @@ class LogsCheck(Check[LogsConfig, LogsFacts]):
         metrics: dict[str, Any] = dict(lead.metrics)
         metrics["clock_skew_s"] = None if skew is None else round(skew, 3)
         metrics["logs"] = {v.path: v.metrics for v in verdicts}
-        evidence: dict[str, Any] = {"logs": [v.evidence for v in verdicts]}
+        evidence: dict[str, Any] = {
+            **{k: lead.evidence[k] for k in ("tz", "last_line_at", "source") if k in lead.evidence},
+            "logs": [v.evidence for v in verdicts],
+        }
         if facts.zone is not None:
             evidence["tz_auto"] = {
                 "zone": facts.zone.name,
@@ -359,7 +526,8 @@ def _zone_for(host: HostConfig, facts: LogsFacts) -> tuple[tzinfo | None, str, s
     """(zone, its name, why there is none)."""
     from fleetcheck.parse.timestamps import zone_named
 
-    if host.tz == "auto":
+    tz = host.settings(LogsHostConfig).tz
+    if tz == "auto":
         z = facts.zone
         if z is None or z.name is None:
             return (
@@ -370,12 +538,21 @@ def _zone_for(host: HostConfig, facts: LogsFacts) -> tuple[tzinfo | None, str, s
                 + ")",
             )
         return zone_named(z.name), z.name, None
-    assert host.tz is not None  # config guarantees tz for hosts with logs
-    return zone_named(host.tz), host.tz, None
+    if tz is None:  # config refuses log files without tz; only a hand-made host gets here
+        return None, "-", "no tz configured for this host"
+    return zone_named(tz), tz, None
+
+
+@cache
+def _zone_names() -> tuple[str, ...]:
+    """This machine's zone names (a walk of tzdata: once per process, not per evaluate)."""
+    from zoneinfo import available_timezones
+
+    return tuple(sorted(available_timezones()))
 
 
 def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
-    from zoneinfo import ZoneInfo, available_timezones
+    from zoneinfo import ZoneInfo
 
     if offset == timedelta(0):
         return ["UTC"]
@@ -394,7 +571,7 @@ def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
         "Australia/Sydney",
     )
     matches = []
-    for name in sorted(available_timezones()):
+    for name in _zone_names():
         if "/" not in name or name.startswith(("Etc/", "SystemV/", "posix", "right")):
             continue
         try:
@@ -457,7 +634,9 @@ def _flood_verdict(
     max_error_rate: the few lines of one traceback never make a flood."""
     metrics = {
         "error_lines": flood.error_lines,
-        "error_rate_per_min": None if flood.rate_per_min is None else round(flood.rate_per_min, 2),
+        "error_rate_per_s": None
+        if flood.rate_per_min is None
+        else round(flood.rate_per_min / 60, 4),
     }
     over = []
     if spec.max_error_lines is not None and flood.error_lines > spec.max_error_lines:
@@ -524,20 +703,18 @@ def judge_log(
     path = spec.path
     assert path is not None
     metrics: dict[str, Any] = {
-        "last_line_at": None,
         "age_s": None,
-        "tz": host.tz,
         "mtime_age_s": None,
         "clock_skew_s": facts.clock_skew_s,
         "error_lines": None,
-        "error_rate_per_min": None,
+        "error_rate_per_s": None,
         "size_bytes": lf.size,
-        "source": "file",
     }
-    evidence: dict[str, Any] = {"path": path, "source": "file"}
+    tz = host.settings(LogsHostConfig).tz
+    evidence: dict[str, Any] = {"path": path, "source": "file", "tz": tz, "last_line_at": None}
     words = _source_words(spec, json_lines=spec.format == "json")
     if spec.format == "json":
-        metrics["source"] = evidence["source"] = "json"
+        evidence["source"] = "json"
 
     def verdict(status: Status, summary: str) -> LogVerdict:
         return LogVerdict(path, status, f"{words}: {summary}", metrics, evidence)
@@ -586,7 +763,7 @@ def judge_log(
     )
     if json_lines:
         words = _source_words(spec, json_lines=True)
-        metrics["source"] = evidence["source"] = "json"
+        evidence["source"] = "json"
     err_rx = re.compile(spec.error_regex)
 
     # which lines are errors, and how to find a line's stamp
@@ -619,7 +796,7 @@ def judge_log(
 
     # newest: max over the last NEWEST_WINDOW stamped lines (threads may interleave)
     zone, zone_name, zone_problem = _zone_for(host, facts)
-    metrics["tz"] = zone_name
+    evidence["tz"] = zone_name
     stamped: list[tuple[str, Stamp]] = []
     for line in reversed(lines):
         stamp = find(line)
@@ -647,7 +824,7 @@ def judge_log(
     newest_line, newest = max(resolved, key=lambda item: item[1].utc)
     newest_stamp = next(s for line, s in stamped if line is newest_line)
     age = (host_now - newest.utc).total_seconds()
-    metrics["last_line_at"] = newest.utc.isoformat().replace("+00:00", "Z")
+    evidence["last_line_at"] = newest.utc.isoformat().replace("+00:00", "Z")
     metrics["age_s"] = round(age, 3)
     evidence["last_line"] = newest_line[:200]
     evidence["zone"] = newest.zone
@@ -691,7 +868,7 @@ def judge_log(
         )
         evidence["zone_check"] = {
             "declared": zone_name,
-            "line_utc": metrics["last_line_at"],
+            "line_utc": evidence["last_line_at"],
             "mtime_utc": evidence["mtime"],
             "implied_offset_h": true_offset.total_seconds() / 3600,
             "suggested": guesses,
@@ -750,16 +927,18 @@ def judge_journal(spec: LogSpec, jf: JournalFacts, facts: LogsFacts, now: dateti
     from PRIORITY <= 3 among the newest `entries` entries."""
     label = spec.label
     metrics: dict[str, Any] = {
-        "last_line_at": None,
         "age_s": None,
-        "tz": "UTC",
         "clock_skew_s": facts.clock_skew_s,
         "error_lines": None,
-        "error_rate_per_min": None,
+        "error_rate_per_s": None,
         "entries": None,
-        "source": "journal",
     }
-    evidence: dict[str, Any] = {"journal": label, "source": "journal"}
+    evidence: dict[str, Any] = {
+        "journal": label,
+        "source": "journal",
+        "tz": "UTC",
+        "last_line_at": None,
+    }
     if spec.journal_dir:
         evidence["directory"] = spec.journal_dir
     words = _source_words(spec)
@@ -805,7 +984,7 @@ def judge_journal(spec: LogSpec, jf: JournalFacts, facts: LogsFacts, now: dateti
     host_now = now + timedelta(seconds=skew)
     newest = datetime.fromtimestamp(max(read.times_us) / 1e6, UTC)
     age = (host_now - newest).total_seconds()
-    metrics["last_line_at"] = newest.isoformat().replace("+00:00", "Z")
+    evidence["last_line_at"] = newest.isoformat().replace("+00:00", "Z")
     metrics["age_s"] = round(age, 3)
     metrics["entries"] = read.count
     if read.newest_message is not None:

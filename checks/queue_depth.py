@@ -180,13 +180,8 @@ class QueueDepthCheck(Check[QueueDepthConfig, QueueFacts]):
                 unreadable[key] = head.problem or "unreadable"
             else:
                 waits[key] = round(max(0.0, facts.read_at - head.enqueued_at), 3)
-        metrics: dict[str, Any] = {
-            "depth": depth,
-            "cap": cap,
-            "lengths": lengths,
-            "samples": depths,
-        }
-        evidence: dict[str, Any] = {}
+        metrics: dict[str, Any] = {"depth": depth, "cap": cap, "lengths": lengths}
+        evidence: dict[str, Any] = {"samples": depths}
         if waits:
             oldest_key = max(waits, key=lambda k: waits[k])
             oldest = waits[oldest_key]

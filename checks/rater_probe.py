@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from fleetcheck.checks.logs import logs_of
+
 from fleetcheck.check import Check, CheckError, Scope
 from fleetcheck.config import Duration, HostConfig, InvalidValue
 from fleetcheck.context import PatrolContext
@@ -298,7 +300,7 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
             ) from None
         if h.ssh is None:
             raise CheckError(f"ack_host {h.name} has no ssh, so its log cannot be read")
-        if not (config.ack_log or any(log.path for log in h.logs)):
+        if not (config.ack_log or any(log.path for log in logs_of(h))):
             raise CheckError(f"ack_host {h.name} has no log files; set ack_log to the rater's log")
         return h
 
@@ -369,7 +371,7 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
         host: HostConfig,
         deadline: float,
     ) -> tuple[bool | None, str]:
-        path = config.ack_log or next(log.path for log in host.logs if log.path)
+        path = config.ack_log or next(log.path for log in logs_of(host) if log.path)
         wait = max(0.0, deadline - time.perf_counter())
         # one exec that polls on the host (every exec costs the host a login shell)
         script = (
@@ -405,15 +407,15 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
             if facts.acked:
                 proof = "logged" if facts.ack == "log" else "replied"
         metrics: dict[str, Any] = {
-            "consumed": facts.consumed,
-            "latency_ms": facts.latency_ms,
+            "latency_s": None if facts.latency_ms is None else round(facts.latency_ms / 1000, 6),
             "inbox_length": facts.inbox_length,
-            "proof": proof,
         }
         if facts.raters is not None:
             metrics["rater_connections"] = len(facts.raters)
             metrics["rater_blocked"] = sum(1 for c in facts.raters if c.blocked)
         evidence: dict[str, Any] = {
+            "consumed": facts.consumed,
+            "proof": proof,
             "probe_id": facts.probe_id,
             "rater": raters if facts.raters is not None else None,
             "raters": [

@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from fleetcheck.check import Check, CheckError, Scope
+from fleetcheck.check import CheckError, HostCheck
 from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.context import PatrolContext
 from fleetcheck.model import Result, Status
@@ -121,10 +121,9 @@ def routes_fragment(target: str | None) -> str:
     )
 
 
-class RoutesCheck(Check[RoutesConfig, "RouteFacts"]):
+class RoutesCheck(HostCheck[RoutesConfig, "RouteFacts"]):
     name = "routes"
     description = "default routes per host: two on one subnet is CRIT (ARP flux, EHOSTUNREACH)"
-    scope = Scope.HOST
     config_type = RoutesConfig
 
     @staticmethod
@@ -137,24 +136,20 @@ class RoutesCheck(Check[RoutesConfig, "RouteFacts"]):
     ) -> dict[str, str]:
         return {"table": routes_fragment(self.target_for(config, fleet))}
 
-    def probe(
-        self, ctx: PatrolContext, host: HostConfig | None, config: RoutesConfig
-    ) -> RouteFacts:
+    def probe_host(self, ctx: PatrolContext, host: HostConfig, config: RoutesConfig) -> RouteFacts:
         from fleetcheck.parse.routes import RouteParseError, parse_gathered
 
-        assert host is not None
-        frag = ctx.host_facts(host).get("routes.table")
+        frag = ctx.host_facts(host, self).get("table")
         try:
             return parse_gathered(frag.text, self.target_for(config, ctx.fleet))
         except RouteParseError as e:
             raise CheckError(f"cannot read the route table: {e}") from None
 
-    def evaluate(
-        self, facts: RouteFacts, config: RoutesConfig, host: HostConfig | None, now: datetime
+    def evaluate_host(
+        self, facts: RouteFacts, config: RoutesConfig, host: HostConfig, now: datetime
     ) -> Result:
         from fleetcheck.parse.routes import Interface
 
-        assert host is not None
         status, verdict = judge(facts)
         live = [r for r in facts.routes if r.table == "main"]
         shown = "; ".join(_show(r, facts.interfaces) for r in live) or "none"

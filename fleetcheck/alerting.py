@@ -8,7 +8,7 @@ Alertmanager. Each patrol POSTs every row to `{url}/api/v2/alerts`:
   (`endsAt` = now).
 Labels: alertname="FleetcheckCheck", check, host (absent for broker-wide rows), severity
 (warning, critical or unknown), plus `extra_labels`. Annotations: summary ("n8 clients: no
-broker connections", "(broker) queue_depth: ..."), status, and since/bad_rounds when known.
+broker connections", "* broker-wide queue_depth: ..."), status, and since/bad_rounds when known.
 Because severity is a label, it is part of the alert's identity: a row going from WARN to CRIT
 must end its warning alert, so a row is sent resolved for every severity it does not fire
 with. That keeps this stateless: Alertmanager ends exactly the alerts that are no longer true,
@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from fleetcheck.model import Report, Result, Status
+from fleetcheck.model import Report, Result, Status, place
 
 ALERTNAME = "FleetcheckCheck"
 SEVERITIES = {Status.WARN: "warning", Status.CRIT: "critical", Status.UNKNOWN: "unknown"}
@@ -95,7 +95,7 @@ def _labels(
 
 
 def _subject(check: str, host: str | None) -> str:
-    return f"{host or '(broker)'} {check}"
+    return f"{place(host)} {check}"
 
 
 def build_alerts(

@@ -1,10 +1,28 @@
 """The contract every check follows: declare, probe (I/O), evaluate (pure).
 
-A check module defines one subclass of `Check` and a module-level `CHECK = TheCheck()`.
-`probe` measures through the per-patrol context and returns plain facts; `evaluate` turns facts
-into a Result without any I/O, so it is table-tested. A probe that cannot measure raises
-CheckError; anything else it raises is turned into UNKNOWN by the runner, for that check and
-row only.
+A check module defines one subclass of `Check` (`HostCheck` for one row per host) and a
+module-level `CHECK = TheCheck()`. `probe` measures through the per-patrol context and returns
+plain facts; `evaluate` turns facts into a Result without any I/O, so it is table-tested. A
+probe that cannot measure raises CheckError; anything else it raises is turned into UNKNOWN by
+the runner, for that check and row only.
+
+Configuration a check owns, both frozen dataclasses built and validated by the generic builder
+(errors name file, table and key):
+- `config_type`: the check-wide `[checks.NAME]` table.
+- `host_config_type`: keys the check reads from each `[[hosts]]` table (also settable in
+  `[defaults]` and `[groups.NAME]`); every field has a default. Read with
+  `host.settings(TheType)`. A method `check_host(self, host)` may raise InvalidValue for rules
+  that involve the host's own keys (e.g. "needs ssh").
+
+Conventions (tests/test_check_contract.py holds every registered check to them):
+- Metric names end in a unit suffix from `fleetcheck.model.UNIT_SUFFIXES` (`_s`, `_bytes`,
+  `_ratio`, `_per_s`) or are plain counts (whole numbers); metric values are numbers, None when
+  not measured, or maps whose leaves are. Strings and flags (a zone, a source, a time stamp, a
+  link state, "consumed") go in `evidence`.
+- A summary never starts with the host's name: renderers put the host next to it.
+- `evaluate` is pure: no I/O, no clock but its `now`, the same facts give an equal Result.
+- Shell fragments from `remote_commands` come back under the check's own keys:
+  `ctx.host_facts(host, self).get("table")`.
 """
 
 from __future__ import annotations
@@ -52,6 +70,7 @@ class Check(Generic[ConfigT, FactsT]):
     description: ClassVar[str]
     scope: ClassVar[Scope]
     config_type: ClassVar[type] = NoConfig
+    host_config_type: ClassVar[type | None] = None  # per-host keys this check reads
 
     def targets(self, fleet: FleetConfig, config: ConfigT) -> list[HostConfig | None]:
         """The rows this check produces: None for one broker-wide row, a host for a host row.
@@ -68,7 +87,7 @@ class Check(Generic[ConfigT, FactsT]):
         """Shell fragments this check needs from `host`, keyed by name.
 
         All fragments of all checks for a host run in one exec per patrol (every exec costs
-        the host a login shell); `ctx.host_facts(host)` returns their outputs by key. Each
+        the host a login shell); `ctx.host_facts(host, self)` returns their outputs by key. Each
         fragment must bound its own output and quote every config value it embeds.
         """
         return {}
@@ -84,3 +103,31 @@ class Check(Generic[ConfigT, FactsT]):
     # helpers for building rows with this check's name
     def result(self, host: HostConfig | None, status: Status, summary: str, **kw: Any) -> Result:
         return Result(self.name, host.name if host else None, status, summary, **kw)
+
+
+class HostCheck(Check[ConfigT, FactsT]):
+    """A check with one row per host: its hooks are handed the host, never None."""
+
+    scope: ClassVar[Scope] = Scope.HOST
+
+    def probe(self, ctx: PatrolContext, host: HostConfig | None, config: ConfigT) -> FactsT:
+        return self.probe_host(ctx, _row_host(self, host), config)
+
+    def evaluate(
+        self, facts: FactsT, config: ConfigT, host: HostConfig | None, now: datetime
+    ) -> Result:
+        return self.evaluate_host(facts, config, _row_host(self, host), now)
+
+    def probe_host(self, ctx: PatrolContext, host: HostConfig, config: ConfigT) -> FactsT:
+        raise NotImplementedError
+
+    def evaluate_host(
+        self, facts: FactsT, config: ConfigT, host: HostConfig, now: datetime
+    ) -> Result:
+        raise NotImplementedError
+
+
+def _row_host(check: Check[Any, Any], host: HostConfig | None) -> HostConfig:
+    if host is None:  # only a targets() returning None for a host check gets here
+        raise CheckError(f"{check.name} is a host check: it has no broker-wide row")
+    return host

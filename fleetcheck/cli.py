@@ -164,8 +164,9 @@ def output_format(fmt: Format | None) -> Format:
     return Format.table if sys.stdout.isatty() else Format.plain
 
 
-def render_text(report: Report, fmt: Format) -> str:
-    """The report in a text format (everything but the rich table)."""
+def render_text(report: Report, fmt: Format, problems: bool = False) -> str:
+    """The report in a text format (everything but the rich table); `problems`: only the rows
+    that are not OK, plus the counts (table and plain)."""
     if fmt is Format.json:
         from fleetcheck.render import json as render_json
 
@@ -180,18 +181,18 @@ def render_text(report: Report, fmt: Format) -> str:
         return prometheus.render(report).rstrip("\n")
     from fleetcheck.render import plain
 
-    return plain.render(report)
+    return plain.render(report, problems)
 
 
-def emit(report: Report, fmt: Format) -> None:
+def emit(report: Report, fmt: Format, problems: bool = False) -> None:
     if fmt is Format.table:
         from rich.console import Console
 
         from fleetcheck.render import table
 
-        table.render(report, Console())
+        table.render(report, Console(), problems)
     else:
-        print(render_text(report, fmt), flush=True)
+        print(render_text(report, fmt, problems), flush=True)
 
 
 Opt = typer.Option
@@ -254,6 +255,10 @@ def run(
     shard: Annotated[
         str | None, Opt("--shard", metavar="I/N", help="Check only this share of the hosts.")
     ] = None,
+    problems: Annotated[
+        bool,
+        Opt("--problems", help="Table/plain: show only the rows not OK (the counts stay)."),
+    ] = False,
 ) -> None:
     """One patrol of the fleet (or one every --every); exit code is the worst status."""
     from fleetcheck import patrol, registry, runner
@@ -291,6 +296,11 @@ def run(
         heartbeat=beat_url,
     )
     fmt = output_format(format)
+    if problems and fmt not in (Format.table, Format.plain):
+        raise UsageFailure(
+            f"--problems goes with --format table or plain (not {fmt.value}: machine formats "
+            "always carry every row)"
+        )
 
     keeper = None
     if interval is not None and 0 < interval <= fleet.ssh.keep_alive_for:
@@ -303,12 +313,16 @@ def run(
 
     if interval is None:
         report = one()
-        emit(report, fmt)
+        emit(report, fmt, problems)
         raise typer.Exit(report.exit_code)
+    from functools import partial
+
     from fleetcheck import live
 
     try:
-        last = live.run_loop(one, interval, rounds, fmt, render_text)
+        last = live.run_loop(
+            one, interval, rounds, fmt, partial(render_text, problems=problems), problems
+        )
     finally:
         if keeper is not None:
             keeper.close()
@@ -335,8 +349,17 @@ def config_check(
             "chain, key files, known_hosts files), as ssh_config resolves it; connects nowhere.",
         ),
     ] = False,
+    elsewhere: Annotated[
+        bool,
+        typer.Option(
+            "--elsewhere",
+            help="The patrol runs on another machine: files the config names that are "
+            "missing here are warnings, not errors.",
+        ),
+    ] = False,
 ) -> None:
-    """Validate the config and print the resolved fleet."""
+    """Validate the config, check the files it names, and print each host's effective
+    settings."""
     fleet = load_fleet(config)
     if ssh:
         from fleetcheck.transport.ssh import describe_targets
@@ -346,9 +369,16 @@ def config_check(
         if not ok:
             raise typer.Exit(3)
         return
+    from fleetcheck.config import check_files, effective
     from fleetcheck.parse.duration import format_duration
     from fleetcheck.transport.redis import redact_url
 
+    problems = check_files(fleet, elsewhere)
+    for p in problems:
+        kind = "error" if p.error else "warning"
+        print(f"fleetcheck: {kind}: {p.text(fleet.path)}", file=sys.stderr)
+    if any(p.error for p in problems):
+        raise typer.Exit(EXIT_USAGE)
     print(f"config: {fleet.path}: valid")
     b = fleet.broker
     where = redact_url(b.url) if b.url else b.address
@@ -369,13 +399,33 @@ def config_check(
         f"{format_duration(fleet.patrol.deadline)}"
     )
     print(f"checks: {', '.join(fleet.checks) or '(none)'}")
+    if fleet.notes:
+        print("durations written as bare numbers:")
+        for note in fleet.notes:
+            print(f"  {note}")
     print(f"hosts ({len(fleet.hosts)}):")
     for h in fleet.hosts:
-        logs = ", ".join(f"{log.title} (max_age {format_duration(log.max_age)})" for log in h.logs)
-        print(
-            f"  {h.name}: ssh={h.ssh or '-'} addrs={','.join(h.addrs) or '-'} "
-            f"min_clients={h.min_clients} tz={h.tz or '-'}" + (f" logs={logs}" if logs else "")
-        )
+        values = effective(h)
+        shown = " ".join(f"{key}={_setting_text(value)}" for key, value, _ in values)
+        print(f"  {h.name}: {shown}")
+        inherited: dict[str, list[str]] = {}
+        for key, _, where in values:
+            if where not in ("", "hosts"):
+                inherited.setdefault(where, []).append(key)
+        if inherited:
+            print(
+                "    "
+                + "; ".join(f"from [{w}]: {', '.join(keys)}" for w, keys in inherited.items())
+            )
+
+
+def _setting_text(value: object) -> str:
+    """A per-host value as `config check` lists it: lists comma-joined, unset as '-'."""
+    if value is None or value == ():
+        return "-"
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
 
 
 @command(config_app, "discover")
@@ -456,10 +506,11 @@ def config_discover(
         r.close()
     claimed: dict[str, str] = {}
     if fleet is not None:
+        from fleetcheck.checks.clients import addrs_of
         from fleetcheck.parse.clientlist import normalise_ip
 
         for h in fleet.hosts:
-            for a in h.addrs:
+            for a in addrs_of(h):
                 claimed.setdefault(normalise_ip(a), h.name)
     addrs = {c.host for c in sample.clients}
     aliases = discover.ssh_aliases(ssh_path, addrs)

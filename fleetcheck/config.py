@@ -2,7 +2,11 @@
 
 Every error names the file, the table and the key, and is raised as ConfigError before any
 network step: a typo must never become a silent no-op (goss's failure mode) nor a traceback.
-A check's own table is validated against that check's config dataclass with the same builder.
+A check's own table is validated against that check's config dataclass with the same builder;
+a host's table against HostConfig (how to reach it) plus the per-host settings each check
+declares (`Check.host_config_type`): this module knows no check's keys. [defaults] and
+[groups.NAME] hold the same per-host keys; a host's own value wins, then its groups in the
+order it lists them, then [defaults].
 """
 
 from __future__ import annotations
@@ -13,17 +17,22 @@ import re
 import tomllib
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from fleetcheck.parse.duration import parse_duration
 
 DURATION = "duration"
 Duration = Annotated[float, DURATION]
 """Seconds; written in TOML as "900s", "15m", "1h30m" or a plain number."""
+
+LOCAL_FILE = "local file"
+LocalFile = Annotated[str, LOCAL_FILE]
+"""A path on the machine that runs fleetcheck (`config check` verifies it can be read)."""
 
 SEARCH_HINT = "--config/-c, $FLEETCHECK_CONFIG, ./hosts.toml, ~/.config/fleetcheck/hosts.toml"
 
@@ -119,15 +128,15 @@ class BrokerConfig:
     url: str | None = None  # required unless sentinels are given
     username: str | None = None  # ACL user (or in the URL: redis://USER:PASSWORD@host)
     password_env: str | None = None
-    password_file: str | None = None
+    password_file: LocalFile | None = None
     connect_timeout: Duration = 3.0
     socket_timeout: Duration = 5.0
     retries: int = 1
     protocol: int = 2
     client_name: str = "fleetcheck"
-    ca_file: str | None = None  # rediss://: the CA that signed the broker's certificate
-    cert_file: str | None = None  # rediss://: client certificate (mutual TLS)
-    key_file: str | None = None  # rediss://: its private key
+    ca_file: LocalFile | None = None  # rediss://: the CA that signed the broker's certificate
+    cert_file: LocalFile | None = None  # rediss://: client certificate (mutual TLS)
+    key_file: LocalFile | None = None  # rediss://: its private key
     check_hostname: bool = True  # rediss://: the certificate must name the host in the URL
     sentinels: tuple[str, ...] = ()  # "host:26379" each: ask them for the current master
     service: str | None = None  # the master's name at the sentinels
@@ -262,9 +271,9 @@ def http_url_problem(url: str) -> str | None:
 class SshConfig:
     user: str | None = None
     port: int | None = None
-    known_hosts: str | tuple[str, ...] = "~/.ssh/known_hosts"  # one file or a list
-    identity_file: str | None = None
-    config_file: str = "~/.ssh/config"
+    known_hosts: LocalFile | tuple[LocalFile, ...] = "~/.ssh/known_hosts"  # one file or a list
+    identity_file: LocalFile | None = None
+    config_file: LocalFile = "~/.ssh/config"
     connect_timeout: Duration = 5.0
     command_timeout: Duration = 10.0
     accept_new: bool = False
@@ -315,146 +324,28 @@ class PatrolConfig:
             raise InvalidValue("concurrency", "must be between 1 and 1024")
 
 
-JOURNAL_FIELD = r"[A-Z0-9_]+"  # journal field names: upper case, digits, underscore
-
-
-@dataclass(frozen=True)
-class LogSpec:
-    """One log source on a host whose recency the `logs` check judges: a text file, a
-    JSON-lines file (`format = "json"`, also detected), or the journal (`journal`, a unit,
-    and/or `journal_match`, journalctl matches)."""
-
-    path: str | None = None
-    max_age: Duration = 600.0
-    crit_age: Duration | None = None
-    format: str | None = None
-    regex: str | None = None
-    error_regex: str = "ERROR|Traceback|Exception"
-    max_error_lines: int | None = None  # WARN when more error lines than this are in the tail
-    tail_bytes: int = 65536
-    max_error_rate: float = 10.0  # WARN past this many error lines per minute; 0 turns it off
-    time_field: str | None = None  # JSON lines: the one field holding the time (dotted ok)
-    journal: str | None = None  # a systemd unit, e.g. "worker.service"
-    journal_match: tuple[str, ...] = ()  # journalctl matches, e.g. "SYSLOG_IDENTIFIER=rater"
-    journal_dir: str | None = None  # journalctl --directory (journals kept elsewhere)
-    entries: int | None = None  # journal: newest entries read (journalctl -n), default 300
-
-    def __post_init__(self) -> None:
-        import re
-
-        is_journal = self.journal is not None or bool(self.journal_match)
-        if self.path is None and not is_journal:
-            raise InvalidValue(
-                "path", "missing: a log needs path (a file) or journal / journal_match"
-            )
-        if self.path is not None and is_journal:
-            key = "journal" if self.journal is not None else "journal_match"
-            raise InvalidValue(key, "a log reads either a file (path) or the journal, not both")
-        if self.path is not None and not self.path:
-            raise InvalidValue("path", "must not be empty")
-        if self.journal is not None and (
-            not self.journal.strip() or any(c.isspace() or ord(c) < 32 for c in self.journal)
-        ):
-            raise InvalidValue("journal", f"{self.journal!r} is not a unit name")
-        for i, m in enumerate(self.journal_match):
-            if m != "+" and not re.fullmatch(JOURNAL_FIELD + r"=.*", m, re.S):
-                raise InvalidValue(
-                    f"journal_match[{i}]",
-                    f"{m!r} is not FIELD=VALUE (an upper-case journal field such as "
-                    "SYSLOG_IDENTIFIER=rater) or +",
-                )
-        if self.journal_match[:1] == ("+",) or self.journal_match[-1:] == ("+",):
-            raise InvalidValue("journal_match", "'+' (or) must stand between two matches")
-        if self.journal_dir is not None and not is_journal:
-            raise InvalidValue(
-                "journal_dir", "only for a journal source (journal or journal_match)"
-            )
-        if self.journal_dir is not None and not self.journal_dir.startswith("/"):
-            raise InvalidValue("journal_dir", "must be an absolute path")
-        if is_journal:
-            for key in ("format", "regex", "time_field"):
-                if getattr(self, key) is not None:
-                    raise InvalidValue(
-                        key, "not for a journal source (its times and priorities are fields)"
-                    )
-        if self.entries is not None and not is_journal:
-            raise InvalidValue("entries", "only for a journal source (files: tail_bytes)")
-        if self.entries is not None and not 1 <= self.entries <= 100000:
-            raise InvalidValue("entries", "must be between 1 and 100000")
-        if self.max_age <= 0:
-            raise InvalidValue("max_age", "must be longer than 0s")
-        if self.crit_age is not None and self.crit_age < self.max_age:
-            raise InvalidValue("crit_age", "must not be shorter than max_age")
-        if not 256 <= self.tail_bytes <= 16 * 1024 * 1024:
-            raise InvalidValue("tail_bytes", "must be between 256 and 16777216")
-
-        for key in ("regex", "error_regex"):
-            pattern = getattr(self, key)
-            if pattern is not None:
-                try:
-                    re.compile(pattern)
-                except re.error as e:
-                    raise InvalidValue(key, f"not a valid regular expression: {e}") from None
-        if self.regex is not None and "ts" not in re.compile(self.regex).groupindex:
-            raise InvalidValue("regex", "needs a named group (?P<ts>...) around the timestamp")
-        if self.format == "json":
-            if self.regex is not None:
-                raise InvalidValue("regex", 'not with format = "json" (the time is a field)')
-        elif self.format is not None:
-            from fleetcheck.parse.timestamps import FormatError, format_regex
-
-            try:
-                format_regex(self.format)
-            except FormatError as e:
-                raise InvalidValue("format", str(e)) from None
-        if self.time_field is not None and not self.time_field.strip():
-            raise InvalidValue("time_field", "must not be empty")
-        if self.time_field is not None and (
-            self.regex is not None or self.format not in (None, "json")
-        ):
-            raise InvalidValue("time_field", 'only for JSON lines (format = "json" or detected)')
-        if self.max_error_lines is not None and self.max_error_lines < 0:
-            raise InvalidValue("max_error_lines", "must be 0 or more")
-        if self.max_error_rate < 0:
-            raise InvalidValue("max_error_rate", "must be 0 (off) or more")
-
-    @property
-    def is_journal(self) -> bool:
-        return self.journal is not None or bool(self.journal_match)
-
-    @property
-    def label(self) -> str:
-        """How rows and metrics name this source: the file's path, or what the journal
-        query selects (`worker.service`, `SYSLOG_IDENTIFIER=rater`)."""
-        if self.path is not None:
-            return self.path
-        parts = ([self.journal] if self.journal else []) + list(self.journal_match)
-        return " ".join(parts)
-
-    @property
-    def journal_entries(self) -> int:
-        return self.entries if self.entries is not None else 300
-
-    @property
-    def title(self) -> str:
-        """The label as `config check` lists it: the path, or `journal UNIT/MATCHES`."""
-        return f"journal {self.label}" if self.is_journal else self.label
-
-    @property
-    def effective_crit_age(self) -> float:
-        return self.crit_age if self.crit_age is not None else 3 * self.max_age
+S = TypeVar("S")
 
 
 @dataclass(frozen=True)
 class HostConfig:
+    """One `[[hosts]]` table: the keys every host has (how to reach it), plus the per-host
+    settings the checks declare (`Check.host_config_type`), each built from the same table
+    and read with `host.settings(TheType)`. This module knows no check's keys."""
+
     name: str
     ssh: str | None = None
-    addrs: tuple[str, ...] = ()
-    min_clients: int = 1
-    tz: str | None = None
-    logs: tuple[LogSpec, ...] = ()
     user: str | None = None
     port: int | None = None
+    groups: tuple[str, ...] = ()  # named [groups.NAME] tables whose values this host takes
+    # not host keys: filled in by the loader
+    checks_settings: Mapping[type, Any] = field(
+        default_factory=dict, compare=False, hash=False, repr=False, metadata={"key": False}
+    )
+    # where each effective key's value came from: "hosts", "groups.NAME" or "defaults"
+    sources: Mapping[str, str] = field(
+        default_factory=dict, compare=False, hash=False, repr=False, metadata={"key": False}
+    )
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip():
@@ -462,19 +353,18 @@ class HostConfig:
         if not SAFE_NAME.fullmatch(self.name):
             raise InvalidValue("name", f"{self.name!r}: use only {SAFE_NAME_TEXT}")
         check_port("port", self.port)
-        if self.min_clients < 0:
-            raise InvalidValue("min_clients", "must be 0 or more")
-        if self.tz is not None and self.tz != "auto":
-            zone(self.tz)
-        if any(log.path is not None for log in self.logs) and self.tz is None:
-            # journal times are UTC by construction: only log files need the writer's zone
-            raise InvalidValue(
-                "tz",
-                "a host with logs needs tz (an IANA zone such as 'America/New_York', or "
-                "'auto' to ask the host): fleetcheck never guesses a log's zone",
-            )
-        if self.logs and self.ssh is None:
-            raise InvalidValue("ssh", "a host with logs needs ssh (an address, alias or 'local')")
+
+    def settings(self, cls: type[S]) -> S:
+        """This host's settings of one check's `host_config_type` (its defaults when the
+        host sets none of its keys and the check was not loaded with the config)."""
+        found = self.checks_settings.get(cls)
+        return found if found is not None else cls()
+
+    def with_settings(self, *values: Any) -> HostConfig:
+        """A copy with these per-host settings (one instance per type) added or replaced."""
+        merged = dict(self.checks_settings)
+        merged.update({type(v): v for v in values})
+        return dataclasses.replace(self, checks_settings=merged)
 
     @property
     def is_local(self) -> bool:
@@ -502,6 +392,8 @@ class FleetConfig:
     hosts: tuple[HostConfig, ...]
     checks: Mapping[str, Any] = field(default_factory=dict)
     outputs: OutputsConfig = field(default_factory=OutputsConfig)
+    # what `config check` echoes: durations written as bare numbers, with their unit
+    notes: tuple[str, ...] = ()
 
     def host(self, name: str) -> HostConfig:
         for h in self.hosts:
@@ -513,12 +405,15 @@ class FleetConfig:
 # ---------------------------------------------------------------- the generic builder
 
 
-def build(cls: type, data: Any, file: str, table: str) -> Any:
-    """Build dataclass `cls` from a TOML table, rejecting unknown keys and wrong types."""
+def build(
+    cls: type, data: Any, file: str, table: str, sources: Mapping[str, str] | None = None
+) -> Any:
+    """Build dataclass `cls` from a TOML table, rejecting unknown keys and wrong types.
+    `sources` says where a host's merged keys were written ([defaults], [groups.NAME])."""
     if not isinstance(data, dict):
         raise ConfigError(f"{file}: [{table}] must be a table, not {_kind(data)}")
     hints = get_type_hints(cls, include_extras=True)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init and f.metadata.get("key", True)}
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise ConfigError(
@@ -533,7 +428,12 @@ def build(cls: type, data: Any, file: str, table: str) -> Any:
     try:
         return cls(**kwargs)
     except InvalidValue as e:
-        raise ConfigError(f"{file}: [{table}] {e.key}: {e.message}") from None
+        raise ConfigError(_placed(file, table, e, sources or {})) from None
+
+
+_BARE_DURATIONS: ContextVar[list[tuple[str, str, str]] | None] = ContextVar(
+    "bare_durations", default=None
+)
 
 
 def _kind(value: Any) -> str:
@@ -551,9 +451,14 @@ def _convert(value: Any, hint: Any, file: str, table: str, key: str) -> Any:
         base, *meta = get_args(hint)
         if DURATION in meta:
             try:
-                return parse_duration(value)
+                seconds = parse_duration(value)
             except ValueError as e:
                 raise ConfigError(f"{file}: [{table}] {key}: {e}") from None
+            bare = _BARE_DURATIONS.get()
+            if bare is not None and not isinstance(value, str):
+                note = f"[{table}] {key} {value:g}s (a bare number means seconds)"
+                bare.append((table, key, note))
+            return seconds
         return _convert(value, base, file, table, key)
     if origin in (typing.Union, types.UnionType):
         options = [a for a in get_args(hint) if a is not type(None)]
@@ -634,11 +539,21 @@ def find_config(explicit: str | None) -> Path:
 
 
 CheckConfigLookup = Callable[[str], type | None]
+HostTypesLookup = Callable[[Collection[str] | None], Mapping[str, type]]
+"""{check name: its host_config_type} for the named checks (None: every registered check)."""
+
+TOP_LEVEL = ("broker", "ssh", "patrol", "defaults", "groups", "hosts", "checks", "outputs")
+NOT_SHARED = ("name", "groups")  # host keys [defaults] and [groups.NAME] cannot set
 
 
-def load(path: Path | str, check_config_type: CheckConfigLookup) -> FleetConfig:
+def load(
+    path: Path | str,
+    check_config_type: CheckConfigLookup,
+    host_config_types: HostTypesLookup | None = None,
+) -> FleetConfig:
     """Read and validate a config file. `check_config_type(name)` gives a check's config
-    dataclass, or None for a name no installed check has."""
+    dataclass, or None for a name no installed check has; `host_config_types` the checks'
+    per-host settings (default: the registry's)."""
     path = Path(path)
     file = str(path)
     try:
@@ -651,52 +566,48 @@ def load(path: Path | str, check_config_type: CheckConfigLookup) -> FleetConfig:
         raise ConfigError(f"{file}: invalid TOML: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{file}: invalid TOML: {e}") from None
-    return from_dict(data, file, check_config_type)
+    return from_dict(data, file, check_config_type, host_config_types)
 
 
-def from_dict(data: dict[str, Any], file: str, check_config_type: CheckConfigLookup) -> FleetConfig:
-    known = {"broker", "ssh", "patrol", "hosts", "checks", "outputs"}
-    unknown = sorted(set(data) - known)
+def _registry_host_types(names: Collection[str] | None) -> Mapping[str, type]:
+    from fleetcheck import registry
+
+    return registry.host_config_types(names)
+
+
+def _key_fields(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls) if f.init and f.metadata.get("key", True)]
+
+
+def from_dict(
+    data: dict[str, Any],
+    file: str,
+    check_config_type: CheckConfigLookup,
+    host_config_types: HostTypesLookup | None = None,
+) -> FleetConfig:
+    unknown = sorted(set(data) - set(TOP_LEVEL))
     if unknown:
         raise ConfigError(
-            f"{file}: {unknown[0]}: unknown top-level key (known: broker, ssh, patrol, hosts, "
-            "checks, outputs)"
+            f"{file}: {unknown[0]}: unknown top-level key (known: {', '.join(TOP_LEVEL)})"
         )
     if "broker" not in data:
         raise ConfigError(f"{file}: [broker] url: missing (required)")
-    broker = build(BrokerConfig, data["broker"], file, "broker")
-    ssh = build(SshConfig, data.get("ssh", {}), file, "ssh")
-    patrol = build(PatrolConfig, data.get("patrol", {}), file, "patrol")
-    outputs = build(OutputsConfig, data.get("outputs", {}), file, "outputs")
-    raw_hosts = data.get("hosts", [])
-    if not isinstance(raw_hosts, list):
-        raise ConfigError(f"{file}: hosts: expected an array of tables ([[hosts]])")
-    hosts: list[HostConfig] = []
-    seen: dict[str, int] = {}
-    for i, h in enumerate(raw_hosts):
-        label = f"hosts[{i}]"
-        name = h.get("name") if isinstance(h, dict) else None
-        if isinstance(name, str) and SAFE_NAME.fullmatch(name):
-            label = f"hosts[{i}] {h['name']}"
-        host = build(HostConfig, h, file, label)
-        if host.name in seen:
-            raise ConfigError(
-                f"{file}: [{label}] name: duplicate host name {host.name!r} "
-                f"(also hosts[{seen[host.name]}])"
-            )
-        seen[host.name] = i
-        hosts.append(host)
-    raw_checks = data.get("checks", {})
-    if not isinstance(raw_checks, dict):
-        raise ConfigError(f"{file}: checks: expected a table ([checks.NAME])")
-    checks: dict[str, Any] = {}
-    for name, table in raw_checks.items():
-        if not SAFE_NAME.fullmatch(name):
-            raise ConfigError(f"{file}: [checks.{name!r}]: a check name uses only {SAFE_NAME_TEXT}")
-        cfg_type = check_config_type(name)
-        if cfg_type is None:
-            raise ConfigError(f"{file}: [checks.{name}]: unknown check (see `fleetcheck checks`)")
-        checks[name] = build(cfg_type, table, file, f"checks.{name}")
+    bare: list[tuple[str, str, str]] = []
+    token = _BARE_DURATIONS.set(bare)
+    try:
+        broker = build(BrokerConfig, data["broker"], file, "broker")
+        ssh = build(SshConfig, data.get("ssh", {}), file, "ssh")
+        patrol = build(PatrolConfig, data.get("patrol", {}), file, "patrol")
+        outputs = build(OutputsConfig, data.get("outputs", {}), file, "outputs")
+        raw_checks = data.get("checks", {})
+        if not isinstance(raw_checks, dict):
+            raise ConfigError(f"{file}: checks: expected a table ([checks.NAME])")
+        host_types = host_config_types or _registry_host_types
+        hosts = _build_hosts(data, file, list(raw_checks), host_types)
+        checks = _build_checks(raw_checks, file, check_config_type)
+    finally:
+        _BARE_DURATIONS.reset(token)
+    notes = list(dict.fromkeys(text for _, _, text in bare))
     return FleetConfig(
         path=file,
         broker=broker,
@@ -705,4 +616,269 @@ def from_dict(data: dict[str, Any], file: str, check_config_type: CheckConfigLoo
         hosts=tuple(hosts),
         checks=checks,
         outputs=outputs,
+        notes=tuple(notes),
     )
+
+
+def _build_checks(
+    raw_checks: dict[str, Any], file: str, check_config_type: CheckConfigLookup
+) -> dict[str, Any]:
+    checks: dict[str, Any] = {}
+    for name, table in raw_checks.items():
+        if not SAFE_NAME.fullmatch(name):
+            raise ConfigError(f"{file}: [checks.{name!r}]: a check name uses only {SAFE_NAME_TEXT}")
+        cfg_type = check_config_type(name)
+        if cfg_type is None:
+            raise ConfigError(f"{file}: [checks.{name}]: unknown check (see `fleetcheck checks`)")
+        checks[name] = build(cfg_type, table, file, f"checks.{name}")
+    return checks
+
+
+class _HostKeys:
+    """Which type reads each per-host key: HostConfig's own, or the checks' settings."""
+
+    def __init__(self, types: Mapping[str, type]) -> None:
+        self.types = dict(sorted(types.items()))  # by check name: one order in every listing
+        self.core = _key_fields(HostConfig)
+        self.hints: dict[str, list[Any]] = {}
+        core_hints = get_type_hints(HostConfig, include_extras=True)
+        for key in self.core:
+            self.hints[key] = [core_hints[key]]
+        for cls in self.types.values():
+            hints = get_type_hints(cls, include_extras=True)
+            for key in _key_fields(cls):
+                self.hints.setdefault(key, []).append(hints[key])
+
+    def known(self) -> str:
+        checks = sorted(k for k in self.hints if k not in self.core)
+        return ", ".join(self.core + checks)
+
+
+def _build_hosts(
+    data: dict[str, Any], file: str, enabled: list[str], host_types: HostTypesLookup
+) -> list[HostConfig]:
+    raw_hosts = data.get("hosts", [])
+    if not isinstance(raw_hosts, list):
+        raise ConfigError(f"{file}: hosts: expected an array of tables ([[hosts]])")
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise ConfigError(f"{file}: [defaults] must be a table, not {_kind(defaults)}")
+    groups = data.get("groups", {})
+    if not isinstance(groups, dict):
+        raise ConfigError(f"{file}: [groups] must be a table of [groups.NAME] tables")
+    tables: dict[str, Any] = {"defaults": defaults}
+    for gname, table in groups.items():
+        if not SAFE_NAME.fullmatch(gname):
+            raise ConfigError(
+                f"{file}: [groups.{gname!r}]: a group name uses only {SAFE_NAME_TEXT}"
+            )
+        if not isinstance(table, dict):
+            raise ConfigError(f"{file}: [groups.{gname}] must be a table, not {_kind(table)}")
+        tables[f"groups.{gname}"] = table
+
+    keys = _HostKeys(host_types(enabled))
+    used = {k for t in tables.values() for k in t}
+    used |= {k for h in raw_hosts if isinstance(h, dict) for k in h}
+    if used - set(keys.hints):  # a key of a check not enabled (entry points included)?
+        keys = _HostKeys({**host_types(None), **keys.types})
+
+    for where, table in tables.items():
+        for key, value in table.items():
+            if key in NOT_SHARED:
+                raise ConfigError(
+                    f"{file}: [{where}] {key}: not allowed here (set it in each [[hosts]] table)"
+                )
+            if key not in keys.hints:
+                raise ConfigError(
+                    f"{file}: [{where}] {key}: unknown key (known keys: {keys.known()})"
+                )
+            for hint in keys.hints[key]:
+                _convert(value, hint, file, where, key)
+
+    hosts: list[HostConfig] = []
+    seen: dict[str, int] = {}
+    for i, h in enumerate(raw_hosts):
+        label = f"hosts[{i}]"
+        name = h.get("name") if isinstance(h, dict) else None
+        if isinstance(name, str) and SAFE_NAME.fullmatch(name):
+            label = f"hosts[{i}] {h['name']}"
+        if not isinstance(h, dict):
+            raise ConfigError(f"{file}: [{label}] must be a table, not {_kind(h)}")
+        host = _build_host(h, file, label, tables, keys)
+        if host.name in seen:
+            raise ConfigError(
+                f"{file}: [{label}] name: duplicate host name {host.name!r} "
+                f"(also hosts[{seen[host.name]}])"
+            )
+        seen[host.name] = i
+        hosts.append(host)
+    return hosts
+
+
+def _build_host(
+    h: dict[str, Any], file: str, label: str, tables: dict[str, Any], keys: _HostKeys
+) -> HostConfig:
+    unknown = sorted(set(h) - set(keys.hints))
+    if unknown:
+        raise ConfigError(
+            f"{file}: [{label}] {unknown[0]}: unknown key (known keys: {keys.known()})"
+        )
+    joined = _convert(h.get("groups", []), tuple[str, ...], file, label, "groups")
+    for g in joined:
+        if f"groups.{g}" not in tables:
+            known = ", ".join(t.split(".", 1)[1] for t in tables if t != "defaults") or "none"
+            raise ConfigError(f"{file}: [{label}] groups: unknown group {g!r} (known: {known})")
+    # the host's own value wins, then its groups in the order it lists them, then [defaults]
+    merged: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for where in ["defaults", *(f"groups.{g}" for g in reversed(joined)), "hosts"]:
+        for key, value in (h if where == "hosts" else tables[where]).items():
+            merged[key] = value
+            sources[key] = where
+    bare = _BARE_DURATIONS.get()
+    mark = len(bare) if bare is not None else 0
+
+    def build_part(cls: type, names: list[str]) -> Any:
+        part = {k: merged[k] for k in names if k in merged}
+        return build(cls, part, file, label, sources)
+
+    host = build_part(HostConfig, keys.core)
+    values = [build_part(cls, _key_fields(cls)) for cls in keys.types.values()]
+    host = dataclasses.replace(host.with_settings(*values), sources={k: sources[k] for k in merged})
+    for value in values:
+        check_host = getattr(value, "check_host", None)
+        if check_host is not None:
+            try:
+                check_host(host)
+            except InvalidValue as e:
+                raise ConfigError(_placed(file, label, e, sources)) from None
+    if bare is not None:  # echo a bare number once, where it was written
+        bare[mark:] = [b for b in bare[mark:] if sources.get(_top_key(b, label)) == "hosts"]
+    return host
+
+
+def _top_key(note: tuple[str, str, str], label: str) -> str:
+    table, key, _ = note
+    if table == label:
+        return key
+    return re.split(r"[.\[]", table[len(label) + 1 :], maxsplit=1)[0]
+
+
+def _placed(file: str, label: str, e: InvalidValue, sources: Mapping[str, str]) -> str:
+    """The message for a host's invalid value, naming the table it was written in."""
+    where = sources.get(re.split(r"[.\[]", e.key, maxsplit=1)[0], "hosts")
+    if where == "hosts":
+        return f"{file}: [{label}] {e.key}: {e.message}"
+    return f"{file}: [{where}] {e.key}: {e.message} (for host {label.split(' ')[-1]})"
+
+
+# ---------------------------------------------------------------- files the config names
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    """A file the config names that this machine cannot read. `error` False: a warning (the
+    file may well exist where the patrol runs, or is not needed)."""
+
+    table: str
+    key: str
+    path: str
+    problem: str
+    error: bool
+
+    def text(self, file: str) -> str:
+        return f"{file}: [{self.table}] {self.key}: {self.path}: {self.problem}"
+
+
+def _has_marker(hint: Any, marker: str) -> bool:
+    if get_origin(hint) is Annotated:
+        return marker in get_args(hint)[1:] or _has_marker(get_args(hint)[0], marker)
+    return any(_has_marker(a, marker) for a in get_args(hint))
+
+
+def _local_files(table: str, value: Any) -> list[tuple[str, str, str, bool]]:
+    """(table, key, path, written) for every LocalFile field of dataclass `value`; `written`
+    is False when the path is the field's default."""
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        return []
+    hints = get_type_hints(type(value), include_extras=True)
+    out = []
+    for f in dataclasses.fields(value):
+        if f.name not in hints or not _has_marker(hints[f.name], LOCAL_FILE):
+            continue
+        v = getattr(value, f.name)
+        written = f.default is dataclasses.MISSING or v != f.default
+        paths = [v] if isinstance(v, str) else list(v or ())
+        for i, p in enumerate(paths):
+            key = f.name if isinstance(v, str) else f"{f.name}[{i}]"
+            out.append((table, key, p, written))
+    return out
+
+
+def _file_problem(path: Path) -> str | None:
+    """Why `path` cannot be read as a file (never opened: a FIFO would block)."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as e:
+        return f"cannot be looked at: {e.strerror or e}"
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a file"  # (/dev/null is fine: `ssh -F /dev/null`)
+    if not os.access(path, os.R_OK):
+        return "not readable by this user (permission denied)"
+    return None
+
+
+def check_files(fleet: FleetConfig, elsewhere: bool = False) -> list[FileProblem]:
+    """Every file the config names that cannot be read here, as an error when the patrol
+    needs it on this machine, else (`elsewhere`: the patrol runs on another machine; a path
+    left at its default; a file the patrol will create) as a warning saying why."""
+    parts: list[tuple[str, Any]] = [
+        ("broker", fleet.broker),
+        ("ssh", fleet.ssh),
+        ("outputs", fleet.outputs),
+        *((f"checks.{name}", cfg) for name, cfg in fleet.checks.items()),
+    ]
+    for i, h in enumerate(fleet.hosts):
+        parts.extend((f"hosts[{i}] {h.name}", s) for s in h.checks_settings.values())
+    uses_ssh = any(h.ssh is not None and not h.is_local for h in fleet.hosts)
+    problems = []
+    for table, key, path, written in (f for t, v in parts for f in _local_files(t, v)):
+        if table == "ssh" and not written and (key == "config_file" or not uses_ssh):
+            continue  # like ssh: no ~/.ssh/config is no configuration, not an error
+        problem = _file_problem(Path(path).expanduser())
+        if problem is None:
+            continue
+        why = None
+        if elsewhere:
+            why = "--elsewhere: the patrol runs on another machine"
+        elif table == "ssh" and key.startswith("known_hosts") and fleet.ssh.accept_new:
+            why = "accept_new creates it on the first connection"
+        elif table == "ssh" and not uses_ssh:
+            why = "no host is reached over ssh"
+        elif not written:
+            why = "the default path; set the key if the file lives elsewhere"
+        problems.append(
+            FileProblem(table, key, path, problem + (f" ({why})" if why else ""), why is None)
+        )
+    return problems
+
+
+def effective(host: HostConfig) -> list[tuple[str, Any, str]]:
+    """(key, value, where it was written: hosts, groups.NAME, defaults or "" for a default)
+    for the host's keys and every per-host setting the loader built for it."""
+    out = []
+    for part in (host, *host.checks_settings.values()):
+        for f in dataclasses.fields(part):
+            if f.metadata.get("key", True) and f.name != "name":
+                if (
+                    part is host
+                    and f.name in ("user", "port", "groups")
+                    and f.name not in host.sources
+                ):
+                    continue
+                out.append((f.name, getattr(part, f.name), host.sources.get(f.name, "")))
+    return out

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck import history as hist
-from fleetcheck.model import Report, Result, Status
+from fleetcheck.model import BROKER_WIDE, Report, Result, Status
 from fleetcheck.state import parse_iso
 
-BROKER = "(broker)"  # the grid's row for broker-wide checks (host None)
+BROKER = BROKER_WIDE  # the grid's row for broker-wide checks (host None)
 
 
 def report_from_dict(data: dict[str, Any]) -> Report:
@@ -365,8 +365,11 @@ def charts(rounds: list[hist.Round], max_ages: dict[str, tuple[str, float]]) -> 
 
 def config_max_ages(fleet: Any) -> dict[str, tuple[str, float]]:
     """host -> (path, max_age) of its first log: the log the age chart follows."""
+    from fleetcheck.checks.logs import logs_of
+
     out = {}
     for h in getattr(fleet, "hosts", ()):
-        if h.logs:
-            out[h.name] = (h.logs[0].path, float(h.logs[0].max_age))
+        logs = logs_of(h)
+        if logs:
+            out[h.name] = (logs[0].path, float(logs[0].max_age))
     return out

@@ -12,11 +12,11 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from fleetcheck.check import CheckError
+from fleetcheck.check import Check, CheckError
 from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.transport.shell import ExecResult, Shell, TransportError
 
@@ -83,6 +83,12 @@ class HostFacts:
             return self.fragments[key]
         except KeyError:
             raise CheckError(self.problem or f"no output for {key} from the host") from None
+
+    def of(self, check: str) -> HostFacts:
+        """The same facts with only `check`'s fragments, under the keys it declared."""
+        prefix = f"{check}."
+        own = {k[len(prefix) :]: v for k, v in self.fragments.items() if k.startswith(prefix)}
+        return replace(self, fragments=own)
 
 
 class PatrolContext:
@@ -323,9 +329,11 @@ class PatrolContext:
             except Exception:
                 pass
 
-    def host_facts(self, host: HostConfig) -> HostFacts:
-        """Every check's fragments for `host`, gathered in one exec, once per patrol."""
-        return self.once(("host_facts", host.name), lambda: self._gather(host))
+    def host_facts(self, host: HostConfig, check: Check[Any, Any] | None = None) -> HostFacts:
+        """The fragments of `check` (under its own keys; all checks' when None) for `host`,
+        gathered for every check in one exec, once per patrol."""
+        facts = self.once(("host_facts", host.name), lambda: self._gather(host))
+        return facts if check is None else facts.of(check.name)
 
     def _gather(self, host: HostConfig) -> HostFacts:
         if host.is_local:

@@ -19,6 +19,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from fleetcheck.lab import Lab, LabHost, missing_prerequisites
+from fleetcheck.model import place
 
 # What a non-OK row of each check means, in the demo's words (the planted faults).
 MEANING = {
@@ -169,7 +170,7 @@ def explain(report: Any) -> list[str]:
         if r.status.label == "OK" or (r.check, r.host) in seen:
             continue
         seen.add((r.check, r.host))
-        where = r.host or "broker"
+        where = place(r.host)
         meaning = MEANING.get(r.check, r.summary)
         if r.check == "clients" and r.host is None:
             meaning = "broker clients from addresses no host claims: an unknown machine or tool"

@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from fleetcheck.model import Report, Status, worst
+from fleetcheck.model import BROKER_WIDE, Report, Status, place, worst
 from fleetcheck.state import parse_iso
 
 MAX_BYTES = 10 * 1024 * 1024
@@ -88,7 +88,7 @@ def write_latest(report: Report, path: Path) -> None:
 class Round:
     started_at: datetime
     status: Status
-    hosts: dict[str, Status]  # "(broker)" for broker-wide rows
+    hosts: dict[str, Status]  # model.BROKER_WIDE for broker-wide rows
     summaries: dict[str, list[str]]
     rows: tuple[dict[str, Any], ...] = ()  # as recorded: check, host, status, summary, metrics
     duration_s: float = 0.0
@@ -121,7 +121,7 @@ def _round(data: dict[str, Any]) -> Round:
     per_host: dict[str, list[Status]] = {}
     summaries: dict[str, list[str]] = {}
     for row in data["rows"]:
-        host = row["host"] or "(broker)"
+        host = place(row["host"])
         status = Status.parse(row["status"])
         per_host.setdefault(host, []).append(status)
         if status is not Status.OK:
@@ -138,7 +138,7 @@ def _round(data: dict[str, Any]) -> Round:
 
 def timeline(rounds: list[Round], host: str | None = None) -> list[tuple[str, list[Status | None]]]:
     """Per host, one cell per round (None where the host was not in that round)."""
-    hosts = sorted({h for r in rounds for h in r.hosts}, key=lambda h: (h != "(broker)", h))
+    hosts = sorted({h for r in rounds for h in r.hosts}, key=lambda h: (h != BROKER_WIDE, h))
     if host is not None:
         hosts = [h for h in hosts if h == host]
     return [(h, [r.hosts.get(h) for r in rounds]) for h in hosts]

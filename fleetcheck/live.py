@@ -23,6 +23,7 @@ def run_loop(
     rounds: int | None,
     fmt: Any,
     render_text: Callable[[Report, Any], str],
+    problems: bool = False,
 ) -> Report | None:
     last: list[Report | None] = [None]
 
@@ -33,7 +34,7 @@ def run_loop(
 
     try:
         if fmt.value == "table" and sys.stdout.isatty():
-            _live(round_fn, every, rounds)
+            _live(round_fn, every, rounds, problems)
         else:
             if fmt.value == "table":
                 from fleetcheck.cli import Format
@@ -52,7 +53,7 @@ def run_loop(
     return last[0]
 
 
-def _live(round_fn: Callable[[], Report], every: float, rounds: int | None) -> None:
+def _live(round_fn: Callable[[], Report], every: float, rounds: int | None, problems: bool) -> None:
     from rich.console import Group
     from rich.live import Live
     from rich.spinner import Spinner
@@ -65,7 +66,7 @@ def _live(round_fn: Callable[[], Report], every: float, rounds: int | None) -> N
     def view(status: Any) -> Group:
         parts: list[Any] = []
         if state["report"] is not None:
-            parts.append(table.build(state["report"]))
+            parts.append(table.build(state["report"], problems))
         parts.append(status)
         return Group(*parts)
 

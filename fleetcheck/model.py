@@ -44,6 +44,17 @@ def worst(statuses: Iterable[Status]) -> Status:
     return max(statuses, key=lambda s: s.rank, default=Status.OK)
 
 
+# How every text output names the place of a broker-wide row (host None). Host names use only
+# letters, digits and `._:@-` (config.SAFE_NAME), so no host can be called this: the `*` and
+# the space are what make it impossible to mistake for a host named "broker".
+BROKER_WIDE = "* broker-wide"
+
+
+def place(host: str | None) -> str:
+    """The HOST column's text: the host's name, or BROKER_WIDE for a broker-wide row."""
+    return BROKER_WIDE if host is None else host
+
+
 # Every metric name ends in the suffix of its unit, so each output format can label it without
 # guessing: JSON keeps the names, Prometheus spells the base unit out. A name with none of these
 # suffixes is a plain count (connections, entries, replicas). Metrics are numbers only; strings

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from functools import cache
 
 from fleetcheck.check import Check
@@ -96,3 +96,9 @@ def select(names: Iterable[str]) -> dict[str, Check]:
 def config_type(name: str) -> type | None:
     check = find(name)
     return check.config_type if check else None
+
+
+def host_config_types(names: Collection[str] | None = None) -> dict[str, type]:
+    """{check name: its per-host settings type} for `names` (None: every check, plugins too)."""
+    checks = available() if names is None else select(names)
+    return {n: c.host_config_type for n, c in checks.items() if c.host_config_type is not None}

@@ -221,7 +221,7 @@ def hardening(user: str | None, writable: list[str], home_read: bool) -> str:
     (tests/test_timer.py; the number is in docs/operations.md)."""
     lines = []
     if user:
-        lines += [f"User={user}", f"Group={user}"]
+        lines += [f"User={user}"]  # and its primary group
     lines += [
         "# the whole file system read-only but the state directory (and what follows)",
         "ProtectSystem=strict",

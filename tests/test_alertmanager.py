@@ -73,7 +73,7 @@ def test_payload_firing_and_resolved() -> None:
     assert n8["startsAt"] == "2026-11-29T07:00:00.000Z"
     assert n8["endsAt"] == "2026-11-29T07:10:00.000Z"
     broker = next(a for a in firing if "host" not in a["labels"])
-    assert broker["annotations"]["summary"] == "(broker) queue_depth: broker unreachable"
+    assert broker["annotations"]["summary"] == "* broker-wide queue_depth: broker unreachable"
     # every firing row resolves its other two severities; every other row all three
     assert len(resolved) == 3 * 2 + 2 * 3
     assert {a["labels"]["severity"] for a in resolved if a["labels"].get("host") == "n8"} == {

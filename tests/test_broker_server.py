@@ -458,7 +458,7 @@ def test_sentinel_names_the_master_and_follows_a_failover(tmp_path: Path) -> Non
             code, report = patrol(cfg)
             row = rows(report)["broker"]
             assert f"master 127.0.0.1:{replica.port} (via sentinel mymaster)" in row["summary"]
-            assert row["metrics"]["role"] == "master"
+            assert row["evidence"]["role"] == "master"
             # no reachable sentinel: one reason on every broker row
         dead = write(tmp_path, fleet_toml(broker, "[checks.broker]\n"), "dead.toml")
         code, report = patrol(dead)

@@ -8,7 +8,7 @@ import sys
 from datetime import UTC, datetime
 
 import pytest
-from fleetcheck.checks.clients import CHECK, ClientsConfig, ClientsFacts
+from fleetcheck.checks.clients import CHECK, ClientsConfig, ClientsFacts, ClientsHostConfig
 
 from fleetcheck.config import HostConfig
 from fleetcheck.model import Status
@@ -63,7 +63,7 @@ def test_parse_tolerates_missing_fields() -> None:
 
 
 def host(name: str = "mini", addrs: tuple[str, ...] = ("192.168.1.30",), min_clients: int = 1):
-    return HostConfig(name=name, addrs=addrs, min_clients=min_clients)
+    return HostConfig(name=name).with_settings(ClientsHostConfig(addrs, min_clients))
 
 
 def facts(*lines: str, claimed: tuple[str, ...] = ()) -> ClientsFacts:
@@ -77,21 +77,21 @@ def line(addr: str, name: str = "w", idle: int = 1) -> str:
 @pytest.mark.parametrize(
     ("h", "lines", "status", "summary"),
     [
-        (host(), [], Status.CRIT, "mini: no broker connections from 192.168.1.30"),
+        (host(), [], Status.CRIT, "no broker connections from 192.168.1.30"),
         (
             host(min_clients=3),
             [line("192.168.1.30")] * 2,
             Status.WARN,
-            "mini: 2 broker connections, fewer than min_clients 3 (192.168.1.30: 2)",
+            "2 broker connections, fewer than min_clients 3 (192.168.1.30: 2)",
         ),
         (
             host("wsl", ("192.168.1.20", "172.20.0.5"), 3),
             [line("192.168.1.20")] * 2 + [line("172.20.0.5")],
             Status.OK,
-            "wsl: 3 broker connections (192.168.1.20: 2, 172.20.0.5: 1)",
+            "3 broker connections (192.168.1.20: 2, 172.20.0.5: 1)",
         ),
-        (host(min_clients=0), [], Status.OK, "mini: no broker connections from 192.168.1.30"),
-        (host(addrs=()), [], Status.UNKNOWN, "mini: no addrs configured"),
+        (host(min_clients=0), [], Status.OK, "no broker connections from 192.168.1.30"),
+        (host(addrs=()), [], Status.UNKNOWN, "no addrs configured"),
     ],
 )
 def test_evaluate_host_rows(h: HostConfig, lines: list[str], status: Status, summary: str) -> None:
@@ -161,7 +161,7 @@ def test_lab_clients_verdicts(lab: Lab) -> None:
     report = json.loads(proc.stdout)
     rows = {r["host"]: r for r in report["results"]}
     assert rows["mini"]["status"] == "CRIT"
-    assert rows["mini"]["summary"] == f"mini: no broker connections from {mini.addr}"
+    assert rows["mini"]["summary"] == f"no broker connections from {mini.addr}"
     assert rows["n8"]["status"] == "OK" and rows["n8"]["metrics"]["connections"] == 12
     assert rows["wsl"]["status"] == "OK"
     assert rows["wsl"]["metrics"]["by_addr"] == {wsl.addr: 3, second: 2}
@@ -175,9 +175,11 @@ def test_lab_clients_verdicts(lab: Lab) -> None:
     # The same patrol, plain (what cron mails): hosts not OK at a glance, no box drawing.
     plain = fleetcheck("run", "-c", str(cfg), "--no-state")
     assert plain.returncode == 2
-    assert plain.stdout.splitlines()[0] == (
-        f"mini CRIT: clients: no broker connections from {mini.addr}"
-    )
+    lines = plain.stdout.splitlines()
+    assert lines[0].split() == ["STATUS", "HOST", "CHECK", "SUMMARY"]  # the rows first
+    # after the table, one line per place not OK, naming its checks (the row has the text)
+    assert "CRIT    mini: clients" in lines
+    assert sum(f"no broker connections from {mini.addr}" in line for line in lines) == 1
     assert "│" not in plain.stdout and "\x1b[" not in plain.stdout
 
 

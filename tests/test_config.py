@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from fleetcheck.checks.clients import ClientsHostConfig
+from fleetcheck.checks.logs import LogsHostConfig
 
 from fleetcheck import registry
 from fleetcheck.config import ConfigError, HostConfig, find_config, load
@@ -42,7 +44,7 @@ def cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None):
 def test_example_loads_through_real_validator() -> None:
     fleet = load(ROOT / "hosts.example.toml", registry.config_type)
     assert fleet.hosts[0].name == "n8"
-    assert fleet.hosts[0].logs[0].max_age == 600
+    assert fleet.hosts[0].settings(LogsHostConfig).logs[0].max_age == 600
     assert fleet.patrol.every == 900
     assert set(fleet.checks) <= set(registry.available())
 
@@ -57,15 +59,10 @@ def test_good_config_values(tmp_path: Path) -> None:
     p.write_text(GOOD)
     fleet = load(p, registry.config_type)
     assert fleet.broker.connect_timeout == 3.0
-    assert fleet.hosts == (
-        HostConfig(
-            name="n8",
-            ssh="local",
-            addrs=("127.0.0.1",),
-            tz="America/New_York",
-            logs=fleet.hosts[0].logs,
-        ),
-    )
+    assert fleet.hosts == (HostConfig(name="n8", ssh="local"),)
+    n8 = fleet.hosts[0]
+    assert n8.settings(ClientsHostConfig) == ClientsHostConfig(addrs=("127.0.0.1",))
+    assert n8.settings(LogsHostConfig).tz == "America/New_York"
 
 
 # (description, config text, expected fragment of the one-line message)

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from fleetcheck.model import BROKER_WIDE
 from tests.conftest import _require_lab
 from tests.lab import port_open, wait_for
 
@@ -28,7 +29,7 @@ def demo(*args: str) -> subprocess.CompletedProcess[str]:
 def rows(out: str) -> dict[tuple[str, str], str]:
     found = {}
     for line in out.splitlines():
-        m = re.match(r"^(OK|WARN|CRIT|UNKNOWN)\s+(\S+)\s+(\S+)\s", line)
+        m = re.match(r"^(OK|WARN|CRIT|UNKNOWN)\s+(\* broker-wide|\S+)\s+(\S+)\s", line)
         if m:
             found[(m.group(2), m.group(3))] = m.group(1)
     return found
@@ -46,8 +47,8 @@ def test_demo_with_namespaces() -> None:
     proc = demo()
     assert proc.returncode == 2, proc.stderr
     got = rows(proc.stdout)
-    assert got[("(broker)", "queue_depth")] == "CRIT"
-    assert got[("(broker)", "live_hash")] == "WARN"
+    assert got[(BROKER_WIDE, "queue_depth")] == "CRIT"
+    assert got[(BROKER_WIDE, "live_hash")] == "WARN"
     assert got[("mini", "clients")] == "CRIT"
     assert got[("mini", "logs")] == "CRIT"
     assert got[("mini", "routes")] == "CRIT"
@@ -55,14 +56,14 @@ def test_demo_with_namespaces() -> None:
         assert got[(host, "clients")] == "OK"
         assert got[(host, "logs")] == "OK"  # n8's Eastern log included: not "5 hours stale"
         assert got[(host, "routes")] == "OK"
-    assert got[("(broker)", "rater_probe")] == "OK"
-    assert got[("(broker)", "broker")] == "OK"
-    assert got[("(broker)", "clients")] == "OK"
+    assert got[(BROKER_WIDE, "rater_probe")] == "OK"
+    assert got[(BROKER_WIDE, "broker")] == "OK"
+    assert got[(BROKER_WIDE, "clients")] == "OK"
     # the explanation: one line for each non-OK row, plus why n8's Eastern log is OK
     explained = re.findall(
-        r"^- (\S+) / (\S+) \((\w+)\): ", proc.stdout.split("What the rows mean:")[-1], re.M
+        r"^- (.+?) / (\S+) \((\w+)\): ", proc.stdout.split("What the rows mean:")[-1], re.M
     )
-    problems = [(h.strip("()"), c, s) for (h, c), s in got.items() if s != "OK"]
+    problems = [(h, c, s) for (h, c), s in got.items() if s != "OK"]
     assert sorted(explained) == sorted([*problems, ("n8", "logs", "OK")]), explained
     # only this demo's namespaces are judged: other labs may come and go on a shared machine
     lab_id = re.search(r"fleetcheck-lab-([0-9a-f]+)-", lab_dir(proc.stdout))
@@ -80,7 +81,7 @@ def test_demo_local_without_namespaces() -> None:
     got = rows(proc.stdout)
     assert got[("mini", "clients")] == "CRIT" and got[("mini", "logs")] == "CRIT"
     assert got[("n8", "logs")] == "OK" and got[("laptop", "logs")] == "OK"
-    assert got[("(broker)", "clients")] == "OK"
+    assert got[(BROKER_WIDE, "clients")] == "OK"
     assert not any(check == "routes" for _, check in got)
     assert not os.path.exists(lab_dir(proc.stdout))
 

@@ -113,7 +113,7 @@ def test_full_patrol_is_read_only(lab: Lab, rater: str) -> None:
         "routes",
     }
     probe = [r for r in report["results"] if r["check"] == "rater_probe"][0]
-    assert probe["metrics"]["consumed"] is (rater == "running")
+    assert probe["evidence"]["consumed"] is (rater == "running")
     assert dump_all(lab) == before
 
 

@@ -17,6 +17,8 @@ from fleetcheck.checks.logs import (
     JournalFacts,
     LogsConfig,
     LogsFacts,
+    LogsHostConfig,
+    LogSpec,
     journal_fragment,
     parse_journal_facts,
 )
@@ -24,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetcheck import registry
-from fleetcheck.config import ConfigError, HostConfig, LogSpec, build, load
+from fleetcheck.config import ConfigError, HostConfig, build, load
 from fleetcheck.lab import JOURNAL_REMOTE, write_journal
 from fleetcheck.model import Status
 from fleetcheck.parse.journal import parse_journal_output
@@ -75,20 +77,15 @@ def test_bad_journal_config_is_refused(table: dict[str, object], message: str) -
 
 
 def test_a_journal_only_host_needs_no_tz_a_file_log_does() -> None:
-    h = build(HostConfig, {"name": "m", "ssh": "local", "logs": [{"journal": "w"}]}, "h", "x")
+    h = build(LogsHostConfig, {"logs": [{"journal": "w"}]}, "h", "x")
     assert h.tz is None and h.logs[0].journal_entries == 300
     with pytest.raises(ConfigError, match="a host with logs needs tz"):
-        build(
-            HostConfig,
-            {"name": "m", "ssh": "local", "logs": [{"journal": "w"}, {"path": "/l"}]},
-            "h",
-            "hosts[0]",
-        )
+        build(LogsHostConfig, {"logs": [{"journal": "w"}, {"path": "/l"}]}, "h", "hosts[0]")
 
 
 def test_example_config_shows_a_journal_source_and_a_json_log() -> None:
     fleet = load(ROOT / "hosts.example.toml", registry.config_type)
-    logs = [log for h in fleet.hosts for log in h.logs]
+    logs = [log for h in fleet.hosts for log in h.settings(LogsHostConfig).logs]
     assert any(log.journal for log in logs)
     assert any(log.format == "json" for log in logs)
 
@@ -162,11 +159,11 @@ def test_unexpected_output_is_an_error_row() -> None:
 
 
 def host(**spec: object) -> HostConfig:
-    return HostConfig(
-        name="m",
-        ssh="local",
-        tz="America/New_York",
-        logs=(LogSpec(journal="w.service", **spec),),  # type: ignore[arg-type]
+    return HostConfig(name="m", ssh="local").with_settings(
+        LogsHostConfig(
+            tz="America/New_York",
+            logs=(LogSpec(journal="w.service", **spec),),  # type: ignore[arg-type]
+        )
     )
 
 
@@ -346,10 +343,11 @@ def test_any_journal_output_evaluates_to_a_row(lines: list[str]) -> None:
 
 
 def test_journal_only_host_without_tz_is_judged() -> None:
-    h = HostConfig(name="m", ssh="local", logs=(LogSpec(journal="w.service"),))
-    jf = parse_journal_facts(h.logs[0], 0, line(NOW - timedelta(seconds=30)) + "\n@@rc 0")
+    spec = LogSpec(journal="w.service")
+    h = HostConfig(name="m", ssh="local").with_settings(LogsHostConfig(logs=(spec,)))
+    jf = parse_journal_facts(spec, 0, line(NOW - timedelta(seconds=30)) + "\n@@rc 0")
     r = CHECK.evaluate(LogsFacts((jf,), 0.0), CFG, h, NOW)
-    assert r.status is Status.OK and r.metrics["tz"] == "UTC"
+    assert r.status is Status.OK and r.evidence["tz"] == "UTC"
 
 
 def test_parser_reads_the_hosts_compacted_form() -> None:

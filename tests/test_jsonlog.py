@@ -8,11 +8,11 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from fleetcheck.checks.logs import CHECK, LogFacts, LogsConfig, LogsFacts
+from fleetcheck.checks.logs import CHECK, LogFacts, LogsConfig, LogsFacts, LogsHostConfig, LogSpec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fleetcheck.config import ConfigError, HostConfig, LogSpec, build
+from fleetcheck.config import ConfigError, HostConfig, build
 from fleetcheck.model import Status
 from fleetcheck.parse import jsonlog
 
@@ -180,7 +180,8 @@ CFG = LogsConfig()
 
 
 def host(tz: str = "UTC", **spec: object) -> HostConfig:
-    return HostConfig(name="m", ssh="local", tz=tz, logs=(LogSpec(path="/j", **spec),))  # type: ignore[arg-type]
+    spec_ = LogSpec(path="/j", **spec)  # type: ignore[arg-type]
+    return HostConfig(name="m", ssh="local").with_settings(LogsHostConfig(tz=tz, logs=(spec_,)))
 
 
 def facts(tail: str, mtime: datetime = NOW) -> LogsFacts:
@@ -197,7 +198,7 @@ def test_json_log_detected_read_and_named() -> None:
     r = CHECK.evaluate(facts(tail), CFG, host(), NOW)
     assert r.status is Status.OK, r.summary
     assert r.summary.startswith("JSON lines /j: last line 07:22:00 UTC (epoch), 2 min ago")
-    assert r.metrics["source"] == "json" and r.metrics["error_lines"] == 0
+    assert r.evidence["source"] == "json" and r.metrics["error_lines"] == 0
 
 
 def test_non_json_lines_in_between_are_skipped() -> None:
@@ -210,7 +211,7 @@ def test_non_json_lines_in_between_are_skipped() -> None:
     assert r.status is Status.OK, r.summary
     # the level-50 record and the raw Traceback line are errors; "ValueError" is not
     assert r.metrics["error_lines"] == 2
-    assert r.metrics["last_line_at"] == "2026-11-29T07:22:00Z"
+    assert r.evidence["last_line_at"] == "2026-11-29T07:22:00Z"
 
 
 def test_naive_json_times_use_the_hosts_zone() -> None:

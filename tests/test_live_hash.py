@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 import redis
+from fleetcheck.checks.clients import ClientsHostConfig
 from fleetcheck.checks.live_hash import (
     CHECK,
     LiveHashConfig,
@@ -266,8 +267,8 @@ def test_keep_bounds_evidence_memory() -> None:
 
 def test_owner_presence() -> None:
     hosts = (
-        HostConfig(name="mini", addrs=("192.168.1.30",)),
-        HostConfig(name="wsl", addrs=("10.0.0.5", "192.168.1.40")),
+        HostConfig(name="mini").with_settings(ClientsHostConfig(addrs=("192.168.1.30",))),
+        HostConfig(name="wsl").with_settings(ClientsHostConfig(addrs=("10.0.0.5", "192.168.1.40"))),
         HostConfig(name="noaddr"),
     )
     connected = {"192.168.1.40", "10.9.9.9"}

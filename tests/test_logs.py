@@ -17,6 +17,8 @@ from fleetcheck.checks.logs import (
     LogFacts,
     LogsConfig,
     LogsFacts,
+    LogsHostConfig,
+    LogSpec,
     ZoneFacts,
     log_fragment,
     parse_log_output,
@@ -28,7 +30,6 @@ from fleetcheck.config import (
     ConfigError,
     FleetConfig,
     HostConfig,
-    LogSpec,
     PatrolConfig,
     SshConfig,
     build,
@@ -37,11 +38,17 @@ from fleetcheck.model import Status
 from tests.conftest import ShiftedClock
 
 NOW = datetime(2026, 11, 29, 7, 24, 0, tzinfo=UTC)
+
+
+def logs_host(name: str, tz: str | None, *logs: LogSpec) -> HostConfig:
+    return HostConfig(name=name, ssh="local").with_settings(LogsHostConfig(tz=tz, logs=logs))
+
+
 CFG = LogsConfig()
 
 
 def host(tz: str = "America/New_York", **spec: object) -> HostConfig:
-    return HostConfig(name="mini", ssh="local", tz=tz, logs=(LogSpec(path="/l", **spec),))  # type: ignore[arg-type]
+    return logs_host("mini", tz, LogSpec(path="/l", **spec))  # type: ignore[arg-type]
 
 
 def facts(tail: str, mtime: datetime = NOW, skew: float | None = 0.0, **kw: object) -> LogsFacts:
@@ -128,9 +135,7 @@ def test_evaluate(tail: str, tz: str, mtime: datetime, status: Status, words: li
     for w in words:
         assert w in r.summary, r.summary
     assert set(r.metrics) >= {
-        "last_line_at",
         "age_s",
-        "tz",
         "mtime_age_s",
         "clock_skew_s",
         "error_lines",
@@ -142,7 +147,7 @@ def test_dst_ambiguous_line_says_how_it_was_read() -> None:
     mtime = datetime(2026, 11, 1, 6, 30, 5, tzinfo=UTC)
     r = CHECK.evaluate(facts("2026-11-01 01:30:00 tick\n", mtime), CFG, host(), NOW)
     assert "occurs twice in America/New_York" in r.summary
-    assert r.metrics["last_line_at"] == "2026-11-01T06:30:00Z"
+    assert r.evidence["last_line_at"] == "2026-11-01T06:30:00Z"
 
 
 def test_clock_skew_warns_and_ages_use_the_host_clock() -> None:
@@ -180,7 +185,7 @@ def test_auto_zone_without_an_answer_is_unknown_unless_lines_carry_offsets() -> 
 
 
 def test_several_logs_lead_with_the_worst() -> None:
-    h = HostConfig(name="m", ssh="local", tz="UTC", logs=(LogSpec(path="/a"), LogSpec(path="/b")))
+    h = logs_host("m", "UTC", LogSpec(path="/a"), LogSpec(path="/b"))
     ok = LogFacts("/a", "ok", "", NOW.timestamp(), 26, b"2026-11-29T07:23:00Z tick\n")
     gone = LogFacts("/b", "missing", "no such file")
     r = CHECK.evaluate(LogsFacts((ok, gone), 0.0), CFG, h, NOW)
@@ -307,7 +312,7 @@ def test_zone_fragment_reads_tz_from_the_environment() -> None:
 
 
 def test_remote_commands_one_fragment_per_log_plus_zone() -> None:
-    h = HostConfig(name="m", ssh="local", tz="auto", logs=(LogSpec(path="/a"), LogSpec(path="/b")))
+    h = logs_host("m", "auto", LogSpec(path="/a"), LogSpec(path="/b"))
     fleet = FleetConfig(
         path="t.toml",
         broker=BrokerConfig(url="redis://127.0.0.1:6379/0"),
@@ -316,7 +321,7 @@ def test_remote_commands_one_fragment_per_log_plus_zone() -> None:
         hosts=(h,),
     )
     assert set(CHECK.remote_commands(h, CFG, fleet)) == {"log0", "log1", "tz"}
-    h2 = HostConfig(name="m", ssh="local", tz="UTC", logs=(LogSpec(path="/a"),))
+    h2 = logs_host("m", "UTC", LogSpec(path="/a"))
     assert set(CHECK.remote_commands(h2, CFG, fleet)) == {"log0"}
 
 
@@ -342,7 +347,7 @@ def test_bad_log_config_is_refused(table: dict[str, object], message: str) -> No
 
 def test_host_with_logs_needs_a_zone() -> None:
     with pytest.raises(ConfigError, match="a host with logs needs tz"):
-        build(HostConfig, {"name": "m", "ssh": "local", "logs": [{"path": "/l"}]}, "h", "hosts[0]")
+        build(LogsHostConfig, {"logs": [{"path": "/l"}]}, "h", "hosts[0]")
 
 
 def test_logs_config_rejects_a_zero_skew() -> None:
@@ -438,12 +443,12 @@ def test_unstamped_error_lines_count_toward_max_error_lines() -> None:
 def test_burst_rate_is_at_least_n_per_second() -> None:
     tail = "".join(stamped(NOW, "ERROR x", frac=False) for _ in range(50))
     r = CHECK.evaluate(facts(tail), CFG, host("UTC"), NOW)
-    assert r.metrics["error_rate_per_min"] == 50 * 60
+    assert r.metrics["error_rate_per_s"] == 50
 
 
 def test_one_error_record_has_no_rate() -> None:
     r = CHECK.evaluate(facts(stamped(NOW, "ERROR x") + "Traceback\n"), CFG, host("UTC"), NOW)
-    assert r.metrics["error_lines"] == 2 and r.metrics["error_rate_per_min"] is None
+    assert r.metrics["error_lines"] == 2 and r.metrics["error_rate_per_s"] is None
     assert r.status is Status.OK
 
 

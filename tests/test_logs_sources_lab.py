@@ -129,7 +129,7 @@ def test_journal_sources_and_each_failure(lab: Lab) -> None:
     assert "UTC (journal times are UTC)" in summary and " = " not in summary
     assert "1 error entries (PRIORITY <= 3) in the newest 61" in summary
     r = rows[("healthy", "logs")]
-    assert r["metrics"]["source"] == "journal" and r["metrics"]["entries"] == 61
+    assert r["evidence"]["source"] == "journal" and r["metrics"]["entries"] == 61
     assert r["evidence"]["logs"][0]["last_line"] == "pulled job 1"
     assert_age(r["metrics"]["age_s"], now - timedelta(seconds=10), before, after)
 
@@ -211,7 +211,8 @@ def test_json_logs_over_ssh(lab: Lab) -> None:
     r = rows[("app", "logs")]
     assert r["status"] == "OK", r["summary"]
     logs = r["metrics"]["logs"]
-    assert logs[str(pino)]["source"] == "json" and logs[str(pino)]["error_lines"] == 0
+    sources = {e["path"]: e["source"] for e in r["evidence"]["logs"]}
+    assert sources[str(pino)] == "json" and logs[str(pino)]["error_lines"] == 0
     assert_age(logs[str(pino)]["age_s"], now - timedelta(seconds=30), before, after)
     assert logs[str(docker)]["error_lines"] == 1
     assert_age(logs[str(docker)]["age_s"], now - timedelta(seconds=5), before, after)
@@ -277,10 +278,10 @@ def test_burst_and_slow_flood_warn_through_the_cli(lab: Lab) -> None:
     assert "a burst: " in r["summary"] and "within one second (at least " in r["summary"]
     assert "(over max_error_rate 10/min)" in r["summary"]
     assert r["summary"].endswith("(other logs: 1 WARN, 1 OK)")
-    assert logs[str(burst)]["error_rate_per_min"] >= 60 * logs[str(burst)]["error_lines"]
-    assert 15 < logs[str(slow)]["error_rate_per_min"] < 25
+    assert logs[str(burst)]["error_rate_per_s"] >= logs[str(burst)]["error_lines"]
+    assert 15 / 60 < logs[str(slow)]["error_rate_per_s"] < 25 / 60
     assert logs[str(healthy)]["error_lines"] == 3
-    assert logs[str(healthy)]["error_rate_per_min"] is None  # one record has no rate
+    assert logs[str(healthy)]["error_rate_per_s"] is None  # one record has no rate
     assert code == 1
     # each alone: the verdicts the summary counted
     for path, status in ((slow, "WARN"), (healthy, "OK")):
@@ -319,8 +320,9 @@ def test_busybox_host_runs_the_gathered_script(lab: Lab) -> None:
     logs = r["metrics"]["logs"]
     assert_age(logs[str(log)]["age_s"], now - timedelta(seconds=30), before, after)
     assert logs[str(log)]["size_bytes"] == log.stat().st_size
+    sources = {e.get("path"): e["source"] for e in r["evidence"]["logs"]}
     assert_age(logs[str(jlog)]["age_s"], now - timedelta(seconds=40), before, after)
-    assert logs[str(jlog)]["source"] == "json"
+    assert sources[str(jlog)] == "json"
     assert r["status"] == "UNKNOWN"
     assert r["summary"] == (
         "journal worker.service: journalctl not found on the host (other logs: 2 OK)"

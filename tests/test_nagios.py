@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 from typing import Any
 
@@ -86,7 +87,7 @@ def perf_items(text: str) -> dict[str, re.Match[str]]:
         ),
         (
             (Result("broker", None, Status.UNKNOWN, "broker unreachable"),),
-            "FLEETCHECK UNKNOWN - 1 UNKNOWN; (broker) broker: broker unreachable",
+            "FLEETCHECK UNKNOWN - 1 UNKNOWN; * broker-wide broker: broker unreachable",
         ),
         (  # a '|' in a summary would start the perfdata: replaced; newlines folded
             (Result("logs", "n8", Status.WARN, "matched ERROR|Traceback\nin 3 lines"),),
@@ -106,8 +107,8 @@ def test_headline_shows_the_three_worst_and_counts_the_rest() -> None:
     assert head.startswith("FLEETCHECK CRITICAL - 1 CRIT, 5 WARN; z clients: " + "x" * 70)
     assert "..." in head and len(head) < 400
     assert head.endswith("h0 clients: few 0; h1 clients: few 1; +3 more")
-    # long output: one line per non-OK row, worst first, full summary
-    assert long_lines[0] == "CRIT z clients: " + "x" * 200
+    # long output: one line per non-OK row, worst first, summary shortened
+    assert long_lines[0] == "CRIT z clients: " + "x" * 101 + "..."
     assert long_lines[1:] == [f"WARN h{i} clients: few {i}" for i in range(5)]
 
 
@@ -121,74 +122,171 @@ def test_ok_rows_get_no_long_output_but_keep_perfdata() -> None:
 @pytest.mark.parametrize(
     "host, check, metrics, expected",
     [
-        # label: host_check_metric; broker rows: check_metric
-        ("n8", "clients", {"connections": 3}, {"n8_clients_connections": ("3", None)}),
-        (None, "broker", {"connected_clients": 12}, {"broker_connected_clients": ("12", None)}),
-        # UOM from the name: durations in s / ms, bytes, percent
-        (None, "q", {"oldest_wait_s": 1.5}, {"q_oldest_wait_s": ("1.5", "s")}),
-        (None, "broker", {"ping_ms": 0.25}, {"broker_ping_ms": ("0.25", "ms")}),
-        (None, "broker", {"used_bytes": 2048}, {"broker_used_bytes": ("2048", "B")}),
-        (None, "disk", {"used_pct": 97.5}, {"disk_used_pct": ("97.5", "%")}),
-        # booleans 0/1; strings, lists and None skipped
-        (None, "rater", {"consumed": True, "proof": "logged"}, {"rater_consumed": ("1", None)}),
-        (None, "rater", {"acked": False, "ids": [1, 2], "p": None}, {"rater_acked": ("0", None)}),
-        # nested maps flattened with _
+        # one item per row: its first top-level numeric metric; label host_check_metric,
+        # broker rows check_metric
+        ("n8", "clients", {"connections": 3, "min": 1}, ("n8_clients_connections", "3", None)),
+        (
+            None,
+            "broker",
+            {"server": "redis", "connected_clients": 12},
+            ("broker_connected_clients", "12", None),
+        ),
+        # UOM from the unit suffix: seconds, bytes; ratios, rates and counts have none
+        (None, "q", {"oldest_wait_s": 1.5}, ("q_oldest_wait_s", "1.5", "s")),
+        (None, "broker", {"used_memory_bytes": 2048}, ("broker_used_memory_bytes", "2048", "B")),
+        (None, "broker", {"clients_ratio": 0.25}, ("broker_clients_ratio", "0.25", None)),
+        (None, "broker", {"ops_per_s": 12.5}, ("broker_ops_per_s", "12.5", None)),
+        # rounded to their precision: 4 significant digits, whole from 1000 on
+        ("mini", "logs", {"age_s": 9012.757}, ("mini_logs_age_s", "9013", "s")),
+        (None, "q", {"skew_s": -0.03570818901062012}, ("q_skew_s", "-0.03571", "s")),
+        (None, "q", {"tiny_s": 1.234567e-7}, ("q_tiny_s", "0.0000001235", "s")),
+        (None, "q", {"huge": 1e20}, ("q_huge", "100000000000000000000", None)),
+        (None, "q", {"nan": float("nan")}, ("q_nan", "U", None)),
+        # booleans 0/1; strings, lists, None and maps skipped (a map's keys are never a label)
+        (None, "rater", {"proof": "logged", "consumed": True}, ("rater_consumed", "1", None)),
         (
             "n8",
             "clients",
-            {"by_addr": {"198.18.0.10": 2, "198.18.0.11": 0}},
-            {
-                "n8_clients_by_addr_198.18.0.10": ("2", None),
-                "n8_clients_by_addr_198.18.0.11": ("0", None),
-            },
+            {"by_addr": {"/var/log/x": 2}, "connections": 0},
+            ("n8_clients_connections", "0", None),
         ),
-        (None, "q", {"a": {"b": {"c": 4}}}, {"q_a_b_c": ("4", None)}),
-        # no exponent notation (the syntax allows [-0-9.] only); non-finite is U
-        (None, "q", {"tiny": 1e-7, "huge": 1e20}, {"q_tiny": ("0.0000001", None)}),
-        (None, "q", {"nan": float("nan"), "neg": -2.5}, {"q_nan": ("U", None)}),
-        # labels with spaces stay intact inside the quotes; = and ' are replaced
-        ("mini host", "logs", {"age_s": 5}, {"mini host_logs_age_s": ("5", "s")}),
-        (None, "q", {"a=b": 1, "it's": 2}, {"q_a_b": ("1", None), "q_it_s": ("2", None)}),
+        # characters outside [A-Za-z0-9._:@-] become _
+        (None, "q", {"a=b c/d": 1}, ("q_a_b_c_d", "1", None)),
     ],
 )
-def test_row_perfdata(
-    host: str | None, check: str, metrics: dict[str, Any], expected: dict[str, tuple[str, Any]]
+def test_row_perfdata_is_one_item_per_row(
+    host: str | None, check: str, metrics: dict[str, Any], expected: tuple[str, str, Any]
 ) -> None:
     text = nagios.render(report(Result(check, host, Status.OK, "x", metrics, duration_s=0.5)))
     items = perf_items(text)
-    for label, (value, uom) in expected.items():
-        assert label in items, (label, sorted(items))
-        assert items[label].group("value") == value
-        assert items[label].group("uom") == uom
-    prefix = f"{host}_{check}" if host else check
-    # one item per numeric leaf, plus the row's duration, plus the patrol's five
-    leaves = len(list(nagios.flatten("x", metrics)))
-    assert leaves >= len(expected)
-    assert len(items) == leaves + 1 + 5
-    assert items[f"{prefix}_duration"].group("value") == "0.5"
-    assert items[f"{prefix}_duration"].group("uom") == "s"
+    rows = {
+        k: v
+        for k, v in items.items()
+        if k not in ("ok", "warn", "crit", "unknown", "patrol_duration")
+    }
+    name, value, uom = expected
+    assert list(rows) == [name]
+    assert rows[name].group("value") == value
+    assert rows[name].group("uom") == uom
 
 
-def test_huge_and_negative_values_are_plain_decimals() -> None:
-    text = nagios.render(report(Result("q", None, Status.OK, "x", {"huge": 1e20, "neg": -2.5})))
-    items = perf_items(text)
-    assert items["q_huge"].group("value") == "100000000000000000000"
-    assert items["q_neg"].group("value") == "-2.5"
+def test_a_row_without_numeric_metrics_has_no_item() -> None:
+    text = nagios.render(report(Result("q", None, Status.OK, "x", {"s": "text", "m": {"a": 1}})))
+    assert set(perf_items(text)) == {"ok", "warn", "crit", "unknown", "patrol_duration"}
 
 
 @pytest.mark.parametrize(
     "raw, quoted",
     [
         ("plain", "'plain'"),
-        ("with space", "'with space'"),
+        ("n8.example:22@x-y", "'n8.example:22@x-y'"),
+        ("with space", "'with_space'"),
         ("a=b", "'a_b'"),
         ("it's", "'it_s'"),
         ("pipe|here", "'pipe_here'"),
         ("tab\there", "'tab_here'"),
+        ("/var/log/worker.log", "'_var_log_worker.log'"),
     ],
 )
 def test_label_sanitising(raw: str, quoted: str) -> None:
     assert nagios.label(raw) == quoted
+
+
+def fleet_of(n_hosts: int, seed: int, bad_share: float) -> Report:
+    """A generated fleet as the checks report it: three checks per host with their real metric
+    shapes (maps keyed by file path and address, strings, unrounded floats), five broker rows."""
+    rng = random.Random(seed)
+
+    def status() -> Status:
+        if rng.random() < bad_share:
+            return rng.choice([Status.WARN, Status.CRIT, Status.UNKNOWN])
+        return Status.OK
+
+    rows = []
+    for i in range(n_hosts):
+        host = f"worker-{i:02d}.example.org"
+        path = f"/var/lib/fleet/{host}/worker-{rng.randint(0, 99)}.log"
+        rows.append(
+            Result(
+                "clients",
+                host,
+                status(),
+                f"{rng.randint(0, 30)} broker connections from 198.18.{i}.10" * rng.randint(1, 3),
+                {
+                    "connections": rng.randint(0, 30),
+                    "by_addr": {f"198.18.{i}.10": 3, f"198.18.{i}.11": 0},
+                    "min_clients": 1,
+                },
+            )
+        )
+        rows.append(
+            Result(
+                "logs",
+                host,
+                status(),
+                f"file {path}: last line 12:24:53 UTC, {rng.random():.3f}s ago (crit_age 30m)",
+                {
+                    "age_s": rng.random() * 1e4,
+                    "mtime_age_s": rng.random() * 1e4,
+                    "clock_skew_s": rng.random() - 0.5,
+                    "tz": "UTC",
+                    "error_lines": rng.randint(0, 9),
+                    "size_bytes": rng.randint(0, 1 << 40),
+                    "logs": {
+                        path: {
+                            "age_s": rng.random() * 1e4,
+                            "clock_skew_s": rng.random(),
+                            "size_bytes": 5,
+                        }
+                    },
+                },
+            )
+        )
+        rows.append(
+            Result(
+                "routes",
+                host,
+                status(),
+                "one default route: via 198.18.0.1 dev eth0 " * rng.randint(1, 4),
+                {"default_routes": 1, "interfaces": 1, "unscoped_default_routes": 1},
+            )
+        )
+    for check in ("broker", "clients", "queue_depth", "live_hash", "rater_probe"):
+        rows.append(
+            Result(
+                check,
+                None,
+                Status.OK,
+                "fine " * 30,
+                {
+                    "ping_s": rng.random() / 1000,
+                    "used_memory_bytes": 2373264,
+                    "lengths": {"arena:queue": 120},
+                },
+            )
+        )
+    return Report("2026-11-29T07:00:00Z", 3.14159265, tuple(rows))
+
+
+@pytest.mark.parametrize("bad_share", [0.0, 0.1, 0.5, 1.0])
+@pytest.mark.parametrize("n_hosts", [4, 40])
+def test_output_is_bounded(n_hosts: int, bad_share: float) -> None:
+    report_ = fleet_of(n_hosts, n_hosts, bad_share)
+    text = nagios.render(report_)
+    assert len(text.encode()) < 8 * 1024, len(text.encode())
+    head, long_lines, items = parse_plugin_output(text)
+    assert all(PERF.fullmatch(i) for i in items)
+    assert all("/" not in i.split("=")[0] for i in items)  # no paths in labels
+    bad = [r for r in report_.results if r.status is not Status.OK]
+    if n_hosts == 40 and bad_share <= 0.1:  # a normal day: every row has its item and line
+        assert len(items) == len(report_.results) + 5
+        assert len(long_lines) == len(bad)
+    if len(items) < len(report_.results) + 5 or len(long_lines) < len(bad):
+        assert long_lines[-1].startswith("(left out to stay under 8000 bytes")
+    for item in items:  # rounded: at most 4 significant digits in a fraction
+        value = PERF.fullmatch(item).group("value")
+        if "." in value:
+            assert len(value.replace("-", "").replace(".", "").lstrip("0")) <= 4, item
 
 
 def test_patrol_perfdata_counts_and_duration() -> None:
@@ -201,8 +299,9 @@ def test_patrol_perfdata_counts_and_duration() -> None:
     head_line = text.split("\n")[0]
     items = perf_items(text)
     assert items["ok"].group("value") == "2" and items["ok"].group("min") == "0"
-    assert items["crit"].group("value") == "1"
+    assert items["crit"].group("value") == "1" and items["crit"].group("crit") == "0"
     assert items["warn"].group("value") == "0" and items["unknown"].group("value") == "0"
+    assert items["warn"].group("warn") == "0" and items["unknown"].group("warn") == "0"
     assert items["patrol_duration"].group("value") == "2.25"
     assert items["patrol_duration"].group("uom") == "s"
     # the patrol's own perfdata is on the first line, the rows' after the long output

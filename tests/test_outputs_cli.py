@@ -55,7 +55,7 @@ def test_one_patrol_feeds_every_output(
 
         first = patrol()
         assert [r["host"] for r in first["results"] if r["status"] == "CRIT"] == ["mini"]
-        assert 'fleetcheck_check_status{check="clients",host="mini"} 2.0' in textfile.read_text()
+        assert 'fleetcheck_check_severity{check="clients",host="mini"} 3.0' in textfile.read_text()
         assert len(history.read_text().splitlines()) == 1
         assert seen == ["GET /ping/abc"]
         assert active(alertmanager) == {}  # fail_after = 2: one bad round does not page

@@ -10,7 +10,7 @@ import pytest
 
 from fleetcheck import history
 from fleetcheck.config import HostConfig
-from fleetcheck.model import Report, Result, Status
+from fleetcheck.model import BROKER_WIDE, Report, Result, Status
 from fleetcheck.patrol import in_shard, parse_shard
 
 
@@ -50,7 +50,7 @@ def test_history_rotation_and_torn_line(tmp_path: Path) -> None:
     assert bad == 1
     assert [r.hosts["mini"] for r in rounds] == [Status.OK, Status.CRIT]
     lines = history.timeline(rounds)
-    assert lines == [("(broker)", [Status.OK, Status.OK]), ("mini", [Status.OK, Status.CRIT])]
+    assert lines == [(BROKER_WIDE, [Status.OK, Status.OK]), ("mini", [Status.OK, Status.CRIT])]
     assert history.went_dark(rounds, "mini") == datetime(2026, 11, 29, 10, 1, tzinfo=UTC)
     since = datetime(2026, 11, 29, 10, 1, tzinfo=UTC)
     assert len(history.load(path, since)[0]) == 1

@@ -51,7 +51,7 @@ FLEET = report(
         None,
         Status.WARN,
         "PING took 250 ms",
-        {"ping_ms": 250.0, "server": "redis", "used_memory": 123456, "ok": True},
+        {"ping_s": 0.25, "server": "redis", "used_memory_bytes": 123456, "ok": True},
         duration_s=0.25,
     ),
     Result(
@@ -82,40 +82,45 @@ def value(text: str, name: str, **labels: str) -> float:
 
 # ------------------------------------------------------------------ names (pure)
 @pytest.mark.parametrize(
-    "check, metric, name, factor",
+    "check, metric, name, unit",
     [
-        ("clients", "connections", "fleetcheck_clients_connections", 1.0),
-        ("clients", "by_addr", "fleetcheck_clients_by_addr", 1.0),
-        ("broker", "ping_ms", "fleetcheck_broker_ping_seconds", 1e-3),
-        ("queue_depth", "oldest_wait_s", "fleetcheck_queue_depth_oldest_wait_seconds", 1.0),
-        ("q", "age_minutes", "fleetcheck_q_age_seconds", 60.0),
-        ("q", "age_h", "fleetcheck_q_age_seconds", 3600.0),
-        ("q", "rss_kb", "fleetcheck_q_rss_bytes", 1024.0),
-        ("q", "size_kilobytes", "fleetcheck_q_size_bytes", 1000.0),
-        ("q", "latency_us", "fleetcheck_q_latency_seconds", 1e-6),
-        ("q", "fooBar", "fleetcheck_q_foo_bar", 1.0),
-        ("q", "p95.latency-x", "fleetcheck_q_p95_latency_x", 1.0),
-        ("q", "samples_total", "fleetcheck_q_samplestotal", 1.0),
-        ("q", "depth_count", "fleetcheck_q_depthcount", 1.0),
-        ("q", "m_x", "fleetcheck_qm_x", 1.0),
-        ("q", "gauge_x", "fleetcheck_qgauge_x", 1.0),
-        ("summary", "x", "fleetcheck_xsummary_x", 1.0),
-        ("q", "temp_fahrenheit", "fleetcheck_q_tempfahrenheit", 1.0),
-        # a unit word alone is a name, not a unit
-        ("q", "m", "fleetcheck_qm", 1.0),
-        ("q", "seconds", "fleetcheck_q_seconds", 1.0),
+        ("clients", "connections", "fleetcheck_clients_connections", ""),
+        ("clients", "by_addr", "fleetcheck_clients_by_addr", ""),
+        # the unit suffixes of model.UNIT_SUFFIXES, spelled out as base units
+        ("broker", "ping_s", "fleetcheck_broker_ping_seconds", "seconds"),
+        ("queue_depth", "oldest_wait_s", "fleetcheck_queue_depth_oldest_wait_seconds", "seconds"),
+        ("broker", "used_memory_bytes", "fleetcheck_broker_used_memory_bytes", "bytes"),
+        ("broker", "clients_ratio", "fleetcheck_broker_clients_ratio", "ratio"),
+        ("logs", "error_rate_per_s", "fleetcheck_logs_error_rate_per_second", "per_second"),
+        # a suffix alone is a name, not a unit
+        ("q", "s", "fleetcheck_qs", ""),
+        # no other unit is read from a name (the convention has none): counts, and tokens
+        # promtool would reject glued so no count looks like it has a unit
+        ("broker", "ping_ms", "fleetcheck_broker_pingms", ""),
+        ("q", "wait_seconds", "fleetcheck_q_waitseconds", ""),
+        ("q", "size_bytes_x", "fleetcheck_q_size_bytes_x", ""),
+        ("q", "fooBar", "fleetcheck_q_foo_bar", ""),
+        ("q", "p95.latency-x", "fleetcheck_q_p95_latency_x", ""),
+        ("q", "samples_total", "fleetcheck_q_samplestotal", ""),
+        ("q", "depth_count", "fleetcheck_q_depthcount", ""),
+        ("q", "depth_count_s", "fleetcheck_q_depth_count_seconds", "seconds"),
+        ("q", "m_x", "fleetcheck_qm_x", ""),
+        ("q", "gauge_x", "fleetcheck_qgauge_x", ""),
+        ("summary", "x", "fleetcheck_xsummary_x", ""),
+        ("q", "temp_fahrenheit", "fleetcheck_q_tempfahrenheit", ""),
     ],
 )
-def test_metric_names(check: str, metric: str, name: str, factor: float) -> None:
-    assert prometheus.metric_name(check, metric) == (name, pytest.approx(factor))
+def test_metric_names(check: str, metric: str, name: str, unit: str) -> None:
+    assert prometheus.metric_name(check, metric) == (name, unit)
 
 
 def test_render_contents() -> None:
     text = prometheus.render(FLEET)
-    assert value(text, "fleetcheck_check_status", check="clients", host="n8") == 2
-    assert value(text, "fleetcheck_check_status", check="broker", host="") == 1
-    assert value(text, "fleetcheck_check_status", check="logs", host="mini host") == 3
-    assert value(text, "fleetcheck_check_status", check="clients", host="n9") == 0
+    # severity: 0 OK, 1 WARN, 2 UNKNOWN, 3 CRIT, so max() is the worst row
+    assert value(text, "fleetcheck_check_severity", check="clients", host="n8") == 3
+    assert value(text, "fleetcheck_check_severity", check="broker", host="") == 1
+    assert value(text, "fleetcheck_check_severity", check="logs", host="mini host") == 2
+    assert value(text, "fleetcheck_check_severity", check="clients", host="n9") == 0
     assert value(text, "fleetcheck_check_duration_seconds", check="clients", host="n8") == 0.0125
     assert value(text, "fleetcheck_check_alerting", check="clients", host="n9") == 0
     assert value(text, "fleetcheck_check_alerting", check="logs", host="mini host") == 1
@@ -129,14 +134,15 @@ def test_render_contents() -> None:
     assert value(text, "fleetcheck_broker_ok", host="") == 1
     assert value(text, "fleetcheck_results", status="CRIT") == 1
     assert value(text, "fleetcheck_results", status="OK") == 1
-    assert value(text, "fleetcheck_status") == 2
+    assert value(text, "fleetcheck_severity") == 3
     assert value(text, "fleetcheck_last_run_timestamp_seconds") == pytest.approx(1795935601.25)
     assert value(text, "fleetcheck_last_run_duration_seconds") == 1.25
     # strings are skipped, and no family is left without samples
     assert "server" not in text
     names = {f.name for f in text_string_to_metric_families(text)}
     assert all(any(s for s in f.samples) for f in text_string_to_metric_families(text))
-    assert "fleetcheck_check_status" in names
+    assert "fleetcheck_check_severity" in names
+    assert value(text, "fleetcheck_broker_used_memory_bytes", host="") == 123456
 
 
 def test_mixed_shapes_share_one_family_with_padded_labels() -> None:
@@ -153,20 +159,20 @@ def test_mixed_shapes_share_one_family_with_padded_labels() -> None:
 
 def test_colliding_names_keep_the_first_and_never_duplicate() -> None:
     r = report(
-        Result("q", None, Status.CRIT, "x", {"wait_s": 1.0, "wait_seconds": 2.0}),
+        Result("q", None, Status.CRIT, "x", {"wait_s": 1.0, "wait": {"s": 2.0}}),
         # a check whose metric would take a reserved name is left out
-        Result("check", "h", Status.OK, "x", {"status": 7, "other": 1}),
+        Result("check", "h", Status.OK, "x", {"severity": 7, "other": 1}),
     )
     text = prometheus.render(r)
     assert value(text, "fleetcheck_q_wait_seconds", host="") == 1.0
     assert text.count('fleetcheck_q_wait_seconds{host=""}') == 1
-    assert value(text, "fleetcheck_check_status", check="check", host="h") == 0
+    assert value(text, "fleetcheck_check_severity", check="check", host="h") == 0
     assert value(text, "fleetcheck_check_other", host="h") == 1
 
 
 def test_empty_report() -> None:
     text = prometheus.render(report())
-    assert value(text, "fleetcheck_status") == 0
+    assert value(text, "fleetcheck_severity") == 0
     assert value(text, "fleetcheck_results", status="OK") == 0
 
 
@@ -279,14 +285,14 @@ def test_node_exporter_serves_the_textfile(node_exporter: tuple[Path, str]) -> N
     path = textdir / "fleetcheck.prom"
     assert prometheus.textfile_problem(str(path)) is None
     prometheus.write_textfile(FLEET, str(path))
-    text = scrape_until(url, "fleetcheck_check_status", "fleetcheck metrics on /metrics")
+    text = scrape_until(url, "fleetcheck_check_severity", "fleetcheck metrics on /metrics")
     assert value(text, "node_textfile_scrape_error") == 0
-    assert value(text, "fleetcheck_check_status", check="clients", host="n8") == 2
-    assert value(text, "fleetcheck_check_status", check="logs", host="mini host") == 3
+    assert value(text, "fleetcheck_check_severity", check="clients", host="n8") == 3
+    assert value(text, "fleetcheck_check_severity", check="logs", host="mini host") == 2
     assert value(text, "fleetcheck_clients_by_addr", host="n8", key="198.18.0.11") == 2
-    assert value(text, "fleetcheck_status") == 2
+    assert value(text, "fleetcheck_severity") == 3
     assert value(text, "fleetcheck_last_run_timestamp_seconds") == pytest.approx(1795935601.25)
-    assert value(text, "fleetcheck_check_status", check="broker", host="") == 1
+    assert value(text, "fleetcheck_check_severity", check="broker", host="") == 1
     assert value(text, "fleetcheck_broker_ping_seconds", host="") == pytest.approx(0.25)
 
 
@@ -301,9 +307,9 @@ def test_textfile_is_replaced_atomically(node_exporter: tuple[Path, str]) -> Non
     assert path.stat().st_ino != first_inode
     assert sorted(p.name for p in textdir.iterdir()) == ["fleetcheck.prom"]
     text = scrape_until(url, "fleetcheck_clients_connections", "the rewritten textfile")
-    assert value(text, "fleetcheck_check_status", check="clients", host="n8") == 0
+    assert value(text, "fleetcheck_check_severity", check="clients", host="n8") == 0
     assert value(text, "fleetcheck_clients_connections", host="n8") == 12
-    assert ("fleetcheck_check_status", (("check", "logs"), ("host", "mini host"))) not in (
+    assert ("fleetcheck_check_severity", (("check", "logs"), ("host", "mini host"))) not in (
         samples(text)
     )
     assert value(text, "node_textfile_scrape_error") == 0
@@ -321,3 +327,116 @@ def test_textfile_errors(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         prometheus.write_textfile(FLEET, str(target))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.prom"]
+
+
+# ------------------------------------------------------------------ rules (generated reports)
+UNIT_CODE = {"": 0, "seconds": 1, "bytes": 2, "ratio": 3, "per_second": 4}
+SUFFIX_UNIT = {
+    "": "",
+    "_s": "seconds",
+    "_bytes": "bytes",
+    "_ratio": "ratio",
+    "_per_s": "per_second",
+}
+OWN_FAMILIES = {
+    "fleetcheck_check_severity",
+    "fleetcheck_check_duration_seconds",
+    "fleetcheck_check_alerting",
+    "fleetcheck_check_flapping",
+    "fleetcheck_check_bad_rounds",
+    "fleetcheck_check_since_timestamp_seconds",
+    "fleetcheck_results",
+    "fleetcheck_severity",
+    "fleetcheck_last_run_timestamp_seconds",
+    "fleetcheck_last_run_duration_seconds",
+}
+
+
+def generated(seed: int) -> Report:
+    """Rows with metrics named by the convention (a unit suffix or a plain count), some in maps
+    keyed by addresses and paths, some maps of per-item records whose keys carry units. Each
+    leaf's value is `10 * n + code of its unit`, so a sample's value tells its source's unit."""
+    import random
+
+    rng = random.Random(seed)
+    n = iter(range(1, 10**6))
+
+    def leaf(suffix: str) -> float:
+        return 10.0 * next(n) + UNIT_CODE[SUFFIX_UNIT[suffix]]
+
+    results = []
+    for h in range(rng.randint(1, 6)):
+        for check in ("clients", "logs", "queue_depth")[: 3 if h == 0 else 2]:
+            metrics: dict[str, Any] = {}
+            for stem in rng.sample(["age", "wait", "size", "depth", "share", "rate", "lines"], 4):
+                suffix = rng.choice(list(SUFFIX_UNIT))
+                shape = rng.choice(["flat", "map", "records"])
+                if shape == "flat":
+                    metrics[stem + suffix] = leaf(suffix)
+                elif shape == "map":  # keys are labels; the unit is the metric's
+                    metrics[stem + suffix] = {f"198.18.0.{i}": leaf(suffix) for i in range(3)}
+                else:  # per-path records: each key's own unit
+                    metrics[stem] = {
+                        f"/var/log/w{i}.log": {
+                            k + s: leaf(s)
+                            for k, s in (("age", "_s"), ("size", "_bytes"), ("lines", ""))
+                        }
+                        for i in range(2)
+                    }
+            status = rng.choice(list(Status))
+            results.append(
+                Result(check, f"h{h}" if check != "queue_depth" else None, status, "x", metrics)
+            )
+    return Report("2026-11-29T07:00:00Z", 1.0, tuple(results))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_every_metric_has_one_unit_suffix_consistent_with_its_values(seed: int) -> None:
+    r = generated(seed)
+    families = list(text_string_to_metric_families(prometheus.render(r)))
+    checked = 0
+    for family in families:
+        if family.name in OWN_FAMILIES:
+            continue
+        tokens = family.name.split("_")
+        units = [u for u in ("seconds", "bytes", "ratio") if u in tokens]
+        if family.name.endswith("_per_second"):
+            units.append("per_second")
+        assert len(units) <= 1, family.name
+        unit = units[0] if units else ""
+        assert not unit or family.name.endswith("_" + unit), family.name
+        for sample in family.samples:
+            assert sample.value % 10 == UNIT_CODE[unit], (family.name, sample)
+            checked += 1
+    leaves = sum(
+        1 for row in r.results for v in row.metrics.values() for _ in prometheus.leaves(v, ())
+    )
+    assert checked == leaves  # every leaf exported once, none scaled or dropped
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_max_severity_is_the_worst_row(seed: int) -> None:
+    r = generated(seed)
+    text = prometheus.render(r)
+    rows = {
+        s.labels["check"] + "/" + s.labels["host"]: s.value
+        for f in text_string_to_metric_families(text)
+        if f.name == "fleetcheck_check_severity"
+        for s in f.samples
+    }
+    assert max(rows.values()) == value(text, "fleetcheck_severity") == r.status.rank
+    by_rank = {s.rank: s for s in Status}
+    assert by_rank[int(max(rows.values()))] is r.status
+
+
+def test_the_severity_order_is_documented_in_the_help() -> None:
+    text = prometheus.render(generated(1))
+    assert "0 OK, 1 WARN, 2 UNKNOWN, 3 CRIT" in text
+    assert [s.rank for s in (Status.OK, Status.WARN, Status.UNKNOWN, Status.CRIT)] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_promtool_accepts_generated_reports(seed: int) -> None:
+    proc = promtool_check(prometheus.render(generated(seed)))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == "" and proc.stderr.strip() == ""

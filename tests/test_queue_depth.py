@@ -62,7 +62,7 @@ def test_depth_verdicts(
     assert r.summary.startswith(summary)
     assert r.metrics["depth"] == max(a + b for a, b in samples)
     assert r.metrics["cap"] == 100
-    assert r.metrics["samples"] == [a + b for a, b in samples]
+    assert r.evidence["samples"] == [a + b for a, b in samples]
     assert "oldest_wait_s" not in r.metrics
 
 

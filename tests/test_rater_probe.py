@@ -61,7 +61,7 @@ def test_consumed_is_ok_with_latency() -> None:
     r = judge(facts())
     assert r.status is Status.OK
     assert r.summary == f"{INBOX}: probe consumed in 12.5 ms (proof: consumed)"
-    assert r.metrics["consumed"] is True and r.metrics["latency_ms"] == 12.5
+    assert r.evidence["consumed"] is True and r.metrics["latency_s"] == 0.0125
     assert r.metrics["inbox_length"] == 0 and r.metrics["rater_blocked"] == 1
 
 
@@ -84,7 +84,7 @@ def test_not_consumed_is_crit_with_position_and_diagnosis() -> None:
         "rater connected, not blocked, idle 300 s (last command get): its loop is stuck "
         "outside BLPOP"
     )
-    assert r.metrics["consumed"] is False and r.metrics["latency_ms"] is None
+    assert r.evidence["consumed"] is False and r.metrics["latency_s"] is None
 
 
 def test_not_removed_is_said_loudly() -> None:
@@ -109,7 +109,7 @@ def test_consumed_after_timeout_is_crit() -> None:
 def test_ack_proofs(ack: str, acked: bool | None, detail: str, status: Status, proof: str) -> None:
     r = judge(facts(ack=ack, acked=acked, ack_detail=detail))
     assert r.status is status
-    assert r.metrics["proof"] == proof
+    assert r.evidence["proof"] == proof
     assert detail in r.summary or detail == r.evidence["ack"]
     if status is Status.CRIT:
         assert "taken is not processed" in r.summary
@@ -196,8 +196,8 @@ def test_running_consumer_ok_with_latency(lab: Lab) -> None:
     code, report, _ = probe_rater(lab.config(checks="", hosts=[]), "--timeout", "5s")
     r = row(report)
     assert (code, r["status"]) == (0, "OK")
-    assert r["metrics"]["consumed"] is True
-    assert 0 < r["metrics"]["latency_ms"] < 5000
+    assert r["evidence"]["consumed"] is True
+    assert 0 < r["metrics"]["latency_s"] < 5
     assert r["summary"].startswith(f"{INBOX}: probe consumed in ")
     assert r["evidence"]["rater"] is None  # CLIENT LIST is only read when there is a failure
     assert lab.client().llen(INBOX) == 0
@@ -218,7 +218,7 @@ def test_frozen_consumer_crit_within_timeout_and_inbox_untouched(lab: Lab) -> No
     assert (code, r["status"]) == (2, "CRIT")
     assert elapsed < 2 + 1 + 1.5  # timeout + 1 s, plus the CLI's own start-up
     assert r["duration_s"] < 2 + 1
-    assert r["metrics"]["consumed"] is False
+    assert r["evidence"]["consumed"] is False
     assert r["metrics"]["position"] == 3 and r["metrics"]["length_at_deadline"] == 3
     assert "removed again" in r["summary"]
     assert "rater connected, not blocked" in r["summary"]
@@ -283,7 +283,7 @@ def test_reply_ack(lab: Lab) -> None:
     checks = '[checks.rater_probe]\nack = "reply:arena:rater:acks"\ntimeout = "5s"\n'
     code, report, _ = probe_rater(lab.config(checks=checks, hosts=[]))
     r = row(report)
-    assert (code, r["status"], r["metrics"]["proof"]) == (0, "OK", "replied")
+    assert (code, r["status"], r["evidence"]["proof"]) == (0, "OK", "replied")
     assert lab.client().llen("arena:rater:acks") == 0  # the reply was for us; cleaned up
 
 
@@ -295,7 +295,7 @@ def test_consumer_that_takes_but_never_acks_is_crit(lab: Lab) -> None:
     code, report, _ = probe_rater(lab.config(checks=checks, hosts=[]))
     r = row(report)
     assert (code, r["status"]) == (2, "CRIT")
-    assert r["metrics"]["consumed"] is True and "not acknowledged" in r["summary"]
+    assert r["evidence"]["consumed"] is True and "not acknowledged" in r["summary"]
 
 
 @pytest.mark.lab
@@ -310,7 +310,7 @@ def test_log_ack_on_a_local_host(lab: Lab) -> None:
     )
     code, report, _ = probe_rater(lab.config(checks=checks, hosts=[]))
     r = row(report)
-    assert (code, r["status"], r["metrics"]["proof"]) == (0, "OK", "logged"), r["summary"]
+    assert (code, r["status"], r["evidence"]["proof"]) == (0, "OK", "logged"), r["summary"]
     assert r["evidence"]["probe_id"] in log.read_text()
 
 
@@ -344,7 +344,7 @@ def test_timeout_too_close_to_the_patrol_deadline_pushes_nothing(lab: Lab) -> No
     assert lab.client().exists(INBOX) == 0
     # probe-rater sets its own deadline from the timeout, so the same config probes
     code, report, _ = probe_rater(cfg, "--timeout", "200ms")
-    assert code == 2 and row(report)["metrics"]["consumed"] is False
+    assert code == 2 and row(report)["evidence"]["consumed"] is False
 
 
 class OldServerContext(PatrolContext):

@@ -10,7 +10,7 @@ from datetime import datetime
 
 import pytest
 
-from fleetcheck.check import Check, CheckError, Scope
+from fleetcheck.check import Check, CheckError, HostCheck, Scope
 from fleetcheck.config import BrokerConfig, FleetConfig, HostConfig, PatrolConfig, SshConfig
 from fleetcheck.context import PatrolContext, build_gather_script, parse_gathered
 from fleetcheck.model import Result, Status
@@ -26,14 +26,12 @@ class Cfg:
     hang_on: str = ""
 
 
-class Probe(Check[Cfg, str]):
+class Probe(HostCheck[Cfg, str]):
     name = "probe"
     description = "test check"
-    scope = Scope.HOST
     config_type = Cfg
 
-    def probe(self, ctx: PatrolContext, host: HostConfig | None, config: Cfg) -> str:
-        assert host is not None
+    def probe_host(self, ctx: PatrolContext, host: HostConfig, config: Cfg) -> str:
         if host.name == config.fail_on:
             raise ZeroDivisionError("boom")
         if host.name == config.hang_on:
@@ -42,7 +40,7 @@ class Probe(Check[Cfg, str]):
             raise CheckError("could not look: permission denied")
         return host.name
 
-    def evaluate(self, facts: str, config: Cfg, host: HostConfig | None, now: datetime) -> Result:
+    def evaluate_host(self, facts: str, config: Cfg, host: HostConfig, now: datetime) -> Result:
         return self.result(host, Status.OK, f"{facts} fine")
 
 

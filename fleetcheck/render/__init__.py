@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fleetcheck.model import Report, Result, Status, worst
+from fleetcheck.model import BROKER_WIDE, Report, Result, Status, place, worst
 
 
 def hosts_not_ok(report: Report) -> list[tuple[str, Status]]:
@@ -16,16 +16,20 @@ def hosts_not_ok(report: Report) -> list[tuple[str, Status]]:
 
 
 def footer(report: Report) -> str:
+    from fleetcheck.parse.duration import format_duration
+
     counts = report.counts()
     parts = [f"{n} {label}" for label, n in counts.items() if n]
     return (
         f"{len(report.results)} checks: {', '.join(parts) or 'none'}; "
-        f"patrol {report.duration_s:.2f}s, started {report.started_at}; "
+        f"patrol {format_duration(report.duration_s)}, started {report.started_at}; "
         f"status {report.status.label} (exit {report.exit_code})"
     ) + "".join(f"\nnote: {n}" for n in report.notes)
 
 
 def _age(since: str | None, now_text: str) -> str | None:
+    """format_duration(now - since), or None when `since` is missing, unreadable or not
+    before now (a row first seen this round has no age yet)."""
     if since is None:
         return None
     from datetime import datetime
@@ -36,17 +40,55 @@ def _age(since: str | None, now_text: str) -> str | None:
         return datetime.fromisoformat(t.replace("Z", "+00:00"))
 
     try:
-        return format_duration((parse(now_text) - parse(since)).total_seconds())
+        seconds = (parse(now_text) - parse(since)).total_seconds()
     except ValueError:
         return None
+    return format_duration(seconds) if seconds > 0 else None
 
 
 def since_text(result: Result, report: Report) -> str:
     """'2h31m' for a row with memory across rounds, '' without (first round or no state)."""
     age = _age(result.since, report.started_at)
-    if age is None or result.since == report.started_at:
+    if age is None:
         return ""
     return age + (" ~" if result.flapping else "")
+
+
+FIRST_SEEN = "first seen now"
+
+
+def since_cell(result: Result, report: Report) -> str:
+    """The SINCE column: the row's age in its status once it has history; a first round says
+    FIRST_SEEN for a row that is not OK (an OK row seen first has nothing to say); '' without
+    state."""
+    text = since_text(result, report)
+    if text or result.since is None:
+        return text
+    return FIRST_SEEN if result.status is not Status.OK else ""
+
+
+def problem_lines(report: Report) -> list[tuple[Status, str, str]]:
+    """One (worst status, place, what) per place with rows not OK, worst first, the
+    broker-wide rows under BROKER_WIDE. `what` names the checks by status, worst first, with
+    since when (`clients, logs (for 2h31m); WARN routes (first seen now)`); it never repeats
+    a row's summary: that is in the row, once."""
+    groups: dict[str | None, dict[Status, list[Result]]] = {}
+    for r in report.sorted_results():
+        if r.status is not Status.OK:
+            groups.setdefault(r.host, {}).setdefault(r.status, []).append(r)
+    out = []
+    for host, by_status in groups.items():
+        worst_status = max(by_status, key=lambda s: s.rank)
+        parts = []
+        for status in sorted(by_status, key=lambda s: -s.rank):
+            rows = by_status[status]
+            text = ", ".join(r.check for r in rows)
+            if any(r.since is not None for r in rows):
+                age = _age(min(r.since for r in rows if r.since), report.started_at)
+                text += f" (for {age})" if age else f" ({FIRST_SEEN})"
+            parts.append(text if status is worst_status else f"{status.label} {text}")
+        out.append((worst_status, place(host), "; ".join(parts)))
+    return sorted(out, key=lambda x: (-x[0].rank, x[1] != BROKER_WIDE, x[1]))
 
 
 def host_verdicts(report: Report) -> list[tuple[str, Status, str]]:

@@ -10,9 +10,17 @@ from rich.text import Text
 
 from fleetcheck.model import Status
 
-CELL = {Status.OK: "█", Status.WARN: "▆", Status.UNKNOWN: "?", Status.CRIT: "▁"}
+# Severity orders the prominence: the worse the status, the taller and bolder its cell, so a
+# CRIT round stands out of a row of OKs even without colour. The legend is printed from the
+# same tables the cells are drawn from, so the two cannot disagree.
+CELL = {Status.OK: "▁", Status.WARN: "▄", Status.UNKNOWN: "▆", Status.CRIT: "█"}
 PLAIN = {Status.OK: ".", Status.WARN: "w", Status.UNKNOWN: "?", Status.CRIT: "X"}
-STYLE = {Status.OK: "green", Status.WARN: "yellow", Status.UNKNOWN: "magenta", Status.CRIT: "red"}
+STYLE = {
+    Status.OK: "dim green",
+    Status.WARN: "yellow",
+    Status.UNKNOWN: "magenta",
+    Status.CRIT: "bold red",
+}
 
 
 def render(
@@ -29,11 +37,15 @@ def render(
     fancy = console.is_terminal and not console.no_color
     cells = CELL if fancy else PLAIN
     first, last = rounds[0].started_at, rounds[-1].started_at
-    console.print(
+    legend = Text(
         f"{len(rounds)} rounds, {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC "
-        f"(one cell per round; {' '.join(f'{v}={k.label}' for k, v in PLAIN.items())}, "
-        "blank = not checked)"
+        "(one cell per round; "
     )
+    for status in sorted(Status, key=lambda s: s.rank):
+        legend.append(cells[status], style=STYLE[status] if fancy else "")
+        legend.append(f"={status.label} ")
+    legend.append("blank = not checked)")
+    console.print(legend, soft_wrap=True)
     width = max(len(h) for h, _ in lines) if lines else 0
     for host, statuses in lines:
         text = Text(host.ljust(width) + "  ")
@@ -45,6 +57,7 @@ def render(
         dark = went_dark(rounds, host)
         if dark is not None:
             text.append(f"  not OK since {dark:%Y-%m-%d %H:%M} UTC")
+        text.rstrip()
         console.print(text, soft_wrap=True)
     if unreadable:
         console.print(f"({unreadable} unreadable history lines skipped)")

@@ -96,7 +96,9 @@ def _when(moment: datetime | None) -> str:
 
 
 def _ago(seconds: float) -> str:
-    return svg.format_seconds(max(0.0, round(seconds)))
+    from fleetcheck.parse.duration import format_duration
+
+    return format_duration(max(0.0, round(seconds)))
 
 
 def row_link(check: str, host: str | None) -> str:
@@ -181,7 +183,7 @@ def grid_page(snap: Snapshot, now: datetime, stale_after: float) -> str:
             for r in broker_bad:
                 body.append(
                     f'<li>{status_badge(r.status)} <a href="{e(row_link(r.check, None))}">'
-                    f"broker / {e(r.check)}</a>: {e(r.summary)}</li>"
+                    f"{e(BROKER)} / {e(r.check)}</a>: {e(r.summary)}</li>"
                 )
             for _host, status, text in verdicts:
                 body.append(f"<li>{status_badge(status)} {e(text)}</li>")
@@ -214,7 +216,7 @@ def row_page(
     points = row_timeline(window, check, host)
     if result is None and not any(p.status for p in points):
         return None
-    where = host if host is not None else "broker"
+    where = host if host is not None else BROKER
     body = [header(snap, now, stale_after, f"{where} / {check}")]
     if result is not None:
         since = result.since

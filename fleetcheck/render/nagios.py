@@ -2,39 +2,42 @@
 
 Output, per the Monitoring Plugins development guidelines (the multi-line form):
 
-    FLEETCHECK CRITICAL - 1 CRIT, 1 WARN, 7 OK; n8 clients: no broker connections | 'ok'=7;;;0 ...
-    CRIT n8 clients: no broker connections
-    WARN (broker) queue_depth: inbox 120 jobs (cap 100) | 'n8_clients_connections'=0;;;
-    'n8_clients_duration'=0.0123s;;;0
+    FLEETCHECK CRITICAL - 4 CRIT, 1 WARN, 12 OK; * broker-wide queue_depth: depth 167 > ... | \
+    'crit'=4;;0;0 'warn'=1;0;;0 'unknown'=0;0;;0 'ok'=12;;;0 'patrol_duration'=0.56s;;;0
+    CRIT * broker-wide queue_depth: depth 167 > cap 100: the enqueue guard is not holding
+    CRIT mini clients: no broker connections from 198.18.0.12 | 'queue_depth_depth'=167
+    'mini_clients_connections'=0
     ...
 
 The first line carries the verdict, the counts and the worst rows' summaries (short), then the
-patrol's own perfdata (counts, duration). One long-output line follows per non-OK row, worst
-first. The per-row perfdata comes after the second `|`, one item per line, so the first line
-stays short however large the fleet.
+patrol's perfdata: the rows per status with the thresholds that matter (any CRIT row is
+critical, any WARN or UNKNOWN row a warning, as the exit code says) and the patrol's duration.
+One long-output line follows per row that is not OK, worst first, its summary shortened. After
+the second `|` comes ONE perfdata item per row: the row's headline metric, which is its first
+top-level numeric metric (a check lists it first), labelled `host_check_metric` (broker-wide:
+`check_metric`); never a map's keys, so no file path or address ever lands in a label. Values
+are rounded to their precision (integers as they are, other numbers to 4 significant digits,
+whole above 1000); the unit comes from the metric's suffix (`_s` s, `_bytes` B, `_ratio` and
+plain counts none). Everything else (every metric, nested maps, evidence) is in --format json.
+
+Output stays under MAX_BYTES (the 8 KB plugin-output buffer of Nagios): long-output lines
+beyond their share and perfdata items that do not fit are left out, and a last long-output
+line says how many.
 
 Perfdata items are `'label'=value[UOM];[warn];[crit];[min];[max]` (trailing empty fields
-dropped). Labels are always quoted;
-`=` and `'` (not allowed in labels), `|` and control characters become `_`. Values are plain
-decimals (never exponent notation, which the syntax does not allow); a value that is not a
-finite number is written `U` (undetermined). Checks' metrics are flattened: nested maps join
-their keys with `_` (`n8_clients_by_addr_198.18.0.10`), booleans become 0/1, anything else
-(strings, lists, None) is skipped. Threshold fields stay empty: thresholds live in the checks'
-configs, not in their metrics. The unit is derived from the metric's name: `_s`/`_seconds` s,
-`_ms` ms, `_us` us, `_bytes` B, `_pct`/`_percent` %.
-
-The renderer decides nothing: the process exit code stays the report's.
+dropped). Labels are always quoted; characters outside letters, digits and `._:@-` become `_`.
+Values are plain decimals (never exponent notation, which the syntax does not allow); a value
+that is not a finite number is written `U`. The renderer decides nothing: the process exit
+code stays the report's.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
 from decimal import Decimal
-from typing import Any
 
-from fleetcheck.model import Report, Result, Status
+from fleetcheck.model import Report, Result, Status, place
 
 NAGIOS_WORDS = {
     Status.OK: "OK",
@@ -44,17 +47,12 @@ NAGIOS_WORDS = {
 }
 MAX_HEADLINE_ROWS = 3
 MAX_SUMMARY_CHARS = 80
+MAX_LONG_CHARS = 120  # one long-output line
+MAX_BYTES = 8000  # under Nagios' 8 KB plugin output buffer
+LONG_SHARE = 0.5  # of MAX_BYTES for the long-output lines; the perfdata gets the rest
 
-_UNITS = (
-    ("_seconds", "s"),
-    ("_ms", "ms"),
-    ("_us", "us"),
-    ("_s", "s"),
-    ("_bytes", "B"),
-    ("_percent", "%"),
-    ("_pct", "%"),
-)
-_BAD_LABEL_CHARS = re.compile(r"[='|\x00-\x1f\x7f]")
+_UNITS = (("_per_s", ""), ("_s", "s"), ("_bytes", "B"))
+_BAD_LABEL_CHARS = re.compile(r"[^A-Za-z0-9._:@-]")
 
 
 def text(value: str) -> str:
@@ -68,8 +66,18 @@ def shorten(value: str, limit: int = MAX_SUMMARY_CHARS) -> str:
 
 
 def label(raw: str) -> str:
-    """A perfdata label, sanitised and quoted: `'n8 clients_connections'`."""
+    """A perfdata label, sanitised and quoted: `'n8_clients_connections'`."""
     return "'" + _BAD_LABEL_CHARS.sub("_", raw) + "'"
+
+
+def rounded(value: float | int) -> float | int:
+    """A value rounded to its precision: ints as they are, floats to 4 significant digits
+    (whole numbers from 1000 on)."""
+    if isinstance(value, bool | int) or not math.isfinite(value):
+        return value
+    if abs(value) >= 1000:
+        return round(value)
+    return float(f"{value:.4g}")
 
 
 def number(value: float | int) -> str:
@@ -112,43 +120,33 @@ def perf(
     return f"{label(name)}={value_text}{uom};{warn};{crit};{lo};{hi}".rstrip(";")
 
 
-def flatten(prefix: str, value: Any) -> Iterator[tuple[str, float | int]]:
-    """Numeric leaves of a metric value as (name, number); maps join keys with `_`."""
-    if isinstance(value, bool):
-        yield prefix, int(value)
-    elif isinstance(value, int | float):
-        yield prefix, value
-    elif isinstance(value, dict):
-        for key, inner in value.items():
-            yield from flatten(f"{prefix}_{key}", inner)
+def headline_metric(result: Result) -> tuple[str, float | int] | None:
+    """(name, value) of the row's first top-level numeric metric, or None."""
+    for key, value in result.metrics.items():
+        if isinstance(value, bool):
+            return str(key), int(value)
+        if isinstance(value, int | float):
+            return str(key), value
+    return None
 
 
 def row_prefix(result: Result) -> str:
     return f"{result.host}_{result.check}" if result.host is not None else result.check
 
 
-def row_perfdata(result: Result) -> list[str]:
-    prefix = row_prefix(result)
-    items = []
-    for key, value in result.metrics.items():
-        for name, leaf in flatten(f"{prefix}_{key}", value):
-            uom = unit_for(name)
-            items.append(
-                perf(
-                    name,
-                    leaf,
-                    uom,
-                    minimum=0 if uom == "%" else None,
-                    maximum=100 if uom == "%" else None,
-                )
-            )
-    items.append(perf(f"{prefix}_duration", round(result.duration_s, 6), "s", minimum=0))
-    return items
+def row_perfdata(result: Result) -> str | None:
+    """The row's one perfdata item (its headline metric), or None when it has none."""
+    found = headline_metric(result)
+    if found is None:
+        return None
+    name, value = found
+    return perf(f"{row_prefix(result)}_{name}", rounded(value), unit_for(name))
 
 
 def row_line(result: Result) -> str:
-    return (
-        f"{result.status.label} {result.host or '(broker)'} {result.check}: {text(result.summary)}"
+    return shorten(
+        f"{result.status.label} {place(result.host)} {result.check}: {text(result.summary)}",
+        MAX_LONG_CHARS,
     )
 
 
@@ -160,29 +158,59 @@ def headline(report: Report) -> str:
     bad = [r for r in report.sorted_results() if r.status is not Status.OK]
     if bad:
         shown = [
-            f"{r.host or '(broker)'} {r.check}: {shorten(r.summary)}"
-            for r in bad[:MAX_HEADLINE_ROWS]
+            f"{place(r.host)} {r.check}: {shorten(r.summary)}" for r in bad[:MAX_HEADLINE_ROWS]
         ]
         more = len(bad) - len(shown)
         head += "; " + "; ".join(shown) + (f"; +{more} more" if more else "")
     return head
 
 
+# (status, warn, crit): a count that matters for the verdict alerts when above 0
+_THRESHOLDS = {Status.CRIT: ("", "0"), Status.WARN: ("0", ""), Status.UNKNOWN: ("0", "")}
+
+
 def patrol_perfdata(report: Report) -> list[str]:
     counts = report.counts()
-    items = [perf(s.label.lower(), counts[s.label], minimum=0) for s in Status]
-    items.append(perf("patrol_duration", round(report.duration_s, 6), "s", minimum=0))
+    items = []
+    for s in sorted(Status, key=lambda s: -s.rank):
+        warn, crit = _THRESHOLDS.get(s, ("", ""))
+        items.append(perf(s.label.lower(), counts[s.label], "", warn, crit, minimum=0))
+    items.append(perf("patrol_duration", rounded(report.duration_s), "s", minimum=0))
     return items
 
 
+def _fit(lines: list[str], budget: int) -> tuple[list[str], int]:
+    """The first lines that fit in `budget` bytes (newlines counted), and how many did not."""
+    used, kept = 0, []
+    for line in lines:
+        used += len(line.encode()) + 1
+        if used > budget:
+            break
+        kept.append(line)
+    return kept, len(lines) - len(kept)
+
+
 def render(report: Report) -> str:
-    lines = [headline(report) + " | " + " ".join(patrol_perfdata(report))]
-    lines += [row_line(r) for r in report.sorted_results() if r.status is not Status.OK]
-    rows = [item for r in report.sorted_results() for item in row_perfdata(r)]
-    if rows:
+    first = headline(report)
+    patrol = " ".join(patrol_perfdata(report))
+    rows = report.sorted_results()
+    budget = MAX_BYTES - len(first.encode()) - len(patrol.encode()) - 200  # 200: the note
+    long_lines, long_left = _fit(
+        [row_line(r) for r in rows if r.status is not Status.OK], int(budget * LONG_SHARE)
+    )
+    items = [item for item in map(row_perfdata, rows) if item is not None]
+    used = sum(len(line.encode()) + 1 for line in long_lines)
+    items, items_left = _fit(items, budget - used - 3)
+    if long_left or items_left:
+        long_lines.append(
+            f"(left out to stay under {MAX_BYTES} bytes: {long_left} rows' lines, "
+            f"{items_left} perfdata items; --format json has every row)"
+        )
+    lines = [f"{first} | {patrol}", *long_lines]
+    if items:
         if len(lines) > 1:
-            lines[-1] += " | " + rows[0]
+            lines[-1] += " | " + items[0]
         else:
-            lines.append("| " + rows[0])
-        lines += rows[1:]
+            lines.append("| " + items[0])
+        lines += items[1:]
     return "\n".join(lines)

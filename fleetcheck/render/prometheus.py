@@ -3,7 +3,7 @@
 Every sample is a gauge, rebuilt from one Report in a fresh CollectorRegistry (never the
 process-global one), so a render holds exactly what the patrol saw:
 
-    fleetcheck_check_status{check,host}            0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN (Nagios code)
+    fleetcheck_check_severity{check,host}          0 OK, 1 WARN, 2 UNKNOWN, 3 CRIT (Status.rank)
     fleetcheck_check_duration_seconds{check,host}  how long the row's probe took
     fleetcheck_check_alerting{check,host}          1 when the row pages (fail_after respected)
     fleetcheck_check_flapping{check,host}          1 when the row changed status often
@@ -11,28 +11,32 @@ process-global one), so a render holds exactly what the patrol saw:
     fleetcheck_check_since_timestamp_seconds{...}  when the row got its status (state only)
     fleetcheck_<check>_<metric>{host[,key,...]}    each numeric metric of each row
     fleetcheck_results{status}                     rows per status in this patrol
-    fleetcheck_status                              the patrol's worst status (0-3)
+    fleetcheck_severity                            the patrol's worst row (0-3, as above)
     fleetcheck_last_run_timestamp_seconds          when the patrol finished (Unix time)
     fleetcheck_last_run_duration_seconds           how long it took
 
-Broker-wide rows carry `host=""`. A check's metric maps become labels: `by_addr` on host n8
-gives `fleetcheck_clients_by_addr{host="n8",key="198.18.0.10"} 3`; a map of maps adds `key2`,
-and so on. Booleans are 0/1; strings, lists and None are skipped.
+Severity is ordered so that `max()` over rows is the worst row (UNKNOWN outranks WARN, CRIT
+outranks everything; see model.Status); it is not the Nagios exit code, where UNKNOWN is 3.
 
-Names are made to pass `promtool check metrics`: characters outside [a-zA-Z0-9_] become `_`,
-camelCase becomes snake_case, and units move to base units with the value converted
-(`ping_ms` 1.5 becomes `..._ping_seconds` 0.0015; `_s`/`_sec` become `_seconds`; `_m`,
-`_minutes`, `_h`, `_hours`, `_d`, `_days` become seconds; `_b`, `_kb`, `_mb`, `_gb` become bytes,
-KiB-style). An abbreviation or a type word (gauge, counter, ...) elsewhere in a name, and the
-reserved suffixes _total/_count/_sum/_bucket, are glued to the token before them
-(`samples_count` -> `samplescount`). When two metrics end up with one name and one label set,
-the first (worst row first) wins; a check metric that would take a name from the table above is
-left out.
+Broker-wide rows carry `host=""`. Units come from the metric's name (model.UNIT_SUFFIXES):
+`_s` becomes `_seconds`, `_per_s` `_per_second`, `_bytes` and `_ratio` stay; a name without
+one of them is a plain count. Values are already in those base units, so nothing is scaled.
+A check's metric maps become labels: `by_addr` on host n8 gives
+`fleetcheck_clients_by_addr{host="n8",key="198.18.0.10"} 3`, a map of maps adds `key2`. A
+map's leaf whose own key carries a unit suffix gets a family of its own (`logs:
+{PATH: {age_s: 5}}` gives `fleetcheck_logs_logs_age_seconds{key=PATH}`), so one metric never
+mixes units. Booleans are 0/1; strings, lists and None are skipped.
+
+Names pass `promtool check metrics`: characters outside [a-zA-Z0-9_] become `_`, camelCase
+becomes snake_case; a token promtool rejects (a unit abbreviation or a non-base unit such as
+`ms`, a type word, or a reserved suffix _total/_count/_sum/_bucket at the end) is glued to
+the token before it (`samples_count` -> `samplescount`). When two metrics end up with one
+name and one label set, the first (worst row first) wins; a check metric that would take a
+name from the table above is left out.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Iterator
@@ -42,10 +46,11 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
-from fleetcheck.model import Report, Result, Status
+from fleetcheck.model import UNIT_SUFFIXES, Report, Result, Status
 
 PREFIX = "fleetcheck"
 ROW_LABELS = ("check", "host")
+SEVERITY = ", ".join(f"{s.rank} {s.label}" for s in sorted(Status, key=lambda s: s.rank))
 KEY_LABELS = ("key", "key2", "key3", "key4")
 
 # Units as promtool knows them: base units, and the non-base ones with their factor to base.
@@ -104,17 +109,6 @@ _ABBREVIATIONS: dict[str, tuple[str, float]] = {
     "tb": ("bytes", 1024.0**4),
     "pb": ("bytes", 1024.0**5),
 }
-# friendly spellings that promtool accepts but that are still not base units
-_ALIASES: dict[str, tuple[str, float]] = {
-    "secs": ("seconds", 1.0),
-    "second": ("seconds", 1.0),
-    "msec": ("seconds", 1e-3),
-    "millis": ("seconds", 1e-3),
-    "mins": ("seconds", 60.0),
-    "minute": ("seconds", 60.0),
-    "hour": ("seconds", 3600.0),
-    "day": ("seconds", 86400.0),
-}
 _TYPE_WORDS = ("gauge_histogram", "counter", "gauge", "summary", "untyped", "histogram")
 _RESERVED_SUFFIXES = ("total", "count", "sum", "bucket")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
@@ -143,14 +137,14 @@ def unit_of(token: str) -> tuple[str, float | None] | None:
 RESERVED_NAMES = frozenset(
     f"{PREFIX}_{n}"
     for n in (
-        "check_status",
+        "check_severity",
         "check_duration_seconds",
         "check_alerting",
         "check_flapping",
         "check_bad_rounds",
         "check_since_timestamp_seconds",
         "results",
-        "status",
+        "severity",
         "last_run_timestamp_seconds",
         "last_run_duration_seconds",
     )
@@ -163,22 +157,37 @@ def snake(text: str) -> str:
     return "_".join(t for t in _INVALID.sub("_", text).lower().split("_") if t)
 
 
+# words that would make a count's name look like it carries a unit
+_UNIT_WORDS = _BASE_UNITS | set(UNIT_SUFFIXES.values()) | {"second", "per"}
+
+
 def _lint_bad(token: str, last: bool) -> bool:
-    return unit_of(token) is not None or (last and token in _RESERVED_SUFFIXES)
+    return unit_of(token) is not None or (
+        last and (token in _RESERVED_SUFFIXES or token in _UNIT_WORDS)
+    )
 
 
-def metric_name(check: str, metric: str) -> tuple[str, float]:
-    """(Prometheus name, factor to multiply values by) for a check's metric."""
-    own = [t for t in snake(metric).split("_") if t] or ["value"]
+# longest first, so `_per_s` is not read as `_s`
+_SUFFIXES = sorted(UNIT_SUFFIXES.items(), key=lambda kv: -len(kv[0]))
+
+
+def split_unit(metric: str) -> tuple[str, str]:
+    """(stem, base unit) of a metric name by its UNIT_SUFFIXES suffix; unit '' for a count."""
+    for suffix, unit in _SUFFIXES:
+        if metric.endswith(suffix) and len(metric) > len(suffix):
+            return metric[: -len(suffix)], unit
+    return metric, ""
+
+
+def metric_name(check: str, metric: str) -> tuple[str, str]:
+    """(Prometheus name, base unit or '' for a count) for a check's metric."""
+    stem, unit = split_unit(snake(metric))
+    own = [t for t in stem.split("_") if t] or ["value"]
     tokens = [t for t in snake(check).split("_") if t] + own
-    factor = 1.0
-    unit = _ALIASES.get(own[-1]) or unit_of(own[-1])
-    if unit is not None and unit[1] is not None and len(own) > 1:  # `m` alone is no unit
-        tokens[-1], factor = unit[0], unit[1]
     for _ in range(len(tokens)):  # glue tokens promtool rejects onto a neighbour
         changed = False
         for i, token in enumerate(tokens):
-            if len(tokens) > 1 and _lint_bad(token, i == len(tokens) - 1):
+            if len(tokens) > 1 and _lint_bad(token, i == len(tokens) - 1 and not unit):
                 if i > 0:
                     tokens[i - 1 : i + 1] = [tokens[i - 1] + token]
                 else:
@@ -192,7 +201,7 @@ def metric_name(check: str, metric: str) -> tuple[str, float]:
         rest = rest.replace(f"_{word}", word)
     if rest.startswith(_TYPE_WORDS):
         rest = "x" + rest
-    return f"{PREFIX}_{rest}", factor
+    return f"{PREFIX}_{rest}" + (f"_{unit}" if unit else ""), unit
 
 
 def numeric(value: Any) -> float | None:
@@ -231,16 +240,22 @@ def _check_families(results: list[Result]) -> dict[str, _Family]:
     families: dict[str, _Family] = {}
     for r in results:
         for metric, value in r.metrics.items():
-            name, factor = metric_name(r.check, str(metric))
-            if name in RESERVED_NAMES:
-                continue
             for keys, number in leaves(value):
+                name_of = str(metric)
+                if keys and split_unit(snake(keys[-1]))[1]:  # a map leaf with its own unit
+                    name_of, keys = f"{metric}_{keys[-1]}", keys[:-1]
+                name, unit = metric_name(r.check, name_of)
+                if name in RESERVED_NAMES:
+                    continue
                 family = families.setdefault(
-                    name, _Family(f"fleetcheck check {r.check}: metric {metric} (base units)")
+                    name,
+                    _Family(
+                        f"fleetcheck check {r.check}: metric {name_of}"
+                        + (f" ({unit})" if unit else " (count)")
+                    ),
                 )
                 family.depth = max(family.depth, len(keys))
-                scaled = number * factor if math.isfinite(number) else number
-                family.samples.setdefault((r.host or "", *keys), scaled)
+                family.samples.setdefault((r.host or "", *keys), number)
     return families
 
 
@@ -252,7 +267,9 @@ def registry_for(report: Report) -> CollectorRegistry:
     def gauge(name: str, doc: str, labels: tuple[str, ...] = ()) -> Gauge:
         return Gauge(f"{PREFIX}_{name}", doc, labelnames=labels, registry=registry)
 
-    status = gauge("check_status", "Row status: 0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN", ROW_LABELS)
+    status = gauge(
+        "check_severity", f"Row status by severity ({SEVERITY}): max() is the worst", ROW_LABELS
+    )
     duration = gauge("check_duration_seconds", "How long the row's probe took", ROW_LABELS)
     alerting = gauge("check_alerting", "1 when the row alerts (fail_after respected)", ROW_LABELS)
     flapping = gauge("check_flapping", "1 when the row changed status often lately", ROW_LABELS)
@@ -269,7 +286,7 @@ def registry_for(report: Report) -> CollectorRegistry:
         if row in seen:
             continue
         seen.add(row)
-        status.labels(*row).set(r.status.code)
+        status.labels(*row).set(r.status.rank)
         duration.labels(*row).set(r.duration_s)
         alerting.labels(*row).set(1 if r.should_alert else 0)
         flapping.labels(*row).set(1 if r.flapping else 0)
@@ -290,9 +307,7 @@ def registry_for(report: Report) -> CollectorRegistry:
     per_status = gauge("results", "Rows per status in the last patrol", ("status",))
     for s in Status:
         per_status.labels(s.label).set(counts[s.label])
-    gauge("status", "Worst status of the last patrol: 0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN").set(
-        report.status.code
-    )
+    gauge("severity", f"The last patrol's worst row ({SEVERITY})").set(report.status.rank)
     started = epoch(report.started_at)
     if started is not None:
         gauge("last_run_timestamp_seconds", "When the last patrol finished (Unix time)").set(

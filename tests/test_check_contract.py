@@ -1,0 +1,288 @@
+"""The check contract (fleetcheck/check.py), held against every registered check, built-in and
+entry-point alike; and a third-party check (tests/example_check.py) that exists only as an
+entry point, with a per-host key the config builder learns from it."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleetcheck import registry, runner
+from fleetcheck.check import Check, CheckError
+from fleetcheck.config import ConfigError, load
+from fleetcheck.context import PatrolContext
+from fleetcheck.model import UNIT_SUFFIXES, Result, Status
+from tests.conftest import _require_lab
+from tests.example_check import MarkerCheck, MarkerHostConfig
+
+ENTRY_POINTS = f"[{registry.ENTRY_POINT_GROUP}]\nexample_marker = tests.example_check:CHECK\n"
+
+
+def _clear_registry() -> None:
+    importlib.invalidate_caches()
+    for cached in (registry.plugins, registry.available, registry.builtin):
+        cached.cache_clear()
+
+
+def _install_plugin(root: Path) -> str:
+    """A distribution's metadata (no package installed): what `pip install` of a plugin that
+    declares the entry point would leave on sys.path."""
+    info = root / "fleetcheck_example-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: fleetcheck-example\nVersion: 1.0\n"
+    )
+    (info / "entry_points.txt").write_text(ENTRY_POINTS)
+    sys.path.insert(0, str(root))
+    _clear_registry()
+    return str(root)
+
+
+def _remove_plugin(entry: str) -> None:
+    sys.path.remove(entry)
+    _clear_registry()
+
+
+@pytest.fixture
+def plugin(tmp_path: Path) -> Iterator[None]:
+    entry = _install_plugin(tmp_path / "site")
+    yield
+    _remove_plugin(entry)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "hosts.toml"
+    p.write_text('[broker]\nurl = "redis://127.0.0.1:1/0"\n' + text)
+    return p
+
+
+# ---------------------------------------------------------------- the entry-point check
+
+
+def test_example_check_is_loaded_only_through_the_entry_point(plugin: None) -> None:
+    found = registry.find("example_marker")
+    assert isinstance(found, MarkerCheck)
+    assert registry.available()["example_marker"] is found
+    assert registry.host_config_types(["example_marker"]) == {"example_marker": MarkerHostConfig}
+
+
+def test_without_the_entry_point_the_example_check_and_its_key_are_unknown(
+    tmp_path: Path,
+) -> None:
+    _clear_registry()
+    assert registry.find("example_marker") is None
+    p = write(tmp_path, '[[hosts]]\nname = "a"\nssh = "local"\nmarker = "/etc/hostname"\n')
+    with pytest.raises(ConfigError, match=r"\[hosts\[0\] a\] marker: unknown key"):
+        load(p, registry.config_type)
+
+
+def test_a_plugin_host_key_is_accepted_where_declared(plugin: None, tmp_path: Path) -> None:
+    p = write(
+        tmp_path,
+        '[[hosts]]\nname = "a"\nssh = "local"\nmarker = "/etc/hostname"\n[checks.example_marker]\n',
+    )
+    fleet = load(p, registry.config_type)
+    assert fleet.hosts[0].settings(MarkerHostConfig).marker == "/etc/hostname"
+
+
+def test_a_plugin_host_key_is_accepted_while_its_check_is_not_enabled(
+    plugin: None, tmp_path: Path
+) -> None:
+    p = write(tmp_path, '[[hosts]]\nname = "a"\nssh = "local"\nmarker = "/etc/hostname"\n')
+    fleet = load(p, registry.config_type)
+    assert fleet.hosts[0].settings(MarkerHostConfig).marker == "/etc/hostname"
+
+
+def test_a_misspelled_plugin_host_key_names_file_host_and_key(plugin: None, tmp_path: Path) -> None:
+    p = write(tmp_path, '[[hosts]]\nname = "a"\nssh = "local"\nmarkr = "/etc/hostname"\n')
+    with pytest.raises(ConfigError) as e:
+        load(p, registry.config_type)
+    message = str(e.value)
+    assert message.startswith(f"{p}: [hosts[0] a] markr: unknown key (known keys: ")
+    assert "marker" in message.split("known keys: ")[1]
+
+
+def test_a_plugin_host_value_is_validated_by_the_plugin(plugin: None, tmp_path: Path) -> None:
+    p = write(tmp_path, '[[hosts]]\nname = "a"\nssh = "local"\nmarker = "relative"\n')
+    with pytest.raises(ConfigError, match=r"\[hosts\[0\] a\] marker: must be an absolute path"):
+        load(p, registry.config_type)
+
+
+def test_the_example_check_patrols_through_its_own_fragment_keys(
+    plugin: None, tmp_path: Path
+) -> None:
+    present = tmp_path / "present"
+    present.write_text("")
+    p = write(
+        tmp_path,
+        f'[[hosts]]\nname = "a"\nssh = "local"\nmarker = "{present}"\n'
+        f'[[hosts]]\nname = "b"\nssh = "local"\nmarker = "{tmp_path / "absent"}"\n'
+        '[[hosts]]\nname = "c"\nssh = "local"\n'
+        '[checks.example_marker]\nmissing_is = "CRIT"\n',
+    )
+    fleet = load(p, registry.config_type)
+    report = runner.run_patrol(fleet, runner.plan(fleet, registry.available()))
+    rows = {r.host: (r.status, r.summary) for r in report.results}
+    assert rows == {
+        "a": (Status.OK, f"marker {present} present"),
+        "b": (Status.CRIT, f"marker {tmp_path / 'absent'} missing"),
+    }
+
+
+# ---------------------------------------------------------------- the contract, every check
+
+IO_EVENTS = ("open", "socket.", "subprocess.", "os.", "shutil.", "urllib.", "http.")
+
+
+class NoIO:
+    """Records I/O audit events raised by this thread while armed (sys.addaudithook: the
+    interpreter's own report of file, socket and process operations)."""
+
+    def __init__(self) -> None:
+        self.thread: int | None = None
+        self.seen: list[str] = []
+        sys.addaudithook(self._hook)
+
+    def _hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if self.thread == threading.get_ident() and event.startswith(IO_EVENTS):
+            self.seen.append(event)
+
+    def evaluate(
+        self, check: Check[Any, Any], facts: Any, item: runner.Planned, now: datetime
+    ) -> Result:
+        self.seen = []
+        self.thread = threading.get_ident()
+        try:
+            return check.evaluate(facts, item.config, item.target, now)
+        finally:
+            self.thread = None
+
+
+def metric_problems(name: str, value: Any, unit_name: str | None = None) -> list[str]:
+    """Why `name` = `value` breaks the metric rules; a nested map's leaves are judged by the
+    nearest key on their path that carries a unit suffix, else they must be counts."""
+    if any(name.endswith(s) for s in UNIT_SUFFIXES):
+        unit_name = name
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in metric_problems(str(k), v, unit_name)]
+    if value is None:
+        return []
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return [f"{name} = {value!r}: not a number (strings and flags belong in evidence)"]
+    if unit_name is None and not isinstance(value, int):
+        return [f"{name} = {value!r}: a fraction needs a unit suffix ({', '.join(UNIT_SUFFIXES)})"]
+    return []
+
+
+@pytest.fixture(scope="module")
+def every_check_evaluated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The demo fleet (every built-in check on real faults) plus the example entry-point check,
+    each row probed for real and evaluated twice."""
+    _require_lab()
+    from fleetcheck.demo import build
+
+    entry = _install_plugin(tmp_path_factory.mktemp("site"))
+    demo = build(netns=True)
+    try:
+        text = demo.config.read_text()
+        demo.config.write_text(
+            text + f'\n[defaults]\nmarker = "{demo.config}"\n[checks.example_marker]\n'
+        )
+        fleet = load(demo.config, registry.config_type)
+        items = runner.plan(fleet, registry.available())
+        ctx = PatrolContext(fleet, runner.fragments_for(items, fleet))
+        guard = NoIO()
+        now = datetime.now(UTC)  # the facts are real: judged at the time they were read
+        out: dict[str, Any] = {"rows": [], "unprobed": []}
+        try:
+            for item in items:
+                try:
+                    facts = item.check.probe(ctx, item.target, item.config)
+                except CheckError as e:
+                    out["unprobed"].append((item.key, e.reason))
+                    continue
+                # the first call may load reference data once (tzdata, lazy imports); the
+                # second must do no I/O at all and give an equal result
+                first = guard.evaluate(item.check, facts, item, now)
+                second = guard.evaluate(item.check, facts, item, now)
+                out["rows"].append((item, first, second, list(guard.seen)))
+        finally:
+            ctx.close()
+        out["registered"] = dict(registry.available())
+        yield out
+    finally:
+        demo.lab.close()
+        _remove_plugin(entry)
+
+
+@pytest.mark.lab
+def test_every_registered_check_keeps_the_contract(every_check_evaluated: dict[str, Any]) -> None:
+    rows = every_check_evaluated["rows"]
+    evaluated = {item.check.name for item, *_ in rows}
+    # every check, the example plugin included, was probed and judged at least once
+    assert evaluated == set(every_check_evaluated["registered"]), every_check_evaluated["unprobed"]
+    assert "example_marker" in evaluated
+    problems: list[str] = []
+    for name, check in every_check_evaluated["registered"].items():
+        if check.name != name or not check.description:
+            problems.append(f"{name}: needs a name and a one-line description")
+        try:  # every per-host key has a default: a host that sets none of them is valid
+            if check.host_config_type is not None:
+                check.host_config_type()
+        except Exception as e:
+            problems.append(f"{name}: its host_config_type() fails: {e}")
+    for item, first, second, io in rows:
+        where = f"{item.check.name}/{item.target.name if item.target else '(broker)'}"
+        if first != second:
+            problems.append(f"{where}: evaluate gave two results for the same facts")
+        if io:
+            problems.append(f"{where}: evaluate did I/O: {sorted(set(io))}")
+        if (first.check, first.host) != item.key:
+            problems.append(f"{where}: row names {first.check}/{first.host}")
+        for name, value in first.metrics.items():
+            problems += [f"{where}: {p}" for p in metric_problems(name, value)]
+        if item.target is not None and re.match(rf"{re.escape(item.target.name)}\b", first.summary):
+            problems.append(f"{where}: summary starts with the host name: {first.summary!r}")
+    assert problems == []
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "broken"),
+    [
+        ("age_s", 1.5, False),
+        ("connections", 3, False),
+        ("by_addr", {"10.0.0.1": 2}, False),
+        ("logs", {"/l": {"age_s": 2.5, "error_lines": 1}}, False),
+        ("age", 1.5, True),  # a fraction without a unit
+        ("tz", "UTC", True),
+        ("consumed", True, True),
+        ("samples", [1, 2], True),
+        ("logs", {"/l": {"tz": "UTC"}}, True),
+    ],
+)
+def test_the_metric_rule_itself(name: str, value: Any, broken: bool) -> None:
+    assert bool(metric_problems(name, value)) is broken
+
+
+def test_the_io_guard_sees_a_file_read(tmp_path: Path) -> None:
+    class Reads(MarkerCheck):
+        def evaluate_host(self, facts: bool, config: Any, host: Any, now: datetime) -> Result:
+            (tmp_path / "x").write_text("x")
+            return super().evaluate_host(facts, config, host, now)
+
+    from fleetcheck.config import HostConfig
+
+    check = Reads()
+    host = HostConfig(name="a", ssh="local").with_settings(MarkerHostConfig("/x"))
+    item = runner.Planned(check, check.config_type(), host)
+    guard = NoIO()
+    guard.evaluate(check, True, item, datetime.now(UTC))
+    assert "open" in guard.seen
