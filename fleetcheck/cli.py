@@ -9,11 +9,15 @@ as CRITICAL).
 from __future__ import annotations
 
 import enum
+import inspect
 import os
+import re
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -25,6 +29,8 @@ if TYPE_CHECKING:
 
 EXIT_USAGE = 3
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
+# -h as well as --help, on every command (click hands the names down to subcommands)
+CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 app = typer.Typer(
     name="fleetcheck",
@@ -33,9 +39,64 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings=CONTEXT,
 )
-config_app = typer.Typer(help="Validate and show the configuration.", no_args_is_help=True)
-app.add_typer(config_app, name="config")
+config_app = typer.Typer(
+    help="Validate and show the configuration.", no_args_is_help=True, context_settings=CONTEXT
+)
+app.add_typer(config_app, name="config", short_help="Validate and show the configuration.")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def command(group: typer.Typer, name: str) -> Callable[[F], F]:
+    """A command whose one-line description in its group's help is the docstring's whole first
+    paragraph (click would cut it at 45 characters with "...")."""
+
+    def register(func: F) -> F:
+        first = inspect.cleandoc(func.__doc__ or "").split("\n\n")[0]
+        return group.command(name, short_help=" ".join(first.split()))(func)
+
+    return register
+
+
+@dataclass(frozen=True)
+class DurationArg:
+    """A duration option's value: as typed (for messages) and in seconds. `seconds` is None
+    only for --every patrol (the config's [patrol] every)."""
+
+    text: str
+    seconds: float | None
+
+
+def _duration(value: object) -> DurationArg:
+    """The one type of every duration option: 900s, 15m, 1h30m or plain seconds, longer than
+    0s. Its error is a click BadParameter, which `main` prints as `--option: message`."""
+    if isinstance(value, DurationArg):  # a default, already converted
+        return value
+    from fleetcheck.parse.duration import parse_duration
+
+    text = str(value)
+    try:
+        seconds = parse_duration(text)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+    if seconds <= 0:
+        raise typer.BadParameter(f"bad duration {text!r}: must be longer than 0s")
+    return DurationArg(text, seconds)
+
+
+def _every(value: object) -> DurationArg:
+    """--every: a duration, or `patrol` for the config's [patrol] every."""
+    if value == "patrol":
+        return DurationArg("patrol", None)
+    return _duration(value)
+
+
+def split_list(values: list[str] | None) -> list[str]:
+    """A repeatable option's values, each of which may also be a comma-separated list
+    (`--only broker,live_hash` = `--only broker --only live_hash`)."""
+    return [part.strip() for v in values or () for part in v.split(",") if part.strip()]
 
 
 class Format(enum.StrEnum):
@@ -55,12 +116,19 @@ ConfigOpt = Annotated[
     typer.Option(
         "--config",
         "-c",
+        metavar="FILE",
         help="hosts.toml (else $FLEETCHECK_CONFIG, ./hosts.toml, ~/.config/fleetcheck/hosts.toml)",
     ),
 ]
 FormatOpt = Annotated[
     Format | None,
-    typer.Option("--format", "-f", help="table on a terminal, plain otherwise"),
+    typer.Option(
+        "--format",
+        "-f",
+        metavar="FORMAT",
+        help="table, plain, json, nagios or prometheus (default: table on a terminal, "
+        "plain otherwise)",
+    ),
 ]
 
 _state = {"debug": False}
@@ -92,18 +160,13 @@ def load_fleet(config: str | None) -> FleetConfig:
         raise UsageFailure(str(e)) from None
 
 
-def patrol_interval(fleet: FleetConfig, every: str | None) -> float | None:
+def patrol_interval(fleet: FleetConfig, every: DurationArg | None) -> float | None:
     """Seconds between rounds for `--every` (None without it; 'patrol': [patrol] every)."""
-    from fleetcheck.parse.duration import parse_duration
-
     if every is None:
         return None
-    try:
-        interval = fleet.patrol.every if every == "patrol" else parse_duration(every)
-    except ValueError as e:
-        raise UsageFailure(str(e)) from None
+    interval = fleet.patrol.every if every.seconds is None else every.seconds
     if interval <= 0:
-        raise UsageFailure(f"--every {every}: must be longer than 0s")
+        raise UsageFailure(f"--every {every.text}: must be longer than 0s")
     return interval
 
 
@@ -147,47 +210,62 @@ def emit(report: Report, fmt: Format, problems: bool = False) -> None:
 Opt = typer.Option
 
 
-@app.command()
+@command(app, "run")
 def run(
     config: ConfigOpt = None,
     format: FormatOpt = None,
     only: Annotated[
-        list[str] | None, Opt("--only", help="Run only this check (repeatable).")
+        list[str] | None,
+        Opt("--only", metavar="CHECK", help="Run only this check (repeatable, or CHECK,CHECK)."),
     ] = None,
     host: Annotated[
-        list[str] | None, Opt("--host", help="Check only this host (repeatable).")
+        list[str] | None,
+        Opt("--host", metavar="NAME", help="Check only this host (repeatable, or NAME,NAME)."),
     ] = None,
     every: Annotated[
-        str | None,
-        Opt("--every", help="Repeat every DURATION (e.g. 15m); 'patrol' = [patrol] every."),
+        DurationArg | None,
+        Opt(
+            "--every",
+            metavar="DURATION",
+            parser=_every,
+            help="Repeat every DURATION (e.g. 15m); 'patrol' = [patrol] every.",
+        ),
     ] = None,
     rounds: Annotated[
-        int | None, Opt("--rounds", min=1, help="With --every: stop after N rounds.")
+        int | None,
+        Opt("--rounds", metavar="N", min=1, help="With --every: stop after N rounds."),
     ] = None,
     state: Annotated[
-        Path | None, Opt("--state", help="State file (default: XDG state dir).")
+        Path | None, Opt("--state", metavar="FILE", help="State file (default: XDG state dir).")
     ] = None,
     no_state: Annotated[bool, Opt("--no-state", help="No memory across runs, no history.")] = False,
     history: Annotated[
-        Path | None, Opt("--history", help="History file, one JSON line per round.")
+        Path | None,
+        Opt("--history", metavar="FILE", help="History file, one JSON line per round."),
     ] = None,
     textfile: Annotated[
-        Path | None, Opt("--textfile", help="Also write Prometheus metrics here (atomic).")
+        Path | None,
+        Opt("--textfile", metavar="FILE", help="Also write Prometheus metrics here (atomic)."),
     ] = None,
     alertmanager: Annotated[
         list[str] | None,
         Opt(
             "--alertmanager",
+            metavar="URL",
             help="Alertmanager base URL to push alerts to (repeatable: every one gets every "
             "alert). Else [outputs] alertmanager / alertmanager_env.",
         ),
     ] = None,
     heartbeat: Annotated[
         str | None,
-        Opt("--heartbeat", help="URL to ping after each patrol (else [outputs] heartbeat)."),
+        Opt(
+            "--heartbeat",
+            metavar="URL",
+            help="URL to ping after each patrol (else [outputs] heartbeat).",
+        ),
     ] = None,
     shard: Annotated[
-        str | None, Opt("--shard", help="I/N: check only this share of the hosts.")
+        str | None, Opt("--shard", metavar="I/N", help="Check only this share of the hosts.")
     ] = None,
     problems: Annotated[
         bool,
@@ -199,9 +277,10 @@ def run(
     from fleetcheck import state as state_mod
 
     fleet = load_fleet(config)
+    only, host = split_list(only), split_list(host)
     try:
-        checks = registry.select([*fleet.checks, *(only or ())])
-        items = runner.plan(fleet, checks, only or (), host or ())
+        checks = registry.select([*fleet.checks, *only])
+        items = runner.plan(fleet, checks, only, host)
         if shard:
             part = patrol.parse_shard(shard)
             items = [i for i in items if patrol.in_shard(i.target, part)]
@@ -264,7 +343,7 @@ def run(
     raise typer.Exit(last.exit_code if last else EXIT_INTERRUPTED)
 
 
-@app.command("checks")
+@command(app, "checks")
 def list_checks() -> None:
     """The available checks, one line each."""
     from fleetcheck import registry
@@ -273,7 +352,7 @@ def list_checks() -> None:
         print(f"{name:<14} {check.scope.value:<7} {check.description}")
 
 
-@config_app.command("check")
+@command(config_app, "check")
 def config_check(
     config: ConfigOpt = None,
     ssh: Annotated[
@@ -363,22 +442,29 @@ def _setting_text(value: object) -> str:
     return str(value)
 
 
-@config_app.command("discover")
+@command(config_app, "discover")
 def config_discover(
     config: ConfigOpt = None,
     url: Annotated[
-        str | None, typer.Option("--url", help="Broker URL (default: the config's [broker]).")
+        str | None,
+        Opt("--url", metavar="URL", help="Broker URL (default: the config's [broker])."),
     ] = None,
     ssh_config: Annotated[
         str | None,
-        typer.Option("--ssh-config", help="ssh_config to match (default: [ssh] config_file)."),
+        Opt(
+            "--ssh-config",
+            metavar="FILE",
+            help="ssh_config to match (default: [ssh] config_file).",
+        ),
     ] = None,
     write: Annotated[
-        Path | None, typer.Option("--write", help="Write the draft to FILE (else stdout).")
+        Path | None,
+        Opt("--write", metavar="FILE", help="Write the draft to FILE (else stdout)."),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Let --write replace a file.")] = False,
     scan_limit: Annotated[
-        int, typer.Option("--scan-limit", min=1, help="Look at no more than this many keys.")
+        int,
+        Opt("--scan-limit", metavar="N", min=1, help="Look at no more than N keys."),
     ] = 10000,
 ) -> None:
     """A hosts.toml draft from the broker's CLIENT LIST, INFO and a bounded SCAN (read-only)."""
@@ -456,7 +542,7 @@ def config_discover(
     print(f"wrote {write}: {len(hosts)} hosts; fill in its TODOs, then `fleetcheck config check`")
 
 
-@app.command("demo")
+@command(app, "demo")
 def demo_cmd(
     keep: Annotated[bool, typer.Option("--keep", help="Leave the fleet running.")] = False,
     local: Annotated[
@@ -477,13 +563,17 @@ def demo_cmd(
     raise typer.Exit(code)
 
 
-@app.command("history")
+@command(app, "history")
 def history_cmd(
     config: ConfigOpt = None,
-    host: Annotated[str | None, typer.Option("--host", help="Only this host.")] = None,
-    since: Annotated[str, typer.Option("--since", help="How far back, e.g. 24h.")] = "24h",
+    host: Annotated[str | None, Opt("--host", metavar="NAME", help="Only this host.")] = None,
+    since: Annotated[
+        DurationArg,
+        Opt("--since", metavar="DURATION", parser=_duration, help="How far back, e.g. 24h."),
+    ] = "24h",  # type: ignore[assignment]  # converted by _duration
     history: Annotated[
-        Path | None, typer.Option("--history", help="History file (default: the config's).")
+        Path | None,
+        Opt("--history", metavar="FILE", help="History file (default: the config's)."),
     ] = None,
 ) -> None:
     """Per-host timeline of past patrols: one cell per round, coloured by status."""
@@ -492,19 +582,15 @@ def history_cmd(
     from fleetcheck import history as hist
     from fleetcheck import state as state_mod
     from fleetcheck.context import utcnow
-    from fleetcheck.parse.duration import parse_duration
 
-    try:
-        back = parse_duration(since)
-    except ValueError as e:
-        raise UsageFailure(f"--since: {e}") from None
+    back = since.seconds or 0.0
     path = history or state_mod.default_paths(load_fleet(config).path)[1]
     if not path.exists():
         raise UsageFailure(f"{path}: no history yet (run `fleetcheck run` first)")
     rounds, bad = hist.load(path, utcnow() - timedelta(seconds=back))
     lines = hist.timeline(rounds, host)
     if host is not None and not lines:
-        raise UsageFailure(f"--host {host}: not in the history of the last {since}")
+        raise UsageFailure(f"--host {host}: not in the history of the last {since.text}")
     from rich.console import Console
 
     from fleetcheck.render import history as render_history
@@ -512,11 +598,17 @@ def history_cmd(
     render_history.render(rounds, lines, Console(), bad)
 
 
-@app.command("timer")
+@command(app, "timer")
 def timer_cmd(
     config: ConfigOpt = None,
     every: Annotated[
-        str | None, typer.Option("--every", help="Interval, e.g. 15m (default: [patrol] every).")
+        DurationArg | None,
+        Opt(
+            "--every",
+            metavar="DURATION",
+            parser=_duration,
+            help="Interval, e.g. 15m (default: [patrol] every).",
+        ),
     ] = None,
     show: Annotated[
         bool, typer.Option("--print", help="Print the units and the crontab line (default).")
@@ -525,23 +617,30 @@ def timer_cmd(
         bool, typer.Option("--install", help="Write the units to --dir (no systemctl run).")
     ] = False,
     directory: Annotated[
-        str, typer.Option("--dir", help="Where --install writes the units.")
+        str, Opt("--dir", metavar="DIR", help="Where --install writes the units.")
     ] = "/etc/systemd/system",
-    name: Annotated[str, typer.Option("--name", help="Unit name (one per fleet).")] = "fleetcheck",
+    name: Annotated[
+        str, Opt("--name", metavar="NAME", help="Unit name (one per fleet).")
+    ] = "fleetcheck",
     user: Annotated[
         str,
-        typer.Option("--user", help="The account the service runs as ('root': no User= line)."),
+        Opt(
+            "--user",
+            metavar="USER",
+            help="The account the service runs as ('root': no User= line).",
+        ),
     ] = "fleetcheck",
     run_args: Annotated[
-        list[str] | None,
-        typer.Argument(help="Extra `fleetcheck run` options, after --, e.g. -- --textfile F"),
+        list[str] | None, typer.Argument(metavar="-- RUN_OPTION", hidden=True)
     ] = None,
 ) -> None:
-    """systemd service + timer (and a crontab line) that run one patrol every --every."""
+    """systemd service + timer (and a crontab line) that run one patrol every --every.
+
+    Options for the patrol itself go after --, as for `fleetcheck run`: e.g.
+    `fleetcheck timer -c hosts.toml -- --textfile /var/lib/node_exporter/fleet.prom`."""
     import re
 
     from fleetcheck import timer
-    from fleetcheck.parse.duration import parse_duration
 
     if show and install:
         raise UsageFailure("--print and --install: choose one")
@@ -549,13 +648,10 @@ def timer_cmd(
         raise UsageFailure(f"--name {name!r}: use letters, digits, '_', '.', ':' or '-'")
     fleet = load_fleet(config)
     interval = fleet.patrol.every
-    if every is not None:
-        try:
-            interval = parse_duration(every)
-        except ValueError as e:
-            raise UsageFailure(f"--every: {e}") from None
+    if every is not None and every.seconds is not None:
+        interval = every.seconds
         if interval < 1:
-            raise UsageFailure(f"--every {every}: must be at least 1s")
+            raise UsageFailure(f"--every {every.text}: must be at least 1s")
     if not re.fullmatch(r"[a-z_][a-z0-9_-]*[$]?", user) or len(user) > 32:
         raise UsageFailure(f"--user {user!r}: not a user name")
     params = check_run_args(fleet, list(run_args or []))
@@ -604,28 +700,42 @@ def timer_cmd(
         )
 
 
-@app.command("serve")
+@command(app, "serve")
 def serve_cmd(
     config: ConfigOpt = None,
     listen: Annotated[
-        str, typer.Option("--listen", help="ADDR:PORT to bind (default loopback only).")
+        str,
+        Opt("--listen", metavar="ADDR:PORT", help="Where to listen (default loopback only)."),
     ] = "127.0.0.1:8470",
     history: Annotated[
-        Path | None, typer.Option("--history", help="History file (default: the config's).")
+        Path | None,
+        Opt("--history", metavar="FILE", help="History file (default: the config's)."),
     ] = None,
     window: Annotated[
-        str, typer.Option("--window", help="How much history the charts show, e.g. 7d.")
-    ] = "7d",
+        DurationArg,
+        Opt(
+            "--window",
+            metavar="DURATION",
+            parser=_duration,
+            help="How much history the charts show, e.g. 7d.",
+        ),
+    ] = "7d",  # type: ignore[assignment]  # converted by _duration
     every: Annotated[
-        str | None,
-        typer.Option("--every", help="Also patrol every DURATION ('patrol' = [patrol] every)."),
+        DurationArg | None,
+        Opt(
+            "--every",
+            metavar="DURATION",
+            parser=_every,
+            help="Also patrol every DURATION ('patrol' = [patrol] every).",
+        ),
     ] = None,
     token_env: Annotated[
-        str | None, typer.Option("--token-env", help="Env var holding a bearer token to require.")
+        str | None,
+        Opt("--token-env", metavar="VAR", help="Env var holding a bearer token to require."),
     ] = None,
     basic_auth_env: Annotated[
         str | None,
-        typer.Option("--basic-auth-env", help="Env var holding USER:PASSWORD to require."),
+        Opt("--basic-auth-env", metavar="VAR", help="Env var holding USER:PASSWORD to require."),
     ] = None,
 ) -> None:
     """A read-only web console over the state the patrols write: grid, rows, charts,
@@ -636,12 +746,11 @@ def serve_cmd(
     from fleetcheck import console as console_mod
     from fleetcheck import serve
     from fleetcheck import state as state_mod
-    from fleetcheck.parse.duration import parse_duration
 
     fleet = load_fleet(config)
     try:
         host, port = serve.parse_listen(listen)
-        window_s = parse_duration(window)
+        window_s = window.seconds or 0.0
     except ValueError as e:
         raise UsageFailure(str(e)) from None
     interval = patrol_interval(fleet, every)
@@ -664,7 +773,7 @@ def serve_cmd(
         source=console_mod.Source(history_path),
         every=interval or fleet.patrol.every,
         window=window_s,
-        window_text=window,
+        window_text=window.text,
         max_ages=console_mod.config_max_ages(fleet),
         auth=serve.Auth(secrets["token"], secrets["basic"]),
     )
@@ -711,7 +820,7 @@ def check_run_args(fleet: FleetConfig, args: list[str]) -> dict[str, Any]:
     try:
         ctx = run_command.make_context("run", list(args))
     except Exception as e:
-        message = e.format_message() if _is_click_error(e) else e  # type: ignore[attr-defined]
+        message = usage_message(e) if _is_click_error(e) else e
         raise UsageFailure(f"run options after --: {message}") from None
     params = ctx.params
     for loop in ("every", "rounds"):
@@ -733,11 +842,17 @@ def check_run_args(fleet: FleetConfig, args: list[str]) -> dict[str, Any]:
     return params
 
 
-@app.command("probe-rater")
+@command(app, "probe-rater")
 def probe_rater(
     config: ConfigOpt = None,
     timeout: Annotated[
-        str | None, typer.Option("--timeout", help="How long the rater gets, e.g. 5s.")
+        DurationArg | None,
+        Opt(
+            "--timeout",
+            metavar="DURATION",
+            parser=_duration,
+            help="How long the rater gets, e.g. 5s.",
+        ),
     ] = None,
     format: FormatOpt = None,
 ) -> None:
@@ -747,14 +862,13 @@ def probe_rater(
 
     from fleetcheck.checks.rater_probe import CHECK as RATER
     from fleetcheck.checks.rater_probe import RaterProbeConfig
-    from fleetcheck.parse.duration import parse_duration
     from fleetcheck.runner import Planned, run_patrol
 
     fleet = load_fleet(config)
     cfg = fleet.checks.get("rater_probe") or RaterProbeConfig()
     if timeout is not None:
         try:
-            cfg = replace(cfg, timeout=parse_duration(timeout))
+            cfg = replace(cfg, timeout=timeout.seconds)
         except ValueError as e:
             raise UsageFailure(f"--timeout: {getattr(e, 'message', e)}") from None
     b = fleet.broker
@@ -767,11 +881,17 @@ def probe_rater(
     raise typer.Exit(report.exit_code)
 
 
-@app.command("reap-live")
+@command(app, "reap-live")
 def reap_live(
     config: ConfigOpt = None,
     max_age: Annotated[
-        str | None, typer.Option("--max-age", help="Stale past this age (default: config, 900s).")
+        DurationArg | None,
+        Opt(
+            "--max-age",
+            metavar="DURATION",
+            parser=_duration,
+            help="Stale past this age (default: config, 900s).",
+        ),
     ] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Delete (default: dry run).")] = False,
     force: Annotated[
@@ -782,26 +902,18 @@ def reap_live(
             "in no entry, max_age below the match wall).",
         ),
     ] = False,
-    key: Annotated[str | None, typer.Option("--key", help="The live hash's key.")] = None,
+    key: Annotated[str | None, Opt("--key", metavar="KEY", help="The live hash's key.")] = None,
     keep_malformed: Annotated[
         bool, typer.Option("--keep-malformed", help="Leave entries without a start time.")
     ] = False,
-    show: Annotated[int, typer.Option("--show", help="Entries listed (0: all).")] = 20,
+    show: Annotated[int, Opt("--show", metavar="N", help="Entries listed (0: all).")] = 20,
 ) -> None:
     """Stale live-hash entries: listed (dry run), deleted with --apply, each only if its value
     is still the one judged stale."""
-    from fleetcheck.parse.duration import parse_duration
     from fleetcheck.reap import reap_live_command
 
     fleet = load_fleet(config)
-    age = None
-    if max_age is not None:
-        try:
-            age = parse_duration(max_age)
-        except ValueError as e:
-            raise UsageFailure(f"--max-age: {e}") from None
-        if age <= 0:
-            raise UsageFailure("--max-age: must be longer than 0s")
+    age = None if max_age is None else max_age.seconds
     code = reap_live_command(
         fleet,
         key=key,
@@ -829,9 +941,34 @@ def _is_click_error(e: Exception) -> bool:
     )
 
 
+def usage_message(e: Exception) -> str:
+    """A click usage error as one line that names the option: `--every: bad duration ...`,
+    `no such option: --bogus (fleetcheck run -h lists them)`."""
+    message = str(getattr(e, "message", "") or e.format_message())  # type: ignore[attr-defined]
+    message = " ".join(message.split()).removesuffix(".")
+    message = re.sub(r"^value error, ", "", message, flags=re.I)
+    param = getattr(e, "param", None)
+    ctx = getattr(e, "ctx", None)
+    words = []
+    while ctx is not None:
+        root = ctx.parent is None
+        words.append(ctx.info_name if not root or not hasattr(ctx.command, "commands") else "")
+        ctx = ctx.parent
+    words.append("fleetcheck")  # a root that is not the group: `timer -- RUN_OPTION`'s `run`
+    where = " ".join(w for w in reversed(words) if w)
+    if param is not None and getattr(type(e), "__name__", "") == "BadParameter":
+        opts = getattr(param, "opts", None) or [param.human_readable_name]
+        name = max(opts, key=len)
+        return f"{name}: {message[:1].lower()}{message[1:]}"
+    option = getattr(e, "option_name", None)
+    if option and type(e).__name__ == "BadOptionUsage":  # `--every` given last, no value
+        return f"{option}: needs a value"
+    return f"{message[:1].lower()}{message[1:]} (see `{where} -h`)"
+
+
 def main() -> None:
     try:
-        rv = app(standalone_mode=False)
+        rv = app(standalone_mode=False, prog_name="fleetcheck")
     except UsageFailure as e:
         fail(str(e))
     except typer.Exit as e:
@@ -844,8 +981,10 @@ def main() -> None:
         sys.exit(EXIT_INTERRUPTED)
     except Exception as e:
         if _is_click_error(e):  # a usage error found by click (bad option, bad value)
-            e.show()  # type: ignore[attr-defined]
-            sys.exit(EXIT_USAGE)
+            if type(e).__name__ == "NoArgsIsHelpError":  # bare `fleetcheck`: the help itself
+                e.show()  # type: ignore[attr-defined]
+                sys.exit(EXIT_USAGE)
+            fail(usage_message(e))
         if _state["debug"] or os.environ.get("FLEETCHECK_DEBUG"):
             raise
         fail(f"internal error: {type(e).__name__}: {e} (run with --debug for a traceback)")

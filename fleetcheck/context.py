@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fleetcheck.config import FleetConfig, HostConfig
@@ -47,8 +47,16 @@ class BrokerRefused(CheckError):
         self.kind = kind
 
 
+TEST_CLOCK_ENV = "FLEETCHECK_TEST_CLOCK_OFFSET_S"
+
+
 def utcnow() -> datetime:
-    return datetime.now(UTC)
+    """The patrol's judging clock. The test suite shifts it (`$FLEETCHECK_TEST_CLOCK_OFFSET_S`
+    seconds added to the wall clock) to run the zone-sensitive tests at a summer and a winter
+    instant; clock-skew measurement keeps the real wall clock on both ends."""
+    offset = os.environ.get(TEST_CLOCK_ENV)
+    now = datetime.now(UTC)
+    return now + timedelta(seconds=float(offset)) if offset else now
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,51 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
+from fleetcheck.context import TEST_CLOCK_ENV
 from tests.lab import Lab, missing_prerequisites
+
+# The instants FLEETCHECK_TEST_NOW may name: mid-month, far from any DST change, one on each
+# side of it in the zones the tests use (America/New_York, Europe/*; Asia/Kolkata has none).
+SEASONS = {
+    "summer": datetime(2027, 7, 15, 16, 0, tzinfo=UTC),
+    "winter": datetime(2027, 1, 15, 16, 0, tzinfo=UTC),
+}
+
+
+_running: dict[str, pytest.Item] = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _running["item"] = item
+
+
+def check_lab_marker(what: str) -> None:
+    """A test that starts a lab or a broker carries the `lab` marker, so `-m "not lab"` runs
+    where there is no redis-server, sshd or root: a test that forgets it fails here."""
+    item = _running.get("item")
+    if item is not None and item.get_closest_marker("lab") is None:
+        pytest.fail(f"{item.nodeid} starts {what} but is not marked @pytest.mark.lab")
+
+
+_lab_init = Lab.__init__
+
+
+def _marked_lab_init(self: Lab, *args: Any, **kwargs: Any) -> None:
+    check_lab_marker("a lab")
+    _lab_init(self, *args, **kwargs)
+
+
+Lab.__init__ = _marked_lab_init  # type: ignore[method-assign]
 
 
 def _require_lab() -> None:
+    check_lab_marker("a lab")
     missing = missing_prerequisites()
     if missing:
         message = "lab prerequisites missing: " + ", ".join(missing)
@@ -38,6 +76,61 @@ def lab() -> Iterator[Lab]:
     _require_lab()
     with Lab() as the_lab:
         yield the_lab
+
+
+class ShiftedClock:
+    """The test clock: the wall clock moved by a fixed offset, so it still advances. The
+    patrol under test (in-process or a `fleetcheck` subprocess) reads the same offset from
+    $FLEETCHECK_TEST_CLOCK_OFFSET_S, which the `clock` fixture sets for the test."""
+
+    def __init__(self, offset_s: float) -> None:
+        self.offset_s = offset_s
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + timedelta(seconds=self.offset_s)
+
+
+def _instants() -> list[tuple[str, datetime | None]]:
+    """$FLEETCHECK_TEST_NOW: comma-separated `summer`, `winter` or ISO instants with an offset
+    (e.g. 2027-03-20T12:00:00Z). Unset: the wall clock itself."""
+    raw = os.environ.get("FLEETCHECK_TEST_NOW", "").strip()
+    if not raw:
+        return [("wallclock", None)]
+    out: list[tuple[str, datetime | None]] = []
+    for part in (p.strip() for p in raw.split(",") if p.strip()):
+        if part in SEASONS:
+            out.append((part, SEASONS[part]))
+            continue
+        instant = datetime.fromisoformat(part.replace("Z", "+00:00"))
+        if instant.tzinfo is None:
+            raise pytest.UsageError(f"FLEETCHECK_TEST_NOW: {part!r} has no UTC offset")
+        out.append((part, instant))
+    return out
+
+
+@pytest.fixture
+def clock(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> ShiftedClock:
+    """The instant a DST-sensitive test runs at (a parameter: see `_instants`). The test
+    derives every expectation from `clock.now()`; the patrol it starts judges by the same
+    clock. Taking this fixture marks the test `dst`."""
+    instant: datetime | None = request.param
+    offset = 0.0 if instant is None else (instant - datetime.now(UTC)).total_seconds()
+    monkeypatch.setenv(TEST_CLOCK_ENV, repr(offset))
+    return ShiftedClock(offset)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "clock" in metafunc.fixturenames:
+        instants = _instants()
+        metafunc.parametrize(
+            "clock", [i for _, i in instants], ids=[n for n, _ in instants], indirect=True
+        )
+
+
+def pytest_collection_modifyitems(items: list[Any]) -> None:
+    for item in items:
+        if "clock" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.dst)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -37,6 +37,9 @@ class Server:
         sentinel: bool = False,
         config: str | None = None,
     ) -> None:
+        from tests.conftest import check_lab_marker
+
+        check_lab_marker("a broker server")
         self.dir = Path(tempfile.mkdtemp(prefix="fleetcheck-server-"))
         self.port = port or free_port()
         self.binary = binary or server_binary()
@@ -89,6 +92,15 @@ class Server:
         kw.setdefault("retry", Retry(NoBackoff(), 0))
         return redis.Redis(host="127.0.0.1", port=self.port, **kw)
 
+    def freeze(self) -> None:
+        """SIGSTOP the server: the kernel still accepts connections into its backlog, nothing
+        ever answers (a hung broker). Thawed by `thaw`; `kill` ends it frozen or not."""
+        os.killpg(self.proc.pid, signal.SIGSTOP)
+        wait_for(lambda: _state(self.proc.pid) in ("T", "t"), 5, "the server to stop")
+
+    def thaw(self) -> None:
+        os.killpg(self.proc.pid, signal.SIGCONT)
+
     def kill(self) -> None:
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
@@ -104,6 +116,12 @@ class Server:
         import shutil
 
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _state(pid: int) -> str:
+    """The process's state letter from /proc (T: stopped)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0]
 
 
 def fleet_toml(broker: str, checks: str = "[checks.broker]\n", extra: str = "") -> str:

@@ -22,6 +22,8 @@ from tests.conftest import _require_lab
 from tests.lab import wait_for
 from tests.servers import Server, fleet_toml, server_name
 
+pytestmark = pytest.mark.lab
+
 ROOT = Path(__file__).resolve().parent.parent
 BROKER_CHECKS = """
 [checks.broker]

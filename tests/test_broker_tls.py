@@ -17,6 +17,8 @@ from tests.cli import fleetcheck
 from tests.conftest import _require_lab
 from tests.servers import Server, fleet_toml
 
+pytestmark = pytest.mark.lab
+
 
 def openssl(*args: str) -> None:
     subprocess.run(["openssl", *args], check=True, capture_output=True)

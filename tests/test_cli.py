@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,23 +15,6 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "fleetcheck", *args], capture_output=True, text=True, timeout=60
     )
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["--bogus"],
-        ["run", "--bogus"],
-        ["run", "--format", "xml"],
-        ["nosuchcommand"],
-        ["run", "extra-argument"],
-    ],
-)
-def test_usage_error_is_not_0_1_or_2(args: list[str]) -> None:
-    proc = cli(*args)
-    assert proc.returncode == 3, (proc.returncode, proc.stderr)
-    assert "Traceback" not in proc.stderr
-    assert proc.stderr.strip()
 
 
 def test_version() -> None:
@@ -61,3 +47,183 @@ def test_help_and_version_do_not_import_redis_or_paramiko(args: list[str]) -> No
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "HEAVY []" in proc.stderr, proc.stderr
+
+
+# ---------------------------------------------------------------- help like a man page
+def _commands() -> list[tuple[list[str], object]]:
+    """Every command and group, as its argv path and its click command."""
+    import typer
+
+    from fleetcheck.cli import app
+
+    out: list[tuple[list[str], object]] = []
+
+    def walk(path: list[str], cmd: object) -> None:
+        out.append((path, cmd))
+        for name, sub in sorted(getattr(cmd, "commands", {}).items()):
+            walk([*path, name], sub)
+
+    walk([], typer.main.get_command(app))
+    return out
+
+
+COMMANDS = _commands()
+PATHS = [path for path, _ in COMMANDS]
+
+
+def test_the_walk_finds_every_command() -> None:
+    names = {" ".join(p) for p in PATHS}
+    assert {"", "run", "checks", "timer", "serve", "config", "config check"} <= names
+    assert len(names) >= 12
+
+
+@pytest.mark.parametrize("flag", ["-h", "--help"])
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: " ".join(p) or "fleetcheck")
+def test_help_everywhere_names_what_each_option_takes(path: list[str], flag: str) -> None:
+    proc = cli(*path, flag)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert proc.stdout.startswith(f"Usage: fleetcheck {' '.join(path)}".rstrip())
+    assert not re.search(r"<[^>\s]*>", proc.stdout), proc.stdout  # no <str>, <path>, <list[str]>
+    cmd = dict((tuple(p), c) for p, c in COMMANDS)[tuple(path)]
+    for param in getattr(cmd, "params", []):
+        if getattr(param, "param_type_name", "") != "option" or param.is_flag:
+            continue
+        if "--help" in param.opts:
+            continue
+        longest = max(param.opts, key=len)
+        # the option's line: `--every DURATION`, an upper-case word a man page would use
+        m = re.search(r"^ +(?:-\w, )?" + re.escape(longest) + r" (\S+)", proc.stdout, re.M)
+        assert m, (longest, proc.stdout)
+        assert re.fullmatch(r"[A-Z][A-Z0-9:/_.-]*", m.group(1)), (longest, m.group(1))
+
+
+def test_top_level_help_does_not_truncate_command_descriptions() -> None:
+    proc = cli("--help")
+    flat = " ".join(proc.stdout.split())
+    commands = proc.stdout.split("Commands:")[1]
+    assert not re.search(r"\.\.\.\s*$", commands, re.M), commands  # click's cut-off mark
+    for path, cmd in COMMANDS:
+        if len(path) != 1:
+            continue
+        first = " ".join((getattr(cmd, "help", "") or "").split("\n\n")[0].split())
+        assert first and f"{path[0]} {first}" in flat, (path, first)
+
+
+# ---------------------------------------------------------------- usage errors: one line
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        (["--bogus"], "--bogus"),
+        (["run", "--bogus"], "--bogus"),
+        (["run", "--format", "xml"], "--format"),
+        (["run", "--rounds", "x"], "--rounds"),
+        (["run", "--rounds", "0"], "--rounds"),
+        (["run", "--every"], "--every"),
+        (["run", "-c"], "-c"),
+        (["config", "check", "--nope"], "--nope"),
+        (["timer", "--name"], "--name"),
+        (["nosuchcommand"], "nosuchcommand"),
+        (["run", "extra-argument"], "extra-argument"),
+    ],
+)
+def test_usage_error_is_one_line_naming_the_option(args: list[str], names: str) -> None:
+    proc = cli(*args)
+    assert proc.returncode == 3, (proc.returncode, proc.stderr)
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("fleetcheck: error: ") and names in lines[0], lines[0]
+
+
+def test_run_bogus_says_where_the_options_are_listed() -> None:
+    proc = cli("run", "--bogus")
+    assert proc.stderr == ("fleetcheck: error: no such option: --bogus (see `fleetcheck run -h`)\n")
+
+
+DURATION_OPTIONS = [
+    ["run", "--every"],
+    ["serve", "--every"],
+    ["serve", "--window"],
+    ["timer", "--every"],
+    ["history", "--since"],
+    ["probe-rater", "--timeout"],
+    ["reap-live", "--max-age"],
+]
+
+
+def test_every_duration_option_is_in_the_list() -> None:
+    """Each option whose help shows DURATION is one the duration tests below cover."""
+    shown = set()
+    for path, cmd in COMMANDS:
+        for param in getattr(cmd, "params", []):
+            if getattr(param, "metavar", None) == "DURATION":
+                shown.add((" ".join(path), max(param.opts, key=len)))
+    assert shown == {(" ".join(p[:-1]), p[-1]) for p in DURATION_OPTIONS}
+
+
+@pytest.mark.parametrize("option", DURATION_OPTIONS, ids=" ".join)
+@pytest.mark.parametrize(
+    "value, why",
+    [
+        ("15min", "use 900s, 15m, 1h30m or plain seconds"),
+        ("-5m", "use 900s, 15m, 1h30m or plain seconds"),
+        ("0", "must be longer than 0s"),
+    ],
+)
+def test_one_duration_type_whose_error_names_the_option(
+    option: list[str], value: str, why: str
+) -> None:
+    proc = cli(*option, value)
+    assert proc.returncode == 3
+    assert proc.stderr == f"fleetcheck: error: {option[-1]}: bad duration {value!r}: {why}\n"
+
+
+def test_split_list_takes_commas_and_repeats() -> None:
+    from fleetcheck.cli import split_list
+
+    assert split_list(["broker,live_hash", "clients"]) == ["broker", "live_hash", "clients"]
+    assert split_list([" a , b ", ",", ""]) == ["a", "b"]
+    assert split_list(None) == []
+
+
+@pytest.mark.lab
+def test_only_and_host_take_comma_lists(tmp_path: Path) -> None:
+    """`--only a,b --host x,y` patrols exactly what the repeated form does, against a real
+    broker (no SSH: the clients check reads the broker's CLIENT LIST)."""
+    from tests.servers import Server
+
+    with Server() as server:
+        cfg = tmp_path / "hosts.toml"
+        hosts = "".join(
+            f'[[hosts]]\nname = "{n}"\nssh = "local"\naddrs = ["198.18.255.{i}"]\n\n'
+            for i, n in enumerate(("a", "b", "c"), start=1)
+        )
+        cfg.write_text(
+            f'[broker]\nurl = "{server.url}"\n\n[patrol]\ndeadline = "20s"\n\n{hosts}'
+            "[checks.broker]\n[checks.clients]\n[checks.routes]\n"
+        )
+        base = ["run", "-c", str(cfg), "--format", "json", "--no-state"]
+
+        def rows(*args: str) -> set[tuple[str | None, str]]:
+            proc = cli(*base, *args)
+            assert proc.returncode in (0, 1, 2), proc.stderr
+            return {(r["host"], r["check"]) for r in json.loads(proc.stdout)["results"]}
+
+        only = rows("--only", "clients,broker")
+        assert only == rows("--only", "clients", "--only", "broker")
+        assert {check for _, check in only} == {"clients", "broker"}
+        hosts = rows("--only", "clients", "--host", "a,c")
+        assert hosts == rows("--only", "clients", "--host", "a", "--host", "c")
+        assert {host for host, _ in hosts} == {"a", "c"}
+        bad = cli(*base, "--only", "clients,nosuch")
+        assert bad.returncode == 3 and "nosuch" in bad.stderr
+        assert len(bad.stderr.splitlines()) == 1
+
+
+def test_bare_fleetcheck_prints_the_help_and_exits_3() -> None:
+    """No command is a usage error (exit 3, as before); the help is what it prints."""
+    proc = cli()
+    assert proc.returncode == 3 and proc.stdout == ""
+    assert proc.stderr.startswith("Usage: fleetcheck [OPTIONS] COMMAND [ARGS]...")
+    assert "Commands:" in proc.stderr and "fleetcheck: error" not in proc.stderr

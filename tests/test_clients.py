@@ -144,6 +144,7 @@ def fleetcheck(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.lab
 def test_lab_clients_verdicts(lab: Lab) -> None:
     n8 = lab.add_host("n8", sshd=False)
     mini = lab.add_host("mini", sshd=False)
@@ -182,6 +183,7 @@ def test_lab_clients_verdicts(lab: Lab) -> None:
     assert "│" not in plain.stdout and "\x1b[" not in plain.stdout
 
 
+@pytest.mark.lab
 def test_lab_min_clients_warn_and_host_filter(lab: Lab) -> None:
     n8 = lab.add_host("n8", sshd=False)
     lab.add_host("mini", sshd=False)
@@ -193,6 +195,7 @@ def test_lab_min_clients_warn_and_host_filter(lab: Lab) -> None:
     assert proc.returncode == 1
 
 
+@pytest.mark.lab
 def test_lab_broker_down_is_unknown_with_reason(lab: Lab) -> None:
     lab.add_host("n8", sshd=False)
     cfg = lab.config()

@@ -14,6 +14,8 @@ from fleetcheck.model import BROKER_WIDE
 from tests.conftest import _require_lab
 from tests.lab import port_open, wait_for
 
+pytestmark = pytest.mark.lab
+
 
 def demo(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -57,8 +59,13 @@ def test_demo_with_namespaces() -> None:
     assert got[(BROKER_WIDE, "rater_probe")] == "OK"
     assert got[(BROKER_WIDE, "broker")] == "OK"
     assert got[(BROKER_WIDE, "clients")] == "OK"
-    assert "What the rows mean:" in proc.stdout
-    assert "n8 / logs (OK)" in proc.stdout
+    # the explanation: one line for each non-OK row, plus why n8's Eastern log is OK
+    explained = re.findall(
+        r"^- (.+?) / (\S+) \((\w+)\): ", proc.stdout.split("What the rows mean:")[-1], re.M
+    )
+    hosts = {"n8", "laptop", "mini", "broker", BROKER_WIDE}
+    problems = [(h, c, s) for (h, c), s in got.items() if s != "OK" and h in hosts]
+    assert sorted(explained) == sorted([*problems, ("n8", "logs", "OK")]), explained
     # only this demo's namespaces are judged: other labs may come and go on a shared machine
     lab_id = re.search(r"fleetcheck-lab-([0-9a-f]+)-", lab_dir(proc.stdout))
     assert lab_id, proc.stdout

@@ -225,6 +225,7 @@ def _keys(lab: Lab) -> dict[bytes, object]:
     return out
 
 
+@pytest.mark.lab
 def test_discover_proposes_the_lab_fleet_and_its_draft_passes_config_check(lab: Lab) -> None:
     hosts = _setup(lab)
     ssh_cfg = _ssh_config(lab, hosts)
@@ -284,6 +285,7 @@ def test_discover_proposes_the_lab_fleet_and_its_draft_passes_config_check(lab: 
     assert "hosts (4):" in check.stdout
 
 
+@pytest.mark.lab
 def test_discover_marks_addresses_the_config_claims(lab: Lab) -> None:
     hosts = _setup(lab)
     config = lab.config(hosts=[hosts["n8"]])  # claims both of n8's addresses
@@ -297,6 +299,7 @@ def test_discover_marks_addresses_the_config_claims(lab: Lab) -> None:
     ].addr.replace(".", "-")}  # fmt: skip
 
 
+@pytest.mark.lab
 def test_discover_write_and_force(lab: Lab) -> None:
     _setup(lab)
     target = lab.dir / "new.toml"
@@ -324,6 +327,7 @@ def test_discover_unreachable_broker(tmp_path: Path) -> None:
     assert len(proc.stderr.splitlines()) == 1
 
 
+@pytest.mark.lab
 def test_discover_as_a_read_only_acl_user_and_password_kept_out_of_the_draft(lab: Lab) -> None:
     """A user that may run no write command at all is enough for discover; without CLIENT
     LIST it fails with one line; the draft never carries the URL's password."""
@@ -373,6 +377,7 @@ def fleetcheck_cmd() -> list[str]:
     return [sys.executable, "-m", "fleetcheck"]
 
 
+@pytest.mark.lab
 def test_discover_with_url_warns_about_a_broken_config_nearby(lab: Lab, tmp_path: Path) -> None:
     import sys
 
@@ -388,6 +393,7 @@ def test_discover_with_url_warns_about_a_broken_config_nearby(lab: Lab, tmp_path
     assert tomllib.loads(proc.stdout)["broker"]["url"] == lab.broker_url
 
 
+@pytest.mark.lab
 def test_discover_scan_is_bounded(lab: Lab) -> None:
     _setup(lab)
     r = unix_client(lab)

@@ -4,12 +4,17 @@ follows, and the patrol ends within its deadline (a generous bound; timings live
 from __future__ import annotations
 
 import json
-import threading
+import subprocess
+import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.cli import fleetcheck
-from tests.lab import Lab, run
+from tests.lab import Lab, run, wait_for
+
+pytestmark = pytest.mark.lab
 
 BROKER_CHECKS = """
 [checks.clients]
@@ -125,21 +130,37 @@ def test_broker_paused_within_deadline(lab: Lab) -> None:
 
 
 def test_broker_killed_mid_patrol(lab: Lab) -> None:
+    """The broker dies while the patrol is connected and sampling: UNKNOWN, exit 3, no hang.
+    The kill waits for the patrol's own connection in CLIENT LIST (not a timer)."""
     n8 = lab.add_host("n8", sshd=False)
     lab.start_workers(n8, 1)
     checks = BROKER_CHECKS.replace("samples = 1", 'samples = 5\ninterval = "0.5s"')
     cfg = lab.config(checks=checks)
     r = lab.client()
     r.rpush("arena:queue", "a")
-    killer = threading.Timer(0.8, lambda: lab.stop(lab.redis))
-    killer.start()
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fleetcheck", "run", "-c", str(cfg), "-f", "json", "--no-state"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        report, elapsed, code = patrol(cfg)
+        # the patrol is connected and its queue sampling (2 s of it) has begun
+        wait_for(lambda: lab.client_named("fleetcheck"), 20, "the patrol's broker connection")
+        assert proc.poll() is None, "the patrol ended before the broker could be killed"
+        lab.stop(lab.redis)
+        out, err = proc.communicate(timeout=60)
     finally:
-        killer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    elapsed = time.monotonic() - start
+    assert "Traceback" not in err, err
+    report = json.loads(out)
     by = rows(report)
-    assert by[("queue_depth", None)]["status"] == "UNKNOWN"
-    assert code == 3
+    assert by[("queue_depth", None)]["status"] == "UNKNOWN", by[("queue_depth", None)]
+    assert proc.returncode == report["exit_code"] == 3
     assert elapsed < 30
 
 

@@ -14,8 +14,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.cli import fleetcheck
 from tests.lab import Lab, LabHost
+
+pytestmark = pytest.mark.lab
 
 
 def fake_bin(host: LabHost, name: str, script: str) -> Path:

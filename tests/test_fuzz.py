@@ -1,17 +1,20 @@
-"""Parsers fuzzed with hypothesis: a value or a clean error, never a crash or a hang."""
+"""Parsers fuzzed with hypothesis. Each test states a property: the parser returns a value or
+raises only its documented error (anything else fails the test), and what a writer produces
+reads back as what was written (round trips)."""
 
 from __future__ import annotations
 
 import tomllib
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from fleetcheck import registry
 from fleetcheck.config import ConfigError, FleetConfig, from_dict
 from fleetcheck.context import parse_gathered
-from fleetcheck.parse.clientlist import parse_client_list, split_addr
+from fleetcheck.parse.clientlist import normalise_ip, parse_client_list, split_addr
 from fleetcheck.parse.duration import format_duration, parse_duration
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -22,16 +25,46 @@ FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCh
 def test_duration_value_or_valueerror(value: Any) -> None:
     try:
         seconds = parse_duration(value)
-    except ValueError:
+    except ValueError as e:
+        assert str(e).startswith(f"bad duration {value!r}: ")
         return
-    assert seconds >= 0 and seconds != float("inf")
-    format_duration(seconds)
+    assert 0 <= seconds < float("inf")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        assert seconds == float(value)  # a number is seconds
+
+
+UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 @FUZZ
-@given(st.from_regex(r"(\d{1,4}(ms|s|m|h|d)){1,4}", fullmatch=True))
-def test_duration_grammar_always_parses(text: str) -> None:
-    assert parse_duration(text) >= 0
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 9999), st.sampled_from(sorted(UNITS))), min_size=1, max_size=4
+    ),
+    st.booleans(),
+)
+def test_duration_is_the_sum_of_its_parts(parts: list[tuple[int, str]], shout: bool) -> None:
+    text = "".join(f"{n}{unit}" for n, unit in parts)
+    if shout:  # case and spaces do not matter
+        text = " ".join(text.upper())
+    assert parse_duration(text) == pytest.approx(sum(n * UNITS[u] for n, u in parts))
+
+
+@FUZZ
+@given(st.floats(min_value=0, max_value=10**8, allow_nan=False))
+def test_formatted_duration_reads_back_within_its_resolution(seconds: float) -> None:
+    text = format_duration(seconds)
+    assert " " not in text
+    # the text keeps tenths below 10s, seconds below 1h, minutes below 1d, hours above
+    if seconds < 10:
+        resolution = 0.5 if seconds == int(seconds) else 0.05
+    elif seconds < 3600:
+        resolution = 0.5
+    elif seconds < 86400:
+        resolution = 60.5
+    else:
+        resolution = 3600.5
+    assert abs(parse_duration(text) - seconds) <= resolution + 1e-9, text
 
 
 _token = st.text(alphabet=st.characters(blacklist_characters="\n\r"), max_size=30)
@@ -41,21 +74,100 @@ _token = st.text(alphabet=st.characters(blacklist_characters="\n\r"), max_size=3
 @given(st.lists(st.lists(st.tuples(_token, _token), max_size=12), max_size=20))
 def test_client_list_never_crashes(lines: list[list[tuple[str, str]]]) -> None:
     text = "\n".join(" ".join(f"{k}={v}" for k, v in line) for line in lines)
-    for client in parse_client_list(text):
-        assert isinstance(client.host, str)
+    clients = parse_client_list(text)
+    # one client per line that has an addr= field, never more
+    assert len(clients) <= sum(1 for line in text.splitlines() if "addr=" in line)
+
+
+_value_text = st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=12)
+_address = st.one_of(
+    st.tuples(st.ip_addresses(v=4).map(str), st.integers(1, 65535)).map(
+        lambda t: (f"{t[0]}:{t[1]}", t[0], t[1])
+    ),
+    st.tuples(st.ip_addresses(v=6).map(str), st.integers(1, 65535)).map(
+        lambda t: (f"[{t[0]}]:{t[1]}", t[0], t[1])
+    ),
+)
+
+
+@FUZZ
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2**40), _address, _value_text, st.integers(0, 10**7)),
+        max_size=15,
+    ),
+    st.booleans(),
+)
+def test_client_list_round_trips(
+    rows: list[tuple[int, tuple[str, str, int], str, int]], ragged: bool
+) -> None:
+    """What a server writes (the real field order; `ragged` adds a field to one line, which
+    takes the line-by-line path) reads back field for field."""
+    lines = [
+        f"id={i} addr={addr} laddr=127.0.0.1:6379 fd=8 name={name} age={age} idle=0 "
+        "flags=N db=0 cmd=client|list"
+        for i, (addr, _, _), name, age in rows
+    ]
+    if ragged and lines:
+        lines[0] += " lib-name=redis-py"
+    clients = parse_client_list("\n".join(lines) + "\n")
+    assert [(c.id, c.host, c.port, c.name, c.age_s, c.cmd) for c in clients] == [
+        (i, normalise_ip(host), port, name, age, "client|list")
+        for i, (_, host, port), name, age in rows
+    ]
 
 
 @FUZZ
 @given(st.text(max_size=60))
 def test_split_addr_never_crashes(addr: str) -> None:
     host, port = split_addr(addr)
-    assert port is None or port >= 0
+    assert port is None or (0 <= port and str(port) in addr)
 
 
 @FUZZ
-@given(st.binary(max_size=400), st.text(alphabet="0123456789abcdef", min_size=4, max_size=16))
+@given(st.ip_addresses(), st.integers(0, 65535))
+def test_split_addr_round_trips(ip: Any, port: int) -> None:
+    host = str(ip)
+    assert split_addr(f"{host}:{port}") == (normalise_ip(host), port)  # old servers: no brackets
+    if ":" in host:
+        assert split_addr(f"[{host}]:{port}") == (normalise_ip(host), port)
+
+
+_nonce = st.text(alphabet="0123456789abcdef", min_size=4, max_size=16)
+
+
+@FUZZ
+@given(st.binary(max_size=400), _nonce)
 def test_gathered_output_never_crashes(out: bytes, nonce: str) -> None:
-    parse_gathered(nonce, out)
+    fragments, epoch = parse_gathered(nonce, out)
+    marker = f"@@{nonce} ".encode()
+    if marker not in out:
+        assert fragments == {} and epoch is None
+
+
+@FUZZ
+@given(
+    st.dictionaries(
+        st.from_regex(r"[A-Za-z0-9_.:-]{1,12}", fullmatch=True),
+        st.tuples(st.binary(max_size=200), st.integers(0, 255)),
+        max_size=6,
+    ),
+    _nonce,
+    st.floats(min_value=0, max_value=4e9, allow_nan=False),
+)
+def test_gathered_output_round_trips(
+    written: dict[str, tuple[bytes, int]], nonce: str, epoch: float
+) -> None:
+    """Output framed as build_gather_script's printf lines frame it reads back per key,
+    whatever bytes each fragment printed (short of the nonce itself)."""
+    assume(all(f"@@{nonce}".encode() not in out for out, _ in written.values()))
+    framed = f"@@{nonce} clock {epoch!r}\n".encode()
+    for key, (out, rc) in written.items():
+        framed += f"@@{nonce} begin {key}\n".encode() + out
+        framed += f"\n@@{nonce} end {key} {rc}\n".encode()
+    fragments, got_epoch = parse_gathered(nonce, framed)
+    assert got_epoch == epoch
+    assert {k: (f.output, f.rc) for k, f in fragments.items()} == written
 
 
 # Config: random tables built from the real key names, so the fuzzer reaches deep validation.
@@ -129,8 +241,8 @@ def test_toml_text_value_or_error(text: str) -> None:
         return
     try:
         from_dict(doc, "fuzz.toml", registry.config_type)
-    except ConfigError:
-        pass
+    except ConfigError as e:
+        assert str(e).startswith("fuzz.toml: ") and "\n" not in str(e)
 
 
 # Log timestamps and route tables: what hosts send back is arbitrary text.

@@ -14,6 +14,8 @@ import pytest
 
 from tests.lab import Lab
 
+pytestmark = pytest.mark.lab
+
 ALL_CHECKS = """
 [checks.clients]
 [checks.live_hash]

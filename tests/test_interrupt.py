@@ -3,15 +3,20 @@ fleet down (namespaces included) when interrupted mid-way."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import _require_lab
-from tests.lab import Lab, run, wait_for
+from tests.lab import REGISTRY, Lab, run, wait_for
 from tests.servers import Server, fleet_toml
+
+pytestmark = pytest.mark.lab
 
 FLEETCHECK = str(Path(sys.executable).with_name("fleetcheck"))
 
@@ -66,9 +71,21 @@ def _lab_namespaces() -> set[str]:
     }
 
 
+def _lab_started_by(pid: int) -> tuple[str, list[str]] | None:
+    """(lab id, namespaces) of the lab process `pid` owns (its registry entry), once it has
+    two hosts: the demo's own lab, whatever other labs come and go on a shared machine."""
+    for entry in REGISTRY.iterdir() if REGISTRY.is_dir() else ():
+        try:
+            info = json.loads(entry.read_text())
+        except (OSError, ValueError):
+            continue
+        if info.get("owner") == pid and len(info.get("namespaces", ())) >= 2:
+            return entry.name, list(info["namespaces"])
+    return None
+
+
 def test_ctrl_c_tears_the_demo_down() -> None:
     _require_lab()
-    before = _lab_namespaces()
     proc = subprocess.Popen(
         [sys.executable, "-m", "fleetcheck", "demo", "--format", "plain"],
         stdout=subprocess.PIPE,
@@ -77,8 +94,17 @@ def test_ctrl_c_tears_the_demo_down() -> None:
         preexec_fn=_ctrl_c_heard,
     )
     try:
-        wait_for(lambda: len(_lab_namespaces() - before) >= 2, 60, "the demo's namespaces")
-        demo_namespaces = _lab_namespaces() - before
+        found: list[tuple[str, list[str]]] = []
+
+        def demo_lab_up() -> bool:
+            lab = _lab_started_by(proc.pid)
+            if lab is not None:
+                found.append(lab)
+            return lab is not None
+
+        wait_for(demo_lab_up, 60, "the demo's lab with two hosts")
+        lab_id, namespaces = found[0]
+        assert set(namespaces) <= _lab_namespaces()  # they were there when we interrupted
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -86,9 +112,9 @@ def test_ctrl_c_tears_the_demo_down() -> None:
             proc.kill()
     assert proc.returncode == 130, (out, err)
     assert "Traceback" not in err
-    # every namespace of the demo's lab is gone (other labs may come and go meanwhile)
-    prefixes = {ns.split("-")[0] + "-" for ns in demo_namespaces}
-    assert not {ns for ns in _lab_namespaces() if ns.startswith(tuple(prefixes))}
+    # every namespace of the demo's lab is gone, and its registry entry
+    assert not {ns for ns in _lab_namespaces() if ns.startswith(f"fc{lab_id}-")}
+    assert not (REGISTRY / lab_id).exists()
 
 
 def _connected_to(port: int) -> bool:

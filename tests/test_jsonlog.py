@@ -310,3 +310,11 @@ def test_any_json_tail_evaluates_to_a_row(lines: list[str]) -> None:
     tail = "".join(line.replace("\n", " ") + "\n" for line in lines)
     r = CHECK.evaluate(facts(tail), CFG, host(format="json"), NOW)
     assert r.summary.startswith("JSON lines /j: ")
+
+
+@pytest.mark.parametrize("text", ["Infinity", "-Infinity", "NaN", "1e999"])
+def test_a_non_finite_epoch_is_no_stamp(text: str) -> None:
+    """Python's json reads these (1e999 is infinity); the fuzz test above once found
+    {"time": Infinity} raising instead of giving no stamp."""
+    obj = jsonlog.parse_object(f'{{"time": {text}, "msg": "tick"}}')
+    assert obj is not None and jsonlog.object_stamp(obj) is None

@@ -7,7 +7,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.lab import Lab, run
+
+pytestmark = pytest.mark.lab
 
 
 def netns_of(pid: int) -> str | None:

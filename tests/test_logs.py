@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from fleetcheck.checks.logs import (
@@ -31,6 +32,7 @@ from fleetcheck.config import (
 )
 from fleetcheck.model import Status
 from fleetcheck.parse.logtail import LogFacts, ZoneFacts, parse_log_output, parse_zone_output
+from tests.conftest import ShiftedClock
 
 NOW = datetime(2026, 11, 29, 7, 24, 0, tzinfo=UTC)
 
@@ -445,3 +447,20 @@ def test_one_error_record_has_no_rate() -> None:
     r = CHECK.evaluate(facts(stamped(NOW, "ERROR x") + "Traceback\n"), CFG, host("UTC"), NOW)
     assert r.metrics["error_lines"] == 2 and r.metrics["error_rate_per_s"] is None
     assert r.status is Status.OK
+
+
+@pytest.mark.parametrize(
+    "zone", ["America/New_York", "Europe/Berlin", "Australia/Sydney", "Asia/Kolkata"]
+)
+def test_a_local_log_a_minute_old_is_ok_in_any_season(clock: ShiftedClock, zone: str) -> None:
+    """A log in local time without an offset, written a minute before the test clock's
+    instant: OK, read in the zone's offset of that season and labelled with its abbreviation
+    (EST in January, EDT in July; AEDT/AEST the other way round)."""
+    now = clock.now().replace(microsecond=0)
+    written = (now - timedelta(minutes=1)).astimezone(ZoneInfo(zone))
+    tail = f"{written:%Y-%m-%d %H:%M:%S} INFO tick\n"
+    r = CHECK.evaluate(facts(tail, written), CFG, host(zone), now)
+    assert r.status is Status.OK, r.summary
+    label = f"{written:%H:%M:%S} {written.tzname()} = {written.astimezone(UTC):%H:%M:%S} UTC"
+    assert label in r.summary, r.summary
+    assert r.metrics["age_s"] == 60

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.conftest import ShiftedClock
 from tests.lab import Lab, LabHost
 
 pytestmark = pytest.mark.lab
@@ -44,29 +45,26 @@ def host_lines(tz: str, *tables: str) -> str:
     return f'tz = "{tz}"\n' + "\n".join(tables)
 
 
-def test_recency_in_each_zone(lab: Lab) -> None:
-    """The Eastern log written a minute ago is OK (not '5 hours stale'); the UTC log 2.5 h
-    old is CRIT; a syslog log in Asia/Kolkata, zone found by tz = auto, reads right; the DST
-    repeated hour is resolved and says so."""
-    now = datetime.now(UTC)
+def test_recency_in_each_zone(lab: Lab, clock: ShiftedClock) -> None:
+    """The Eastern log written a minute ago is OK (not '5 hours stale') in either DST season;
+    the UTC log 2.5 h old is CRIT; a syslog log in Asia/Kolkata, zone found by tz = auto,
+    reads right; the DST repeated hour is resolved and says so."""
     east, utc_host, india, dst = (
         lab.add_host("east"),
         lab.add_host("utc"),
         lab.add_host("india", tz="Asia/Kolkata"),  # sshd sets TZ: the host's zone
         lab.add_host("dst"),
     )
-    ny = now - timedelta(minutes=1)
+    now = clock.now().replace(microsecond=0)
+    ny = (now - timedelta(minutes=1)).astimezone(ZoneInfo("America/New_York"))
     east_log = east.log_path("rater.log")
-    write_log(
-        east_log,
-        [f"{ny.astimezone(ZoneInfo('America/New_York')):%Y-%m-%d %H:%M:%S},123 INFO tick"],
-    )
+    write_log(east_log, [f"{ny:%Y-%m-%d %H:%M:%S},000 INFO tick"], mtime=ny)
     old = now - timedelta(hours=2, minutes=30)
     utc_log = utc_host.log_path("worker.log")
     write_log(utc_log, [f"{old:%Y-%m-%dT%H:%M:%S} INFO pulled job"], mtime=old)
     india_log = india.log_path("syslog")
     ist = (now - timedelta(minutes=2)).astimezone(ZoneInfo("Asia/Kolkata"))
-    write_log(india_log, [f"{ist:%b %e %H:%M:%S} india rater[42]: heartbeat"])
+    write_log(india_log, [f"{ist:%b %e %H:%M:%S} india rater[42]: heartbeat"], mtime=ist)
     # 01:30 on the day DST ended in New York, written in the second (EST) pass
     dst_log = dst.log_path("rater.log")
     second_pass = datetime(2026, 11, 1, 6, 30, 30, tzinfo=UTC)
@@ -81,17 +79,26 @@ def test_recency_in_each_zone(lab: Lab) -> None:
             "dst": host_lines("America/New_York", log_table(dst_log)),
         },
     )
+    before = clock.now()
     code, rows = patrol(config)
+    after = clock.now()
+
+    def age_within(row: dict[str, Any], written: datetime) -> None:
+        lo = (before - written).total_seconds() - 0.01
+        hi = (after - written).total_seconds() + 0.01
+        assert lo <= row["metrics"]["age_s"] <= hi, (lo, row["metrics"]["age_s"], hi)
 
     r = rows[("east", "logs")]
     assert r["status"] == "OK", r["summary"]
-    assert "EST = " in r["summary"] and " UTC, 1m0" in r["summary"] and "s ago" in r["summary"]
+    label = f"{ny:%H:%M:%S} {ny.tzname()} = {ny.astimezone(UTC):%H:%M:%S} UTC"
+    assert label in r["summary"], r["summary"]
     assert r["evidence"]["tz"] == "America/New_York"
-    assert abs(r["metrics"]["age_s"] - 60) < 30
+    age_within(r, ny)
 
     r = rows[("utc", "logs")]
     assert r["status"] == "CRIT", r["summary"]
-    assert "2h30m ago" in r["summary"] and "crit_age 30m00s" in r["summary"]
+    assert f"{old:%H:%M:%S} UTC" in r["summary"] and "crit_age 30m00s" in r["summary"]
+    age_within(r, old)
 
     r = rows[("india", "logs")]
     assert r["status"] == "OK", r["summary"]
@@ -99,6 +106,7 @@ def test_recency_in_each_zone(lab: Lab) -> None:
     assert f"{ist:%H:%M:%S} IST = " in r["summary"]
     assert r["evidence"]["tz_auto"]["how"].startswith("$TZ")
     assert r["evidence"]["tz_auto"]["offset"] == "+0530"
+    age_within(r, ist)
 
     r = rows[("dst", "logs")]
     assert r["status"] == "CRIT"  # it is weeks old; the point is how it was read
@@ -108,13 +116,15 @@ def test_recency_in_each_zone(lab: Lab) -> None:
     assert code == 2
 
 
-def test_wrongly_declared_zone_warns_and_names_the_likely_zone(lab: Lab) -> None:
-    now = datetime.now(UTC)
+def test_wrongly_declared_zone_warns_and_names_the_likely_zone(
+    lab: Lab, clock: ShiftedClock
+) -> None:
     h = lab.add_host("mac")
     log = h.log_path("rater.log")
-    written = now - timedelta(minutes=1)
+    written = (clock.now() - timedelta(minutes=1)).replace(microsecond=0)
+    ny = written.astimezone(ZoneInfo("America/New_York"))
     # written in New York time, but the config says Chicago
-    write_log(log, [f"{written.astimezone(ZoneInfo('America/New_York')):%Y-%m-%d %H:%M:%S} tick"])
+    write_log(log, [f"{ny:%Y-%m-%d %H:%M:%S} tick"], mtime=written)
     config = lab.config(
         checks="[checks.logs]\n",
         host_extra={"mac": host_lines("America/Chicago", log_table(log))},
@@ -123,10 +133,17 @@ def test_wrongly_declared_zone_warns_and_names_the_likely_zone(lab: Lab) -> None
     r = rows[("mac", "logs")]
     assert r["status"] == "WARN", r["summary"]
     assert r["summary"].startswith(f"file {log}: declared zone looks wrong: last line ")
-    assert "America/Chicago = " in r["summary"]
+    misread = ny.replace(tzinfo=ZoneInfo("America/Chicago")).astimezone(UTC)
+    assert (
+        f"last line {ny:%H:%M} America/Chicago = {misread:%H:%M} UTC, "
+        f"file modified {written:%H:%M} UTC"
+    ) in r["summary"], r["summary"]
     assert "(America/New_York" in r["summary"]
     assert "by mtime the log is" in r["summary"]
-    assert r["evidence"]["logs"][0]["zone_check"]["implied_offset_h"] in (-5.0, -4.0)
+    offset = ny.utcoffset()
+    assert offset is not None
+    implied = r["evidence"]["logs"][0]["zone_check"]["implied_offset_h"]
+    assert implied == pytest.approx(offset.total_seconds() / 3600, abs=0.05)
     assert code == 1
 
 

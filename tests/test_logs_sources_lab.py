@@ -8,6 +8,7 @@ import os
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,6 +41,21 @@ def entry(t: datetime, message: str, priority: int = 6, **fields: str) -> dict[s
         "SYSLOG_IDENTIFIER": "rater",
         **fields,
     }
+
+
+def patrol_timed(config: Path) -> tuple[int, dict[Any, Any], datetime, datetime]:
+    """A patrol with the wall clock read just before and just after it."""
+    before = datetime.now(UTC)
+    code, rows = patrol(config)
+    return code, rows, before, datetime.now(UTC)
+
+
+def assert_age(age: float, written: datetime, before: datetime, after: datetime) -> None:
+    """A line written at `written` (its text may drop the fraction of a second) is as old as
+    the patrol's clock says: between the clock before the patrol and after it."""
+    lo = (before - written).total_seconds() - 0.01
+    hi = (after - written.replace(microsecond=0)).total_seconds() + 0.01
+    assert lo <= age <= hi, (lo, age, hi)
 
 
 def journal_table(directory: Path | None = None, **keys: str) -> str:
@@ -101,7 +117,7 @@ def test_journal_sources_and_each_failure(lab: Lab) -> None:
             "nojournalctl": host_lines("UTC", journal_table(journal=unit)),
         },
     )
-    code, rows = patrol(config)
+    code, rows, before, after = patrol_timed(config)
 
     def row(name: str) -> tuple[str, str]:
         r = rows[(name, "logs")]
@@ -115,7 +131,7 @@ def test_journal_sources_and_each_failure(lab: Lab) -> None:
     r = rows[("healthy", "logs")]
     assert r["evidence"]["source"] == "journal" and r["metrics"]["entries"] == 61
     assert r["evidence"]["logs"][0]["last_line"] == "pulled job 1"
-    assert abs(r["metrics"]["age_s"] - 10) < 30
+    assert_age(r["metrics"]["age_s"], now - timedelta(seconds=10), before, after)
 
     status, summary = row("match")  # the match selects rater's entries in any unit
     assert status == "OK", summary
@@ -191,14 +207,15 @@ def test_json_logs_over_ssh(lab: Lab) -> None:
             )
         },
     )
-    code, rows = patrol(config)
+    code, rows, before, after = patrol_timed(config)
     r = rows[("app", "logs")]
     assert r["status"] == "OK", r["summary"]
     logs = r["metrics"]["logs"]
     sources = {e["path"]: e["source"] for e in r["evidence"]["logs"]}
     assert sources[str(pino)] == "json" and logs[str(pino)]["error_lines"] == 0
-    assert 20 < logs[str(pino)]["age_s"] < 60
-    assert logs[str(docker)]["error_lines"] == 1 and logs[str(docker)]["age_s"] < 40
+    assert_age(logs[str(pino)]["age_s"], now - timedelta(seconds=30), before, after)
+    assert logs[str(docker)]["error_lines"] == 1
+    assert_age(logs[str(docker)]["age_s"], now - timedelta(seconds=5), before, after)
     assert logs[str(zap)]["error_lines"] == 1  # no level field: the regex on the whole line
     assert r["summary"].startswith("JSON lines ")
     assert code == 0
@@ -298,13 +315,14 @@ def test_busybox_host_runs_the_gathered_script(lab: Lab) -> None:
             )
         },
     )
-    code, rows = patrol(config)
+    code, rows, before, after = patrol_timed(config)
     r = rows[("alpine", "logs")]
     logs = r["metrics"]["logs"]
-    assert 0 < logs[str(log)]["age_s"] < 90, r["summary"]
+    assert_age(logs[str(log)]["age_s"], now - timedelta(seconds=30), before, after)
     assert logs[str(log)]["size_bytes"] == log.stat().st_size
     sources = {e.get("path"): e["source"] for e in r["evidence"]["logs"]}
-    assert 0 < logs[str(jlog)]["age_s"] < 100 and sources[str(jlog)] == "json"
+    assert_age(logs[str(jlog)]["age_s"], now - timedelta(seconds=40), before, after)
+    assert sources[str(jlog)] == "json"
     assert r["status"] == "UNKNOWN"
     assert r["summary"] == (
         "journal worker.service: journalctl not found on the host (other logs: 2 OK)"

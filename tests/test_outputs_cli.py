@@ -7,9 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from fleetcheck.lab import Lab
 from tests.cli import fleetcheck
 from tests.test_alertmanager import active, alertmanager, no_proxies, recorder  # noqa: F401
+
+pytestmark = pytest.mark.lab
 
 
 def test_one_patrol_feeds_every_output(

@@ -78,6 +78,7 @@ def one_row(status: Status = Status.CRIT) -> Report:
     return Report("2026-11-29T07:00:00Z", 1.0, (Result("clients", "n8", status, "x"),))
 
 
+@pytest.mark.lab
 def test_a_302_is_not_followed_and_is_one_warning(
     redirector: tuple[str, str, list[str]], tmp_path: Path
 ) -> None:
@@ -107,6 +108,7 @@ def test_a_302_is_not_followed_and_is_one_warning(
 
 
 # ---------------------------------------------------------------- several Alertmanagers
+@pytest.mark.lab
 def test_every_alertmanager_gets_every_alert(tmp_path: Path) -> None:
     with (
         run_alertmanager(tmp_path / "am1") as am1,
@@ -129,6 +131,7 @@ def test_every_alertmanager_gets_every_alert(tmp_path: Path) -> None:
         assert active(am1) == expected and active(am2) == expected
 
 
+@pytest.mark.lab
 def test_outputs_table_with_urls_from_the_environment(
     tmp_path: Path, redirector: tuple[str, str, list[str]]
 ) -> None:
@@ -202,7 +205,7 @@ def test_unwritable_textfile_directory(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("run_args", "message"),
     [
-        (["--formt", "json"], "No such option: --formt"),
+        (["--formt", "json"], "no such option: --formt (see `fleetcheck run -h`)"),
         (["--format", "yaml"], "'yaml' is not one of"),
         (["--alertmanager", "localhost:9093"], "--alertmanager: unsupported scheme localhost://"),
         (["--textfile", "/nonexistent-dir/f.prom"], "directory /nonexistent-dir does not exist"),
@@ -267,6 +270,7 @@ def rows_of(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())["rows"]
 
 
+@pytest.mark.lab
 def test_a_damaged_row_is_dropped_and_the_rest_kept(tmp_path: Path) -> None:
     with Lab(netns=False) as lab:
         lab.start_workers(lab.add_host("n8"), 1)
@@ -292,6 +296,7 @@ def test_a_damaged_row_is_dropped_and_the_rest_kept(tmp_path: Path) -> None:
         assert proc.returncode == 2 and proc.stderr == ""
 
 
+@pytest.mark.lab
 @pytest.mark.parametrize(
     ("content", "tag", "why"),
     [

@@ -302,7 +302,7 @@ def test_basic_auth(tmp_path: Path) -> None:
         (["--token-env", "FC_UNSET_TOKEN"], {}, "--token-env FC_UNSET_TOKEN: the environment"),
         (["--basic-auth-env", "FC_B"], {"FC_B": "nocolon"}, "expected USER:PASSWORD"),
         (["--window", "a week"], {}, ""),
-        (["--every", "0s"], {}, "--every 0s"),
+        (["--every", "0s"], {}, "--every: bad duration '0s': must be longer than 0s"),
     ],
 )
 def test_serve_usage_errors(

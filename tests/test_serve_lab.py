@@ -89,6 +89,7 @@ def samples(text: str) -> dict[str, float]:
     return out
 
 
+@pytest.mark.lab
 def test_console_shows_the_incidents(fleet: tuple[demo_mod.Demo, Path]) -> None:
     d, out = fleet
     with serving("-c", str(d.config), "--history", str(out / "history.jsonl")) as url:
@@ -161,6 +162,7 @@ def test_detector_sees_console_errors_and_scripts(tmp_path: Path) -> None:
     assert not any('"pwned"' in line for line in seen.console)  # refused, not run
 
 
+@pytest.mark.lab
 def test_chromium_renders_grid_and_row_without_errors_and_log_line_as_text(
     fleet: tuple[demo_mod.Demo, Path], tmp_path: Path
 ) -> None:
@@ -194,6 +196,7 @@ def test_docs_screenshots_are_committed() -> None:
         assert f"(console-{name}.png)" in (DOCS / "console.md").read_text()
 
 
+@pytest.mark.lab
 def test_serve_every_patrols_itself(fleet: tuple[demo_mod.Demo, Path], tmp_path: Path) -> None:
     from tests.lab import wait_for
 

@@ -16,6 +16,8 @@ import pytest
 
 from tests.lab import Lab, missing_prerequisites
 
+pytestmark = pytest.mark.lab
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # every module of ours a broker-only patrol loads: the CLI, config, the patrol and its

@@ -114,6 +114,7 @@ def fc(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.lab
 def test_lab_rounds_since_fail_after_flapping_history(lab: Lab, tmp_path: Path) -> None:
     n8 = lab.add_host("n8", sshd=False)
     cfg = lab.config(patrol='deadline = "30s"\nfail_after = 2\nflap_changes = 3\nflap_window = 5\n')
@@ -161,6 +162,7 @@ def test_lab_rounds_since_fail_after_flapping_history(lab: Lab, tmp_path: Path) 
     assert "6 rounds" in proc.stdout
 
 
+@pytest.mark.lab
 def test_every_rounds_plain_blocks(lab: Lab, tmp_path: Path) -> None:
     n8 = lab.add_host("n8", sshd=False)
     lab.start_workers(n8, 1)

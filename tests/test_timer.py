@@ -205,7 +205,8 @@ def test_install_writes_units_and_prints_the_systemctl_line(tmp_path: Path) -> N
     [
         (["--print", "--install"], "--print and --install: choose one"),
         (["--every", "soon"], "--every: bad duration 'soon'"),
-        (["--every", "0s"], "--every 0s: must be at least 1s"),
+        (["--every", "0s"], "--every: bad duration '0s': must be longer than 0s"),
+        (["--every", "0.5s"], "--every 0.5s: must be at least 1s"),
         (["--name", "../evil"], "--name '../evil'"),
         (["--install", "--dir", "/nonexistent/dir"], "--install into /nonexistent/dir"),
     ],

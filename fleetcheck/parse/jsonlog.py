@@ -74,6 +74,8 @@ def epoch_stamp(value: float | int | str) -> Stamp | None:
         number = float(text)
     else:
         number = float(value)
+        if number != number or number in (float("inf"), float("-inf")):  # JSON Infinity, NaN
+            return None
     scale, unit = epoch_unit(number)
     if isinstance(value, str) and unit == "s":
         micro = int(whole) * 1_000_000 + int((frac or "0")[:6].ljust(6, "0"))
