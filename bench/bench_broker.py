@@ -556,7 +556,7 @@ def main() -> int:
         judged_at = time.time() + 60  # one `now` for every variant: same stale counts
         clients_s = bench.open_clients()
         bench.start_rater()
-        fleet = load(bench.config(), registry.config_type)
+        fleet = load(bench.config(), registry.config_type, registry.host_config_types)
         out: dict[str, Any] = {
             "machine": {
                 "cpus": os.cpu_count(),

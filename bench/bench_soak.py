@@ -73,7 +73,7 @@ def main() -> None:
             extra[h.name] = f'tz = "UTC"\nlogs = [{{ path = "{log}" }}]'
         lab.start_rater(inbox="arena:rater:inbox")
         cfg = lab.config(checks=CHECKS, host_extra=extra)
-        fleet = load(cfg, registry.config_type)
+        fleet = load(cfg, registry.config_type, registry.host_config_types)
         items = runner.plan(fleet, registry.available())
         outputs = Outputs(state=Path(tmp) / "state.json", history=Path(tmp) / "history.jsonl")
         samples = []

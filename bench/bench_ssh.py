@@ -73,7 +73,7 @@ SEQUENTIAL = textwrap.dedent(
     from fleetcheck import registry, runner
     from fleetcheck.context import build_gather_script
     from fleetcheck.transport.ssh import open_shell
-    fleet = load(sys.argv[1], registry.config_type)
+    fleet = load(sys.argv[1], registry.config_type, registry.host_config_types)
     items = runner.plan(fleet, registry.available())
     frags = runner.fragments_for(items, fleet)
     ok = 0
@@ -174,7 +174,7 @@ def main() -> None:
         from fleetcheck.config import load
         from fleetcheck.context import build_gather_script
 
-        fleet = load(config, registry.config_type)
+        fleet = load(config, registry.config_type, registry.host_config_types)
         frags = runner.fragments_for(runner.plan(fleet, registry.available()), fleet)
         script = build_gather_script("0" * 16, frags(fleet.hosts[0]))
         script_file = lab.dir / "gather.sh"

@@ -159,7 +159,7 @@ def main() -> None:
     with Lab(prefix=24) as lab:
         hosts = [lab.add_host(f"h{i:03d}") for i in range(a.hosts)]
         cfg = lab.config(checks="[checks.routes]\n", patrol='deadline = "120s"\n')
-        fleet = load(cfg, registry.config_type)
+        fleet = load(cfg, registry.config_type, registry.host_config_types)
         items = plan(fleet, registry.select(fleet.checks))
         settle(hosts, None)
         one_round(fleet, items, hosts, None, "fresh")  # warm-up: imports, known_hosts cache

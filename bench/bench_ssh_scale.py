@@ -91,7 +91,7 @@ INPROCESS = textwrap.dedent(
     from fleetcheck.config import load
     from fleetcheck.transport.ssh import _paramiko
     _paramiko()
-    fleet = load(sys.argv[1], registry.config_type)
+    fleet = load(sys.argv[1], registry.config_type, registry.host_config_types)
     items = runner.plan(fleet, registry.available())
     cpu0, t0 = time.process_time(), time.monotonic()
     report = runner.run_patrol(fleet, items)
@@ -214,7 +214,7 @@ def main() -> None:
         from fleetcheck.config import load
         from fleetcheck.context import build_gather_script
 
-        fleet = load(small_cfg, registry.config_type)
+        fleet = load(small_cfg, registry.config_type, registry.host_config_types)
         frags = runner.fragments_for(runner.plan(fleet, registry.available()), fleet)
         script = lab.dir / "gather.sh"
         script.write_text(build_gather_script("0" * 16, frags(fleet.hosts[0])))

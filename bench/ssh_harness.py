@@ -48,7 +48,7 @@ def one(host: HostConfig, cfg: SshConfig, script: str, out: dict[str, Any]) -> N
 
 def main() -> None:
     config, mode = sys.argv[1], sys.argv[2]
-    fleet = load(config, registry.config_type)
+    fleet = load(config, registry.config_type, registry.host_config_types)
     frags = runner.fragments_for(runner.plan(fleet, registry.available()), fleet)
     scripts = {h.name: build_gather_script("0" * 16, frags(h)) for h in fleet.hosts}
     if mode.endswith("-true"):  # the transport alone: the remote side runs `true`

@@ -155,7 +155,7 @@ def load_fleet(config: str | None) -> FleetConfig:
     from fleetcheck.config import ConfigError, find_config, load
 
     try:
-        return load(find_config(config), registry.config_type)
+        return load(find_config(config), registry.config_type, registry.host_config_types)
     except ConfigError as e:
         raise UsageFailure(str(e)) from None
 

@@ -547,11 +547,11 @@ NOT_SHARED = ("name", "groups")  # host keys [defaults] and [groups.NAME] cannot
 def load(
     path: Path | str,
     check_config_type: CheckConfigLookup,
-    host_config_types: HostTypesLookup | None = None,
+    host_config_types: HostTypesLookup,
 ) -> FleetConfig:
     """Read and validate a config file. `check_config_type(name)` gives a check's config
     dataclass, or None for a name no installed check has; `host_config_types` the checks'
-    per-host settings (default: the registry's)."""
+    per-host settings (the registry passes both: this module knows no check)."""
     path = Path(path)
     file = str(path)
     try:
@@ -567,12 +567,6 @@ def load(
     return from_dict(data, file, check_config_type, host_config_types)
 
 
-def _registry_host_types(names: Collection[str] | None) -> Mapping[str, type]:
-    from fleetcheck import registry
-
-    return registry.host_config_types(names)
-
-
 def _key_fields(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls) if f.init and f.metadata.get("key", True)]
 
@@ -581,7 +575,7 @@ def from_dict(
     data: dict[str, Any],
     file: str,
     check_config_type: CheckConfigLookup,
-    host_config_types: HostTypesLookup | None = None,
+    host_config_types: HostTypesLookup,
 ) -> FleetConfig:
     unknown = sorted(set(data) - set(TOP_LEVEL))
     if unknown:
@@ -600,8 +594,7 @@ def from_dict(
         raw_checks = data.get("checks", {})
         if not isinstance(raw_checks, dict):
             raise ConfigError(f"{file}: checks: expected a table ([checks.NAME])")
-        host_types = host_config_types or _registry_host_types
-        hosts = _build_hosts(data, file, list(raw_checks), host_types)
+        hosts = _build_hosts(data, file, list(raw_checks), host_config_types)
         checks = _build_checks(raw_checks, file, check_config_type)
     finally:
         _BARE_DURATIONS.reset(token)

@@ -206,7 +206,7 @@ def run_demo(keep: bool, render: Any, netns: bool | None = None) -> int:
             f"{demo.lab.broker_url}; patrolling once\n",
             flush=True,
         )
-        fleet = load(demo.config, registry.config_type)
+        fleet = load(demo.config, registry.config_type, registry.host_config_types)
         report = runner.run_patrol(fleet, runner.plan(fleet, registry.available()))
         render(report)
         print("\nWhat the rows mean:")

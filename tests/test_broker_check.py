@@ -209,7 +209,12 @@ def test_missing_info_fields_do_not_crash() -> None:
 def test_config_errors(table: dict[str, object], message: str) -> None:
     data = {"broker": {"url": "redis://127.0.0.1:1"}, "checks": {"broker": table}}
     with pytest.raises(ConfigError, match=message):
-        from_dict(data, "hosts.toml", lambda n: BrokerHealthConfig if n == "broker" else None)
+        from_dict(
+            data,
+            "hosts.toml",
+            lambda n: BrokerHealthConfig if n == "broker" else None,
+            lambda names: {},
+        )
 
 
 @pytest.mark.lab
@@ -218,7 +223,11 @@ def test_real_info(lab: Lab) -> None:
     from fleetcheck.config import load
 
     lab.client().config_set("maxmemory-policy", "allkeys-lru")
-    fleet = load(lab.config(checks="[checks.broker]\n", hosts=[]), registry.config_type)
+    fleet = load(
+        lab.config(checks="[checks.broker]\n", hosts=[]),
+        registry.config_type,
+        registry.host_config_types,
+    )
     ctx = PatrolContext(fleet)
     try:
         f = CHECK.probe(ctx, None, fleet.checks["broker"])

@@ -81,7 +81,7 @@ def test_without_the_entry_point_the_example_check_and_its_key_are_unknown(
     assert registry.find("example_marker") is None
     p = write(tmp_path, '[[hosts]]\nname = "a"\nssh = "local"\nmarker = "/etc/hostname"\n')
     with pytest.raises(ConfigError, match=r"\[hosts\[0\] a\] marker: unknown key"):
-        load(p, registry.config_type)
+        load(p, registry.config_type, registry.host_config_types)
 
 
 def test_a_plugin_host_key_is_accepted_where_declared(plugin: None, tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ def test_a_plugin_host_key_is_accepted_where_declared(plugin: None, tmp_path: Pa
         tmp_path,
         '[[hosts]]\nname = "a"\nssh = "local"\nmarker = "/etc/hostname"\n[checks.example_marker]\n',
     )
-    fleet = load(p, registry.config_type)
+    fleet = load(p, registry.config_type, registry.host_config_types)
     assert fleet.hosts[0].settings(MarkerHostConfig).marker == "/etc/hostname"
 
 
@@ -97,14 +97,14 @@ def test_a_plugin_host_key_is_accepted_while_its_check_is_not_enabled(
     plugin: None, tmp_path: Path
 ) -> None:
     p = write(tmp_path, '[[hosts]]\nname = "a"\nssh = "local"\nmarker = "/etc/hostname"\n')
-    fleet = load(p, registry.config_type)
+    fleet = load(p, registry.config_type, registry.host_config_types)
     assert fleet.hosts[0].settings(MarkerHostConfig).marker == "/etc/hostname"
 
 
 def test_a_misspelled_plugin_host_key_names_file_host_and_key(plugin: None, tmp_path: Path) -> None:
     p = write(tmp_path, '[[hosts]]\nname = "a"\nssh = "local"\nmarkr = "/etc/hostname"\n')
     with pytest.raises(ConfigError) as e:
-        load(p, registry.config_type)
+        load(p, registry.config_type, registry.host_config_types)
     message = str(e.value)
     assert message.startswith(f"{p}: [hosts[0] a] markr: unknown key (known keys: ")
     assert "marker" in message.split("known keys: ")[1]
@@ -113,7 +113,7 @@ def test_a_misspelled_plugin_host_key_names_file_host_and_key(plugin: None, tmp_
 def test_a_plugin_host_value_is_validated_by_the_plugin(plugin: None, tmp_path: Path) -> None:
     p = write(tmp_path, '[[hosts]]\nname = "a"\nssh = "local"\nmarker = "relative"\n')
     with pytest.raises(ConfigError, match=r"\[hosts\[0\] a\] marker: must be an absolute path"):
-        load(p, registry.config_type)
+        load(p, registry.config_type, registry.host_config_types)
 
 
 def test_the_example_check_patrols_through_its_own_fragment_keys(
@@ -128,7 +128,7 @@ def test_the_example_check_patrols_through_its_own_fragment_keys(
         '[[hosts]]\nname = "c"\nssh = "local"\n'
         '[checks.example_marker]\nmissing_is = "CRIT"\n',
     )
-    fleet = load(p, registry.config_type)
+    fleet = load(p, registry.config_type, registry.host_config_types)
     report = runner.run_patrol(fleet, runner.plan(fleet, registry.available()))
     rows = {r.host: (r.status, r.summary) for r in report.results}
     assert rows == {
@@ -196,7 +196,7 @@ def every_check_evaluated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         demo.config.write_text(
             text + f'\n[defaults]\nmarker = "{demo.config}"\n[checks.example_marker]\n'
         )
-        fleet = load(demo.config, registry.config_type)
+        fleet = load(demo.config, registry.config_type, registry.host_config_types)
         items = runner.plan(fleet, registry.available())
         ctx = PatrolContext(fleet, runner.fragments_for(items, fleet))
         guard = NoIO()

@@ -42,7 +42,7 @@ def cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None):
 
 
 def test_example_loads_through_real_validator() -> None:
-    fleet = load(ROOT / "hosts.example.toml", registry.config_type)
+    fleet = load(ROOT / "hosts.example.toml", registry.config_type, registry.host_config_types)
     assert fleet.hosts[0].name == "n8"
     assert fleet.hosts[0].settings(LogsHostConfig).logs[0].max_age == 600
     assert fleet.patrol.every == 900
@@ -50,14 +50,14 @@ def test_example_loads_through_real_validator() -> None:
 
 
 def test_every_check_is_documented_in_example() -> None:
-    fleet = load(ROOT / "hosts.example.toml", registry.config_type)
+    fleet = load(ROOT / "hosts.example.toml", registry.config_type, registry.host_config_types)
     assert set(fleet.checks) == set(registry.available())
 
 
 def test_good_config_values(tmp_path: Path) -> None:
     p = tmp_path / "hosts.toml"
     p.write_text(GOOD)
-    fleet = load(p, registry.config_type)
+    fleet = load(p, registry.config_type, registry.host_config_types)
     assert fleet.broker.connect_timeout == 3.0
     assert fleet.hosts == (HostConfig(name="n8", ssh="local"),)
     n8 = fleet.hosts[0]
@@ -229,7 +229,7 @@ def test_config_error_is_one_line_exit_3(
     p = tmp_path / "hosts.toml"
     p.write_text(text)
     with pytest.raises(ConfigError) as info:
-        load(p, registry.config_type)
+        load(p, registry.config_type, registry.host_config_types)
     assert message in str(info.value)
     assert str(p) in str(info.value)
     proc = cli("run", "-c", str(p))

@@ -224,7 +224,7 @@ _doc = st.fixed_dictionaries(
 @given(_doc)
 def test_config_value_or_config_error(doc: dict[str, Any]) -> None:
     try:
-        fleet = from_dict(doc, "fuzz.toml", registry.config_type)
+        fleet = from_dict(doc, "fuzz.toml", registry.config_type, registry.host_config_types)
     except ConfigError as e:
         message = str(e)
         assert message.startswith("fuzz.toml: ") and "\n" not in message
@@ -240,7 +240,7 @@ def test_toml_text_value_or_error(text: str) -> None:
     except tomllib.TOMLDecodeError:
         return
     try:
-        from_dict(doc, "fuzz.toml", registry.config_type)
+        from_dict(doc, "fuzz.toml", registry.config_type, registry.host_config_types)
     except ConfigError as e:
         assert str(e).startswith("fuzz.toml: ") and "\n" not in str(e)
 

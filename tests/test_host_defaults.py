@@ -26,7 +26,7 @@ def write(tmp_path: Path, text: str) -> Path:
 def refused(tmp_path: Path, text: str) -> str:
     p = write(tmp_path, text)
     with pytest.raises(ConfigError) as e:
-        load(p, registry.config_type)
+        load(p, registry.config_type, registry.host_config_types)
     message = str(e.value)
     assert message.startswith(f"{p}: "), message
     return message[len(f"{p}: ") :]
@@ -72,7 +72,7 @@ logs = []
 
 
 def test_precedence_host_then_groups_in_order_then_defaults(tmp_path: Path) -> None:
-    fleet = load(write(tmp_path, SHARED), registry.config_type)
+    fleet = load(write(tmp_path, SHARED), registry.config_type, registry.host_config_types)
     h = {x.name: x for x in fleet.hosts}
 
     def tz(name: str) -> str | None:
@@ -100,7 +100,7 @@ def test_precedence_host_then_groups_in_order_then_defaults(tmp_path: Path) -> N
 
 
 def test_the_example_file_documents_defaults_and_groups() -> None:
-    fleet = load(ROOT / "hosts.example.toml", registry.config_type)
+    fleet = load(ROOT / "hosts.example.toml", registry.config_type, registry.host_config_types)
     joined = [h for h in fleet.hosts if h.groups]
     assert joined, "hosts.example.toml should show a host joining a group"
     h = joined[0]
@@ -172,5 +172,5 @@ def test_defaults_must_be_a_table(tmp_path: Path) -> None:
     p = tmp_path / "hosts.toml"
     p.write_text("defaults = 1\n" + BROKER)
     with pytest.raises(ConfigError) as e:
-        load(p, registry.config_type)
+        load(p, registry.config_type, registry.host_config_types)
     assert str(e.value) == f"{p}: [defaults] must be a table, not a int"

@@ -82,7 +82,7 @@ def test_a_journal_only_host_needs_no_tz_a_file_log_does() -> None:
 
 
 def test_example_config_shows_a_journal_source_and_a_json_log() -> None:
-    fleet = load(ROOT / "hosts.example.toml", registry.config_type)
+    fleet = load(ROOT / "hosts.example.toml", registry.config_type, registry.host_config_types)
     logs = [log for h in fleet.hosts for log in h.settings(LogsHostConfig).logs]
     assert any(log.journal for log in logs)
     assert any(log.format == "json" for log in logs)

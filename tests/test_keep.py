@@ -24,7 +24,7 @@ WHO = {"t.conn": 'echo "$SSH_CONNECTION"'}  # client addr, client port, server a
 
 
 def fleet_of(lab: Lab, checks: str = "[checks.routes]\n") -> FleetConfig:
-    return load(lab.config(checks=checks), registry.config_type)
+    return load(lab.config(checks=checks), registry.config_type, registry.host_config_types)
 
 
 def host_cfg(fleet: FleetConfig, h: LabHost) -> HostConfig:
@@ -174,10 +174,10 @@ def test_closed_keeper_keeps_nothing(lab: Lab) -> None:
 def test_keep_alive_for_is_a_duration_of_five_minutes_by_default(tmp_path: Path) -> None:
     p = tmp_path / "hosts.toml"
     p.write_text('[broker]\nurl = "redis://127.0.0.1:1/0"\n')
-    assert load(p, registry.config_type).ssh.keep_alive_for == 300.0
+    assert load(p, registry.config_type, registry.host_config_types).ssh.keep_alive_for == 300.0
     p.write_text('[broker]\nurl = "redis://127.0.0.1:1/0"\n[ssh]\nkeep_alive_for = "-1s"\n')
     with pytest.raises(ConfigError, match=r"\[ssh\] keep_alive_for: bad duration"):
-        load(p, registry.config_type)
+        load(p, registry.config_type, registry.host_config_types)
 
 
 @pytest.mark.lab

@@ -312,7 +312,12 @@ def test_owner_presence() -> None:
 def test_config_errors(table: dict[str, object], message: str) -> None:
     data = {"broker": {"url": "redis://127.0.0.1:1"}, "checks": {"live_hash": table}}
     with pytest.raises(ConfigError, match=message):
-        from_dict(data, "hosts.toml", lambda n: LiveHashConfig if n == "live_hash" else None)
+        from_dict(
+            data,
+            "hosts.toml",
+            lambda n: LiveHashConfig if n == "live_hash" else None,
+            lambda names: {},
+        )
 
 
 # ---------------------------------------------------------------- lab: the real HSCAN
@@ -320,7 +325,9 @@ def fleet_for(lab: Lab, checks: str = "[checks.live_hash]\n"):
     from fleetcheck import registry
     from fleetcheck.config import load
 
-    return load(lab.config(checks=checks, hosts=[]), registry.config_type)
+    return load(
+        lab.config(checks=checks, hosts=[]), registry.config_type, registry.host_config_types
+    )
 
 
 @pytest.mark.lab

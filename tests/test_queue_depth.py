@@ -139,7 +139,12 @@ def test_read_head_bad_time() -> None:
 def test_config_errors(table: dict[str, object], message: str) -> None:
     data = {"broker": {"url": "redis://127.0.0.1:1"}, "checks": {"queue_depth": table}}
     with pytest.raises(ConfigError, match=message):
-        from_dict(data, "hosts.toml", lambda n: QueueDepthConfig if n == "queue_depth" else None)
+        from_dict(
+            data,
+            "hosts.toml",
+            lambda n: QueueDepthConfig if n == "queue_depth" else None,
+            lambda names: {},
+        )
 
 
 # ---------------------------------------------------------------- lab
@@ -147,7 +152,9 @@ def probe(lab: Lab, checks: str) -> tuple[QueueFacts, object]:
     from fleetcheck import registry
     from fleetcheck.config import load
 
-    fleet = load(lab.config(checks=checks, hosts=[]), registry.config_type)
+    fleet = load(
+        lab.config(checks=checks, hosts=[]), registry.config_type, registry.host_config_types
+    )
     ctx = PatrolContext(fleet)
     try:
         config = fleet.checks["queue_depth"]

@@ -153,7 +153,12 @@ def test_payload_template() -> None:
 def test_config_errors(table: dict[str, object], message: str) -> None:
     data = {"broker": {"url": "redis://127.0.0.1:1"}, "checks": {"rater_probe": table}}
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        from_dict(data, "hosts.toml", lambda n: RaterProbeConfig if n == "rater_probe" else None)
+        from_dict(
+            data,
+            "hosts.toml",
+            lambda n: RaterProbeConfig if n == "rater_probe" else None,
+            lambda names: {},
+        )
 
 
 # ---------------------------------------------------------------- lab
@@ -364,7 +369,7 @@ def test_without_lpos_the_window_is_read_with_lrange(lab: Lab, push: str) -> Non
     from fleetcheck.config import load
 
     r = lab.client()
-    fleet = load(lab.config(checks="", hosts=[]), registry.config_type)
+    fleet = load(lab.config(checks="", hosts=[]), registry.config_type, registry.host_config_types)
     r.config_set("slowlog-log-slower-than", 0)
     r.slowlog_reset()
     r.rpush(INBOX, "a", "b")

@@ -153,7 +153,7 @@ def test_minimal_config_is_valid(tmp_path: Path) -> None:
     assert lang == "toml"
     path = tmp_path / "hosts.toml"
     path.write_text(body)
-    fleet = load(path, registry.config_type)
+    fleet = load(path, registry.config_type, registry.host_config_types)
     assert [h.name for h in fleet.hosts] == ["worker-1"]
     assert set(fleet.checks) == {"clients", "broker", "logs", "routes"}
 

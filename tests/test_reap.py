@@ -81,7 +81,7 @@ def test_apply_leaves_exactly_the_fresh_entries(lab: Lab) -> None:
 def test_entry_rewritten_between_scan_and_delete_survives(lab: Lab) -> None:
     seed(lab)
     r = lab.client()
-    fleet = load(lab.config(checks="", hosts=[]), registry.config_type)
+    fleet = load(lab.config(checks="", hosts=[]), registry.config_type, registry.host_config_types)
     renewed = b'{"started_at": %d, "host": "mini"}' % int(time.time())
 
     def worker_restarts_match(stale: list[Stale]) -> None:

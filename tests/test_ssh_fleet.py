@@ -183,7 +183,7 @@ def test_a_connection_that_completes_after_the_deadline_is_closed(lab: Lab) -> N
     config.write_text(
         config.read_text().replace('connect_timeout = "3s"', 'connect_timeout = "20s"')
     )
-    fleet = load(config, registry.config_type)
+    fleet = load(config, registry.config_type, registry.host_config_types)
     lab.freeze_sshd(h)
     try:
         report = runner.run_patrol(fleet, runner.plan(fleet, registry.available()))

@@ -17,7 +17,7 @@ from tests.test_config import GOOD
 def load_text(tmp_path: Path, text: str) -> object:
     p = tmp_path / "hosts.toml"
     p.write_text(text)
-    return load(p, registry.config_type)
+    return load(p, registry.config_type, registry.host_config_types)
 
 
 def test_known_hosts_may_be_a_list_and_adaptive_a_flag(tmp_path: Path) -> None:

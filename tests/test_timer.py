@@ -353,7 +353,7 @@ def fleet_of(tmp_path: Path, extra: str) -> object:
 
     path = config(tmp_path)
     path.write_text(path.read_text() + extra)
-    return load(path, registry.config_type)
+    return load(path, registry.config_type, registry.host_config_types)
 
 
 @pytest.mark.parametrize(
