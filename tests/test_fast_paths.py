@@ -113,7 +113,9 @@ def test_fields_a_shrinking_hash_returns_twice_make_the_pass_read_again(lab: Lab
     """Play the shrink for real (as test_live_hash does for the exact reducer): the digest
     pass must notice the repeat, read again, and count each field once."""
     r = lab.client()
-    for at in range(2, 12):
+    # Whether a field comes back depends on where the cursor stands when the table shrinks,
+    # and that on the server's per-process hash seed: try many stopping points, not a few.
+    for at in range(2, 60):
         r.delete("t:live")
         r.hset("t:live", mapping={f"f{i}": json.dumps({"started_at": i}) for i in range(5000)})
         replies: list[list[bytes]] = []
