@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import _require_lab
+from tests.tree import copy_tracked
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -44,19 +45,6 @@ def blocks() -> dict[str, tuple[str, str]]:
 def commands(body: str) -> list[str]:
     """A shell block's command lines, as written (comments stay: bash reads them)."""
     return [line for line in body.splitlines() if line.strip() and not line.startswith("#")]
-
-
-def copy_tracked(dst: Path) -> None:
-    """The tracked files of this tree (uncommitted edits included): a clone's content."""
-    files = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=60
-    ).stdout.split(b"\0")
-    for name in filter(None, files):
-        src = ROOT / name.decode()
-        if src.is_file():
-            target = dst / name.decode()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, target)
 
 
 def test_marked_blocks_are_there() -> None:

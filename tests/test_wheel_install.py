@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.lab import Lab
+from tests.tree import copy_tracked
 
 pytestmark = pytest.mark.lab
 
@@ -49,16 +50,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel, built from this tree the way the README says (pip wheel --no-deps)."""
     out = tmp_path_factory.mktemp("dist")
     build = tmp_path_factory.mktemp("build-src")
-    # build from a copy of the tracked files only: a developer's stray files never ship
-    files = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=60
-    ).stdout.split(b"\0")
-    for name in filter(None, files):
-        src = ROOT / name.decode()
-        if src.is_file():
-            dst = build / name.decode()
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
+    copy_tracked(build)  # the tracked files only: a developer's stray files never ship
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(build)],
         capture_output=True,
