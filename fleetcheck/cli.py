@@ -120,6 +120,19 @@ ConfigOpt = Annotated[
         help="hosts.toml (else $FLEETCHECK_CONFIG, ./hosts.toml, ~/.config/fleetcheck/hosts.toml)",
     ),
 ]
+EveryOpt = Annotated[
+    DurationArg | None,
+    typer.Option(
+        "--every",
+        metavar="DURATION",
+        parser=_every,
+        help="Patrol every DURATION (e.g. 15m); 'patrol' = [patrol] every.",
+    ),
+]
+HistoryOpt = Annotated[
+    Path | None,
+    typer.Option("--history", metavar="FILE", help="History file (default: the config's)."),
+]
 FormatOpt = Annotated[
     Format | None,
     typer.Option(
@@ -222,15 +235,7 @@ def run(
         list[str] | None,
         Opt("--host", metavar="NAME", help="Check only this host (repeatable, or NAME,NAME)."),
     ] = None,
-    every: Annotated[
-        DurationArg | None,
-        Opt(
-            "--every",
-            metavar="DURATION",
-            parser=_every,
-            help="Repeat every DURATION (e.g. 15m); 'patrol' = [patrol] every.",
-        ),
-    ] = None,
+    every: EveryOpt = None,
     rounds: Annotated[
         int | None,
         Opt("--rounds", metavar="N", min=1, help="With --every: stop after N rounds."),
@@ -571,10 +576,7 @@ def history_cmd(
         DurationArg,
         Opt("--since", metavar="DURATION", parser=_duration, help="How far back, e.g. 24h."),
     ] = "24h",  # type: ignore[assignment]  # converted by _duration
-    history: Annotated[
-        Path | None,
-        Opt("--history", metavar="FILE", help="History file (default: the config's)."),
-    ] = None,
+    history: HistoryOpt = None,
 ) -> None:
     """Per-host timeline of past patrols: one cell per round, coloured by status."""
     from datetime import timedelta
@@ -707,10 +709,7 @@ def serve_cmd(
         str,
         Opt("--listen", metavar="ADDR:PORT", help="Where to listen (default loopback only)."),
     ] = "127.0.0.1:8470",
-    history: Annotated[
-        Path | None,
-        Opt("--history", metavar="FILE", help="History file (default: the config's)."),
-    ] = None,
+    history: HistoryOpt = None,
     window: Annotated[
         DurationArg,
         Opt(
@@ -720,15 +719,7 @@ def serve_cmd(
             help="How much history the charts show, e.g. 7d.",
         ),
     ] = "7d",  # type: ignore[assignment]  # converted by _duration
-    every: Annotated[
-        DurationArg | None,
-        Opt(
-            "--every",
-            metavar="DURATION",
-            parser=_every,
-            help="Also patrol every DURATION ('patrol' = [patrol] every).",
-        ),
-    ] = None,
+    every: EveryOpt = None,
     token_env: Annotated[
         str | None,
         Opt("--token-env", metavar="VAR", help="Env var holding a bearer token to require."),
