@@ -77,13 +77,22 @@ class HostFacts:
     remote_epoch: float | None  # the host's clock when the exec started
     local_epoch: float  # our clock halfway through the exec (round-trip corrected)
     problem: str | None  # why some fragments may be missing (deadline, byte bound)
+    remote_resolution_s: float = 0.0  # 1.0 when the host's clock came in whole seconds
 
     @property
     def clock_skew_s(self) -> float | None:
-        """Host clock minus ours; positive when the host runs ahead."""
+        """Host clock minus ours; positive when the host runs ahead.
+
+        A clock read in whole seconds (BusyBox `date` has no %N) was anywhere in the second
+        after the one it printed: the skew is the value nearest zero in that interval, so a
+        host whose clock agrees with ours within what it can tell is not made up to 1s off."""
         if self.remote_epoch is None:
             return None
-        return self.remote_epoch - self.local_epoch
+        low = self.remote_epoch - self.local_epoch
+        high = low + self.remote_resolution_s
+        if low >= 0 or high < 0:
+            return low if low >= 0 else high
+        return 0.0
 
     def get(self, key: str) -> Fragment:
         try:
@@ -410,6 +419,10 @@ class PatrolContext:
             remote_epoch=remote_epoch,
             local_epoch=(before + after) / 2,
             problem=problem,
+            # whole seconds: the script fell back to `date +%s` (no %N on this host)
+            remote_resolution_s=1.0
+            if remote_epoch is not None and remote_epoch.is_integer()
+            else 0.0,
         )
 
     def _run(self, host: HostConfig, shell: Shell, script: str) -> tuple[float | None, ExecResult]:

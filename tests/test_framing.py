@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from fleetcheck.context import Fragment, build_gather_script, parse_gathered
+from fleetcheck.context import Fragment, HostFacts, build_gather_script, parse_gathered
 
 NONCE = "0123456789abcdef"
 
@@ -71,3 +71,21 @@ def test_hostile_output_is_framed_in_linear_time() -> None:
     took = time.process_time() - start
     assert ours["a.x"].output == hostile
     assert took < 10, took
+
+
+@pytest.mark.parametrize(
+    ("remote", "local", "resolution", "skew"),
+    [
+        (1000.25, 1000.0, 0.0, 0.25),  # a clock with a fraction: the plain difference
+        (999.75, 1000.0, 0.0, -0.25),
+        (1000.0, 1000.6, 1.0, 0.0),  # whole seconds: 1000 means 1000.0-1000.999...: agrees
+        (1000.0, 1000.0, 1.0, 0.0),
+        (1003.0, 1000.5, 1.0, 2.5),  # ahead: the least it can be
+        (997.0, 1000.5, 1.0, -2.5),  # behind: 997.999... at the most, so 2.5s behind at least
+    ],
+)
+def test_clock_skew_within_the_host_clock_resolution(
+    remote: float, local: float, resolution: float, skew: float
+) -> None:
+    facts = HostFacts({}, remote, local, None, remote_resolution_s=resolution)
+    assert facts.clock_skew_s == pytest.approx(skew)
