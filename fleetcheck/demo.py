@@ -45,7 +45,7 @@ INBOX = "arena:rater:inbox"
 class Demo:
     lab: Lab
     config: Path
-    mode: str  # "namespaces" or "local"
+    mode: str  # "network-namespace" or "local"
     eastern_host: str
 
 
@@ -162,7 +162,7 @@ def _populate(lab: Lab, netns: bool) -> Demo:
     if netns:
         checks.append("[checks.routes]")
     config = lab.config(checks="\n".join(checks) + "\n", host_extra=host_extra)
-    return Demo(lab, config, "namespaces" if netns else "local", "n8")
+    return Demo(lab, config, "network-namespace" if netns else "local", "n8")
 
 
 def explain(report: Any) -> list[str]:
@@ -202,7 +202,7 @@ def run_demo(keep: bool, render: Any, netns: bool | None = None) -> int:
         print("fleetcheck demo: starting a throwaway fleet on this machine ...", flush=True)
         demo = build(netns)
         print(
-            f"fleetcheck demo: {len(demo.lab.hosts)} hosts as {demo.mode} hosts, broker "
+            f"fleetcheck demo: {len(demo.lab.hosts)} {demo.mode} hosts, broker "
             f"{demo.lab.broker_url}; patrolling once\n",
             flush=True,
         )
