@@ -54,10 +54,10 @@ def test_other_shapes(line: str, host: str, port: int, name: str) -> None:
     assert (c.host, c.port, c.name) == (host, port, name)
 
 
-@pytest.mark.lab
-def test_real_ipv4_ipv6_and_unix_clients(lab: Lab) -> None:
+def dual_stack_server(lab: Lab, socket_name: str) -> tuple[int, str]:
+    """A second redis-server of the lab's, on 127.0.0.1, ::1 and a unix socket: (port, path)."""
     port = free_port()
-    sock_path = str(lab.dir / "v6.sock")
+    sock_path = str(lab.dir / socket_name)
     lab.spawn(
         [
             "redis-server",
@@ -79,6 +79,12 @@ def test_real_ipv4_ipv6_and_unix_clients(lab: Lab) -> None:
         stdout=subprocess.DEVNULL,
     )
     wait_for(lambda: port_open("127.0.0.1", port), 10, "the second redis-server")
+    return port, sock_path
+
+
+@pytest.mark.lab
+def test_real_ipv4_ipv6_and_unix_clients(lab: Lab) -> None:
+    port, sock_path = dual_stack_server(lab, "v6.sock")
     v4 = redis.Redis(host="127.0.0.1", port=port, client_name="via-v4", protocol=2)
     v6 = redis.Redis(host="::1", port=port, client_name="via-v6", protocol=2)
     ux = redis.Redis(unix_socket_path=sock_path, client_name="via-unix", protocol=2)

@@ -1,13 +1,10 @@
 """The fast paths of issue 15 against the implementations they replaced, on generated data:
 the live-hash pass without a set of names (digests, exact re-read on a repeat) and the
-column-wise CLIENT LIST reader. The replaced code is kept here, verbatim, as the reference."""
+column-wise CLIENT LIST reader (against the parser's own line-by-line fallback)."""
 
 from __future__ import annotations
 
-import ipaddress
 import json
-import subprocess
-from dataclasses import dataclass, field
 
 import pytest
 import redis
@@ -18,8 +15,9 @@ from fleetcheck.livehash import LiveReducer, LiveScan, read_live, reduce_pass
 from fleetcheck.parse import clientlist
 from fleetcheck.parse.clientlist import parse_client_list
 from fleetcheck.parse.live_entry import EntryReader
-from tests.lab import Lab, free_port, port_open, wait_for
-from tests.test_live_hash import canonical, line_values, live_values, reference_scan
+from tests.lab import Lab
+from tests.test_clientlist import dual_stack_server
+from tests.test_live_hash import canonical, generated_replies, reference_scan
 
 
 # ---------------------------------------------------------------- live hash: digest pass
@@ -45,24 +43,8 @@ def exact_pass(replies: list[list[bytes]], keep: int = 5) -> LiveScan:
 
 
 @settings(max_examples=400, deadline=None)
-@given(
-    st.lists(
-        st.lists(
-            st.tuples(st.integers(0, 60), st.one_of(line_values(), live_values())), max_size=14
-        ),
-        max_size=6,
-    ),
-    st.integers(1, 6),
-)
-def test_digest_pass_equals_the_exact_pass_property(
-    replies_spec: list[list[tuple[int, bytes]]], keep: int
-) -> None:
-    replies = []
-    for spec in replies_spec:
-        items: list[bytes] = []
-        for number, value in spec:
-            items += [f"m{number}".encode(), value]
-        replies.append(items)
+@given(generated_replies(60, 14, 6), st.integers(1, 6))
+def test_digest_pass_equals_the_exact_pass_property(replies: list[list[bytes]], keep: int) -> None:
     scan, reads = digest_pass(replies, keep)
     assert canonical(scan) == canonical(exact_pass(replies, keep))
     assert canonical(scan) == canonical(reference_scan(replies, keep))
@@ -140,91 +122,17 @@ def test_fields_a_shrinking_hash_returns_twice_make_the_pass_read_again(lab: Lab
     assert canonical(scan) == canonical(reference_scan(replies))
 
 
-# ---------------------------------------------------------------- CLIENT LIST: the old parser
-@dataclass(frozen=True)
-class OldClient:
-    id: int | None
-    host: str
-    port: int | None
-    name: str
-    age_s: int | None
-    idle_s: int | None
-    flags: str
-    cmd: str
-    fields: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
-
-
-def old_normalise_ip(text: str) -> str:
-    text = text.strip().strip("[]")
-    try:
-        ip = ipaddress.ip_address(text.split("%", 1)[0])
-    except ValueError:
-        return text
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return str(ip.ipv4_mapped)
-    return str(ip)
-
-
-def old_split_addr(addr: str) -> tuple[str, int | None]:
-    if not addr:
-        return "", None
-    if addr.startswith("/") or addr.startswith("unix"):
-        return "unix", None
-    if addr.startswith("["):
-        host, _, rest = addr[1:].partition("]")
-        port_text = rest.lstrip(":")
-    else:
-        host, sep, port_text = addr.rpartition(":")
-        if not sep:
-            host, port_text = addr, ""
-    port = int(port_text) if port_text.isdigit() else None
-    return old_normalise_ip(host), port
-
-
-def old_int(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        return None
-
-
-def old_parse_line(line: str) -> OldClient | None:
-    fields: dict[str, str] = {}
-    for token in line.strip().split(" "):
-        key, sep, value = token.partition("=")
-        if sep and key and key not in fields:
-            fields[key] = value
-    if "addr" not in fields:
-        return None
-    host, port = old_split_addr(fields["addr"])
-    return OldClient(
-        id=old_int(fields.get("id")),
-        host=host,
-        port=port,
-        name=fields.get("name", ""),
-        age_s=old_int(fields.get("age")),
-        idle_s=old_int(fields.get("idle")),
-        flags=fields.get("flags", ""),
-        cmd=fields.get("cmd", ""),
-        fields=fields,
-    )
-
-
-def old_parse_client_list(text: str | bytes) -> list[OldClient]:
+# ---------------------------------------------------------------- CLIENT LIST: line by line
+def line_by_line(text: str | bytes) -> list[clientlist.Client]:
+    """The reading the column path replaced: each line through `parse_line` on its own (the
+    parser's own fallback, table-tested in test_clientlist)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    out = []
-    for line in text.splitlines():
-        client = old_parse_line(line)
-        if client is not None:
-            out.append(client)
-    return out
+    return [c for c in map(clientlist.parse_line, text.splitlines()) if c is not None]
 
 
 def same_clients(text: str | bytes) -> None:
-    new, old = parse_client_list(text), old_parse_client_list(text)
+    new, old = parse_client_list(text), line_by_line(text)
     assert [
         (c.id, c.host, c.port, c.name, c.age_s, c.idle_s, c.flags, c.cmd, c.fields) for c in new
     ] == [(c.id, c.host, c.port, c.name, c.age_s, c.idle_s, c.flags, c.cmd, c.fields) for c in old]
@@ -340,29 +248,7 @@ def test_any_text_equals_the_old_parser(lines: list[str], sep: str) -> None:
 @pytest.mark.lab
 def test_real_client_list_equals_the_old_parser(lab: Lab) -> None:
     """A real server's list with IPv4, IPv6 and unix-socket clients, named and not."""
-    port = free_port()
-    sock_path = str(lab.dir / "fast.sock")
-    lab.spawn(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1 ::1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--unixsocket",
-            sock_path,
-            "--unixsocketperm",
-            "700",
-            "--dir",
-            str(lab.dir),
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    wait_for(lambda: port_open("127.0.0.1", port), 10, "the second redis-server")
+    port, sock_path = dual_stack_server(lab, "fast.sock")
     clients = [
         redis.Redis(host="127.0.0.1", port=port, client_name=f"v4-{i}", protocol=2)
         for i in range(20)

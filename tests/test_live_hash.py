@@ -641,25 +641,21 @@ def test_oldest_few_ties_go_by_id_whatever_the_order() -> None:
         assert [n for _, n, _ in reduced_scan(replies, keep=2).oldest] == ["a", "b"]
 
 
+def generated_replies(
+    names: int, per_reply: int, replies: int
+) -> st.SearchStrategy[list[list[bytes]]]:
+    """HSCAN replies as a server sends them (field, value, field, value, ...): field names
+    m0..m`names`, so some come again, and values of every shape a live hash may hold."""
+    field_value = st.tuples(st.integers(0, names), st.one_of(line_values(), live_values()))
+    reply = st.lists(field_value, max_size=per_reply).map(
+        lambda pairs: [x for n, v in pairs for x in (f"m{n}".encode(), v)]
+    )
+    return st.lists(reply, max_size=replies)
+
+
 @settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.lists(
-            st.tuples(st.integers(0, 40), st.one_of(line_values(), live_values())), max_size=12
-        ),
-        max_size=5,
-    ),
-    st.integers(1, 6),
-)
-def test_reducer_equals_field_by_field_property(
-    replies_spec: list[list[tuple[int, bytes]]], keep: int
-) -> None:
-    replies = []
-    for spec in replies_spec:
-        items: list[bytes] = []
-        for number, value in spec:
-            items += [f"m{number}".encode(), value]
-        replies.append(items)
+@given(generated_replies(40, 12, 5), st.integers(1, 6))
+def test_reducer_equals_field_by_field_property(replies: list[list[bytes]], keep: int) -> None:
     assert canonical(reduced_scan(replies, keep)) == canonical(reference_scan(replies, keep))
 
 
