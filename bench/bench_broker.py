@@ -428,7 +428,7 @@ class Bench:
         rows), with the line-by-line parser it had before issue 15 and with the column
         reader, alternating; the rows must be equal."""
         from fleetcheck.parse import clientlist
-        from tests.test_fast_paths import old_parse_client_list
+        from tests.test_fast_paths import line_by_line as old_parse_client_list
 
         current = clientlist.parse_client_list
         out: dict[str, Any] = {}
