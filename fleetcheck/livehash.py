@@ -327,13 +327,59 @@ class LiveReducer:
                 if len(seen) - before != len(names):  # a field twice in one reply: go slowly
                     seen.difference_update(names)
                     fresh = False
-        rows = self._rows(values) if fresh else None
-        if rows is None:
+        cut = self._cut(values) if fresh else None
+        if cut is None:
             self._one_by_one(names, values, range(len(names)), check_seen=not fresh)
             return
-        rest = self._bulk(names, rows)
-        if rest:
-            self._one_by_one(names, values, rest, check_seen=False)
+        odd, numbers, owners = cut
+        taken = names
+        if odd:
+            taken = list(names)
+            for at in reversed(odd):
+                del taken[at]
+        if numbers and not self._bulk(taken, numbers, owners):
+            odd = range(len(names))  # out of range: all through the full reading
+        if odd:
+            self._one_by_one(names, values, odd, check_seen=False)
+
+    def _cut(self, values: list[Any]) -> tuple[Sequence[int], list[bytes], list[bytes]] | None:
+        """(indexes of the values of no common shape, the start numbers and owners (b"":
+        none) of the others, in order), or None when the reply is not for cutting (a value
+        holds a newline or is not bytes). The exact writer shapes are cut out by
+        EntryReader.columns (one validating match and one split for the whole reply), the
+        rest of the line shape by the findall of EntryReader.lines."""
+        if type(values[0]) is not bytes:
+            return None
+        joined = b"\n".join(values)
+        if joined.count(b"\n") != len(values) - 1:  # a value holds a newline
+            return None
+        for shape in self.reader.columns:
+            if shape.prefix in joined:  # the json.dumps shape's prefix holds the compact one's
+                cut = shape.split(values, joined)
+                if cut is not None:
+                    return cut
+                break
+        lines = self.reader.lines
+        if lines is None:
+            return None
+        rows: list[tuple[bytes, bytes]] = lines.findall(joined)
+        if len(rows) != len(values):
+            return None
+        numbers: list[bytes]
+        owners: list[bytes]
+        numbers, owners = map(list, zip(*rows, strict=True))
+        odd: list[int] = []
+        if b"" in numbers:  # a few values of another shape: find them (C-speed index)
+            at = numbers.index(b"")
+            try:
+                while True:
+                    odd.append(at)
+                    at = numbers.index(b"", at + 1)
+            except ValueError:
+                pass
+            for at in reversed(odd):
+                del numbers[at], owners[at]
+        return odd, numbers, owners
 
     def _note(self, names: list[Any]) -> None:
         """Record the names' digests (hash(), 8 bytes each), split by value into
@@ -355,52 +401,23 @@ class LiveReducer:
         time: an eighth of the digests (about 10 MB for a million fields)."""
         return any(len(set(part)) != len(part) for part in self.digests)
 
-    def _rows(self, values: list[Any]) -> list[tuple[bytes, bytes]] | None:
-        """(number, owner) per value, b"" where absent; both b"" when the value is not of
-        the line shape. None when the reply cannot be read this way."""
-        lines = self.reader.lines
-        if lines is None or type(values[0]) is not bytes:
-            return None
-        joined = b"\n".join(values)
-        if joined.count(b"\n") != len(values) - 1:  # a value holds a newline
-            return None
-        rows: list[tuple[bytes, bytes]] = lines.findall(joined)
-        return rows if len(rows) == len(values) else None
-
-    def _bulk(self, names: list[Any], rows: list[tuple[bytes, bytes]]) -> Sequence[int]:
-        """Add the rows of the line shape; the indexes of the others, for the caller to
-        read one by one."""
-        numbers: Sequence[bytes]
-        owners: Sequence[bytes]
-        numbers, owners = zip(*rows, strict=True)
-        rest: list[int] = []
-        if b"" in numbers:  # a few values of another shape: find them (C-speed index)
-            at = numbers.index(b"")
-            try:
-                while True:
-                    rest.append(at)
-                    at = numbers.index(b"", at + 1)
-            except ValueError:
-                pass
-            if len(rest) == len(rows):
-                return rest
-            names, numbers, owners = list(names), list(numbers), list(owners)
-            for at in reversed(rest):
-                del names[at], numbers[at], owners[at]
+    def _bulk(self, names: list[Any], numbers: list[bytes], owners: list[bytes]) -> bool:
+        """Add the values whose start numbers and owners (b"": none) were cut out; False
+        (nothing added) when some start is out of range (the caller reads them in full)."""
         starts = list(map(float, numbers))  # json's int or float, as a float: the same value
         top = max(starts)
         if top >= MS_THRESHOLD:  # epoch milliseconds, as parse_instant reads them
             starts = [s if s < MS_THRESHOLD else s / 1000.0 for s in starts]
             top = max(starts)
             if top >= MS_THRESHOLD:
-                return range(len(rows))  # out of range: all through the full reading
+                return False
         indexes = list(map(self.owner_ids.get, owners))
         if None in indexes:
             indexes = [self._owner_id(raw) for raw in owners]
         scan = self.scan
         scan.newest = max(scan.newest, top)
-        scan.starts.extend(starts)
-        scan.owners.extend(indexes)  # type: ignore[arg-type]
+        scan.starts.fromlist(starts)  # fromlist: sized once, half the time of extend
+        scan.owners.fromlist(indexes)  # type: ignore[arg-type]
         bound = scan.keep_below()
         if min(starts) <= bound:
             owner_names = scan.owner_names
@@ -411,7 +428,7 @@ class LiveReducer:
                     index = indexes[i]
                     owner = owner_names[index] if index >= 0 else None  # type: ignore[operator,index]
                     bound = scan.keep_old(started, names[i], owner)
-        return rest
+        return True
 
     def _owner_id(self, raw: bytes) -> int:
         index = self.owner_ids.get(raw)

@@ -67,6 +67,12 @@ _CHARS = rb"[\x20\x21\x23-\x5b\x5d-\x7e]"  # printable ASCII except the quote an
 _STR = rb'"' + _CHARS + rb'*"'
 _DIGITS = rb"(?:0|[1-9][0-9]{0,30})(?:\.[0-9]{1,30})?(?:[eE][-+]?[0-9]{1,3})?"
 _SIMPLE_NAME = re.compile(_CHARS + rb"+")
+# line_pattern's and Columns' number: possessive, since a valid line never needs a digit
+# given back (what follows a run can never be part of it); not backtracking saves a sixth
+_LINE_DIGITS = rb"(?:0|[1-9][0-9]{0,30}+)(?:\.[0-9]{1,30}+)?+(?:[eE][-+]?[0-9]{1,3}+)?+"
+# field names Columns takes: no quote, colon, comma, brace or space, so every one of those
+# in a value of its shape is the shape's own
+_COLUMN_NAME = re.compile(rb"[A-Za-z0-9_.-]+")
 
 
 def fast_pattern(started_field: str, owner_field: str | None) -> re.Pattern[bytes] | None:
@@ -116,11 +122,80 @@ def line_pattern(started_field: str, owner_field: str | None) -> re.Pattern[byte
         owner = rb'(?:, ?"' + re.escape(owner_field.encode()) + rb'": ?"(' + _CHARS + rb'++)")?'
     else:
         owner = rb"(?:(?!)(x))?"  # never takes part; keeps the group
-    # possessive: a valid line never needs a digit or character given back (what follows a
-    # run can never be part of it), and not backtracking saves a sixth of the time
-    digits = rb"(?:0|[1-9][0-9]{0,30}+)(?:\.[0-9]{1,30}+)?+(?:[eE][-+]?[0-9]{1,3}+)?+"
-    shape = rb'\{"' + start + rb'": ?(' + digits + rb")" + owner + rb"\}"
+    shape = rb'\{"' + start + rb'": ?(' + _LINE_DIGITS + rb")" + owner + rb"\}"
     return re.compile(rb"^(?:" + shape + rb")$|^.*$", re.MULTILINE)
+
+
+class Columns:
+    """The exact writer shapes `{"started_at": <number>, "host": "<text>"}` (json.dumps's
+    spacing, or none as JSON.stringify writes), read a whole reply at a time without a regex
+    match per value: `validate` proves every line of the newline-joined values has the
+    shape (possessive, no groups: no object per value), then one `replace` and one `split`
+    cut the text into number, owner, number, owner, ... (two objects per value). The cut is
+    exact: a number or owner of the shape holds no quote and the field names (letters,
+    digits, `_.-`) no quote, colon, comma or brace, so the separators occur only where the
+    shape puts them. The number grammar is line_pattern's; an owner is printable ASCII
+    without quote or backslash (its bytes are its text), possibly empty (json reads "" as
+    no owner, like an absent one). A few lines of other shapes (`odd`, found by one
+    finditer that tiles the text) are cut out and left to the caller."""
+
+    ODD_MAX = 32  # more lines of other shapes than this in one reply: not this reader's job
+
+    def __init__(self, started_field: str, owner_field: str, colon: bytes, comma: bytes) -> None:
+        start, owner = re.escape(started_field.encode()), re.escape(owner_field.encode())
+        line = rb'\{"' + start + rb'"' + colon + _LINE_DIGITS + comma + rb'"' + owner + rb'"'
+        line += colon + rb'"' + _CHARS + rb'*+"\}'
+        self.validate = re.compile(rb"(?:" + line + rb"\n)*+" + line)
+        # a run of lines of the shape, then one line of another shape (group 1), or the end:
+        # it matches (maybe empty) wherever it starts, so finditer's matches tile the text
+        self.odd = re.compile(rb"(?:" + line + rb"\n)*+(?:([^\n]*+)\n)?")
+        self.prefix = b'{"' + started_field.encode() + b'"' + colon
+        self.sep = comma + b'"' + owner_field.encode() + b'"' + colon + b'"'
+        self.next = b'"}\n' + self.prefix
+
+    def split(
+        self, values: list[bytes], joined: bytes
+    ) -> tuple[list[int], list[bytes], list[bytes]] | None:
+        """(indexes of the values not of the shape, the others' numbers, their owners), or
+        None when too many are not. `joined`: b"\\n".join(values), no value holding b"\\n"."""
+        odd: list[int] = []
+        if self.validate.fullmatch(joined) is None:
+            line, at, text = 0, 0, joined + b"\n"
+            for m in self.odd.finditer(text):
+                start = m.start(1)
+                if start < 0:
+                    break
+                line += text.count(b"\n", at, start)
+                odd.append(line)
+                line, at = line + 1, m.end()
+                if len(odd) > self.ODD_MAX:
+                    return None
+            values = list(values)
+            for i in reversed(odd):
+                del values[i]
+            if not values:
+                return odd, [], []
+            joined = b"\n".join(values)
+        parts = joined.replace(self.next, self.sep).split(self.sep)
+        if len(parts) != 2 * len(values):  # cannot happen: the lines are values, validated
+            return None
+        parts[0] = parts[0][len(self.prefix) :]
+        parts[-1] = parts[-1][:-2]
+        return odd, parts[0::2], parts[1::2]
+
+
+def columns(started_field: str, owner_field: str | None) -> tuple[Columns, ...]:
+    """The whole-reply shapes for these field names (none without an owner field or when a
+    name is not plain: letters, digits, `_.-`): json.dumps's `": "`/`", "` first, then the
+    compact `":"`/`","`."""
+    if owner_field is None or owner_field == started_field:
+        return ()
+    if not all(_COLUMN_NAME.fullmatch(n.encode("utf-8")) for n in (started_field, owner_field)):
+        return ()
+    return (
+        Columns(started_field, owner_field, b": ", b", "),
+        Columns(started_field, owner_field, b":", b","),
+    )
 
 
 class EntryReader:
@@ -138,6 +213,7 @@ class EntryReader:
         self.assume_tz = assume_tz
         self.pattern = fast_pattern(started_field, self.owner_field)
         self.lines = line_pattern(started_field, self.owner_field)
+        self.columns = columns(started_field, self.owner_field)
         self._owners: dict[bytes | None, str | None] = {None: None}
 
     def __call__(self, value: bytes | str) -> Reading:
