@@ -103,10 +103,12 @@ HOLDER = textwrap.dedent(
 
 
 # ---------------------------------------------------------------- live-hash pass, before/after
-VARIANTS = [  # (label, code, parser, COUNT)
+VARIANTS = [  # (label, code, parser, COUNT); code "tree:<rev>" runs that commit's own code
     ("previous code (c257985), hiredis", "previous", "hiredis", 500),
-    ("before (issue 15): set of field names, hiredis", "names", "hiredis", 500),
-    ("after: digests, hiredis", "current", "hiredis", 500),
+    ("before issue 15 (5b5e749): set of names", "tree:5b5e749", "hiredis", 500),
+    ("before 15a (60a3116): digests, line findall", "tree:60a3116", "hiredis", 500),
+    ("after: writer shapes cut whole, digests", "current", "hiredis", 500),
+    ("floor: HSCAN replies read, nothing done", "floor", "hiredis", 500),
 ]
 MAX_AGE = 900.0
 
@@ -161,19 +163,54 @@ def current_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
     return scan.entries, old + future + scan.malformed
 
 
-def names_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
-    """The pass as it was before issue 15: the reducer keeping the set of field names."""
-    from fleetcheck.livehash import LiveReducer, LiveScan, hscan_replies, stale_counts
-    from fleetcheck.parse.live_entry import EntryReader
+def tree_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
+    """The probe's scan and evaluate's counting of the tree unpacked for this child (its
+    path first on sys.path): before issue 15 they lived in fleetcheck.reap and the check."""
+    try:
+        from fleetcheck.livehash import read_live, stale_counts
+    except ImportError:  # 5b5e749
+        from fleetcheck.checks.live_hash import stale_counts  # type: ignore[no-redef]
 
-    scan = LiveScan(key=key, kind="hash", keep=5)
-    reduce = LiveReducer(scan, EntryReader(), exact=True)
-    for items in hscan_replies(r, key, count):
-        reduce(items)
-    scan.finish()
+        from fleetcheck.reap import read_live  # type: ignore[no-redef]
+    scan = read_live(r, key, count=count, keep=5)
     old, future, _by_owner = stale_counts(scan, now, MAX_AGE)
     min(scan.starts, default=None)
     return scan.entries, old + future + scan.malformed
+
+
+def floor_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
+    """The replies alone: HSCAN pipelined as the pass does it, hiredis building the bytes
+    objects, nothing else (entries counted, stale not judged: -1)."""
+    from fleetcheck.livehash import hscan_replies
+
+    entries = 0
+    for items in hscan_replies(r, key, count):
+        entries += len(items) // 2
+    return entries, -1
+
+
+def floor_parts(r: Any, key: str, count: int) -> dict[str, float]:
+    """CPU seconds of the per-field work no exact reading avoids, over the whole hash, after
+    the timed pass and untimed but for the step itself: float() of every start number of
+    the line shape (json reads it the same way; 17 significant digits leave CPython's fast
+    path), hash() of every field name (fresh bytes, as hiredis hands them over)."""
+    from fleetcheck.livehash import hscan_replies
+    from fleetcheck.parse.live_entry import EntryReader
+
+    lines = EntryReader().lines
+    assert lines is not None
+    numbers, names = [], []
+    for items in hscan_replies(r, key, count):
+        names.append(items[0::2])
+        numbers.append([n for n, _ in lines.findall(b"\n".join(items[1::2])) if n])
+    c0 = time.process_time()
+    for batch in numbers:
+        list(map(float, batch))
+    c1 = time.process_time()
+    for batch in names:
+        list(map(hash, batch))
+    c2 = time.process_time()
+    return {"float_cpu_s": round(c1 - c0, 3), "hash_cpu_s": round(c2 - c1, 3)}
 
 
 def proc_status_mb(field: str) -> float:
@@ -185,8 +222,18 @@ def proc_status_mb(field: str) -> float:
     return 0.0
 
 
-def run_variant(port: int, code: str, parser: str, count: int, now: float) -> dict[str, Any]:
-    """One pass in this (fresh) process: wall, CPU, RSS before and peak."""
+def hscan_usec(r: Any) -> int:
+    """The server's HSCAN time so far (INFO commandstats, microseconds)."""
+    return int(r.info("commandstats").get("cmdstat_hscan", {}).get("usec", 0))
+
+
+def run_variant(
+    port: int, code: str, parser: str, count: int, now: float, tree: str | None = None
+) -> dict[str, Any]:
+    """One pass in this (fresh) process: wall, CPU, RSS before and peak, and the server's
+    HSCAN time for the pass (INFO commandstats before and after)."""
+    if tree:
+        sys.path.insert(0, tree)
     import redis
     from redis._parsers import _HiredisParser, _RESP2Parser
 
@@ -201,19 +248,29 @@ def run_variant(port: int, code: str, parser: str, count: int, now: float) -> di
     r = redis.Redis(connection_pool=pool)
     r.ping()
     rss0 = proc_status_mb("VmRSS")
-    fn = {"previous": previous_pass, "names": names_pass, "current": current_pass}[code]
+    fn = {"previous": previous_pass, "tree": tree_pass, "current": current_pass}
+    fn["floor"] = floor_pass
+    server0 = hscan_usec(r)
     c0, t0 = time.process_time(), time.perf_counter()
-    entries, stale = fn(r, "arena:live", now, count)
+    entries, stale = fn[code](r, "arena:live", now, count)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = proc_status_mb("VmHWM")
-    return {
+    server = (hscan_usec(r) - server0) / 1e6
+    import fleetcheck
+
+    out = {
         "wall_s": round(wall, 3),
         "cpu_s": round(cpu, 3),
+        "server_hscan_s": round(server, 3),
         "rss_before_mb": round(rss0, 1),
         "rss_peak_mb": round(peak, 1),
         "entries": entries,
         "stale": stale,
+        "code_from": str(Path(fleetcheck.__file__).parent.parent),
     }
+    if code == "floor":
+        out.update(floor_parts(r, "arena:live", count))
+    return out
 
 
 class Bench:
@@ -464,50 +521,92 @@ class Bench:
             "rows": len(report.results),
         }
 
+    def unpack(self, rev: str) -> Path:
+        """The tree at `rev`, importable as installed (checks/ as fleetcheck.checks)."""
+        into = self.dir / f"tree-{rev}"
+        if not into.exists():
+            archive = subprocess.run(
+                ["git", "-C", str(ROOT), "archive", rev, "fleetcheck", "checks"],
+                capture_output=True,
+                check=True,
+            ).stdout
+            into.mkdir()
+            subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+            (into / "fleetcheck" / "checks").symlink_to(into / "checks")
+        return into
+
     def live_hash_passes(self, now: float) -> list[dict[str, Any]]:
-        """Each variant `runs` times, each run in a fresh child process."""
-        rows = []
-        for label, code, parser, count in VARIANTS:
-            runs, slow = [], []
-            for _ in range(self.runs):
+        """Each variant `runs` times, each run in a fresh child process, the variants
+        interleaved run by run (so load drifting over the run hits them alike)."""
+        runs: dict[str, list[dict[str, Any]]] = {label: [] for label, *_ in VARIANTS}
+        slow: dict[str, list[dict[str, Any]]] = {label: [] for label, *_ in VARIANTS}
+        for _ in range(self.runs):
+            for label, code, parser, count in VARIANTS:
+                extra = []
+                if code.startswith("tree:"):
+                    extra = ["--tree", str(self.unpack(code.removeprefix("tree:")))]
+                    code = "tree"
                 self.slowlog_reset()
                 proc = subprocess.run(
                     [sys.executable, __file__, "--variant", f"{code}:{parser}:{count}"]
-                    + ["--port", str(self.port), "--now", repr(now)],
+                    + ["--port", str(self.port), "--now", repr(now)]
+                    + extra,
                     capture_output=True,
                     text=True,
                     check=True,
                 )
-                runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-                slow.append(self.slowlog_read("bench-variant"))
-            if "skipped" in runs[0]:
-                rows.append({"variant": label, **runs[0]})
-                print(f"  {label:<44} skipped: {runs[0]['skipped']}", flush=True)
+                runs[label].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+                slow[label].append(self.slowlog_read("bench-variant"))
+        rows = []
+        for label, _code, _parser, count in VARIANTS:
+            done = runs[label]
+            if "skipped" in done[0]:
+                rows.append({"variant": label, **done[0]})
+                print(f"  {label:<44} skipped: {done[0]['skipped']}", flush=True)
                 continue
-            hscan = [s.get("by_command", {}).get("HSCAN", {}) for s in slow]
+            hscan = [s.get("by_command", {}).get("HSCAN", {}) for s in slow[label]]
             row = {
                 "variant": label,
                 "count": count,
-                "median_wall_s": round(statistics.median(r["wall_s"] for r in runs), 3),
-                "median_cpu_s": round(statistics.median(r["cpu_s"] for r in runs), 3),
-                "runs_wall_s": [r["wall_s"] for r in runs],
-                "rss_before_mb": max(r["rss_before_mb"] for r in runs),
-                "rss_peak_mb": max(r["rss_peak_mb"] for r in runs),
-                "entries": runs[0]["entries"],
-                "stale": runs[0]["stale"],
+                "code_from": done[0]["code_from"],
+                "median_wall_s": round(statistics.median(r["wall_s"] for r in done), 3),
+                "median_cpu_s": round(statistics.median(r["cpu_s"] for r in done), 3),
+                "median_server_hscan_s": round(
+                    statistics.median(r["server_hscan_s"] for r in done), 3
+                ),
+                # the issue's measure: the pass's wall over the server's own HSCAN time
+                "wall_over_server": round(
+                    statistics.median(r["wall_s"] / r["server_hscan_s"] for r in done), 2
+                ),
+                "runs_wall_s": [r["wall_s"] for r in done],
+                "rss_before_mb": max(r["rss_before_mb"] for r in done),
+                "rss_peak_mb": max(r["rss_peak_mb"] for r in done),
+                "extra_peak_mb": round(max(r["rss_peak_mb"] - r["rss_before_mb"] for r in done), 1),
+                "entries": done[0]["entries"],
+                "stale": done[0]["stale"],
                 "hscan_calls": max((h.get("n", 0) for h in hscan), default=0),
                 "hscan_p50_us": max((h.get("p50_us", 0) for h in hscan), default=0),
                 "hscan_p99_us": max((h.get("p99_us", 0) for h in hscan), default=0),
                 "hscan_max_us": max((h.get("max_us", 0) for h in hscan), default=0),
             }
+            for part in ("float_cpu_s", "hash_cpu_s"):
+                if part in done[0]:
+                    row[part] = round(statistics.median(r[part] for r in done), 3)
             rows.append(row)
             print(
                 f"  {label:<44} {row['median_wall_s']:6.2f} s wall, {row['median_cpu_s']:5.2f} s"
-                f" CPU, peak RSS {row['rss_peak_mb']:.0f} MB; HSCAN x{row['hscan_calls']}"
-                f" p50 {row['hscan_p50_us']} us, max {row['hscan_max_us']} us",
+                f" CPU, server HSCAN {row['median_server_hscan_s']:.2f} s (wall/server"
+                f" {row['wall_over_server']:.2f}), +{row['extra_peak_mb']:.0f} MB peak RSS;"
+                f" HSCAN x{row['hscan_calls']} p50 {row['hscan_p50_us']} us",
                 flush=True,
             )
-        answers = {(r["entries"], r["stale"]) for r in rows if "entries" in r}
+            if "float_cpu_s" in row:
+                print(
+                    f"  {'':<44} + float() of every start {row['float_cpu_s']:.2f} s CPU,"
+                    f" hash() of every name {row['hash_cpu_s']:.2f} s CPU",
+                    flush=True,
+                )
+        answers = {(r["entries"], r["stale"]) for r in rows if r.get("stale", -1) >= 0}
         if len(answers) > 1:
             raise RuntimeError(f"the live-hash variants disagree: {answers}")
         return rows
@@ -533,10 +632,11 @@ def main() -> int:
     ap.add_argument("--variant", help=argparse.SUPPRESS)  # child: code:parser:count
     ap.add_argument("--port", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--now", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--tree", help=argparse.SUPPRESS)  # child: run this tree's code
     args = ap.parse_args()
     if args.variant:
         code, parser, count = args.variant.split(":")
-        print(json.dumps(run_variant(args.port, code, parser, int(count), args.now)))
+        print(json.dumps(run_variant(args.port, code, parser, int(count), args.now, args.tree)))
         return 0
     fields = args.fields or (20_000 if args.quick else 1_000_000)
     clients = args.clients or (400 if args.quick else 10_000)
