@@ -388,9 +388,9 @@ class LiveReducer:
         start = 0
         for part, bound in zip(self.digests, DIGEST_BOUNDS, strict=False):
             end = bisect.bisect_left(digests, bound, start)
-            part.extend(digests[start:end])
+            part.fromlist(digests[start:end])
             start = end
-        self.digests[-1].extend(digests[start:])
+        self.digests[-1].fromlist(digests[start:])
 
     def repeated(self) -> bool:
         """Whether some field name's digest came twice in this pass: HSCAN repeated a field

@@ -14,10 +14,18 @@ from hypothesis import strategies as st
 from fleetcheck.livehash import LiveReducer, LiveScan, read_live, reduce_pass
 from fleetcheck.parse import clientlist
 from fleetcheck.parse.clientlist import parse_client_list
-from fleetcheck.parse.live_entry import EntryReader
+from fleetcheck.parse.instant import MS_THRESHOLD
+from fleetcheck.parse.live_entry import Columns, EntryReader, columns, read_entry_json
 from tests.lab import Lab
 from tests.test_clientlist import dual_stack_server
-from tests.test_live_hash import canonical, generated_replies, reference_scan
+from tests.test_live_hash import (
+    canonical,
+    generated_replies,
+    line_values,
+    live_values,
+    reference_scan,
+    same,
+)
 
 
 # ---------------------------------------------------------------- live hash: digest pass
@@ -120,6 +128,146 @@ def test_fields_a_shrinking_hash_returns_twice_make_the_pass_read_again(lab: Lab
     assert reads == 2
     assert scan.entries == len(set(names)) < len(names)
     assert canonical(scan) == canonical(reference_scan(replies))
+
+
+# ---------------------------------------------------------------- live hash: writer shapes
+_NUMBER_TEXT = r"-?(0|[1-9][0-9]{0,33}|0[0-9]+)(\.[0-9]{0,33})?([eE][-+]?[0-9]{1,4})?"
+_printable = st.characters(min_codepoint=0x20, max_codepoint=0x7E)
+_hosts = st.one_of(
+    st.text(_printable, max_size=10),  # commas, colons, braces, spaces, quotes, backslashes
+    st.sampled_from(["", " h ", "a,b", ": ", "}", '", "host": "x', "a\\\\b", "é", "host3"]),
+)
+_starts = st.one_of(
+    st.floats(min_value=0, max_value=2e15).map(repr),  # json.dumps's text of a float
+    st.integers(0, 10**16).map(str),
+    st.from_regex(_NUMBER_TEXT, fullmatch=True),
+    st.sampled_from(["1764517795.8463974", repr(MS_THRESHOLD), "1e400", "-0", "05", "1.", ".5"]),
+)
+
+
+@st.composite
+def writer_values(draw: st.DrawFn) -> bytes:
+    """`{"started_at": <number>, "host": "<text>"}` as json.dumps or JSON.stringify write
+    it, the host's text put in raw (quotes, backslashes and non-ASCII give other shapes or
+    no JSON), now and then json-escaped; the number any text of a number, valid or not."""
+    colon, comma = draw(st.sampled_from([(": ", ", "), (":", ",")]))
+    host = draw(_hosts)
+    quoted = json.dumps(host) if draw(st.integers(0, 9)) == 0 else f'"{host}"'
+    text = '{"started_at"' + colon + draw(_starts) + comma + '"host"' + colon + quoted + "}"
+    return text.encode()
+
+
+@st.composite
+def writer_replies(draw: st.DrawFn) -> list[list[bytes]]:
+    """Replies mostly of writer shapes, with values of any other shape among them (up to
+    every one), field names repeating now and then."""
+    odd_share = draw(st.sampled_from([0, 0, 1, 5, 10]))  # of 10
+    value = st.integers(0, 9).flatmap(
+        lambda k: st.one_of(live_values(), line_values()) if k < odd_share else writer_values()
+    )
+    pairs = st.tuples(st.integers(0, 80), value)
+    replies = draw(st.lists(st.lists(pairs, min_size=1, max_size=45), max_size=4))
+    return [[x for n, v in reply for x in (f"m{n}".encode(), v)] for reply in replies]
+
+
+@settings(max_examples=300, deadline=None)
+@given(writer_replies(), st.integers(1, 6))
+def test_writer_shapes_cut_whole_equal_the_reference_property(
+    replies: list[list[bytes]], keep: int
+) -> None:
+    scan, _reads = digest_pass(replies, keep)
+    assert canonical(scan) == canonical(reference_scan(replies, keep))
+    assert canonical(exact_pass(replies, keep)) == canonical(reference_scan(replies, keep))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(writer_values(), min_size=1, max_size=30))
+def test_columns_cut_each_value_as_json_reads_it_property(values: list[bytes]) -> None:
+    """Whatever Columns.split takes, json reads the same start and owner; what it leaves
+    out is exactly what it reports as odd."""
+    joined = b"\n".join(values)
+    for shape in columns("started_at", "host"):
+        cut = shape.split(values, joined)
+        if cut is None:
+            assert sum(not v.startswith(shape.prefix) for v in values) > Columns.ODD_MAX
+            continue
+        odd, numbers, owners = cut
+        taken = [v for i, v in enumerate(values) if i not in odd]
+        assert len(taken) == len(numbers) == len(owners)
+        for value, number, owner in zip(taken, numbers, owners, strict=True):
+            doc = json.loads(value)
+            assert set(doc) == {"started_at", "host"}
+            assert same(json.loads(number), doc["started_at"]) and owner.decode() == doc["host"]
+            assert value == shape.prefix + number + shape.sep + owner + b'"}'
+        for i in odd:  # a value the shape leaves: not in it, byte for byte
+            assert shape.split([values[i]], values[i]) == ([0], [], [])
+
+
+def test_columns_take_a_clean_reply_whole_and_cut_out_a_few_odd_lines() -> None:
+    good = [b'{"started_at": %d.25, "host": "h%d"}' % (i, i % 3) for i in range(200)]
+    shape, compact = columns("started_at", "host")
+    odd, numbers, owners = shape.split(good, b"\n".join(good))  # type: ignore[misc]
+    assert odd == [] and numbers[:2] == [b"0.25", b"1.25"] and owners[:2] == [b"h0", b"h1"]
+    mixed = list(good)
+    for i in (0, 7, 8, 199):  # first, neighbours, last
+        mixed[i] = b"not json"
+    mixed[50] = b'{"started_at":5,"host":"compact"}'  # the other spacing: another shape here
+    odd, numbers, owners = shape.split(mixed, b"\n".join(mixed))  # type: ignore[misc]
+    assert odd == [0, 7, 8, 50, 199] and len(numbers) == 195 and owners[0] == b"h1"
+    assert compact.split([mixed[50]], mixed[50]) == ([], [b"5"], [b"compact"])
+    many = [b"x"] * (Columns.ODD_MAX + 1) + good
+    assert shape.split(many, b"\n".join(many)) is None
+    assert shape.split([b"x", b"y"], b"x\ny") == ([0, 1], [], [])
+
+
+def test_columns_only_for_plain_field_names_with_an_owner() -> None:
+    assert len(columns("t0", "node-name")) == 2
+    for started, owner in (("started_at", None), ("a:b", "host"), ("t", "a b"), ("t", "t")):
+        assert columns(started, owner) == ()
+    reader = EntryReader("t0", "node")
+    replies = [[b"m1", b'{"t0": 5, "node": "big"}', b"m2", b'{"node": "x", "t0": 6}']]
+    scan = LiveScan(key="k", kind="hash")
+    reduce = LiveReducer(scan, reader, exact=False)
+    reduce(replies[0])
+    assert sorted(zip(scan.starts, scan.owners, strict=True)) == [(5.0, 0), (6.0, 1)]
+    assert scan.owner_names == ["big", "x"]
+
+
+NOT_JSON_AT_ONCE = [  # refused before json is asked; json refuses each the same way
+    b"not json",
+    b"",
+    b" \t\r\n",
+    b"nul",
+    b"nulL",
+    b"tru",
+    b"fals",
+    b"Na",
+    b"Infinit",
+    b"x{}",
+    b"\x0b{}",  # a vertical tab is no JSON whitespace
+    b"\xef\xbb\xbf{}",  # a BOM
+    b"\xff",
+    b"\xc3\xa9",
+]
+JSON_ASKED = [b"null", b"true", b"false", b"NaN", b"Infinity", b"-Infinity", b" 5", b'"s"']
+
+
+@pytest.mark.parametrize("value", NOT_JSON_AT_ONCE + JSON_ASKED)
+def test_values_that_cannot_start_json_read_as_json_reads_them(value: bytes) -> None:
+    assert same(EntryReader()(value), read_entry_json(value))
+
+
+@settings(max_examples=800, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=12),
+        st.sampled_from(JSON_ASKED + NOT_JSON_AT_ONCE).flatmap(
+            lambda v: st.binary(max_size=4).map(lambda tail: v + tail)
+        ),
+    )
+)
+def test_any_bytes_read_as_json_reads_them_property(value: bytes) -> None:
+    assert same(EntryReader()(value), read_entry_json(value))
 
 
 # ---------------------------------------------------------------- CLIENT LIST: line by line

@@ -126,18 +126,27 @@ def line_pattern(started_field: str, owner_field: str | None) -> re.Pattern[byte
     return re.compile(rb"^(?:" + shape + rb")$|^.*$", re.MULTILINE)
 
 
+# json.loads skips these, then reads a value only from one of these bytes (object, array,
+# string, number, -Infinity) or words; "" is none of them, so an empty value is not JSON
+# either. Anything else fails there (as text that is not UTF-8 fails before).
+_JSON_SPACE = b" \t\n\r"
+_JSON_FIRST = frozenset(bytes([c]) for c in b'{["-0123456789')
+_JSON_WORDS = (b"null", b"true", b"false", b"NaN", b"Infinity")
+_NOT_JSON: Reading = (None, "not JSON", None)
+
+
 class Columns:
     """The exact writer shapes `{"started_at": <number>, "host": "<text>"}` (json.dumps's
-    spacing, or none as JSON.stringify writes), read a whole reply at a time without a regex
-    match per value: `validate` proves every line of the newline-joined values has the
-    shape (possessive, no groups: no object per value), then one `replace` and one `split`
-    cut the text into number, owner, number, owner, ... (two objects per value). The cut is
-    exact: a number or owner of the shape holds no quote and the field names (letters,
-    digits, `_.-`) no quote, colon, comma or brace, so the separators occur only where the
-    shape puts them. The number grammar is line_pattern's; an owner is printable ASCII
-    without quote or backslash (its bytes are its text), possibly empty (json reads "" as
-    no owner, like an absent one). A few lines of other shapes (`odd`, found by one
-    finditer that tiles the text) are cut out and left to the caller."""
+    spacing, or none as JSON.stringify writes), cut out of a whole reply at once rather than
+    by a regex match per value: one `finditer` over the newline-joined values proves the
+    lines of the shape (possessive, no groups: no object per line) and finds the few others,
+    then one `replace` and one `split` cut the lines of the shape into number, owner,
+    number, owner, ... (two objects per value). The cut is exact: a number or an owner of
+    the shape holds no quote and the field names (letters, digits, `_.-`) no quote, colon,
+    comma, brace or space, so the separators occur only where the shape puts them. The
+    number grammar is line_pattern's; an owner is printable ASCII without quote or
+    backslash (its bytes are its text), possibly empty (json reads "" as no owner, as if
+    absent)."""
 
     ODD_MAX = 32  # more lines of other shapes than this in one reply: not this reader's job
 
@@ -145,10 +154,9 @@ class Columns:
         start, owner = re.escape(started_field.encode()), re.escape(owner_field.encode())
         line = rb'\{"' + start + rb'"' + colon + _LINE_DIGITS + comma + rb'"' + owner + rb'"'
         line += colon + rb'"' + _CHARS + rb'*+"\}'
-        self.validate = re.compile(rb"(?:" + line + rb"\n)*+" + line)
-        # a run of lines of the shape, then one line of another shape (group 1), or the end:
+        # a run of lines of the shape, then one line of another shape (group 1) or the end:
         # it matches (maybe empty) wherever it starts, so finditer's matches tile the text
-        self.odd = re.compile(rb"(?:" + line + rb"\n)*+(?:([^\n]*+)\n)?")
+        self.runs = re.compile(rb"(?:" + line + rb"\n)*+(?:([^\n]*+)\n)?")
         self.prefix = b'{"' + started_field.encode() + b'"' + colon
         self.sep = comma + b'"' + owner_field.encode() + b'"' + colon + b'"'
         self.next = b'"}\n' + self.prefix
@@ -157,19 +165,20 @@ class Columns:
         self, values: list[bytes], joined: bytes
     ) -> tuple[list[int], list[bytes], list[bytes]] | None:
         """(indexes of the values not of the shape, the others' numbers, their owners), or
-        None when too many are not. `joined`: b"\\n".join(values), no value holding b"\\n"."""
+        None when more than ODD_MAX are not. `joined`: the values joined by newlines, none
+        holding a newline (so lines are values)."""
         odd: list[int] = []
-        if self.validate.fullmatch(joined) is None:
-            line, at, text = 0, 0, joined + b"\n"
-            for m in self.odd.finditer(text):
-                start = m.start(1)
-                if start < 0:
-                    break
-                line += text.count(b"\n", at, start)
-                odd.append(line)
-                line, at = line + 1, m.end()
-                if len(odd) > self.ODD_MAX:
-                    return None
+        line, at, text = 0, 0, joined + b"\n"
+        for m in self.runs.finditer(text):
+            start = m.start(1)
+            if start < 0:
+                break
+            line += text.count(b"\n", at, start)
+            odd.append(line)
+            line, at = line + 1, m.end()
+            if len(odd) > self.ODD_MAX:
+                return None
+        if odd:
             values = list(values)
             for i in reversed(odd):
                 del values[i]
@@ -177,7 +186,7 @@ class Columns:
                 return odd, [], []
             joined = b"\n".join(values)
         parts = joined.replace(self.next, self.sep).split(self.sep)
-        if len(parts) != 2 * len(values):  # cannot happen: the lines are values, validated
+        if len(parts) != 2 * len(values):  # cannot happen: the lines are values, proven
             return None
         parts[0] = parts[0][len(self.prefix) :]
         parts[-1] = parts[-1][:-2]
@@ -219,6 +228,10 @@ class EntryReader:
     def __call__(self, value: bytes | str) -> Reading:
         got = self.fast(value)
         if got is None:
+            if type(value) is bytes:
+                head = value.lstrip(_JSON_SPACE)[:8]
+                if head[:1] not in _JSON_FIRST and not head.startswith(_JSON_WORDS):
+                    return _NOT_JSON  # json's own verdict, without building its exception
             return read_entry_json(value, self.started_field, self.owner_field, self.assume_tz)
         return got
 
