@@ -108,6 +108,7 @@ VARIANTS = [  # (label, code, parser, COUNT); code "tree:<rev>" runs that commit
     ("before issue 15 (5b5e749): set of names", "tree:5b5e749", "hiredis", 500),
     ("before 15a (60a3116): digests, line findall", "tree:60a3116", "hiredis", 500),
     ("after: writer shapes cut whole, digests", "current", "hiredis", 500),
+    ("after, COUNT 1000", "current", "hiredis", 1000),
     ("floor: HSCAN replies read, nothing done", "floor", "hiredis", 500),
 ]
 MAX_AGE = 900.0
