@@ -255,8 +255,9 @@ def test_macos_branch_asks_ifconfig_only_for_default_route_interfaces(
     name: str, tmp_path: Path
 ) -> None:
     """The fragment's Darwin branch run by /bin/sh, with uname, netstat, ifconfig and route
-    answering from a RECORDING (we cannot run macOS here): `ifconfig X` is asked only for the
-    default routes' interfaces, and the facts equal those of the recorded full output."""
+    answering from a RECORDING (we cannot run macOS here) and no `ip`: `ifconfig X` is asked
+    only for the default routes' interfaces, and the facts equal those of the recorded full
+    output."""
     from fleetcheck.parse.routes import split_sections
 
     sections = split_sections(recording(name))
@@ -276,6 +277,7 @@ def test_macos_branch_asks_ifconfig_only_for_default_route_interfaces(
             f"{tmp_path}/ifconfig"
         ),
         "route": f"cat {tmp_path}/get",
+        "ip": 'echo "sh: ip: command not found" >&2; exit 127',  # macOS has none
     }
     for tool, body in scripts.items():
         (shim / tool).write_text(f"#!/bin/sh\n{body}\n")
