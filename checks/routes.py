@@ -143,7 +143,9 @@ def routes_fragment(target: str | None) -> str:
         'case "$t" in *[!0-9a-fA-F.:]*) t=;; esac\n'
         + _filled(_IP_ASK)
         + 'case "$b" in\n'
-        + "'['*|*\"$nl[\"*|*'Command failed -:'*)\n"
+        # JSON: the first command answered in JSON, or failed as a batch command does (an
+        # `ip` without -j, BusyBox's or none at all, prints something else)
+        + "'['*|*\"Command failed -:1$nl\"*|*'Command failed -:1')\n"
         + _filled(_IP_JSON)
         + "*)\n"
         "  os=$(uname -s 2>/dev/null); printf '@@os %s\\n' \"$os\"\n"
