@@ -117,18 +117,24 @@ def test_route_shapes_in_one_patrol(lab: Lab) -> None:
     assert code == 2
 
 
-def test_proc_net_route_fallback_reads_the_same_table(lab: Lab) -> None:
+# `ip` without JSON: one that refuses -j (iproute2 before 4.13), one that ignores it and
+# prints text (JSON for some objects only, as in the releases between)
+OLD_IP = {
+    "refuses -j": 'case "$1" in -j) echo \'Option "-j" is unknown\' >&2; exit 255;; esac\n',
+    "ignores -j": 'case "$1" in -j) shift;; esac\n',
+}
+
+
+@pytest.mark.parametrize("old_ip", OLD_IP)
+def test_proc_net_route_fallback_reads_the_same_table(lab: Lab, old_ip: str) -> None:
     """Without `ip -j` the fragment falls back to /proc/net/route; run that branch for real
-    by hiding `ip -j` behind a shim that refuses -j."""
+    by putting an `ip` shim first on PATH that behaves like an old iproute2."""
     h = lab.add_host("old")
     lab.add_interface(h, "eth1", 200)
     shim = h.dir / "bin"
     shim.mkdir()
     ip_path = run("sh", "-c", "command -v ip").stdout.decode().strip()
-    (shim / "ip").write_text(
-        f'#!/bin/sh\ncase "$1" in -j) echo \'Option "-j" is unknown\' >&2; exit 255;; esac\n'
-        f'exec {ip_path} "$@"\n'
-    )
+    (shim / "ip").write_text(f'#!/bin/sh\n{OLD_IP[old_ip]}exec {ip_path} "$@"\n')
     (shim / "ip").chmod(0o755)
     out = lab.nsrun(
         h, "env", f"PATH={shim}:/usr/sbin:/usr/bin:/sbin:/bin", "sh", "-c", routes_fragment(None)
