@@ -255,8 +255,8 @@ class ClientTable:
                     and not (own is not None and c.name in ours and c.host == own.host)
                 ]
             )
-        ids = cols["id"]  # canonical decimal on this path: equal as text when equal as numbers
-        drop = _positions(ids, str(own_id))
+        # ids are canonical decimal on this path: equal as text when equal as numbers
+        drop = _positions(cols.get("id", ()), str(own_id))
         if not drop:
             return self
         names = _column(cols, "name")
