@@ -216,6 +216,12 @@ def run_variant(port: int, code: str, parser: str, count: int, now: float) -> di
     }
 
 
+def h_addrs(host: Any) -> tuple[str, ...]:
+    from fleetcheck.checks.clients import addrs_of
+
+    return tuple(addrs_of(host))
+
+
 class Bench:
     def __init__(self, fields: int, clients: int, runs: int) -> None:
         self.fields, self.clients, self.runs = fields, clients, runs
@@ -425,28 +431,134 @@ class Bench:
 
     def clients_before_after(self, fleet: Any) -> dict[str, Any]:
         """The clients check end to end (CLIENT LIST on the server, transfer, parse, the
-        rows), with the line-by-line parser it had before issue 15 and with the column
-        reader, alternating; the rows must be equal."""
+        rows), with the line-by-line parser it had before issue 15 (its Clients counted by
+        the check) and with the current column reader, alternating; the rows must be equal.
+        Each run's own CLIENT LIST time on the server (SLOWLOG) gives the ratio."""
         from fleetcheck.parse import clientlist
-        from tests.test_fast_paths import line_by_line as old_parse_client_list
+        from tests.test_fast_paths import line_by_line
 
-        current = clientlist.parse_client_list
+        def old_table(text: str | bytes) -> Any:
+            return clientlist.ClientTable(line_by_line(text))
+
+        current = clientlist.read_client_table
         out: dict[str, Any] = {}
+        server: dict[str, list[float]] = {}
         rows: dict[str, Any] = {}
         for _ in range(max(self.runs, 5)):
-            for label, parse in (("before", old_parse_client_list), ("after", current)):
-                clientlist.parse_client_list = parse  # type: ignore[assignment]
+            for label, read in (("before", old_table), ("after", current)):
+                clientlist.read_client_table = read  # type: ignore[assignment]
                 try:
                     got = self.time_check(fleet, "clients", runs=1)
                 finally:
-                    clientlist.parse_client_list = current
+                    clientlist.read_client_table = current
                 out.setdefault(label, []).append(got["median_s"])
+                us = got["server"].get("by_command", {}).get("CLIENT", {}).get("max_us", 0)
+                server.setdefault(label, []).append(us / 1e6)
                 rows.setdefault(label, got["rows"])
         if rows["before"] != rows["after"]:
             raise RuntimeError("the clients rows differ between the parsers")
+        result: dict[str, Any] = {}
+        for label, ts in out.items():
+            srv = statistics.median(server[label])
+            result[label] = {
+                "median_s": round(statistics.median(ts), 4),
+                "runs_s": ts,
+                "server_client_list_s": round(srv, 4),
+                "ratio_to_server": round(statistics.median(ts) / srv, 2) if srv else None,
+            }
+        result["breakdown"] = self.clients_breakdown(fleet)
+        return result
+
+    def clients_breakdown(self, fleet: Any) -> dict[str, Any]:
+        """Where the clients check's time goes, each stage timed on its own (median of
+        runs): the server's command (SLOWLOG), the same reply read on a plain socket (server
+        + transfer: the floor), the fetch through redis-py (hiredis) at its default read
+        size and at 1 MiB, decoding + the column reader, the table's own-connection filter,
+        counts and selection, and the rows' evaluate."""
+        import redis
+        from fleetcheck.checks.clients import facts_of
+
+        from fleetcheck import registry
+        from fleetcheck.context import PatrolContext
+        from fleetcheck.parse.clientlist import normalise_ip, read_client_table
+
+        check = registry.available()["clients"]
+        config = fleet.checks["clients"]
+        targets = check.targets(fleet, config)
+        runs = max(self.runs, 5)
+        stages: dict[str, list[float]] = {}
+
+        def timed(label: str, fn: Any) -> Any:
+            start = time.perf_counter()
+            value = fn()
+            stages.setdefault(label, []).append(time.perf_counter() - start)
+            return value
+
+        def plain_socket() -> int:
+            with socket.create_connection(("127.0.0.1", self.port)) as s:
+                s.sendall(b"*2\r\n$6\r\nCLIENT\r\n$4\r\nLIST\r\n")
+                buf = bytearray()
+                need = None
+                while need is None or len(buf) < need:
+                    chunk = s.recv(1 << 20)
+                    if not chunk:
+                        raise RuntimeError("the server closed the connection")
+                    buf += chunk
+                    if need is None and b"\r\n" in buf:
+                        head = bytes(buf[: buf.index(b"\r\n")])
+                        need = int(head[1:]) + len(head) + 4
+                return len(buf)
+
+        def fetch(r: Any) -> Any:
+            pipe = r.pipeline(transaction=False)
+            pipe.client_id()
+            pipe.execute_command("CLIENT", "LIST")
+            return pipe.execute()
+
+        claimed = frozenset(normalise_ip(a) for h in fleet.hosts for a in h_addrs(h))
+        big = redis.Redis(port=self.port, protocol=2, socket_read_size=1 << 20)
+
+        def one_run() -> int:
+            self.slowlog_reset()
+            ctx = PatrolContext(fleet)
+            r = ctx.broker()
+            own_id, raw = timed("fetch, redis-py (hiredis, default read size)", lambda: fetch(r))
+            timed("fetch, redis-py (hiredis, socket_read_size 1 MiB)", lambda: fetch(big))
+            timed("plain socket: command + reading the reply", plain_socket)
+            read = timed("decode + column reader", lambda: read_client_table(raw))
+            table = timed("own-connection filter", lambda: read.without_own(own_id))
+            facts = timed(
+                "counts + selection (every row's facts)",
+                lambda: [
+                    facts_of(
+                        table,
+                        claimed,
+                        None if t is None else {normalise_ip(a) for a in h_addrs(t)},
+                        config.ignore_names,
+                    )
+                    for t in targets
+                ],
+            )
+            timed(
+                "evaluate (every row)",
+                lambda: [
+                    check.evaluate(f, config, t, ctx.clock())
+                    for f, t in zip(facts, targets, strict=True)
+                ],
+            )
+            ctx.close()
+            slow = self.slowlog_read()
+            stages.setdefault("server: CLIENT LIST (SLOWLOG, longest)", []).append(
+                slow.get("by_command", {}).get("CLIENT", {}).get("max_us", 0) / 1e6
+            )
+            return len(raw)
+
+        for _ in range(runs):
+            size = one_run()
+        big.close()
         return {
-            label: {"median_s": round(statistics.median(ts), 4), "runs_s": ts}
-            for label, ts in out.items()
+            "reply_bytes": size,
+            "stages_ms": {k: round(statistics.median(v) * 1000, 2) for k, v in stages.items()},
         }
 
     def time_patrol(self, fleet: Any) -> dict[str, Any]:
@@ -586,11 +698,17 @@ def main() -> int:
             row.pop("rows", None)
         out["clients_check"] = bench.clients_before_after(fleet)
         cc = out["clients_check"]
-        print(
-            f"clients check, CLIENT LIST parse before/after: {cc['before']['median_s'] * 1000:.1f}"
-            f" ms -> {cc['after']['median_s'] * 1000:.1f} ms",
-            flush=True,
-        )
+        for label in ("before", "after"):
+            row = cc[label]
+            print(
+                f"clients check {label:<6} (end to end): {row['median_s'] * 1000:6.1f} ms, server's"
+                f" CLIENT LIST {row['server_client_list_s'] * 1000:5.1f} ms:"
+                f" {row['ratio_to_server']}x",
+                flush=True,
+            )
+        print(f"  breakdown ({cc['breakdown']['reply_bytes']} bytes of reply):", flush=True)
+        for stage, ms in cc["breakdown"]["stages_ms"].items():
+            print(f"    {stage:<52} {ms:7.2f} ms", flush=True)
         out["patrol"] = bench.time_patrol(fleet)
         print(f"{'patrol':<12} {out['patrol']['median_s'] * 1000:9.1f} ms  (all five checks)")
         print("live-hash pass (scan + counting), each run in a fresh process:", flush=True)

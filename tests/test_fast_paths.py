@@ -333,6 +333,14 @@ def test_own_connection_and_its_probe_sibling_leave_the_table() -> None:
         kept = read_client_table(spoiled).without_own(2)
         assert [c.id for c in kept.clients()] == [1, 4]
         same_table(spoiled, 2, frozenset(), 5)
+    # many connections of our name from our host (another fleetcheck there): all of them go
+    many = shape + [(10 + i, "10.0.0.5", "fleetcheck") for i in range(12)] + [(30, "10.0.0.6", "w")]
+    text = "\n".join(line.format(i=i, a=a, p=40000 + i, n=n) for i, a, n in many)
+    for spoiled in (text, text.replace(" fd=9", "\tfd=9")):
+        kept = read_client_table(spoiled).without_own(2)
+        assert [c.id for c in kept.clients()] == [1, 4, 30]
+        assert rows(kept.without_own(30).clients()) == rows(kept.clients()[:2])  # lines follow
+        same_table(spoiled, 2, frozenset(), 5)
 
 
 @pytest.mark.lab

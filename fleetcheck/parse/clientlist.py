@@ -171,21 +171,30 @@ class ClientTable:
     the Clients."""
 
     def __init__(
-        self, clients: list[Client] | None = None, columns: dict[str, list[str]] | None = None
+        self,
+        clients: list[Client] | None = None,
+        columns: dict[str, list[Any]] | None = None,
+        text: str = "",
     ) -> None:
         self._rows = clients
-        self._columns = columns
+        self._columns = columns  # a "row" column, when present: each row's line in `text`
+        self._text = text
         self._tally: Counter[Key] | None = None
+        self._raw: Counter[tuple[str, str, str, str | None]] | None = None
         self._hosts: dict[str, str] | None = None
 
     def __len__(self) -> int:
         if self._columns is not None:
-            return len(self._columns["line"])
+            return len(self._columns["addr"])
         return len(self._rows or ())
 
     def clients(self) -> list[Client]:
         if self._rows is None:
-            self._rows = _clients_of(self._columns or {}, self._host_of())
+            cols = self._columns or {}
+            lines = self._text.split("\n")  # every line is a row, in order, on this path
+            if "row" in cols:
+                lines = list(map(lines.__getitem__, cols["row"]))
+            self._rows = _clients_of(cols, self._host_of(), lines[: len(self)])
         return self._rows
 
     def _host_of(self) -> dict[str, str]:
@@ -204,23 +213,23 @@ class ClientTable:
     def tally(self) -> Counter[Key]:
         """How many clients have each (host, name, cmd, idle_s), in order of first appearance."""
         if self._tally is None:
-            cols = self._columns
-            if cols is None:
+            if self._columns is None:
                 self._tally = Counter((c.host, c.name, c.cmd, c.idle_s) for c in self.clients())
             else:
-                raw = Counter(
-                    zip(
-                        cols["addr"],
-                        *(_column(cols, k) for k in ("name", "cmd", "idle")),
-                        strict=True,
-                    )
-                )
                 hosts = self._host_of()
                 out: Counter[Key] = Counter()
-                for (h, name, cmd, idle), n in raw.items():
+                for (h, name, cmd, idle), n in self._raw_tally().items():
                     out[hosts[h], name, cmd, _int(idle)] += n
                 self._tally = out
         return self._tally
+
+    def _raw_tally(self) -> Counter[tuple[str, str, str, str | None]]:
+        """The same count over the text's values (host part, name, cmd, idle as written)."""
+        if self._raw is None:
+            cols = self._columns or {}
+            values = (_column(cols, k) for k in ("name", "cmd", "idle"))
+            self._raw = Counter(zip(cols["addr"], *values, strict=True))
+        return self._raw
 
     def select(self, keep: Callable[[str, str], bool], limit: int) -> list[tuple[str, str, str]]:
         """(addr, name, cmd) of the first `limit` clients for which keep(host, name) holds;
@@ -230,13 +239,18 @@ class ClientTable:
             picked = (c for c in self.clients() if keep(c.host, c.name))
             return [(c.fields.get("addr", c.host), c.name, c.cmd) for c in islice(picked, limit)]
         hosts = self._host_of()
-        pairs = list(zip(cols["addr"], _column(cols, "name"), strict=True))
-        wanted = {p for p in set(pairs) if keep(hosts[p[0]], p[1])}
-        if not wanted:
-            return []
-        at = islice(compress(count(), map(wanted.__contains__, pairs)), limit)
-        names, cmds = _column(cols, "name"), _column(cols, "cmd")
-        return [(cols["addr"][i] + ":" + cols["port"][i], names[i], cmds[i]) for i in at]
+        wanted = {(h, name) for h, name, _, _ in self._raw_tally() if keep(hosts[h], name)}
+        out: list[tuple[str, str, str]] = []
+        if not wanted or limit <= 0:
+            return out
+        addrs, names, cmds = cols["addr"], _column(cols, "name"), _column(cols, "cmd")
+        near = {h for h, _ in wanted}  # only their rows are looked at one by one
+        for i in compress(count(), map(near.__contains__, addrs)):
+            if (addrs[i], names[i]) in wanted:
+                out.append((addrs[i] + ":" + cols["port"][i], names[i], cmds[i]))
+                if len(out) == limit:
+                    break
+        return out
 
     def without_own(self, own_id: int) -> ClientTable:
         """The table without the client `own_id` (the connection that asked) and its sibling
@@ -267,12 +281,21 @@ class ClientTable:
                 drop += [i for i in _positions(names, name) if hosts[cols["addr"][i]] == own_host]
         gone = sorted(set(drop), reverse=True)
         kept = {}
+        if "row" not in cols:
+            cols = {**cols, "row": list(range(len(self)))}
+        if len(gone) > 8:  # many of our name: one pass per column, not one move per row
+            mask = [True] * len(self)
+            for i in gone:
+                mask[i] = False
         for key, column in cols.items():
+            if len(gone) > 8:
+                kept[key] = list(compress(column, mask))
+                continue
             column = list(column)
             for i in gone:
                 del column[i]
             kept[key] = column
-        table = ClientTable(columns=kept)
+        table = ClientTable(columns=kept, text=self._text)
         table._hosts = self._hosts
         return table
 
@@ -288,11 +311,11 @@ def _positions(column: Sequence[Any], value: str) -> list[int]:
         return out
 
 
-def _column(cols: dict[str, list[str]], key: str) -> Sequence[Any]:
+def _column(cols: dict[str, list[Any]], key: str) -> Sequence[Any]:
     """A column, or a neutral default for every row when the lines have no such key."""
     if key in cols:
         return cols[key]
-    return [None if key in ("id", "age", "idle") else ""] * len(cols["line"])
+    return [None if key in ("id", "age", "idle") else ""] * len(cols["addr"])
 
 
 def read_client_table(text: str | bytes) -> ClientTable:
@@ -300,7 +323,7 @@ def read_client_table(text: str | bytes) -> ClientTable:
         text = text.decode("utf-8", "replace")
     columns = _by_columns(text)
     if columns is not None:
-        return ClientTable(columns=columns)
+        return ClientTable(columns=columns, text=text)
     out = []
     for line in text.splitlines():
         client = parse_line(line)
@@ -317,7 +340,7 @@ _OTHER_SPACE = "\t\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what strip(), split() or splitl
 _new = tuple.__new__
 
 
-def _by_columns(text: str) -> dict[str, list[str]] | None:
+def _by_columns(text: str) -> dict[str, list[Any]] | None:
     """The needed columns of the list (and each line), or None when the text is not one
     uniform table: every line the first line's keys in the same order, each once, up to
     the last key we read (what follows it is never read: a key there is a later
@@ -334,7 +357,7 @@ def _by_columns(text: str) -> dict[str, list[str]] | None:
         return None
     last = max(i for i, key in enumerate(keys) if key in _NEEDED)
     parts = []
-    groups = ["line"]  # the findall tuples: the line, then the needed values in line order
+    groups = []  # the findall tuples: the needed values in line order
     for i, key in enumerate(keys[: last + 1]):
         k = re.escape(key) + "="
         end = "[^ \n]*+" if i == last else _VALUE
@@ -349,21 +372,23 @@ def _by_columns(text: str) -> dict[str, list[str]] | None:
             parts.append(k + "(" + end + ")")
         else:
             parts.append(k + end)
-    pattern = "^(" + " ".join(parts) + "(?: [^\n]*+)?)$"  # the line, its unread tail too
+    pattern = "^" + " ".join(parts) + "(?: [^\n]*+)?$"
     found = re.findall(pattern, text, re.MULTILINE)
     if len(found) != text.count("\n") + (text[-1] != "\n"):
         return None
     return dict(zip(groups, map(list, zip(*found, strict=True)), strict=True))
 
 
-def _clients_of(cols: dict[str, list[str]], hosts: dict[str, str]) -> list[Client]:
+def _clients_of(
+    cols: dict[str, list[Any]], hosts: dict[str, str], lines: list[str]
+) -> list[Client]:
     ports: list[int | None] = list(map(int, cols["port"]))
     host_column = list(map(hosts.__getitem__, cols["addr"]))
     if any(h.startswith(("/", "unix", "[")) or not h for h in hosts):  # the port too
         for i, h in enumerate(cols["addr"]):
             if h.startswith(("/", "unix", "[")) or not h:
                 host_column[i], ports[i] = split_addr(h + ":" + cols["port"][i])
-    n = len(cols["line"])
+    n = len(lines)
     none: list[int | None] = [None] * n
     empty = [""] * n
     return list(
@@ -379,7 +404,7 @@ def _clients_of(cols: dict[str, list[str]], hosts: dict[str, str]) -> list[Clien
                 _ints(cols["idle"]) if "idle" in cols else none,
                 cols.get("flags", empty),
                 cols.get("cmd", empty),
-                cols["line"],
+                lines,
                 strict=True,
             ),
         )
