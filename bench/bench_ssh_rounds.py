@@ -17,22 +17,36 @@ listeners, the per-connection sshds and, through cutime, the session shells and 
 commands they reaped), taken once every sshd process of the round has exited or settled.
 The gathered commands cost the same in both rounds; the difference is the connection.
 
+With --before REV the routes check also runs with the routes fragment and parser as they were
+at git revision REV (read with `git show`, swapped in for those rounds), in the same run: the
+before/after of the commands' cost. Each fragment's gathered script is also measured on its
+own in one lab namespace: processes per exec (strace -f, when installed) and CPU per exec
+(the mean of 100 runs of `/bin/sh -s` with the script, one loop).
+
+The floor: the commands, the sshds and the client share the machine's cores, so no round can
+take less wall than (server CPU + client CPU) / cores; the bench prints it per round.
+
 Needs root and the lab prerequisites. Run it under the bench lock:
 
     flock /tmp/fleetcheck-bench.lock .venv/bin/python bench/bench_ssh_rounds.py \
-        --json bench/ssh_rounds_results.json
+        --before 60a3116 --json bench/ssh_rounds_results.json
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import time
+import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +55,84 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.lab import Lab, LabHost  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
+CORES = os.cpu_count() or 1
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def at_revision(rev: str) -> tuple[Callable[[str | None], str], Callable[..., Any]]:
+    """routes_fragment and the route parser's parse_gathered as they were at `rev`."""
+    mods = []
+    for path in ("fleetcheck/parse/routes.py", "checks/routes.py"):
+        src = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{rev}:{path}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        mod = types.ModuleType(f"_at_{rev}_{Path(path).parent.name}_routes")
+        sys.modules[mod.__name__] = mod  # dataclasses look their module up
+        exec(compile(src, f"{rev}:{path}", "exec"), mod.__dict__)
+        mods.append(mod)
+    return mods[1].routes_fragment, mods[0].parse_gathered
+
+
+@contextlib.contextmanager
+def swapped(
+    fragment: Callable[[str | None], str] | None, parser: Callable[..., Any] | None
+) -> Iterator[None]:
+    """The routes check with another fragment and parser (None: its own) while inside."""
+    import fleetcheck.checks.routes as check
+
+    import fleetcheck.parse.routes as parse
+
+    saved = check.routes_fragment, parse.parse_gathered
+    if fragment is not None and parser is not None:
+        check.routes_fragment, parse.parse_gathered = fragment, parser  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        check.routes_fragment, parse.parse_gathered = saved  # type: ignore[assignment]
+
+
+def gather_cost(ns: str, script: str, workdir: Path, runs: int = 100) -> dict[str, Any]:
+    """One gathered script run in namespace `ns` as sshd runs it (`/bin/sh -s`, the script
+    on stdin): processes it starts (strace -f: every pid but the shell's own; None without
+    strace), programs it executes, and its CPU per exec (the whole tree: a loop of `runs`
+    execs in one shell, from the loop's reaped rusage, minus an empty loop's)."""
+    path = workdir / f"gather-{os.getpid()}-{time.monotonic_ns()}.sh"
+    path.write_text(script)
+    out: dict[str, Any] = {"processes": None, "programs": None}
+    if shutil.which("strace"):
+        trace = path.with_suffix(".strace")
+        subprocess.run(
+            ["ip", "netns", "exec", ns, "strace", "-f", "-q", "-z", "-e", "trace=execve"]
+            + ["-o", str(trace), "/bin/sh", "-s"],
+            stdin=path.open("rb"),
+            capture_output=True,
+            check=True,
+        )
+        lines = trace.read_text().splitlines()
+        out["processes"] = len({line.split()[0] for line in lines}) - 1
+        out["programs"] = sorted(
+            line.split('"')[1].rsplit("/", 1)[-1] for line in lines if "execve(" in line
+        )
+        out["programs"].remove("sh")  # the shell sshd starts
+    empty = workdir / "empty.sh"
+    empty.write_text("")
+
+    def loop(file: Path) -> float:
+        body = (
+            f"i=0; while [ $i -lt {runs} ]; do /bin/sh -s <{file} >/dev/null 2>&1; i=$((i+1)); done"
+        )
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(["ip", "netns", "exec", ns, "/bin/sh", "-c", body], check=True)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / runs
+
+    out["cpu_ms"] = round((loop(path) - loop(empty)) * 1000, 2)
+    return out
 
 
 def sshd_pids(hosts: list[LabHost]) -> dict[str, set[int]]:
@@ -139,6 +231,8 @@ def one_round(
         "client_cpu_s": round(cpu, 3),
         "server_cpu_s": round(own1 + reaped1 - own0 - reaped0, 3),  # sshds + commands
     }
+    # no round on these cores can be shorter than all their work spread over them
+    row["floor_s"] = round((row["server_cpu_s"] + cpu) / CORES, 3)
     if mode == "repeat":  # the kept sshds are alive: their own CPU and their shells' apart
         row["sshd_cpu_s"] = round(own1 - own0, 3)
         row["commands_cpu_s"] = round(reaped1 - reaped0, 3)
@@ -149,44 +243,69 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--hosts", type=int, default=50)
     ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--before", metavar="REV", help="also the routes fragment as at REV")
     ap.add_argument("--json", help="also write the numbers to this file")
     a = ap.parse_args()
+    from fleetcheck.checks.routes import routes_fragment
+
     from fleetcheck import registry
     from fleetcheck.config import load
+    from fleetcheck.context import build_gather_script
     from fleetcheck.runner import plan
     from fleetcheck.transport.keep import Keeper
 
+    # (label, bare exec of true, the fragment and parser swapped in or None)
+    workloads: list[tuple[str, bool, Any]] = []
+    before = at_revision(a.before) if a.before else None
+    if before is not None:
+        workloads.append((f"routes check as at {a.before}", False, before))
+    workloads += [("routes check", False, None), ("exec of true", True, None)]
+    results: dict[str, Any] = {}
+    costs: dict[str, Any] = {}
     with Lab(prefix=24) as lab:
         hosts = [lab.add_host(f"h{i:03d}") for i in range(a.hosts)]
         cfg = lab.config(checks="[checks.routes]\n", patrol='deadline = "120s"\n')
         fleet = load(cfg, registry.config_type, registry.host_config_types)
         items = plan(fleet, registry.select(fleet.checks))
+        target = fleet.broker.host
+        for label, bare, swap in workloads:
+            if not bare:
+                fragment = swap[0] if swap else routes_fragment
+                script = build_gather_script("0" * 16, {"routes.table": fragment(target)})
+                costs[label] = gather_cost(hosts[0].ns, script, lab.dir)
         settle(hosts, None)
         one_round(fleet, items, hosts, None, "fresh")  # warm-up: imports, known_hosts cache
-        results: dict[str, Any] = {}
-        for bare in (False, True):
+        for label, bare, swap in workloads:
             fresh, repeat = [], []
-            for _ in range(a.pairs):
-                fresh.append(one_round(fleet, items, hosts, None, "fresh", bare))
-                keeper = Keeper(300.0)
-                one_round(fleet, items, hosts, keeper, "prime", bare)  # connects and keeps
-                repeat.append(one_round(fleet, items, hosts, keeper, "repeat", bare))
-                # the commands cost the same in both rounds: a fresh round's sshds alone
-                # are its server CPU minus what the repeat round's shells took
-                fresh[-1]["sshd_cpu_s"] = round(
-                    fresh[-1]["server_cpu_s"] - repeat[-1]["commands_cpu_s"], 3
-                )
-                if keeper.reused != a.hosts:
-                    raise SystemExit(f"only {keeper.reused} of {a.hosts} connections reused")
-                keeper.close()
-                settle(hosts, None)
-            results["exec of true" if bare else "routes check"] = (fresh, repeat)
+            with swapped(*(swap or (None, None))):
+                for _ in range(a.pairs):
+                    fresh.append(one_round(fleet, items, hosts, None, "fresh", bare))
+                    keeper = Keeper(300.0)
+                    one_round(fleet, items, hosts, keeper, "prime", bare)  # connects, keeps
+                    repeat.append(one_round(fleet, items, hosts, keeper, "repeat", bare))
+                    # the commands cost the same in both rounds: a fresh round's sshds alone
+                    # are its server CPU minus what the repeat round's shells took
+                    fresh[-1]["sshd_cpu_s"] = round(
+                        fresh[-1]["server_cpu_s"] - repeat[-1]["commands_cpu_s"], 3
+                    )
+                    if keeper.reused != a.hosts:
+                        raise SystemExit(f"only {keeper.reused} of {a.hosts} connections reused")
+                    keeper.close()
+                    settle(hosts, None)
+            results[label] = (fresh, repeat)
 
     def med(rows: list[dict[str, Any]], key: str) -> float:
         return statistics.median(r[key] for r in rows)
 
-    machine = f"{os.cpu_count()} cores, Python {platform.python_version()}"
+    machine = f"{CORES} cores, Python {platform.python_version()}"
     res: dict[str, Any] = {"hosts": a.hosts, "pairs": a.pairs, "machine": machine}
+    res["gathered_exec_per_host"] = costs
+    print(f"the routes check's gathered exec, per host ({machine}):")
+    for label, cost in costs.items():
+        print(
+            f"  {label}: {cost['processes']} processes ({' '.join(cost['programs'] or [])}), "
+            f"{cost['cpu_ms']:.1f} ms CPU"
+        )
     for workload, (fresh, repeat) in results.items():
         out: dict[str, Any] = {"fresh": fresh, "repeat": repeat}
         print(f"{a.hosts} lab hosts, {workload}, median of {a.pairs} pairs ({machine}):")
@@ -195,8 +314,15 @@ def main() -> None:
             ("wall_s", "patrol wall (s)"),
             ("server_cpu_s", "server CPU: sshds + commands (s)"),
             ("sshd_cpu_s", "sshd CPU alone (s)"),
+            ("commands_cpu_s", "commands CPU (s)"),
             ("client_cpu_s", "client CPU (s)"),
+            ("floor_s", "floor: all CPU / cores (s)"),
         ):
+            if key == "commands_cpu_s":  # measured in the repeat round; the same in both
+                r = med(repeat, key)
+                out[f"median_{key}"] = {"repeat": r, "per_host_ms": round(r / a.hosts * 1000, 2)}
+                print(f"  {label:<34}{'':>12}{r:>14.3f}   ({r / a.hosts * 1000:.1f} ms per host)")
+                continue
             f, r = med(fresh, key), med(repeat, key)
             out[f"median_{key}"] = {
                 "fresh": f,
@@ -204,6 +330,10 @@ def main() -> None:
                 "ratio": round(r / f, 3) if f else None,
             }
             print(f"  {label:<34}{f:>12.3f}{r:>14.3f}{r / f if f else 0:>8.2f}")
+        # the best ratio these cores allow: the repeat round at its floor
+        floor_ratio = med(repeat, "floor_s") / med(fresh, "wall_s")
+        out["repeat_floor_over_fresh_wall"] = round(floor_ratio, 3)
+        print(f"  repeat round's floor / fresh round's wall: {floor_ratio:.2f}")
         res[workload] = out
     if a.json:
         Path(a.json).write_text(json.dumps(res, indent=2) + "\n")

@@ -1,19 +1,24 @@
-"""Start-up cost, whole process, before and after in one run.
+"""Start-up cost, whole process, before and after in one run, as users run it: each version
+built into a wheel and installed into a fresh venv of its own (`pip install` of the wheel, the
+library versions pinned to this checkout's .venv), then started through its `fleetcheck` console
+script. (Not the development .venv: its editable install adds a path finder that costs ~20 ms
+per process, more than half of `python -c pass` there.)
 
 Times (wall clock of the whole process, median and minimum of --runs, the variants
 interleaved run by run so that a busy machine weighs on all of them alike):
 
-- `python -c pass`, and the imports a patrol cannot avoid, each alone: typer, pydantic as
-  typer 0.29's option coercion imports it (`typer._adapters`), asyncio, redis-py;
+- `python -c pass` of that venv, and the imports a patrol cannot avoid, each alone: typer,
+  pydantic as typer 0.29's option coercion imports it (`typer._adapters`), asyncio, redis-py,
+  typer + redis-py (the libraries the brief names), and all three (the floor of a patrol);
 - `fleetcheck --version`, `--help`, `run --help`;
 - a broker-only patrol, `fleetcheck run --only broker --format json` on a five-host fleet
   with every check configured (hosts.example.toml's check tables), against a redis-server
   this script starts on a unix socket; state and history on (the default), in a temp dir.
 
-"before" is the code at --before (default: the commit issue 15 started from), unpacked with
-`git archive` into a temp dir and run by the same interpreter and libraries; "after" is this
-tree. Every process runs in a neutral directory (a `python -m` puts its working directory
-first on sys.path).
+"before" is the code at --before (default: the commit issue 15 started from), "after" this
+checkout's tracked files. The issue's targets are printed as its ratios to `python -c pass`
+(150 ms and 60 ms when `python -c pass` took 12 ms: 12.5x and 5x). Every process runs in a
+neutral directory.
 
     flock /tmp/fleetcheck-bench.lock .venv/bin/python bench/bench_startup.py [--runs 20]
 """
@@ -38,17 +43,38 @@ ROOT = Path(__file__).resolve().parent.parent
 BEFORE = "5b5e749"  # main when issue 15 started
 
 
-def unpack(rev: str, into: Path) -> Path:
-    """The tree at `rev`, importable as it would be installed (checks/ as fleetcheck.checks)."""
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", rev, "fleetcheck", "checks", "hosts.example.toml"],
-        capture_output=True,
-        check=True,
-    ).stdout
+def unpack(rev: str | None, into: Path) -> Path:
+    """The tracked files at `rev` (None: this checkout's working tree of tracked files)."""
     into.mkdir()
+    if rev is None:
+        files = subprocess.run(
+            ["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, check=True
+        ).stdout.split(b"\0")
+        for name in filter(None, files):
+            src, dst = ROOT / name.decode(), into / name.decode()
+            if src.is_file():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dst)
+        return into
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    (into / "fleetcheck" / "checks").symlink_to(into / "checks")
     return into
+
+
+def install(tree: Path, venv: Path, constraints: Path) -> Path:
+    """A fresh venv with the wheel built from `tree` installed the way the README says; its
+    console script."""
+    wheels = venv.parent / f"{venv.name}-wheel"
+    pip = [sys.executable, "-m", "pip"]
+    subprocess.run([*pip, "wheel", "-q", "--no-deps", "-w", str(wheels), str(tree)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    (wheel,) = wheels.glob("*.whl")
+    subprocess.run(
+        [str(venv / "bin/pip"), "install", "-q", "-c", str(constraints), str(wheel)], check=True
+    )
+    return venv / "bin/fleetcheck"
 
 
 def fleet_config(tree: Path, url: str, into: Path) -> Path:
@@ -71,11 +97,21 @@ def main() -> None:
     ap.add_argument("--before", default=BEFORE)
     ap.add_argument("--json", help="also write the numbers to this file")
     a = ap.parse_args()
-    py = sys.executable
     tmp = Path(tempfile.mkdtemp(prefix="fleetcheck-startup-"))
     redis = None
     try:
-        old = unpack(a.before, tmp / "before")
+        constraints = tmp / "constraints.txt"
+        frozen = subprocess.run(
+            [sys.executable, "-m", "pip", "freeze", "--exclude-editable"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        constraints.write_text(frozen)
+        old_tree, new_tree = unpack(a.before, tmp / "before"), unpack(None, tmp / "after")
+        old = install(old_tree, tmp / "venv-before", constraints)
+        new = install(new_tree, tmp / "venv-after", constraints)
+        py = str(tmp / "venv-after/bin/python")
         sock = tmp / "redis.sock"
         redis = subprocess.Popen(
             ["redis-server", "--port", "0", "--unixsocket", str(sock), "--save", "",
@@ -87,13 +123,10 @@ def main() -> None:
             if time.monotonic() > deadline:
                 raise SystemExit("redis-server did not start")
             time.sleep(0.02)
-        config = fleet_config(old, f"unix://{sock}", tmp)  # the older example: both accept it
-        env_after = {**os.environ, "XDG_STATE_HOME": str(tmp / "state-after")}
-        env_before = {
-            **os.environ,
-            "XDG_STATE_HOME": str(tmp / "state-before"),
-            "PYTHONPATH": str(old),
-        }
+        config = fleet_config(old_tree, f"unix://{sock}", tmp)  # the older example: both read it
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+        env_after = {**env, "XDG_STATE_HOME": str(tmp / "state-after")}
+        env_before = {**env, "XDG_STATE_HOME": str(tmp / "state-before")}
         patrol = ["run", "-c", str(config), "--only", "broker", "--format", "json"]
         cases: list[tuple[str, list[str], dict[str, str]]] = [
             ("python -c pass", [py, "-c", "pass"], env_after),
@@ -101,6 +134,7 @@ def main() -> None:
             ("import typer._adapters (pydantic)", [py, "-c", "import typer._adapters"], env_after),
             ("import asyncio", [py, "-c", "import asyncio"], env_after),
             ("import redis", [py, "-c", "import redis"], env_after),
+            ("import typer, redis", [py, "-c", "import typer, redis"], env_after),
             (
                 "floor: typer + its pydantic + redis",
                 [py, "-c", "import typer, typer._adapters, redis"],
@@ -113,12 +147,8 @@ def main() -> None:
             ("run --help", ["run", "--help"]),
             ("broker-only patrol", patrol),
         ):
-            cases.append(
-                (f"before: fleetcheck {label}", [py, "-m", "fleetcheck", *args], env_before)
-            )
-            cases.append(
-                (f"after:  fleetcheck {label}", [py, "-m", "fleetcheck", *args], env_after)
-            )
+            cases.append((f"before: fleetcheck {label}", [str(old), *args], env_before))
+            cases.append((f"after:  fleetcheck {label}", [str(new), *args], env_after))
         for _, cmd, env in cases:  # warm-up (bytecode caches), and every case must work
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp)
             if proc.returncode not in (0,) and "patrol" not in " ".join(cmd):
@@ -135,9 +165,7 @@ def main() -> None:
                 samples[label].append(time.perf_counter() - t)
                 r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu[label].append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
-        check = subprocess.run(
-            [py, "-m", "fleetcheck", *patrol], env=env_after, capture_output=True
-        )
+        check = subprocess.run([str(new), *patrol], env=env_after, capture_output=True)
         rows = json.loads(check.stdout)["results"]
         assert [r["status"] for r in rows] == ["OK"], rows
     finally:
@@ -146,6 +174,7 @@ def main() -> None:
             redis.wait()
         shutil.rmtree(tmp, ignore_errors=True)
     machine = f"{os.cpu_count()} cores, Python {platform.python_version()}"
+    targets = {"broker-only patrol": 150 / 12, "--help": 60 / 12}  # the issue's, as ratios
     print(
         f"start-up, whole process, {a.runs} interleaved runs ({machine}; load average at the "
         f"end {os.getloadavg()[0]:.1f}): wall median / min, CPU (user+sys) median"
@@ -164,6 +193,16 @@ def main() -> None:
             f"  {label:<42} {med * 1000:7.1f} ms  (min {low * 1000:6.1f})  {med / base:5.2f}x"
             f"   CPU {c * 1000:6.1f} ms"
         )
+    for what, ratio in targets.items():
+        got = out["cases"][f"after:  fleetcheck {what}"]["median_ms"] / (base * 1000)
+        print(f"  target {what}: <= {ratio:.1f}x python -c pass = {ratio * base * 1000:.0f} ms"
+              f" here; after: {got:.1f}x")  # fmt: skip
+    floor = out["cases"]["floor: typer + its pydantic + redis"]["median_ms"] / (base * 1000)
+    bare = out["cases"]["import typer, redis"]["median_ms"] / (base * 1000)
+    typer_alone = out["cases"]["import typer"]["median_ms"] / (base * 1000)
+    print(f"  floors: typer + pydantic + redis {floor:.1f}x, typer + redis {bare:.1f}x,"
+          f" typer alone {typer_alone:.1f}x")  # fmt: skip
+    out["targets_x"] = targets
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=2) + "\n")
 

@@ -37,13 +37,7 @@ class RoutesConfig:
     target: str | None = None
 
 
-# the interfaces that carry a default route, from `ip route` text (multipath `nexthop`
-# lines included; BusyBox `ip` ignores the `default` selector, hence the $1 test)
-_DEFAULT_DEVS_IP = (
-    'awk \'$1=="default"{on=1} $1!="default"&&$1!="nexthop"{on=0} '
-    'on{for(i=1;i<NF;i++) if($i=="dev") print $(i+1)}\''
-)
-# ... from /proc/net/route (destination and mask 0)
+# the interfaces that carry a default route, from /proc/net/route (destination and mask 0)
 _DEFAULT_DEVS_PROC = 'awk \'NR>1 && $2=="00000000" && $8=="00000000" {print $1}\' /proc/net/route'
 # ... from `netstat -rn`: the Netif column of `default` rows, found by the header's position
 _DEFAULT_DEVS_NETSTAT = (
@@ -51,13 +45,91 @@ _DEFAULT_DEVS_NETSTAT = (
     '$1=="default"&&c{print $c}\''
 )
 MAX_DEVS = 64  # default routes' interfaces asked about (a host with more is judged on these)
+FEW_LINKS = 32  # up to this many interfaces, all their addresses come with the routes
+ALL_ADDRS_UP_TO = 262144  # bytes: a larger answer with all addresses is asked again without
+MAX_IP_OUTPUT = 1048576  # bytes of one `ip` answer printed; a longer one becomes `@@cut N`
+
+# Linux: each question is one `ip -j -force -batch -` with stderr merged. Every command
+# prints one JSON line, or its error and `Command failed -:N` (ip flushes after each command,
+# so the order holds); the section header names the commands for the parser. `ipq` asks for
+# the default routes, the rules, the target's route and, on a host with few interfaces, all
+# addresses; whether the answer is JSON tells whether this `ip` speaks it (no separate probe).
+_IP_ASK = r"""nl='
+'
+ipq() {
+  names='route4 route6'; q="route show 0.0.0.0/0 table all${nl}route show ::/0 table all"
+  if [ -n "$1" ]; then names="$names addr"; q="$q${nl}addr show"; fi
+  names="$names rules"; q="$q${nl}rule show"
+  if [ -n "$t" ]; then names="$names get"; q="$q${nl}route get $t"; fi
+  b=$(ip -j -force -batch - 2>&1 <<EOF
+$q
+EOF
+)
+}
+out() {
+  if [ ${#2} -gt {MAX_IP_OUTPUT} ]; then printf '%s\n@@cut %s\n' "$1" ${#2}
+  else printf '%s\n%s\n' "$1" "$2"; fi
+}
+set -- /sys/class/net/*
+few=; [ $# -le {FEW_LINKS} ] && few=1
+ipq "$few"
+"""
+# With JSON: addresses of the default routes' interfaces (when not all came already), found
+# in the route dumps by shell builtins, in one more batch; IPv6 rules (`-6` is global, so a
+# batch of their own) only when a default route sits in a policy-routing table.
+_IP_JSON = r"""  if [ -n "$few" ] && [ ${#b} -gt {ALL_ADDRS_UP_TO} ]; then few=; ipq ''; fi
+  os=; read -r os 2>/dev/null </proc/sys/kernel/ostype || os=$(uname -s 2>/dev/null)
+  printf '@@os %s\n' "$os"
+  out "@@ip $names" "$b"
+  routes=${b%%\[\{\"priority\"*}
+  if [ -z "$few" ]; then
+    r=$routes; devs=' '; n=0; k=0
+    while [ $n -lt {MAX_DEVS} ] && [ $k -lt 1024 ]; do
+      case "$r" in *\"dev\":\"*) ;; *) break;; esac
+      r=${r#*\"dev\":\"}; d=${r%%\"*}; k=$((k+1))
+      case "$d" in ''|*[!A-Za-z0-9_.:@-]*) continue;; esac
+      case "$devs" in *" $d "*) continue;; esac
+      devs="$devs$d "; n=$((n+1))
+    done
+    names=; q=
+    for d in $devs; do names="$names addr"; q="$q${nl}addr show dev $d"; done
+    if [ -n "$q" ]; then
+      a=$(ip -j -force -batch - 2>&1 <<EOF
+$q
+EOF
+)
+      out "@@ipdev$names" "$a"
+    fi
+  fi
+  case "$routes" in *\"table\":\"*)
+    a=$(ip -j -6 -force -batch - 2>&1 <<EOF
+rule show
+EOF
+)
+    out '@@ip6rules rules6' "$a" ;;
+  esac ;;
+"""
+
+
+def _filled(template: str) -> str:
+    for name, value in (
+        ("MAX_DEVS", MAX_DEVS),
+        ("FEW_LINKS", FEW_LINKS),
+        ("ALL_ADDRS_UP_TO", ALL_ADDRS_UP_TO),
+        ("MAX_IP_OUTPUT", MAX_IP_OUTPUT),
+    ):
+        template = template.replace("{" + name + "}", str(value))
+    return template
 
 
 def routes_fragment(target: str | None) -> str:
-    """POSIX sh, every section bounded; the target address is shell-quoted. Addresses are
-    asked only for the interfaces that carry a default route (`ip -j addr show dev X`,
-    `ifconfig X`), so a container host with a thousand veths costs what a laptop does.
-    Runs under dash, bash and BusyBox ash with only BusyBox applets."""
+    """POSIX sh, every section bounded; the target address is shell-quoted and checked.
+    Addresses are asked only for the interfaces that carry a default route (`ip -j addr show
+    dev X`, `ifconfig X`) unless the host has few interfaces, so a container host with a
+    thousand veths costs what a laptop does. On Linux with `ip -j` the whole fragment is one
+    `ip` process on most hosts (no pipe through `head`, no probe, `uname` read from /proc):
+    each process costs the host more than the netlink answers it prints. Runs under dash,
+    bash and BusyBox ash with only BusyBox applets."""
     t = shlex.quote(target) if target else "''"
     each_dev = (
         f"sort -u | head -n {MAX_DEVS} | while read -r d; do\n"
@@ -68,35 +140,31 @@ def routes_fragment(target: str | None) -> str:
         f"t={t}\n"
         'case "$t" in *[!0-9a-fA-F.:]*) '
         "t=$(getent ahosts \"$t\" 2>/dev/null | awk 'NR==1{print $1}');; esac\n"
-        "os=$(uname -s 2>/dev/null); printf '@@os %s\\n' \"$os\"\n"
-        'case "$os" in\n'
-        "Darwin|*BSD|DragonFly)\n"
-        "  n4=$(netstat -rn -f inet 2>&1 | head -c 262144)\n"
-        "  n6=$(netstat -rn -f inet6 2>&1 | head -c 262144)\n"
-        '  printf \'@@netstat\\n%s\\n@@netstat6\\n%s\\n@@ifconfig\\n\' "$n4" "$n6"\n'
-        f'  printf \'%s\\n%s\\n\' "$n4" "$n6" | {_DEFAULT_DEVS_NETSTAT} | {each_dev}'
-        '    ifconfig "$d" 2>/dev/null | head -c 65536\n'
-        "  done\n"
-        '  if [ -n "$t" ]; then echo @@get; route -n get "$t" 2>&1 | head -c 4096; fi ;;\n'
-        "*)\n"
-        "  if ip -j route show default >/dev/null 2>&1; then\n"
-        "    echo @@v4; ip -j -4 route show default table all 2>&1 | head -c 262144; echo\n"
-        "    echo @@v6; ip -j -6 route show default table all 2>/dev/null | head -c 262144; echo\n"
-        "    echo @@addr\n"
-        "    { ip -4 route show default table all; ip -6 route show default table all; } "
-        f"2>/dev/null | {_DEFAULT_DEVS_IP} | {each_dev}"
-        '      ip -j addr show dev "$d" 2>/dev/null | head -c 65536; echo\n'
+        'case "$t" in *[!0-9a-fA-F.:]*) t=;; esac\n'
+        + _filled(_IP_ASK)
+        + 'case "$b" in\n'
+        # JSON: the first command answered in JSON, or failed as a batch command does (an
+        # `ip` without -j, BusyBox's or none at all, prints something else)
+        + "'['*|*\"Command failed -:1$nl\"*|*'Command failed -:1')\n"
+        + _filled(_IP_JSON)
+        + "*)\n"
+        "  os=$(uname -s 2>/dev/null); printf '@@os %s\\n' \"$os\"\n"
+        '  case "$os" in\n'
+        "  Darwin|*BSD|DragonFly)\n"
+        "    n4=$(netstat -rn -f inet 2>&1 | head -c 262144)\n"
+        "    n6=$(netstat -rn -f inet6 2>&1 | head -c 262144)\n"
+        '    printf \'@@netstat\\n%s\\n@@netstat6\\n%s\\n@@ifconfig\\n\' "$n4" "$n6"\n'
+        f'    printf \'%s\\n%s\\n\' "$n4" "$n6" | {_DEFAULT_DEVS_NETSTAT} | {each_dev}'
+        '      ifconfig "$d" 2>/dev/null | head -c 65536\n'
         "    done\n"
-        "    echo @@rules; ip -j rule show 2>/dev/null | head -c 65536; echo\n"
-        "    echo @@rules6; ip -j -6 rule show 2>/dev/null | head -c 65536; echo\n"
-        '    if [ -n "$t" ]; then echo @@get; ip -j route get "$t" 2>&1 | head -c 4096; echo; fi\n'
-        "  else\n"
+        '    if [ -n "$t" ]; then echo @@get; route -n get "$t" 2>&1 | head -c 4096; fi ;;\n'
+        "  *)\n"
         "    echo @@proc; head -c 262144 /proc/net/route\n"
         "    echo @@addrtext\n"
         f"    {_DEFAULT_DEVS_PROC} | {each_dev}"
         '      ip -o addr show dev "$d" 2>/dev/null | head -c 65536\n'
-        "    done\n"
-        "  fi ;;\n"
+        "    done ;;\n"
+        "  esac ;;\n"
         "esac"
     )
 

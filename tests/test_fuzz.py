@@ -358,6 +358,9 @@ def test_route_parsers_value_or_route_parse_error(doc: object, text: str) -> Non
         lambda: route_parse.parse_route_get(text),
         lambda: route_parse.parse_ip_addr_text(text),
         lambda: route_parse.parse_gathered(text, "198.18.0.1"),
+        lambda: route_parse.parse_ip_batch(text),
+        lambda: route_parse.parse_ip_batch(f"route4 route6 rules\n{raw}\n{text}"),
+        lambda: route_parse.parse_gathered(f"@@ip route4 addr\n{raw}\n{text}", None),
     ):
         try:
             fn()

@@ -18,7 +18,7 @@ from fleetcheck.context import PatrolContext
 from fleetcheck.model import Status
 from fleetcheck.runner import plan, run_patrol
 from fleetcheck.transport.keep import Keeper
-from tests.lab import Lab, LabHost
+from tests.lab import Lab, LabHost, wait_for
 
 WHO = {"t.conn": 'echo "$SSH_CONNECTION"'}  # client addr, client port, server addr, port
 
@@ -111,6 +111,31 @@ def test_a_changed_host_key_on_reconnect_is_crit(lab: Lab) -> None:
         assert row.status is Status.CRIT
         assert "host key changed" in row.summary
         assert keeper.replaced == 1 and keeper.idle() == 0
+    finally:
+        keeper.close()
+
+
+@pytest.mark.lab
+def test_an_idle_kept_connection_sends_ssh_keepalives(lab: Lab) -> None:
+    """While it waits for the next round, a kept connection sends SSH keepalives (its sshd,
+    at LogLevel DEBUG, logs each global request), so a NAT or firewall on the way does not
+    drop it as idle; the connection that sent them is the one the next round gets."""
+    h = lab.add_host("a")
+    lab.stop_sshd(h)
+    log = h.dir / "sshd.log"
+    log.write_bytes(b"")
+    lab.start_sshd(h, log_level="DEBUG")
+    fleet = fleet_of(lab)
+    host = host_cfg(fleet, h)
+    keeper = Keeper(300.0, keepalive=1.0)
+
+    def keepalives() -> int:
+        return log.read_text().count("rtype keepalive@lag.net")
+
+    try:
+        before = connection(fleet, host, keeper)
+        wait_for(lambda: keepalives() >= 2, 15, "two keepalives on the idle connection")
+        assert connection(fleet, host, keeper) == before and keeper.reused == 1
     finally:
         keeper.close()
 

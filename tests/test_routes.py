@@ -4,6 +4,7 @@ tests/recordings/ (we cannot run macOS here), each file marked as such in its he
 
 from __future__ import annotations
 
+import re
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -72,6 +73,110 @@ def test_proc_net_route() -> None:
         ("eth0", "198.18.5.1", 0),
         ("eth1", "198.18.5.1", 200),
     ]
+
+
+# ---------------------------------------------------------------- Linux: the ip -batch answer
+# Shapes as `ip -j -force -batch -` prints them in the lab (one JSON line per command, a failed
+# command's error then `Command failed -:N`, stderr merged in order).
+
+ROUTE4 = '[{"dst":"default","gateway":"198.18.5.1","dev":"eth0","flags":[]}]'
+ROUTE6 = '[{"dst":"default","gateway":"fd00::1","dev":"eth0","metric":1024,"flags":[]}]'
+ADDR = (
+    '[{"ifindex":2,"ifname":"eth0","flags":["UP","LOWER_UP"],"operstate":"UP","addr_info":'
+    '[{"family":"inet","local":"198.18.5.10","prefixlen":24},'
+    '{"family":"inet6","local":"fd00::10","prefixlen":64}]}]'
+)
+RULES = '[{"priority":0,"src":"all","table":"local"},{"priority":9,"src":"all","table":"100"}]'
+GET = '[{"dst":"198.18.5.1","dev":"eth0","prefsrc":"198.18.5.10","flags":[],"uid":0}]'
+UNREACHABLE = "RTNETLINK answers: Network is unreachable"
+
+
+def linux(*sections: str) -> str:
+    return "@@os Linux\n" + "".join(f"{s}\n" for s in sections)
+
+
+def test_one_batch_answer_gives_every_fact() -> None:
+    text = linux("@@ip route4 route6 addr rules get", ROUTE4, ROUTE6, ADDR, RULES, GET)
+    facts = parse_gathered(text, "198.18.5.1")
+    assert [(r.family, r.dev, r.gateway) for r in facts.routes] == [
+        (4, "eth0", "198.18.5.1"),
+        (6, "eth0", "fd00::1"),
+    ]
+    assert facts.interfaces["eth0"].addrs == ("198.18.5.10/24", "fd00::10/64")
+    assert facts.rule_tables == {"100"}
+    assert (facts.broker_dev, facts.broker_via, facts.problems) == ("eth0", None, ())
+    assert (facts.os, facts.source) == ("Linux", "ip -j")
+
+
+def test_addresses_per_interface_and_ipv6_rules_come_in_their_own_batches() -> None:
+    text = linux(
+        "@@ip route4 route6 rules",
+        ROUTE4,
+        ROUTE6,
+        RULES,
+        "@@ipdev addr addr",
+        ADDR,
+        'Device "eth9" does not exist.',
+        "Command failed -:2",
+        "@@ip6rules rules6",
+        '[{"priority":7,"src":"fd00::10","srclen":128,"table":"7"}]',
+    )
+    facts = parse_gathered(text, None)
+    assert set(facts.interfaces) == {"eth0"}
+    assert facts.rule_tables == {"100", "7"}
+    assert facts.problems == ('ip addr: Device "eth9" does not exist.',)
+
+
+def test_a_failed_route_get_is_a_problem_not_an_error() -> None:
+    text = linux(
+        "@@ip route4 route6 rules get", ROUTE4, "[]", RULES, UNREACHABLE, "Command failed -:4"
+    )
+    facts = parse_gathered(text, "192.0.2.9")
+    assert facts.broker_dev is None and len(facts.routes) == 1
+    assert facts.problems == (f"ip route get 192.0.2.9: {UNREACHABLE}",)
+
+
+def test_ipv6_disabled_reads_ipv4_and_says_so() -> None:
+    no6 = "RTNETLINK answers: Address family not supported by protocol"
+    text = linux("@@ip route4 route6 rules", ROUTE4, no6, "Command failed -:2", RULES)
+    facts = parse_gathered(text, None)
+    assert [r.family for r in facts.routes] == [4]
+    assert facts.problems == (f"IPv6 default routes not read: {no6}",)
+
+
+@pytest.mark.parametrize(
+    "sections,error",
+    [
+        (  # the IPv4 dump itself failed: nothing to judge
+            ["@@ip route4 route6", "Error: some kernel refusal", "Command failed -:1", "[]"],
+            "ip route show 0.0.0.0/0: Error: some kernel refusal",
+        ),
+        (  # a failure reported for a command whose turn has passed
+            ["@@ip route4 route6 rules", ROUTE4, ROUTE6, "oops", "Command failed -:1"],
+            "command 1 failed out of turn",
+        ),
+        (  # more JSON lines than commands asked
+            ["@@ip route4 route6", ROUTE4, ROUTE6, RULES],
+            "more answers than the 2 asked",
+        ),
+        (  # an old ip printed text for one command: the next answer is not a route dump
+            ["@@ip route4 route6 rules", "default via 198.18.5.1 dev eth0", RULES, RULES],
+            "the answer for route4 has no 'dst'",
+        ),
+        (  # the shell printed a marker instead of an answer over MAX_IP_OUTPUT
+            ["@@ip route4 route6 rules", "@@cut 2000000"],
+            "ip printed 2000000 bytes, more than read",
+        ),
+        (  # an answer that is not JSON at all
+            ["@@ip route4 route6", "[{not json"],
+            "ip -batch: unexpected output",
+        ),
+    ],
+    ids=["route4-failed", "out-of-turn", "too-many", "wrong-shape", "cut", "not-json"],
+)
+def test_a_misread_batch_is_a_named_error(sections: list[str], error: str) -> None:
+    with pytest.raises(RouteParseError, match=re.escape(error)):
+        parse_gathered(linux(*sections), None)
 
 
 # ---------------------------------------------------------------- macOS parsers (recordings)
@@ -255,8 +360,9 @@ def test_macos_branch_asks_ifconfig_only_for_default_route_interfaces(
     name: str, tmp_path: Path
 ) -> None:
     """The fragment's Darwin branch run by /bin/sh, with uname, netstat, ifconfig and route
-    answering from a RECORDING (we cannot run macOS here): `ifconfig X` is asked only for the
-    default routes' interfaces, and the facts equal those of the recorded full output."""
+    answering from a RECORDING (we cannot run macOS here) and no `ip`: `ifconfig X` is asked
+    only for the default routes' interfaces, and the facts equal those of the recorded full
+    output."""
     from fleetcheck.parse.routes import split_sections
 
     sections = split_sections(recording(name))
@@ -276,6 +382,7 @@ def test_macos_branch_asks_ifconfig_only_for_default_route_interfaces(
             f"{tmp_path}/ifconfig"
         ),
         "route": f"cat {tmp_path}/get",
+        "ip": 'echo "sh: ip: command not found" >&2; exit 127',  # macOS has none
     }
     for tool, body in scripts.items():
         (shim / tool).write_text(f"#!/bin/sh\n{body}\n")

@@ -324,6 +324,106 @@ def parse_route_get(text: str) -> tuple[str | None, str | None]:
 # ---------------------------------------------------------------- the gathered fragment
 
 
+# what the first object of each `ip -j` answer must have: a misread batch is an error, never
+# one command's answer taken for another's
+_ANSWER_KEY = {
+    "route4": "dst",
+    "route6": "dst",
+    "get": "dst",
+    "addr": "ifname",
+    "rules": "priority",
+    "rules6": "priority",
+}
+
+
+@dataclass(frozen=True)
+class IpAnswer:
+    name: str  # what the fragment asked (the section header's word for it)
+    json: str | None  # its JSON line
+    error: str | None  # or what ip said when it failed
+
+
+@_guarded("ip -batch")
+def parse_ip_batch(text: str) -> list[IpAnswer]:
+    """One `ip -j -force -batch -` answer with stderr merged, after a header naming its
+    commands: each command printed one JSON line, or its error lines then `Command failed
+    -:N`. ip flushes after each command, so the answers come in order; anything else (a
+    JSON line too many, a failure out of turn, an answer of the wrong shape) is an error."""
+    head, _, body = text.partition("\n")
+    names = head.split()
+    json_lines: list[str | None] = [None] * len(names)
+    errors: list[str | None] = [None] * len(names)
+    i = 0
+    said: list[str] = []
+    for line in body.split("\n"):
+        s = line.strip()
+        if not s:
+            continue
+        failed = re.fullmatch(r"Command failed \S*:(\d+)", s)
+        if failed:
+            n = int(failed.group(1))
+            if n - 1 != i or n > len(names):
+                raise RouteParseError(f"ip -batch: command {n} failed out of turn")
+            errors[i] = "; ".join(said)[:200] or "failed"
+            i, said = i + 1, []
+        elif s.startswith("["):
+            if i >= len(names):
+                raise RouteParseError(f"ip -batch: more answers than the {len(names)} asked")
+            first = json.loads(s) if s != "[]" else []
+            key = _ANSWER_KEY.get(names[i])
+            if first and key and (not isinstance(first[0], dict) or key not in first[0]):
+                raise RouteParseError(f"ip -batch: the answer for {names[i]} has no {key!r}")
+            json_lines[i] = s
+            i, said = i + 1, []
+        else:
+            said.append(s)
+    return [IpAnswer(n, j, e) for n, j, e in zip(names, json_lines, errors, strict=True)]
+
+
+def _linux_facts(s: dict[str, str], os_name: str, target: str | None) -> RouteFacts:
+    """The `ip -j` batches: default routes, addresses, rules and the target's route."""
+    if "cut" in s:
+        raise RouteParseError(f"ip printed {s['cut'].strip()} bytes, more than read")
+    answers = [a for key in ("ip", "ipdev", "ip6rules") if key in s for a in parse_ip_batch(s[key])]
+    by: dict[str, list[IpAnswer]] = {}
+    for a in answers:
+        by.setdefault(a.name, []).append(a)
+    problems: list[str] = []
+
+    def one(name: str) -> IpAnswer | None:
+        return by[name][0] if by.get(name) else None
+
+    v4 = one("route4")
+    if v4 is None or v4.json is None:
+        why = v4.error if v4 is not None and v4.error else "no answer"
+        raise RouteParseError(f"ip route show 0.0.0.0/0: {why}")
+    routes = parse_ip_routes(v4.json, 4)
+    v6 = one("route6")
+    if v6 is not None and v6.json is not None:
+        routes += parse_ip_routes(v6.json, 6)
+    else:
+        problems.append(f"IPv6 default routes not read: {v6.error if v6 else 'no answer'}")
+    ifaces: dict[str, Interface] = {}
+    rules: frozenset[str] = frozenset()
+    for a in by.get("addr", []) + by.get("rules", []) + by.get("rules6", []):
+        if a.json is None:
+            problems.append(f"ip {'addr' if a.name == 'addr' else 'rule'}: {a.error}")
+        elif a.name == "addr":
+            ifaces.update(parse_ip_addr(a.json))
+        else:
+            rules |= parse_ip_rules(a.json)
+    dev = via = None
+    get = one("get")
+    if target and get is not None:
+        if get.json is not None:
+            dev, via = parse_ip_route_get(get.json)
+        else:
+            problems.append(f"ip route get {target}: {get.error}")
+    return RouteFacts(
+        os_name, "ip -j", tuple(routes), ifaces, rules, target, dev, via, tuple(problems)
+    )
+
+
 def split_sections(text: str) -> dict[str, str]:
     """`@@name [value]` lines start sections (`@@os Linux` names the OS)."""
     sections: dict[str, list[str]] = {}
@@ -343,7 +443,6 @@ def split_sections(text: str) -> dict[str, str]:
 def parse_gathered(text: str, target: str | None) -> RouteFacts:
     s = split_sections(text)
     os_name = s.get("os", "").strip() or "unknown"
-    problems: list[str] = []
     if "netstat" in s:
         routes = parse_netstat(s["netstat"], 4) + parse_netstat(s.get("netstat6", ""), 6)
         ifaces = parse_ifconfig(s.get("ifconfig", ""))
@@ -358,19 +457,8 @@ def parse_gathered(text: str, target: str | None) -> RouteFacts:
             dev,
             via,
         )
-    if "v4" in s:
-        routes = parse_ip_routes(s["v4"], 4) + parse_ip_routes(s.get("v6", ""), 6)
-        ifaces = parse_ip_addr(s.get("addr", ""))
-        rules = parse_ip_rules(s.get("rules", "")) | parse_ip_rules(s.get("rules6", ""))
-        dev = via = None
-        if target and "get" in s:
-            try:
-                dev, via = parse_ip_route_get(s["get"])
-            except RouteParseError:
-                problems.append(f"ip route get {target}: {s['get'][:80]}")
-        return RouteFacts(
-            os_name, "ip -j", tuple(routes), ifaces, rules, target, dev, via, tuple(problems)
-        )
+    if "ip" in s:
+        return _linux_facts(s, os_name, target)
     if "proc" in s:
         routes = parse_proc_net_route(s["proc"])
         ifaces = parse_ip_addr_text(s.get("addrtext", ""))
