@@ -17,12 +17,14 @@ fast path, a set of every field name for de-duplication; `names_pass`) and the c
 (8-byte digests instead of the names, the hash read again exactly only if a digest repeats;
 `current_pass`). All give the same entries and stale counts (checked).
 
-The clients check is also timed end to end with the CLIENT LIST reading it had before issue
-15 (line by line, kept in tests/test_fast_paths.py, its Clients counted by the check) and with
-the current table, alternating; the rows must be equal (checked). Its ratio is to the server's
-own CLIENT LIST time (SLOWLOG, median of all those runs), and a breakdown times each stage on
-its own: the server's command, the same reply read on a plain socket (the floor: server +
-transfer), the fetch through redis-py, the column reader, the table's work, evaluate.
+The clients check is also timed end to end three ways, alternating: as before issue 15 (its
+check on Client rows read line by line, the reading kept in tests/test_fast_paths.py), as at
+BEFORE_15B (the same check on the column reader's Clients; both loaded from this repository's
+history) and as now (the CLIENT LIST table, counted); the rows must be equal (checked). The
+ratio is to the server's own CLIENT LIST time (SLOWLOG, median of all those runs), and a
+breakdown times each stage on its own: the server's command, the same reply read on a plain
+socket (the floor: server + transfer), the fetch through redis-py, the column reader, the
+table's work, evaluate.
 `--clients 10000 --fields 2000` keeps a run to about a minute.
 
 Only loopback is used. Not part of the test run: numbers are measurements, not assertions.
@@ -220,6 +222,62 @@ def run_variant(port: int, code: str, parser: str, count: int, now: float) -> di
     }
 
 
+BEFORE_15B = "60a3116"  # main when the CLIENT LIST table was started (its column reader)
+
+
+def old_clients_code(commit: str) -> tuple[Any, Any]:
+    """The clients check and the CLIENT LIST parser as they were at `commit` (this
+    repository's own history), loaded as modules of their own: (CHECK, parse_client_list)."""
+    import types
+
+    def load(path: str, name: str) -> Any:
+        src = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{commit}:{path}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        module = types.ModuleType(name)
+        sys.modules[name] = module  # dataclasses look their module up
+        exec(compile(src, f"{commit}:{path}", "exec"), module.__dict__)
+        return module
+
+    from fleetcheck.checks import clients as now
+
+    reader = load("fleetcheck/parse/clientlist.py", "bench_old_clientlist")
+    check = load("checks/clients.py", "bench_old_clients")
+    # the fleet's settings are keyed by today's config classes (the fields are the same)
+    check.ClientsConfig, check.ClientsHostConfig = now.ClientsConfig, now.ClientsHostConfig
+    return check.CHECK, reader.parse_client_list
+
+
+def old_context(parse: Any) -> Any:
+    """A patrol context whose client_list() is the one before the table: `parse` over the
+    reply, then our own connection left out, on Client rows."""
+    from fleetcheck.context import PatrolContext
+
+    class OldContext(PatrolContext):
+        def client_list(self) -> Any:
+            def fetch() -> Any:
+                pipe = self.broker().pipeline(transaction=False)
+                pipe.client_id()
+                pipe.execute_command("CLIENT", "LIST")
+                own_id, raw = pipe.execute()
+                clients = parse(raw)
+                own = next((c for c in clients if c.id == own_id), None)
+                ours = {own.name, f"{own.name}-probe"} if own is not None and own.name else set()
+                return [
+                    c
+                    for c in clients
+                    if c.id != own_id
+                    and not (own is not None and c.name in ours and c.host == own.host)
+                ]
+
+            return self.once("old_client_list", fetch)
+
+    return OldContext
+
+
 def h_addrs(host: Any) -> tuple[str, ...]:
     from fleetcheck.checks.clients import addrs_of
 
@@ -400,16 +458,18 @@ class Bench:
             "by_command": stats,
         }
 
-    def time_check(self, fleet: Any, name: str, runs: int | None = None) -> dict[str, Any]:
+    def time_check(
+        self, fleet: Any, name: str, runs: int | None = None, check: Any = None, context: Any = None
+    ) -> dict[str, Any]:
         from fleetcheck import registry
         from fleetcheck.context import PatrolContext
 
-        check = registry.available()[name]
+        check = check or registry.available()[name]
         config = fleet.checks[name]
         times, statuses, slow, rows = [], [], [], []
         for _ in range(runs or self.runs):
             self.slowlog_reset()
-            ctx = PatrolContext(fleet)
+            ctx = (context or PatrolContext)(fleet)
             ctx.broker()  # the connection and its PING are not the check's cost
             start = time.perf_counter()
             try:
@@ -435,34 +495,35 @@ class Bench:
 
     def clients_before_after(self, fleet: Any) -> dict[str, Any]:
         """The clients check end to end (CLIENT LIST on the server, transfer, parse, the
-        rows), with the line-by-line parser it had before issue 15 (its Clients counted by
-        the check) and with the current column reader, alternating; the rows must be equal.
-        Each run's own CLIENT LIST time on the server (SLOWLOG) gives the ratio."""
-        from fleetcheck.parse import clientlist
+        rows), three ways, alternating: as it was before issue 15 (the check of BEFORE_15B on
+        Client rows read line by line, the reading kept in tests/test_fast_paths.py), as it
+        was at BEFORE_15B (the same check on its column reader's Clients) and as it is now;
+        the rows must be equal. Each run's own CLIENT LIST time on the server (SLOWLOG)
+        gives the ratio."""
         from tests.test_fast_paths import line_by_line
 
-        def old_table(text: str | bytes) -> Any:
-            return clientlist.ClientTable(line_by_line(text))
-
-        current = clientlist.read_client_table
+        old_check, old_reader = old_clients_code(BEFORE_15B)
+        variants = {
+            "before": (old_check, old_context(line_by_line)),
+            BEFORE_15B: (old_check, old_context(old_reader)),
+            "after": (None, None),
+        }
         out: dict[str, Any] = {}
         server: dict[str, list[float]] = {}
         rows: dict[str, Any] = {}
         for _ in range(max(self.runs, 5)):
-            for label, read in (("before", old_table), ("after", current)):
-                clientlist.read_client_table = read  # type: ignore[assignment]
-                try:
-                    got = self.time_check(fleet, "clients", runs=1)
-                finally:
-                    clientlist.read_client_table = current
+            for label, (check, context) in variants.items():
+                got = self.time_check(fleet, "clients", runs=1, check=check, context=context)
                 out.setdefault(label, []).append(got["median_s"])
                 us = got["server"].get("by_command", {}).get("CLIENT", {}).get("max_us", 0)
                 server.setdefault(label, []).append(us / 1e6)
                 rows.setdefault(label, got["rows"])
-        if rows["before"] != rows["after"]:
-            raise RuntimeError("the clients rows differ between the parsers")
+        if not rows["before"] == rows[BEFORE_15B] == rows["after"]:
+            for label, got in rows.items():
+                print(label, got, file=sys.stderr)
+            raise RuntimeError("the clients rows differ between the variants")
         # the same command every run: its median over all of them is the floor's best estimate
-        srv = statistics.median(server["before"] + server["after"])
+        srv = statistics.median(t for ts in server.values() for t in ts)
         result: dict[str, Any] = {"server_client_list_s": round(srv, 4)}
         for label, ts in out.items():
             result[label] = {
@@ -708,10 +769,10 @@ def main() -> int:
             f" {cc['server_client_list_s'] * 1000:.1f} ms",
             flush=True,
         )
-        for label in ("before", "after"):
+        for label in ("before", BEFORE_15B, "after"):
             row = cc[label]
             print(
-                f"  {label:<6} {row['median_s'] * 1000:6.1f} ms = {row['ratio_to_server']}x the"
+                f"  {label:<7} {row['median_s'] * 1000:6.1f} ms = {row['ratio_to_server']}x the"
                 " server's command",
                 flush=True,
             )
