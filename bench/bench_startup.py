@@ -7,16 +7,20 @@ per process, more than half of `python -c pass` there.)
 Times (wall clock of the whole process, median and minimum of --runs, the variants
 interleaved run by run so that a busy machine weighs on all of them alike):
 
-- `python -c pass` of that venv, and the imports a patrol cannot avoid, each alone: typer,
-  pydantic as typer 0.29's option coercion imports it (`typer._adapters`), asyncio, redis-py,
-  typer + redis-py (the libraries the brief names), and all three (the floor of a patrol);
+- `python -c pass` of the "after" venv, and the imports a patrol cannot avoid, each alone:
+  typer, asyncio, redis-py, typer + redis-py (the floor of a patrol: the libraries the
+  brief names), and that plus typer building the click commands of our CLI (what typer does
+  for every command before it runs one); in the "before" venv, typer 0.29 with the pydantic
+  its option coercion imports (`typer._adapters`), alone and with redis-py (the floor before);
 - `fleetcheck --version`, `--help`, `run --help`;
 - a broker-only patrol, `fleetcheck run --only broker --format json` on a five-host fleet
   with every check configured (hosts.example.toml's check tables), against a redis-server
   this script starts on a unix socket; state and history on (the default), in a temp dir.
 
-"before" is the code at --before (default: the commit issue 15 started from), "after" this
-checkout's tracked files. The issue's targets are printed as its ratios to `python -c pass`
+"before" is the code at --before (default: the commit issue 15 started from) with the newest
+typer its pyproject allows (0.29: pydantic), "after" this checkout's tracked files with the
+typer this checkout's .venv has (below 0.29: no pydantic); every other library is pinned to
+this checkout's .venv. The issue's targets are printed as its ratios to `python -c pass`
 (150 ms and 60 ms when `python -c pass` took 12 ms: 12.5x and 5x). Every process runs in a
 neutral directory.
 
@@ -108,10 +112,22 @@ def main() -> None:
             check=True,
         ).stdout
         constraints.write_text(frozen)
+        unpinned = tmp / "constraints-before.txt"  # the newest typer the old pyproject allows
+        unpinned.write_text(
+            "".join(f"{line}\n" for line in frozen.splitlines() if not line.startswith("typer="))
+        )
         old_tree, new_tree = unpack(a.before, tmp / "before"), unpack(None, tmp / "after")
-        old = install(old_tree, tmp / "venv-before", constraints)
+        old = install(old_tree, tmp / "venv-before", unpinned)
         new = install(new_tree, tmp / "venv-after", constraints)
         py = str(tmp / "venv-after/bin/python")
+        py_old = str(tmp / "venv-before/bin/python")
+        versions = {}
+        for label, python in (("before", py_old), ("after", py)):
+            versions[label] = subprocess.run(
+                [python, "-c", "import typer; print(typer.__version__)"],
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
         sock = tmp / "redis.sock"
         redis = subprocess.Popen(
             ["redis-server", "--port", "0", "--unixsocket", str(sock), "--save", "",
@@ -131,14 +147,28 @@ def main() -> None:
         cases: list[tuple[str, list[str], dict[str, str]]] = [
             ("python -c pass", [py, "-c", "pass"], env_after),
             ("import typer", [py, "-c", "import typer"], env_after),
-            ("import typer._adapters (pydantic)", [py, "-c", "import typer._adapters"], env_after),
             ("import asyncio", [py, "-c", "import asyncio"], env_after),
             ("import redis", [py, "-c", "import redis"], env_after),
-            ("import typer, redis", [py, "-c", "import typer, redis"], env_after),
+            ("floor: import typer, redis", [py, "-c", "import typer, redis"], env_after),
             (
-                "floor: typer + its pydantic + redis",
-                [py, "-c", "import typer, typer._adapters, redis"],
+                "floor + typer builds our CLI (no command run)",
+                [
+                    py,
+                    "-c",
+                    "import typer.main, redis, fleetcheck.cli as c; typer.main.get_command(c.app)",
+                ],
                 env_after,
+            ),
+            ("before: import typer", [py_old, "-c", "import typer"], env_before),
+            (
+                "before: import typer._adapters (pydantic)",
+                [py_old, "-c", "import typer._adapters"],
+                env_before,
+            ),
+            (
+                "before: floor: typer + pydantic + redis",
+                [py_old, "-c", "import typer, typer._adapters, redis"],
+                env_before,
             ),
         ]
         for label, args in (
@@ -197,11 +227,14 @@ def main() -> None:
         got = out["cases"][f"after:  fleetcheck {what}"]["median_ms"] / (base * 1000)
         print(f"  target {what}: <= {ratio:.1f}x python -c pass = {ratio * base * 1000:.0f} ms"
               f" here; after: {got:.1f}x")  # fmt: skip
-    floor = out["cases"]["floor: typer + its pydantic + redis"]["median_ms"] / (base * 1000)
-    bare = out["cases"]["import typer, redis"]["median_ms"] / (base * 1000)
-    typer_alone = out["cases"]["import typer"]["median_ms"] / (base * 1000)
-    print(f"  floors: typer + pydantic + redis {floor:.1f}x, typer + redis {bare:.1f}x,"
-          f" typer alone {typer_alone:.1f}x")  # fmt: skip
+    ratio = {k: v["median_ms"] / (base * 1000) for k, v in out["cases"].items()}
+    built = ratio["floor + typer builds our CLI (no command run)"]
+    print(f"  floors: after typer + redis {ratio['floor: import typer, redis']:.1f}x (+ typer"
+          f" building our commands {built:.1f}x), typer alone"
+          f" {ratio['import typer']:.1f}x; before (typer 0.29) typer + pydantic + redis"
+          f" {ratio['before: floor: typer + pydantic + redis']:.1f}x")  # fmt: skip
+    print(f"  typer: before {versions['before']}, after {versions['after']}")
+    out["typer"] = versions
     out["targets_x"] = targets
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=2) + "\n")

@@ -56,24 +56,30 @@ OURS = {
     "fleetcheck.transport.shell",
     "fleetcheck.zones",
 }
-# third-party top-level packages allowed: typer and what it imports to coerce option values
-# (pydantic: see the README's start-up section), redis-py with hiredis (redis-py looks for
-# cryptography's package, not its modules)
+# third-party top-level packages allowed: typer and its own imports, redis-py with hiredis
+# (redis-py looks for cryptography's package, not its modules). Never pydantic: typer 0.29
+# coerces every option through it (+150-200 ms a process), hence typer < 0.29 in pyproject.
 THIRD_PARTY = {
     "typer",
     "shellingham",
     "annotated_doc",
-    "pydantic",
-    "pydantic_core",
-    "annotated_types",
     "typing_extensions",
-    "typing_inspection",
     "redis",
     "hiredis",
     "cryptography",
     "async_timeout",  # redis-py on Python < 3.11.3
 }
-NEVER = {"paramiko", "rich", "prometheus_client", "dateutil", "tabulate", "nacl", "bcrypt"}
+NEVER = {
+    "paramiko",
+    "rich",
+    "prometheus_client",
+    "dateutil",
+    "tabulate",
+    "nacl",
+    "bcrypt",
+    "pydantic",
+    "pydantic_core",
+}
 
 PROBE = """
 import atexit, json, sys
