@@ -17,9 +17,15 @@ fast path, a set of every field name for de-duplication; `names_pass`) and the c
 (8-byte digests instead of the names, the hash read again exactly only if a digest repeats;
 `current_pass`). All give the same entries and stale counts (checked).
 
-The clients check is also timed end to end with the CLIENT LIST parser it had before issue
-15 (line by line, kept in tests/test_fast_paths.py) and with the column reader, alternating;
-the rows must be equal (checked).
+The clients check is also timed end to end three ways, alternating: as before issue 15 (its
+check on Client rows read line by line, the reading kept in tests/test_fast_paths.py), as at
+BEFORE_15B (the same check on the column reader's Clients; both loaded from this repository's
+history) and as now (the CLIENT LIST table, counted); the rows must be equal (checked). The
+ratio is to the server's own CLIENT LIST time (SLOWLOG, median of all those runs), and a
+breakdown times each stage on its own: the server's command, the same reply read on a plain
+socket (the floor: server + transfer), the fetch through redis-py, the column reader, the
+table's work, evaluate.
+`--clients 10000 --fields 2000` keeps a run to about a minute.
 
 Only loopback is used. Not part of the test run: numbers are measurements, not assertions.
 """
@@ -274,6 +280,68 @@ def run_variant(
     return out
 
 
+BEFORE_15B = "60a3116"  # main when the CLIENT LIST table was started (its column reader)
+
+
+def old_clients_code(commit: str) -> tuple[Any, Any]:
+    """The clients check and the CLIENT LIST parser as they were at `commit` (this
+    repository's own history), loaded as modules of their own: (CHECK, parse_client_list)."""
+    import types
+
+    def load(path: str, name: str) -> Any:
+        src = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{commit}:{path}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        module = types.ModuleType(name)
+        sys.modules[name] = module  # dataclasses look their module up
+        exec(compile(src, f"{commit}:{path}", "exec"), module.__dict__)
+        return module
+
+    from fleetcheck.checks import clients as now
+
+    reader = load("fleetcheck/parse/clientlist.py", "bench_old_clientlist")
+    check = load("checks/clients.py", "bench_old_clients")
+    # the fleet's settings are keyed by today's config classes (the fields are the same)
+    check.ClientsConfig, check.ClientsHostConfig = now.ClientsConfig, now.ClientsHostConfig
+    return check.CHECK, reader.parse_client_list
+
+
+def old_context(parse: Any) -> Any:
+    """A patrol context whose client_list() is the one before the table: `parse` over the
+    reply, then our own connection left out, on Client rows."""
+    from fleetcheck.context import PatrolContext
+
+    class OldContext(PatrolContext):
+        def client_list(self) -> Any:
+            def fetch() -> Any:
+                pipe = self.broker().pipeline(transaction=False)
+                pipe.client_id()
+                pipe.execute_command("CLIENT", "LIST")
+                own_id, raw = pipe.execute()
+                clients = parse(raw)
+                own = next((c for c in clients if c.id == own_id), None)
+                ours = {own.name, f"{own.name}-probe"} if own is not None and own.name else set()
+                return [
+                    c
+                    for c in clients
+                    if c.id != own_id
+                    and not (own is not None and c.name in ours and c.host == own.host)
+                ]
+
+            return self.once("old_client_list", fetch)
+
+    return OldContext
+
+
+def h_addrs(host: Any) -> tuple[str, ...]:
+    from fleetcheck.checks.clients import addrs_of
+
+    return tuple(addrs_of(host))
+
+
 class Bench:
     def __init__(self, fields: int, clients: int, runs: int) -> None:
         self.fields, self.clients, self.runs = fields, clients, runs
@@ -448,16 +516,18 @@ class Bench:
             "by_command": stats,
         }
 
-    def time_check(self, fleet: Any, name: str, runs: int | None = None) -> dict[str, Any]:
+    def time_check(
+        self, fleet: Any, name: str, runs: int | None = None, check: Any = None, context: Any = None
+    ) -> dict[str, Any]:
         from fleetcheck import registry
         from fleetcheck.context import PatrolContext
 
-        check = registry.available()[name]
+        check = check or registry.available()[name]
         config = fleet.checks[name]
         times, statuses, slow, rows = [], [], [], []
         for _ in range(runs or self.runs):
             self.slowlog_reset()
-            ctx = PatrolContext(fleet)
+            ctx = (context or PatrolContext)(fleet)
             ctx.broker()  # the connection and its PING are not the check's cost
             start = time.perf_counter()
             try:
@@ -483,28 +553,145 @@ class Bench:
 
     def clients_before_after(self, fleet: Any) -> dict[str, Any]:
         """The clients check end to end (CLIENT LIST on the server, transfer, parse, the
-        rows), with the line-by-line parser it had before issue 15 and with the column
-        reader, alternating; the rows must be equal."""
-        from fleetcheck.parse import clientlist
-        from tests.test_fast_paths import line_by_line as old_parse_client_list
+        rows), three ways, alternating: as it was before issue 15 (the check of BEFORE_15B on
+        Client rows read line by line, the reading kept in tests/test_fast_paths.py), as it
+        was at BEFORE_15B (the same check on its column reader's Clients) and as it is now;
+        the rows must be equal. Each run's own CLIENT LIST time on the server (SLOWLOG)
+        gives the ratio."""
+        from tests.test_fast_paths import line_by_line
 
-        current = clientlist.parse_client_list
+        old_check, old_reader = old_clients_code(BEFORE_15B)
+        variants = {
+            "before": (old_check, old_context(line_by_line)),
+            BEFORE_15B: (old_check, old_context(old_reader)),
+            "after": (None, None),
+        }
         out: dict[str, Any] = {}
+        server: dict[str, list[float]] = {}
         rows: dict[str, Any] = {}
         for _ in range(max(self.runs, 5)):
-            for label, parse in (("before", old_parse_client_list), ("after", current)):
-                clientlist.parse_client_list = parse  # type: ignore[assignment]
-                try:
-                    got = self.time_check(fleet, "clients", runs=1)
-                finally:
-                    clientlist.parse_client_list = current
+            for label, (check, context) in variants.items():
+                got = self.time_check(fleet, "clients", runs=1, check=check, context=context)
                 out.setdefault(label, []).append(got["median_s"])
+                us = got["server"].get("by_command", {}).get("CLIENT", {}).get("max_us", 0)
+                server.setdefault(label, []).append(us / 1e6)
                 rows.setdefault(label, got["rows"])
-        if rows["before"] != rows["after"]:
-            raise RuntimeError("the clients rows differ between the parsers")
+        if not rows["before"] == rows[BEFORE_15B] == rows["after"]:
+            for label, got in rows.items():
+                print(label, got, file=sys.stderr)
+            raise RuntimeError("the clients rows differ between the variants")
+        # the same command every run: its median over all of them is the floor's best estimate
+        srv = statistics.median(t for ts in server.values() for t in ts)
+        result: dict[str, Any] = {"server_client_list_s": round(srv, 4)}
+        for label, ts in out.items():
+            result[label] = {
+                "median_s": round(statistics.median(ts), 4),
+                "best_s": round(min(ts), 4),
+                "runs_s": ts,
+                "server_runs_s": server[label],
+                "ratio_to_server": round(statistics.median(ts) / srv, 2) if srv else None,
+            }
+        result["breakdown"] = self.clients_breakdown(fleet)
+        return result
+
+    def clients_breakdown(self, fleet: Any) -> dict[str, Any]:
+        """Where the clients check's time goes, each stage timed on its own (median of
+        runs): the server's command (SLOWLOG), the same reply read on a plain socket (server
+        + transfer: the floor), the fetch through redis-py (hiredis) at its default read
+        size and at 1 MiB, the least a regular-expression pass over the reply costs (three
+        values a line, no key checked), decoding + the column reader, the table's
+        own-connection filter, counts and selection, and the rows' evaluate."""
+        import re
+
+        import redis
+        from fleetcheck.checks.clients import facts_of
+
+        from fleetcheck import registry
+        from fleetcheck.context import PatrolContext
+        from fleetcheck.parse.clientlist import normalise_ip, read_client_table
+
+        check = registry.available()["clients"]
+        config = fleet.checks["clients"]
+        targets = check.targets(fleet, config)
+        runs = max(self.runs, 5)
+        stages: dict[str, list[float]] = {}
+
+        def timed(label: str, fn: Any) -> Any:
+            start = time.perf_counter()
+            value = fn()
+            stages.setdefault(label, []).append(time.perf_counter() - start)
+            return value
+
+        def plain_socket() -> int:
+            with socket.create_connection(("127.0.0.1", self.port)) as s:
+                s.sendall(b"*2\r\n$6\r\nCLIENT\r\n$4\r\nLIST\r\n")
+                buf = bytearray()
+                need = None
+                while need is None or len(buf) < need:
+                    chunk = s.recv(1 << 20)
+                    if not chunk:
+                        raise RuntimeError("the server closed the connection")
+                    buf += chunk
+                    if need is None and b"\r\n" in buf:
+                        head = bytes(buf[: buf.index(b"\r\n")])
+                        need = int(head[1:]) + len(head) + 4
+                return len(buf)
+
+        def fetch(r: Any) -> Any:
+            pipe = r.pipeline(transaction=False)
+            pipe.client_id()
+            pipe.execute_command("CLIENT", "LIST")
+            return pipe.execute()
+
+        claimed = frozenset(normalise_ip(a) for h in fleet.hosts for a in h_addrs(h))
+        big = redis.Redis(port=self.port, protocol=2, socket_read_size=1 << 20)
+
+        def one_run() -> int:
+            self.slowlog_reset()
+            ctx = PatrolContext(fleet)
+            r = ctx.broker()
+            own_id, raw = timed("fetch, redis-py (hiredis, default read size)", lambda: fetch(r))
+            timed("fetch, redis-py (hiredis, socket_read_size 1 MiB)", lambda: fetch(big))
+            timed("plain socket: command + reading the reply", plain_socket)
+            text = raw.decode()
+            timed(
+                "floor: one re pass, 3 values a line, nothing checked",
+                lambda: re.findall(r"^id=([^ ]*+) addr=([^ ]*):([0-9]++)[^\n]*+$", text, re.M),
+            )
+            read = timed("decode + column reader", lambda: read_client_table(raw))
+            table = timed("own-connection filter", lambda: read.without_own(own_id))
+            facts = timed(
+                "counts + selection (every row's facts)",
+                lambda: [
+                    facts_of(
+                        table,
+                        claimed,
+                        None if t is None else {normalise_ip(a) for a in h_addrs(t)},
+                        config.ignore_names,
+                    )
+                    for t in targets
+                ],
+            )
+            timed(
+                "evaluate (every row)",
+                lambda: [
+                    check.evaluate(f, config, t, ctx.clock())
+                    for f, t in zip(facts, targets, strict=True)
+                ],
+            )
+            ctx.close()
+            slow = self.slowlog_read()
+            stages.setdefault("server: CLIENT LIST (SLOWLOG, longest)", []).append(
+                slow.get("by_command", {}).get("CLIENT", {}).get("max_us", 0) / 1e6
+            )
+            return len(raw)
+
+        for _ in range(runs):
+            size = one_run()
+        big.close()
         return {
-            label: {"median_s": round(statistics.median(ts), 4), "runs_s": ts}
-            for label, ts in out.items()
+            "reply_bytes": size,
+            "stages_ms": {k: round(statistics.median(v) * 1000, 2) for k, v in stages.items()},
         }
 
     def time_patrol(self, fleet: Any) -> dict[str, Any]:
@@ -688,10 +875,20 @@ def main() -> int:
         out["clients_check"] = bench.clients_before_after(fleet)
         cc = out["clients_check"]
         print(
-            f"clients check, CLIENT LIST parse before/after: {cc['before']['median_s'] * 1000:.1f}"
-            f" ms -> {cc['after']['median_s'] * 1000:.1f} ms",
+            f"clients check end to end; the server's CLIENT LIST (median of all runs):"
+            f" {cc['server_client_list_s'] * 1000:.1f} ms",
             flush=True,
         )
+        for label in ("before", BEFORE_15B, "after"):
+            row = cc[label]
+            print(
+                f"  {label:<7} {row['median_s'] * 1000:6.1f} ms = {row['ratio_to_server']}x the"
+                f" server's command (best run {row['best_s'] * 1000:.1f} ms)",
+                flush=True,
+            )
+        print(f"  breakdown ({cc['breakdown']['reply_bytes']} bytes of reply):", flush=True)
+        for stage, ms in cc["breakdown"]["stages_ms"].items():
+            print(f"    {stage:<52} {ms:7.2f} ms", flush=True)
         out["patrol"] = bench.time_patrol(fleet)
         print(f"{'patrol':<12} {out['patrol']['median_s'] * 1000:9.1f} ms  (all five checks)")
         print("live-hash pass (scan + counting), each run in a fresh process:", flush=True)

@@ -8,6 +8,7 @@ all counted as one host. One broker-wide row lists clients from addresses no hos
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -15,7 +16,7 @@ from fleetcheck.check import Check, Scope
 from fleetcheck.config import FleetConfig, HostConfig, InvalidValue
 from fleetcheck.context import PatrolContext
 from fleetcheck.model import Result, Status
-from fleetcheck.parse.clientlist import Client, normalise_ip
+from fleetcheck.parse.clientlist import ClientTable, normalise_ip
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,30 @@ def addrs_of(host: HostConfig) -> tuple[str, ...]:
     return host.settings(ClientsHostConfig).addrs
 
 
+Key = tuple[str, str, str, "int | None"]  # (host, name, cmd, idle_s)
+
+
 @dataclass(frozen=True)
 class ClientsFacts:
-    clients: tuple[Client, ...]  # for a host row: its clients; for the broker row: all
+    """Counts, not clients: 10,000 connections are a few distinct (host, name, cmd, idle_s)."""
+
+    tally: Mapping[Key, int]  # clients by (host, name, cmd, idle_s); a host row: its own only
     claimed: frozenset[str]  # every address some host claims
+    strays: tuple[tuple[str, str, str], ...] = ()  # broker row: (addr, name, cmd), first 20
+
+
+def facts_of(
+    table: ClientTable,
+    claimed: frozenset[str],
+    mine: Collection[str] | None = None,
+    ignore_names: Collection[str] = (),
+) -> ClientsFacts:
+    """A host row's facts (`mine`: its normalised addresses) or the broker row's (None)."""
+    tally = table.tally()
+    if mine is not None:
+        return ClientsFacts({k: n for k, n in tally.items() if k[0] in mine}, claimed)
+    strays = table.select(lambda h, name: h not in claimed and name not in ignore_names, 20)
+    return ClientsFacts(tally, claimed, tuple(strays))
 
 
 class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
@@ -68,12 +89,10 @@ class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
     def probe(
         self, ctx: PatrolContext, host: HostConfig | None, config: ClientsConfig
     ) -> ClientsFacts:
-        clients = ctx.client_list()
+        table = ctx.client_table()
         claimed = frozenset(normalise_ip(a) for h in ctx.fleet.hosts for a in addrs_of(h))
-        if host is not None:
-            mine = {normalise_ip(a) for a in addrs_of(host)}
-            clients = [c for c in clients if c.host in mine]
-        return ClientsFacts(tuple(clients), claimed)
+        mine = None if host is None else {normalise_ip(a) for a in addrs_of(host)}
+        return facts_of(table, claimed, mine, config.ignore_names)
 
     def evaluate(
         self, facts: ClientsFacts, config: ClientsConfig, host: HostConfig | None, now: datetime
@@ -88,15 +107,17 @@ class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
                 "no addrs configured, so its broker connections cannot be "
                 "told apart (add the addresses it connects from)",
             )
-        counts = Counter(c.host for c in facts.clients)
+        counts: Counter[str] = Counter()
+        for (addr, _name, _cmd, _idle), n in facts.tally.items():
+            counts[addr] += n
         by_addr = {normalise_ip(a): counts.get(normalise_ip(a), 0) for a in own.addrs}
         total = sum(by_addr.values())
         metrics = {"connections": total, "by_addr": by_addr, "min_clients": own.min_clients}
-        idle = [c.idle_s for c in facts.clients if c.idle_s is not None]
+        idle = [k[3] for k in facts.tally if k[3] is not None]
         evidence = {
-            "names": sorted({c.name for c in facts.clients if c.name}),
+            "names": sorted({k[1] for k in facts.tally if k[1]}),
             "max_idle_s": max(idle) if idle else None,
-            "commands": sorted({c.cmd for c in facts.clients if c.cmd}),
+            "commands": sorted({k[2] for k in facts.tally if k[2]}),
         }
         spread = ", ".join(f"{a}: {n}" for a, n in by_addr.items())
         if total == 0:
@@ -114,35 +135,32 @@ class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
         return self.result(host, status, summary, metrics=metrics, evidence=evidence)
 
     def _unknown_clients(self, facts: ClientsFacts, config: ClientsConfig) -> Result:
-        strangers = [
-            c
-            for c in facts.clients
-            if c.host not in facts.claimed and c.name not in config.ignore_names
-        ]
-        counts = Counter(c.host for c in strangers)
+        counts: Counter[str] = Counter()
+        for (addr, name, _cmd, _idle), n in facts.tally.items():
+            if addr not in facts.claimed and name not in config.ignore_names:
+                counts[addr] += n
+        unknown = sum(counts.values())
+        clients = sum(facts.tally.values())
         listed = ", ".join(f"{a} ({n})" for a, n in counts.most_common(10))
         metrics = {
-            "clients": len(facts.clients),
-            "unknown_clients": len(strangers),
+            "clients": clients,
+            "unknown_clients": unknown,
             "unknown_by_addr": dict(counts),
         }
-        evidence = [
-            {"addr": c.fields.get("addr", c.host), "name": c.name, "cmd": c.cmd} for c in strangers
-        ][:20]
-        if len(strangers) > config.max_unknown:
+        evidence = [{"addr": a, "name": n, "cmd": c} for a, n, c in facts.strays[:20]]
+        if unknown > config.max_unknown:
             return self.result(
                 None,
                 Status.WARN,
-                f"{len(strangers)} broker clients from addresses no host claims: {listed}",
+                f"{unknown} broker clients from addresses no host claims: {listed}",
                 metrics=metrics,
                 evidence=evidence,
             )
-        tail = f"; unclaimed: {listed}" if strangers else ""
+        tail = f"; unclaimed: {listed}" if unknown else ""
         return self.result(
             None,
             Status.OK,
-            f"{len(facts.clients)} broker clients, {len(strangers)} from unclaimed addresses"
-            + tail,
+            f"{clients} broker clients, {unknown} from unclaimed addresses" + tail,
             metrics=metrics,
             evidence=evidence,
         )

@@ -813,7 +813,7 @@ def check_run_args(fleet: FleetConfig, args: list[str]) -> dict[str, Any]:
     except Exception as e:
         message = usage_message(e) if _is_click_error(e) else e
         raise UsageFailure(f"run options after --: {message}") from None
-    params = ctx.params
+    params = _as_declared(run, ctx.params)
     for loop in ("every", "rounds"):
         if params.get(loop) is not None:
             raise UsageFailure(
@@ -831,6 +831,25 @@ def check_run_args(fleet: FleetConfig, args: list[str]) -> dict[str, Any]:
     except patrol.OutputError as e:
         raise UsageFailure(f"run options after --: {e}") from None
     return params
+
+
+def _as_declared(function: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]:
+    """A parsed context's paths as `function`'s annotations declare them: typer turns text
+    into Path in its call wrapper, not in click's parsing, so a context from `make_context`
+    holds strings where the command itself gets a Path."""
+    import typing
+
+    hints = typing.get_type_hints(function)
+    out = dict(params)
+    for name, value in params.items():
+        if not isinstance(value, str):
+            continue
+        hint = hints.get(name)
+        for kind in typing.get_args(hint) or (hint,):
+            if isinstance(kind, type) and issubclass(kind, Path):
+                out[name] = kind(value)
+                break
+    return out
 
 
 @command(app, "probe-rater")

@@ -23,7 +23,7 @@ from fleetcheck.transport.shell import ExecResult, Shell
 if TYPE_CHECKING:
     import redis
 
-    from fleetcheck.parse.clientlist import Client
+    from fleetcheck.parse.clientlist import Client, ClientTable
 
 T = TypeVar("T")
 
@@ -239,9 +239,14 @@ class PatrolContext:
 
     def client_list(self) -> list[Client]:
         """CLIENT LIST, parsed, read once per patrol; our own connection left out."""
+        return self.client_table().clients()
 
-        def fetch() -> list[Client]:
-            from fleetcheck.parse.clientlist import parse_client_list
+    def client_table(self) -> ClientTable:
+        """The same list as a table (counted and searched without an object per client),
+        read once per patrol; our own connection and its rater-probe sibling left out."""
+
+        def fetch() -> ClientTable:
+            from fleetcheck.parse.clientlist import read_client_table
 
             r = self.broker()
             try:
@@ -251,19 +256,9 @@ class PatrolContext:
                 own_id, raw = pipe.execute()
             except Exception as e:
                 raise self.broker_error(e) from None
-            clients = parse_client_list(raw)
-            # ours: this connection, and its sibling the rater probe's (NAME-probe), from the
-            # same source address. Left in, they read as "an address no host claims".
-            own = next((c for c in clients if c.id == own_id), None)
-            ours = {own.name, f"{own.name}-probe"} if own is not None and own.name else set()
-            return [
-                c
-                for c in clients
-                if c.id != own_id
-                and not (own is not None and c.name in ours and c.host == own.host)
-            ]
+            return read_client_table(raw).without_own(own_id)
 
-        return self.once("client_list", fetch)
+        return self.once("client_table", fetch)
 
     def info(self) -> dict[str, Any]:
         """INFO (all default sections), read once per patrol."""

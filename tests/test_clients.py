@@ -8,11 +8,22 @@ import sys
 from datetime import UTC, datetime
 
 import pytest
-from fleetcheck.checks.clients import CHECK, ClientsConfig, ClientsFacts, ClientsHostConfig
+from fleetcheck.checks.clients import (
+    CHECK,
+    ClientsConfig,
+    ClientsFacts,
+    ClientsHostConfig,
+    facts_of,
+)
 
 from fleetcheck.config import HostConfig
 from fleetcheck.model import Status
-from fleetcheck.parse.clientlist import parse_client_list, parse_line, split_addr
+from fleetcheck.parse.clientlist import (
+    parse_client_list,
+    parse_line,
+    read_client_table,
+    split_addr,
+)
 from tests.lab import Lab
 
 NOW = datetime(2026, 11, 29, 6, 21, tzinfo=UTC)
@@ -67,7 +78,10 @@ def host(name: str = "mini", addrs: tuple[str, ...] = ("192.168.1.30",), min_cli
 
 
 def facts(*lines: str, claimed: tuple[str, ...] = ()) -> ClientsFacts:
-    return ClientsFacts(tuple(parse_client_list("\n".join(lines))), frozenset(claimed))
+    """The broker row's facts from these lines (a host row's evaluate reads only the
+    addresses it claims, so the same facts serve it)."""
+    table = read_client_table("\n".join(lines))
+    return facts_of(table, frozenset(claimed), None, ClientsConfig().ignore_names)
 
 
 def line(addr: str, name: str = "w", idle: int = 1) -> str:

@@ -5,6 +5,8 @@ column-wise CLIENT LIST reader (against the parser's own line-by-line fallback).
 from __future__ import annotations
 
 import json
+from collections import Counter
+from typing import Any
 
 import pytest
 import redis
@@ -13,7 +15,7 @@ from hypothesis import strategies as st
 
 from fleetcheck.livehash import LiveReducer, LiveScan, read_live, reduce_pass
 from fleetcheck.parse import clientlist
-from fleetcheck.parse.clientlist import parse_client_list
+from fleetcheck.parse.clientlist import parse_client_list, read_client_table
 from fleetcheck.parse.instant import MS_THRESHOLD
 from fleetcheck.parse.live_entry import Columns, EntryReader, columns, read_entry_json
 from tests.lab import Lab
@@ -393,6 +395,102 @@ def test_any_text_equals_the_old_parser(lines: list[str], sep: str) -> None:
     same_clients(text.encode("utf-8", "surrogatepass"))
 
 
+# ---------------------------------------------------------------- CLIENT LIST: the table
+def reference_tally(clients: list[clientlist.Client]) -> list[tuple[object, int]]:
+    return list(Counter((c.host, c.name, c.cmd, c.idle_s) for c in clients).items())
+
+
+def reference_without_own(clients: list[clientlist.Client], own_id: int) -> list[Any]:
+    """The patrol context's filter before issue 15, on Client rows."""
+    own = next((c for c in clients if c.id == own_id), None)
+    ours = {own.name, f"{own.name}-probe"} if own is not None and own.name else set()
+    return [
+        c
+        for c in clients
+        if c.id != own_id and not (own is not None and c.name in ours and c.host == own.host)
+    ]
+
+
+def rows(clients: list[clientlist.Client]) -> list[tuple[object, ...]]:
+    return [(*c[:8], c.fields) for c in clients]
+
+
+def same_table(text: str | bytes, own_id: int, away: frozenset[str], limit: int) -> None:
+    """The table's counts, selection and own-connection filter equal the same questions asked
+    of the line-by-line Clients."""
+    old = line_by_line(text)
+    table = read_client_table(text)
+    assert len(table) == len(old)
+    assert list(table.tally().items()) == reference_tally(old)
+
+    def keep(host: str, name: str) -> bool:
+        return host not in away and not name.startswith("a")
+
+    picked = [(c.fields.get("addr", c.host), c.name, c.cmd) for c in old if keep(c.host, c.name)]
+    assert table.select(keep, limit) == picked[:limit]
+    ref = reference_without_own(old, own_id)
+    mine = table.without_own(own_id)
+    assert rows(mine.clients()) == rows(ref)
+    assert list(mine.tally().items()) == reference_tally(ref)
+
+
+@settings(max_examples=600, deadline=None)
+@given(client_tables(), st.data())
+def test_the_table_answers_as_the_line_by_line_clients(text: str, data: st.DataObject) -> None:
+    ids = [c.id for c in line_by_line(text) if c.id is not None]
+    own_id = data.draw(st.sampled_from(ids) if ids else st.integers(0, 5))
+    hosts = sorted({c.host for c in line_by_line(text)})
+    away = frozenset(data.draw(st.lists(st.sampled_from(hosts)) if hosts else st.just([])))
+    limit = data.draw(st.integers(0, 14))
+    same_table(text, own_id, away, limit)
+    same_table(text.encode(), own_id, away, limit)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.sampled_from(["id", "addr", "name", "idle", "cmd", "x"]), _value),
+            max_size=6,
+        ).map(lambda kv: " ".join(f"{k}={v}" for k, v in kv)),
+        max_size=8,
+    ),
+    st.sampled_from(["\n", "\r\n", "\n\n", " \n"]),
+    st.integers(0, 3),
+)
+def test_the_table_of_any_text_answers_as_the_line_by_line_clients(
+    lines: list[str], sep: str, own_id: int
+) -> None:
+    same_table(sep.join(lines), own_id, frozenset({"", "unix"}), 6)
+
+
+def test_own_connection_and_its_probe_sibling_leave_the_table() -> None:
+    """Ours (by id), our rater probe's connection (NAME-probe) from the same host, but not a
+    client of that name from another host: on the column path and line by line."""
+    line = "id={i} addr={a}:{p} laddr=10.0.0.1:6379 fd=9 name={n} age=3 idle=1 flags=N cmd=ping"
+    shape = [
+        (1, "10.0.0.7", "w"),
+        (2, "10.0.0.5", "fleetcheck"),
+        (3, "10.0.0.5", "fleetcheck-probe"),
+        (4, "10.0.0.6", "fleetcheck-probe"),
+        (5, "10.0.0.5", "fleetcheck"),
+    ]
+    text = "\n".join(line.format(i=i, a=a, p=40000 + i, n=n) for i, a, n in shape) + "\n"
+    assert clientlist._by_columns(text) is not None
+    for spoiled in (text, text.replace(" fd=9", "\tfd=9")):
+        kept = read_client_table(spoiled).without_own(2)
+        assert [c.id for c in kept.clients()] == [1, 4]
+        same_table(spoiled, 2, frozenset(), 5)
+    # many connections of our name from our host (another fleetcheck there): all of them go
+    many = shape + [(10 + i, "10.0.0.5", "fleetcheck") for i in range(12)] + [(30, "10.0.0.6", "w")]
+    text = "\n".join(line.format(i=i, a=a, p=40000 + i, n=n) for i, a, n in many)
+    for spoiled in (text, text.replace(" fd=9", "\tfd=9")):
+        kept = read_client_table(spoiled).without_own(2)
+        assert [c.id for c in kept.clients()] == [1, 4, 30]
+        assert rows(kept.without_own(30).clients()) == rows(kept.clients()[:2])  # lines follow
+        same_table(spoiled, 2, frozenset(), 5)
+
+
 @pytest.mark.lab
 def test_real_client_list_equals_the_old_parser(lab: Lab) -> None:
     """A real server's list with IPv4, IPv6 and unix-socket clients, named and not."""
@@ -412,6 +510,8 @@ def test_real_client_list_equals_the_old_parser(lab: Lab) -> None:
         raw = clients[0].execute_command("CLIENT", "LIST")
         assert clientlist._by_columns(raw.decode()) is not None  # the fast path, for real
         same_clients(raw)
+        own = clients[0].client_id()
+        same_table(raw, own, frozenset({"::1"}), 15)
         parsed = parse_client_list(raw)
         assert len(parsed) == 40
         assert {c.host for c in parsed} == {"127.0.0.1", "::1", "unix"}
