@@ -352,15 +352,15 @@ class LiveReducer:
         """(indexes of the values of no common shape, the start numbers and owners (b"":
         none) of the others, in order), or None when the reply is not for cutting (a value
         holds a newline or is not bytes). The exact writer shapes are cut out by
-        EntryReader.columns (one validating match and one split for the whole reply), the
-        rest of the line shape by the findall of EntryReader.lines."""
+        EntryReader.columns (one finditer, one replace and one split for the whole reply),
+        else the line shape by the findall of EntryReader.lines."""
         if type(values[0]) is not bytes:
             return None
         joined = b"\n".join(values)
         if joined.count(b"\n") != len(values) - 1:  # a value holds a newline
             return None
         for shape in self.reader.columns:
-            if shape.prefix in joined:  # the json.dumps shape's prefix holds the compact one's
+            if shape.prefix in joined:  # json.dumps's first: the compact prefix is in it too
                 cut = shape.split(values, joined)
                 if cut is not None:
                     return cut
