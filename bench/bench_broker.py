@@ -11,11 +11,14 @@ fleetcheck's own commands from SLOWLOG (threshold 0, reset before each check, re
     .venv/bin/python bench/bench_broker.py --quick    # seconds: 20k fields, 400 clients
 
 The live-hash pass is also measured before/after in the same run, each run in a fresh child
-process (so its peak RSS is its own), with hiredis: the code before issue 6 (r.hscan,
-json.loads per value; `previous_pass`), the code before issue 15 (pipelined HSCAN, whole-reply
-fast path, a set of every field name for de-duplication; `names_pass`) and the current code
-(8-byte digests instead of the names, the hash read again exactly only if a digest repeats;
-`current_pass`). All give the same entries and stale counts (checked).
+process (so its peak RSS is its own), with hiredis, the variants interleaved run by run: the
+code before issue 6 (r.hscan, json.loads per value; `previous_pass`), the code of 5b5e749
+(before issue 15: a set of every field name) and 60a3116 (before 15a: digests, one findall per
+reply), each unpacked from git and run as it was (`tree_pass`), the current code (`current_pass`;
+also with COUNT 1000), and a floor: the pipelined HSCAN replies read and nothing done with them
+(`floor_pass`), then float() of every start and hash() of every name timed alone. Each pass
+reports the server's own HSCAN time (INFO commandstats before and after) and wall / that time,
+the issue's measure. All give the same entries and stale counts (checked).
 
 The clients check is also timed end to end three ways, alternating: as before issue 15 (its
 check on Client rows read line by line, the reading kept in tests/test_fast_paths.py), as at
