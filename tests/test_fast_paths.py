@@ -434,6 +434,23 @@ def same_table(text: str | bytes, own_id: int, away: frozenset[str], limit: int)
     assert list(mine.tally().items()) == reference_tally(ref)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "id=0 name= flags= addr=[:1\n",  # no "]": split_addr's host is ":1" and no port
+        "id=0 addr=[::1]x:5 name=a\n",  # text after "]": no port
+        "id=0 addr=[h]]:5 name=a\n",
+        "id=0 addr=[h]::5 name=a\n",
+        "id=1 addr=[::1]:5 name=a\nid=2 addr=[::2]:6 name=b\n",
+    ],
+)
+def test_bracketed_addresses_read_as_split_addr_reads_them(text: str) -> None:
+    """Found by the property below: a bracketed host part read column-wise lost its port
+    dependence ('[:1' read as host ':0')."""
+    same_clients(text)
+    same_table(text, 0, frozenset(), 5)
+
+
 @settings(max_examples=600, deadline=None)
 @given(client_tables(), st.data())
 def test_the_table_answers_as_the_line_by_line_clients(text: str, data: st.DataObject) -> None:

@@ -348,7 +348,8 @@ def _by_columns(text: str) -> dict[str, list[Any]] | None:
     """The needed columns of the list (and each line), or None when the text is not one
     uniform table: every line the first line's keys in the same order, each once, up to
     the last key we read (what follows it is never read: a key there is a later
-    occurrence), addr as <host>:<digits>, id in canonical decimal."""
+    occurrence), addr as <host>:<digits> (a bracketed host exactly "[...]"), id in canonical
+    decimal."""
     import re
 
     if not text or not text.isascii() or any(c in text for c in _OTHER_SPACE):
@@ -367,7 +368,9 @@ def _by_columns(text: str) -> dict[str, list[Any]] | None:
         end = "[^ \n]*+" if i == last else _VALUE
         if key == "addr":
             groups += ["addr", "port"]  # the host part (up to the last colon), the port
-            parts.append(k + "([^ ]*):([0-9]++)")
+            # a bracketed host ends at its first "]" (as split_addr reads it), so it is taken
+            # here only whole: "[" up to that "]", then ":port"; anything else goes line by line
+            parts.append(k + r"(\[[^ \]]*+\]|(?!\[)[^ ]*):([0-9]++)")
         elif key == "id":
             groups.append(key)
             parts.append(k + "(0|[1-9][0-9]*+)")
