@@ -289,24 +289,11 @@ BEFORE_15B = "60a3116"  # main when the CLIENT LIST table was started (its colum
 def old_clients_code(commit: str) -> tuple[Any, Any]:
     """The clients check and the CLIENT LIST parser as they were at `commit` (this
     repository's own history), loaded as modules of their own: (CHECK, parse_client_list)."""
-    import types
-
-    def load(path: str, name: str) -> Any:
-        src = subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{commit}:{path}"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        module = types.ModuleType(name)
-        sys.modules[name] = module  # dataclasses look their module up
-        exec(compile(src, f"{commit}:{path}", "exec"), module.__dict__)
-        return module
-
+    from at_revision import module_at
     from fleetcheck.checks import clients as now
 
-    reader = load("fleetcheck/parse/clientlist.py", "bench_old_clientlist")
-    check = load("checks/clients.py", "bench_old_clients")
+    reader = module_at(commit, "fleetcheck/parse/clientlist.py", "bench_old_clientlist")
+    check: Any = module_at(commit, "checks/clients.py", "bench_old_clients")
     # the fleet's settings are keyed by today's config classes (the fields are the same)
     check.ClientsConfig, check.ClientsHostConfig = now.ClientsConfig, now.ClientsHostConfig
     return check.CHECK, reader.parse_client_list

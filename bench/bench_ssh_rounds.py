@@ -45,7 +45,6 @@ import statistics
 import subprocess
 import sys
 import time
-import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -63,18 +62,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def at_revision(rev: str) -> tuple[Callable[[str | None], str], Callable[..., Any]]:
     """routes_fragment and the route parser's parse_gathered as they were at `rev`."""
-    mods = []
-    for path in ("fleetcheck/parse/routes.py", "checks/routes.py"):
-        src = subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{rev}:{path}"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        mod = types.ModuleType(f"_at_{rev}_{Path(path).parent.name}_routes")
-        sys.modules[mod.__name__] = mod  # dataclasses look their module up
-        exec(compile(src, f"{rev}:{path}", "exec"), mod.__dict__)
-        mods.append(mod)
+    from at_revision import module_at
+
+    mods = [
+        module_at(rev, path, f"_at_{rev}_{Path(path).parent.name}_routes")
+        for path in ("fleetcheck/parse/routes.py", "checks/routes.py")
+    ]
     return mods[1].routes_fragment, mods[0].parse_gathered
 
 

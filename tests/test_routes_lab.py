@@ -45,17 +45,23 @@ def add_dummy(lab: Lab, h: LabHost, name: str) -> str:
     return str(net.network_address + 1)
 
 
-def test_route_shapes_in_one_patrol(lab: Lab) -> None:
-    single = lab.add_host("single")  # one default, metric 0 (no "metric" key in ip -j)
-    dual = lab.add_host("dual")
-    second = lab.add_interface(dual, "eth1", 200)  # incident 5: same subnet, 2 defaults
-    ecmp = lab.add_host("ecmp")  # one multipath default over two same-subnet interfaces
+def add_ecmp_host(lab: Lab) -> LabHost:
+    """A host named "ecmp": one multipath default over two same-subnet interfaces."""
+    ecmp = lab.add_host("ecmp")
     lab.add_interface(ecmp, "eth1", None)
     lab.nsrun(
         ecmp, "ip", "route", "replace", "default",
         "nexthop", "via", lab.gateway, "dev", "eth0",
         "nexthop", "via", lab.gateway, "dev", "eth1",
     )  # fmt: skip
+    return ecmp
+
+
+def test_route_shapes_in_one_patrol(lab: Lab) -> None:
+    single = lab.add_host("single")  # one default, metric 0 (no "metric" key in ip -j)
+    dual = lab.add_host("dual")
+    second = lab.add_interface(dual, "eth1", 200)  # incident 5: same subnet, 2 defaults
+    add_ecmp_host(lab)
     latent = lab.add_host("latent")  # the second default's link is down right now
     lab.add_interface(latent, "eth1", 300)
     run("ip", "link", "set", latent.veths[1], "down")
@@ -236,13 +242,7 @@ def test_one_ip_batch_reads_what_ip_one_command_at_a_time_reads(lab: Lab) -> Non
     single = lab.add_host("single")
     dual = lab.add_host("dual")
     lab.add_interface(dual, "eth1", 200)
-    ecmp = lab.add_host("ecmp")
-    lab.add_interface(ecmp, "eth1", None)
-    lab.nsrun(
-        ecmp, "ip", "route", "replace", "default",
-        "nexthop", "via", lab.gateway, "dev", "eth0",
-        "nexthop", "via", lab.gateway, "dev", "eth1",
-    )  # fmt: skip
+    ecmp = add_ecmp_host(lab)
     six = lab.add_host("six")  # dual-stack, incident 5 in both families, an IPv6 policy table
     lab.add_interface(six, "eth1", 300)
     for dev, addr in (("eth0", "fd00:18::10/64"), ("eth1", "fd00:18::11/64")):
