@@ -122,6 +122,16 @@ def _filled(template: str) -> str:
     return template
 
 
+def _is_ip(text: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
 def routes_fragment(target: str | None) -> str:
     """POSIX sh, every section bounded; the target address is shell-quoted and checked.
     Addresses are asked only for the interfaces that carry a default route (`ip -j addr show
@@ -130,22 +140,28 @@ def routes_fragment(target: str | None) -> str:
     `ip` process on most hosts (no pipe through `head`, no probe, `uname` read from /proc):
     each process costs the host more than the netlink answers it prints. Runs under dash,
     bash and BusyBox ash with only BusyBox applets."""
-    t = shlex.quote(target) if target else "''"
+    if not target:
+        ask = "t=\n"
+    elif _is_ip(target):
+        ask = f"t={shlex.quote(target)}\n"
+    else:  # a name, also one of hex letters only ("cafe", "db"): the host resolves it
+        ask = f"t=$(getent ahosts {shlex.quote(target)} 2>/dev/null | awk 'NR==1{{print $1}}')\n"
     each_dev = (
         f"sort -u | head -n {MAX_DEVS} | while read -r d; do\n"
         "    case \"$d\" in ''|*[!A-Za-z0-9_.:@-]*) continue;; esac\n"
     )
     return (
         "LC_ALL=C; export LC_ALL\n"
-        f"t={t}\n"
-        'case "$t" in *[!0-9a-fA-F.:]*) '
-        "t=$(getent ahosts \"$t\" 2>/dev/null | awk 'NR==1{print $1}');; esac\n"
-        'case "$t" in *[!0-9a-fA-F.:]*) t=;; esac\n'
+        + ask
+        + 'case "$t" in *[!0-9a-fA-F.:]*) t=;; esac\n'
         + _filled(_IP_ASK)
         + 'case "$b" in\n'
-        # JSON: the first command answered in JSON, or failed as a batch command does (an
-        # `ip` without -j, BusyBox's or none at all, prints something else)
-        + "'['*|*\"Command failed -:1$nl\"*|*'Command failed -:1')\n"
+        # JSON: the first command (the IPv4 default routes) answered in JSON, as an empty
+        # list or routes (`dst` first, or `type` for a route that is not unicast), or failed
+        # as a batch command does. An `ip` without -j (BusyBox's, or none at all) prints
+        # something else; so does one that ignores -j for routes but not for addresses,
+        # whose first line is the addresses' JSON when the host has no default route.
+        + "'[]'*|'[{\"dst\":'*|'[{\"type\":'*|*\"Command failed -:1$nl\"*|*'Command failed -:1')\n"
         + _filled(_IP_JSON)
         + "*)\n"
         "  os=$(uname -s 2>/dev/null); printf '@@os %s\\n' \"$os\"\n"

@@ -127,6 +127,37 @@ def test_addresses_per_interface_and_ipv6_rules_come_in_their_own_batches() -> N
     assert facts.problems == ('ip addr: Device "eth9" does not exist.',)
 
 
+def test_ip_that_stops_without_command_failed_gives_its_words_and_the_rest_not_run() -> None:
+    """ip ends a batch on a bad argument (`route get db`: "any valid prefix is expected")
+    without a "Command failed" line: its words are that command's reason, never None."""
+    bad = 'Error: any valid prefix is expected rather than "db".'
+    text = linux("@@ip route4 route6 rules get", ROUTE4, "[]", RULES, bad)
+    facts = parse_gathered(text, "db")
+    assert facts.problems == (f"ip route get db: {bad}",)
+    stopped = linux("@@ip route4 route6 rules get", ROUTE4, bad)
+    facts = parse_gathered(stopped, "db")
+    assert facts.problems == (
+        f"IPv6 default routes not read: {bad}",
+        "ip rule: not run (ip stopped before it)",
+        "ip route get db: not run (ip stopped before it)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("target", "resolved"),
+    [("db", True), ("cafe", True), ("worker-1.example", True), ("198.18.0.7", False),
+     ("fd00::1", False)],
+)  # fmt: skip
+def test_a_broker_name_is_resolved_on_the_host_even_when_it_looks_hex(
+    target: str, resolved: bool
+) -> None:
+    """A name made of hex letters only was taken for an address and asked as `route get
+    db`; a name is resolved on the host (getent), an address is asked as it is."""
+    first = routes_fragment(target).split("\n")[1]
+    assert first.startswith("t=$(getent ahosts ") is resolved, first
+    assert target in first
+
+
 def test_a_failed_route_get_is_a_problem_not_an_error() -> None:
     text = linux(
         "@@ip route4 route6 rules get", ROUTE4, "[]", RULES, UNREACHABLE, "Command failed -:4"

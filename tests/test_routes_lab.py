@@ -154,6 +154,45 @@ def test_proc_net_route_fallback_reads_the_same_table(lab: Lab, old_ip: str) -> 
     assert f"{h.extra_addrs[0]}/24" in facts.interfaces["eth1"].addrs
 
 
+# an iproute2 whose `route` and `rule` ignore -j while `addr` answers in JSON (releases
+# between 4.13 and the JSON of every object), batches included
+JSON_FOR_ADDR_ONLY = r"""j=; fam=; batch=
+while [ $# -gt 0 ]; do
+  case "$1" in -j) j=-j;; -4|-6) fam=$1;; -force) ;; -batch) batch=1; shift;; *) break;; esac
+  shift
+done
+if [ -n "$batch" ]; then
+  while IFS= read -r line; do
+    case "$line" in addr*) REAL $j $fam $line;; *) REAL $fam $line;; esac
+  done
+  exit 0
+fi
+case "$1" in addr|a) exec REAL $j $fam "$@";; *) exec REAL $fam "$@";; esac
+"""
+
+
+def test_an_ip_with_json_for_addresses_only_falls_back_on_a_host_without_defaults(
+    lab: Lab,
+) -> None:
+    """With no default route the first answer of the batch is the addresses' JSON: that is
+    not a JSON answer to the routes question, so the fragment reads /proc (it took the JSON
+    path and the row was UNKNOWN "the answer for route4 has no 'dst'")."""
+    h = lab.add_host("nodefault")
+    lab.nsrun(h, "ip", "route", "del", "default")
+    shim = h.dir / "bin"
+    shim.mkdir()
+    ip_path = run("sh", "-c", "command -v ip").stdout.decode().strip()
+    (shim / "ip").write_text("#!/bin/sh\n" + JSON_FOR_ADDR_ONLY.replace("REAL", ip_path))
+    (shim / "ip").chmod(0o755)
+    env = ["env", f"PATH={shim}:/usr/sbin:/usr/bin:/sbin:/bin"]
+    batch = lab.nsrun(h, *env, "sh", "-c", "printf 'route show\\naddr show\\n' | ip -j -batch -")
+    assert batch.stdout.decode().count('"ifindex"') >= 1  # the shim answers as described
+    out = lab.nsrun(h, *env, "sh", "-c", routes_fragment(None)).stdout.decode()
+    facts = parse_gathered(out, None)
+    assert facts.source == "/proc/net/route"
+    assert facts.routes == ()
+
+
 def test_a_thousand_interfaces_are_judged_like_two(lab: Lab) -> None:
     """A container host with 1,000 extra interfaces (veth ends, each with an address): the
     fragment asks only for the default routes' interfaces, so the row is the two-interface

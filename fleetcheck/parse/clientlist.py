@@ -358,7 +358,7 @@ def _by_columns(text: str) -> dict[str, list[Any]] | None:
     keys = [t.partition("=")[0] for t in first]
     if not all("=" in t for t in first) or len(set(keys)) != len(keys) or "" in keys:
         return None
-    if "addr" not in keys:
+    if not set(_NEEDED) <= set(keys):  # one missing here may be a later line's first one
         return None
     last = max(i for i, key in enumerate(keys) if key in _NEEDED)
     parts = []

@@ -347,8 +347,10 @@ class IpAnswer:
 def parse_ip_batch(text: str) -> list[IpAnswer]:
     """One `ip -j -force -batch -` answer with stderr merged, after a header naming its
     commands: each command printed one JSON line, or its error lines then `Command failed
-    -:N`. ip flushes after each command, so the answers come in order; anything else (a
-    JSON line too many, a failure out of turn, an answer of the wrong shape) is an error."""
+    -:N`. ip flushes after each command, so the answers come in order; ip that stops (a bad
+    argument ends the batch without "Command failed") leaves its words to the command it was
+    on and the rest "not run". Anything else (a JSON line too many, a failure out of turn, an
+    answer of the wrong shape) is an error."""
     head, _, body = text.partition("\n")
     names = head.split()
     json_lines: list[str | None] = [None] * len(names)
@@ -377,6 +379,11 @@ def parse_ip_batch(text: str) -> list[IpAnswer]:
             i, said = i + 1, []
         else:
             said.append(s)
+    if said and i < len(names):  # ip stopped on this command without "Command failed"
+        errors[i] = "; ".join(said)[:200]
+        i += 1
+    for k in range(i, len(names)):
+        errors[k] = "not run (ip stopped before it)"
     return [IpAnswer(n, j, e) for n, j, e in zip(names, json_lines, errors, strict=True)]
 
 
