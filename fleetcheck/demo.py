@@ -117,8 +117,8 @@ def _populate(lab: Lab, netns: bool) -> Demo:
     # Broker state: zombies in the live hash, a queue over its cap.
     r = lab.client()
     live = {}
-    for i in range(30):
-        live[f"m{i}"] = json.dumps({"started_at": now - 30 * i, "host": "n8"})
+    for i in range(30):  # up to 7m15s old: far from max_age (15m) however long a patrol takes
+        live[f"m{i}"] = json.dumps({"started_at": now - 15 * i, "host": "n8"})
     for i in range(12):
         live[f"z{i}"] = json.dumps({"started_at": now - 7200 - 600 * i, "host": "mini"})
     live["bad1"] = "not json"
