@@ -231,8 +231,8 @@ class ClientTable:
         """The same count over the text's values (host part, name, cmd, idle as written)."""
         if self._raw is None:
             cols = self._columns or {}
-            values = (_column(cols, k) for k in ("name", "cmd", "idle"))
-            self._raw = Counter(zip(cols["addr"], *values, strict=True))
+            values = (cols[k] for k in ("addr", "name", "cmd", "idle"))
+            self._raw = Counter(zip(*values, strict=True))
         return self._raw
 
     def select(self, keep: Callable[[str, str], bool], limit: int) -> list[tuple[str, str, str]]:
@@ -247,7 +247,7 @@ class ClientTable:
         out: list[tuple[str, str, str]] = []
         if not wanted or limit <= 0:
             return out
-        addrs, names, cmds = cols["addr"], _column(cols, "name"), _column(cols, "cmd")
+        addrs, names, cmds = cols["addr"], cols["name"], cols["cmd"]
         near = {h for h, _ in wanted}  # only their rows are looked at one by one
         for i in compress(count(), map(near.__contains__, addrs)):
             if (addrs[i], names[i]) in wanted:
@@ -274,10 +274,10 @@ class ClientTable:
                 ]
             )
         # ids are canonical decimal on this path: equal as text when equal as numbers
-        drop = _positions(cols.get("id", ()), str(own_id))
+        drop = _positions(cols["id"], str(own_id))
         if not drop:
             return self
-        names = _column(cols, "name")
+        names = cols["name"]
         hosts = self._host_of()
         own_name, own_host = names[drop[0]], hosts[cols["addr"][drop[0]]]
         if own_name:
@@ -313,13 +313,6 @@ def _positions(column: Sequence[Any], value: str) -> list[int]:
             out.append(i)
     except ValueError:
         return out
-
-
-def _column(cols: dict[str, list[Any]], key: str) -> Sequence[Any]:
-    """A column, or a neutral default for every row when the lines have no such key."""
-    if key in cols:
-        return cols[key]
-    return [None if key in ("id", "age", "idle") else ""] * len(cols["addr"])
 
 
 def read_client_table(text: str | bytes) -> ClientTable:
@@ -395,22 +388,19 @@ def _clients_of(
         for i, h in enumerate(cols["addr"]):
             if h.startswith(("/", "unix", "[")) or not h:
                 host_column[i], ports[i] = split_addr(h + ":" + cols["port"][i])
-    n = len(lines)
-    none: list[int | None] = [None] * n
-    empty = [""] * n
     return list(
         map(
             _new,
             repeat(Client),
             zip(
-                _ints(cols["id"]) if "id" in cols else none,
+                _ints(cols["id"]),
                 host_column,
                 ports,
-                cols.get("name", empty),
-                _ints(cols["age"]) if "age" in cols else none,
-                _ints(cols["idle"]) if "idle" in cols else none,
-                cols.get("flags", empty),
-                cols.get("cmd", empty),
+                cols["name"],
+                _ints(cols["age"]),
+                _ints(cols["idle"]),
+                cols["flags"],
+                cols["cmd"],
                 lines,
                 strict=True,
             ),
