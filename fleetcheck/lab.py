@@ -580,7 +580,12 @@ class Lab:
 
     # ------------------------------------------------------------ workers
     def start_workers(
-        self, host: LabHost | None, count: int, name: str = "worker", source: str | None = None
+        self,
+        host: LabHost | None,
+        count: int,
+        name: str = "worker",
+        source: str | None = None,
+        connect_within: float = 15.0,
     ) -> subprocess.Popen[bytes]:
         """`count` idle broker connections named `name` from `host` (None: from loopback).
 
@@ -589,15 +594,28 @@ class Lab:
         target = "127.0.0.1" if host is None or not self.netns else self.gateway
         if host is not None and not self.netns and source is None:
             source = host.addr
+        # A connection refused or unreachable right after the host's link came up is retried
+        # until a deadline; whatever still fails is written to a log the error below quotes.
         script = textwrap.dedent(
             f"""\
             import socket, sys, time
+            def connect():
+                deadline = time.monotonic() + {connect_within!r}
+                while True:
+                    s = socket.socket()
+                    try:
+                        if {source!r}:
+                            s.bind(({source!r}, 0))
+                        s.connect(({target!r}, {self.redis_port}))
+                        return s
+                    except OSError:
+                        s.close()
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.05)
             socks = []
             for i in range({count}):
-                s = socket.socket()
-                if {source!r}:
-                    s.bind(({source!r}, 0))
-                s.connect(({target!r}, {self.redis_port}))
+                s = connect()
                 n = {name!r}.encode()
                 s.sendall(b"*3\\r\\n$6\\r\\nCLIENT\\r\\n$7\\r\\nSETNAME\\r\\n"
                           b"$%d\\r\\n%s\\r\\n" % (len(n), n))
@@ -609,13 +627,29 @@ class Lab:
                 time.sleep(3600)
             """
         )
-        proc = self.spawn(
-            [sys.executable, "-c", script], ns=host.ns if host else None, stdout=subprocess.PIPE
+        return self._spawn_ready(
+            script, host, f"workers-{name}", f"workers on {host.name if host else 'loopback'}"
         )
+
+    def _spawn_ready(
+        self, script: str, host: LabHost | None, log_name: str, what: str
+    ) -> subprocess.Popen[bytes]:
+        """Run a lab Python script that prints "ready"; if it dies first, the error quotes
+        the last line of its stderr (kept in a log beside the host's files)."""
+        log = (host.dir if host else self.dir) / f"{log_name}.log"
+        with open(log, "ab") as err:
+            proc = self.spawn(
+                [sys.executable, "-c", script],
+                ns=host.ns if host else None,
+                stdout=subprocess.PIPE,
+                stderr=err,
+            )
         assert proc.stdout is not None
-        line = proc.stdout.readline()
-        if line.strip() != b"ready":
-            raise RuntimeError(f"workers on {host.name if host else 'loopback'} did not start")
+        if proc.stdout.readline().strip() != b"ready":
+            proc.wait()
+            lines = log.read_text(errors="replace").strip().splitlines()
+            why = lines[-1] if lines else f"exit code {proc.returncode}, nothing on stderr"
+            raise RuntimeError(f"{what} did not start: {why}")
         return proc
 
     def stop(self, proc: subprocess.Popen[bytes]) -> None:
@@ -713,13 +747,7 @@ class Lab:
                     r.rpush({reply_key!r}, ident)
             """
         )
-        proc = self.spawn(
-            [sys.executable, "-c", script], ns=host.ns if host else None, stdout=subprocess.PIPE
-        )
-        assert proc.stdout is not None
-        if proc.stdout.readline().strip() != b"ready":
-            raise RuntimeError("the lab rater did not start")
-        return proc
+        return self._spawn_ready(script, host, f"rater-{name}", "the lab rater")
 
     def freeze(self, proc: subprocess.Popen[bytes]) -> None:
         """SIGSTOP a lab process and wait until the kernel reports it stopped."""

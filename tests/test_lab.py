@@ -82,3 +82,12 @@ def test_loopback_lab_needs_no_root_tools() -> None:
         assert '"connections": 2' in out.stdout
         assert 'ssh = "local"' in cfg.read_text()
     assert proc.poll() is not None  # closed with the lab
+
+
+def test_workers_that_cannot_connect_say_why(lab: Lab) -> None:
+    """A worker process that dies before "ready" names its last error, not just "did not
+    start" (a CI run once failed with nothing more to go on)."""
+    h = lab.add_host("n8", sshd=False)
+    lab.stop(lab.redis)
+    with pytest.raises(RuntimeError, match=r"workers on n8 did not start: .*(refused|Errno)"):
+        lab.start_workers(h, 1, "worker-n8", connect_within=0.5)
