@@ -56,7 +56,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-HOSTS = [f"127.0.1.{i}" for i in range(1, 5)]
+HOSTS = [f"127.0.1.{i}" for i in range(1, 101)]  # 100 claimed hosts, as on a real fleet
+HOLDERS = 4  # processes holding the clients, each for a quarter of the hosts
+IDLE_CYCLE_S = 10  # clients' idle times spread over this (see HOLDER)
 NOFILE = 65536
 
 
@@ -87,28 +89,43 @@ def wait_port(port: int, timeout: float = 10.0) -> None:
 
 HOLDER = textwrap.dedent(
     """\
-    import resource, socket, sys, time
+    import resource, selectors, socket, sys, time
     try:
         resource.setrlimit(resource.RLIMIT_NOFILE, ({nofile}, {nofile}))
     except (ValueError, OSError):
         pass
-    src, port, count, name = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    srcs, port, count, name = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     socks = []
-    n = name.encode()
-    cmd = b"*3\\r\\n$6\\r\\nCLIENT\\r\\n$7\\r\\nSETNAME\\r\\n$%d\\r\\n%s\\r\\n" % (len(n), n)
     for i in range(count):
         s = socket.socket()
-        s.bind((src, 0))
+        s.bind((srcs[i % len(srcs)], 0))
         s.connect(("127.0.0.1", port))
-        s.sendall(cmd)
+        n = ("%s-%d" % (name, i // len(srcs) % 2)).encode()  # two names a host
+        s.sendall(b"*3\\r\\n$6\\r\\nCLIENT\\r\\n$7\\r\\nSETNAME\\r\\n$%d\\r\\n%s\\r\\n" % (len(n), n))
         socks.append(s)
     for s in socks:
         s.recv(16)
     sys.stdout.write("ready\\n"); sys.stdout.flush()
-    while True:
-        time.sleep(3600)
+    # every client but every third one PINGs once each {cycle} s, at its own moment: idle
+    # times spread over 0..{cycle} s and two commands a host, as on a fleet at work
+    sel = selectors.DefaultSelector()
+    for s in socks:
+        sel.register(s, selectors.EVENT_READ)
+    tick, ticks = 0, {ticks}
+    while sel.get_map():
+        for i in range(tick, len(socks), ticks):
+            if i % 3:
+                socks[i].sendall(b"*1\\r\\n$4\\r\\nPING\\r\\n")
+        deadline = time.monotonic() + {cycle} / ticks
+        while (left := deadline - time.monotonic()) > 0:
+            for key, _ in sel.select(left):
+                try:
+                    key.fileobj.recv(64)
+                except OSError:  # the server went away: the benchmark is over
+                    sys.exit(0)
+        tick = (tick + 1) % ticks
     """
-).format(nofile=NOFILE)
+).format(nofile=NOFILE, cycle=IDLE_CYCLE_S, ticks=40)
 
 
 # ---------------------------------------------------------------- live-hash pass, before/after
@@ -284,6 +301,7 @@ def run_variant(
 
 
 BEFORE_15B = "60a3116"  # main when the CLIENT LIST table was started (its column reader)
+LAST_STOP = "1ee9f3b"  # the table counted per (host, name, cmd, idle), every key walked
 
 
 def old_clients_code(commit: str) -> tuple[Any, Any]:
@@ -324,6 +342,24 @@ def old_context(parse: Any) -> Any:
             return self.once("old_client_list", fetch)
 
     return OldContext
+
+
+def table_context(reader: Any) -> Any:
+    """A patrol context whose client_table() is `reader`'s (a module of another commit)."""
+    from fleetcheck.context import PatrolContext
+
+    class TableContext(PatrolContext):
+        def client_table(self) -> Any:
+            def fetch() -> Any:
+                pipe = self.broker().pipeline(transaction=False)
+                pipe.client_id()
+                pipe.execute_command("CLIENT", "LIST")
+                own_id, raw = pipe.execute()
+                return reader.read_client_table(raw).without_own(own_id)
+
+            return self.once("old_client_table", fetch)
+
+    return TableContext
 
 
 def h_addrs(host: Any) -> tuple[str, ...]:
@@ -403,12 +439,13 @@ class Bench:
 
     def open_clients(self) -> float:
         start = time.perf_counter()
-        per_host = self.clients // len(HOSTS)
+        per_holder = self.clients // HOLDERS
         holders = []
-        for i, src in enumerate(HOSTS):
-            left = per_host if i < len(HOSTS) - 1 else self.clients - per_host * (len(HOSTS) - 1)
+        for i in range(HOLDERS):
+            left = per_holder if i < HOLDERS - 1 else self.clients - per_holder * (HOLDERS - 1)
+            srcs = ",".join(HOSTS[i::HOLDERS])
             proc = subprocess.Popen(
-                [sys.executable, "-c", HOLDER, src, str(self.port), str(left), f"worker-{i + 1}"],
+                [sys.executable, "-c", HOLDER, srcs, str(self.port), str(left), f"worker{i + 1}"],
                 stdout=subprocess.PIPE,
                 start_new_session=True,
                 preexec_fn=raise_nofile,
@@ -419,6 +456,7 @@ class Bench:
             assert proc.stdout is not None
             if proc.stdout.readline().strip() != b"ready":
                 raise RuntimeError("a client holder did not start (file descriptor limit?)")
+        time.sleep(IDLE_CYCLE_S)  # one cycle of PINGs: the idle times are spread
         return time.perf_counter() - start
 
     def start_rater(self) -> None:
@@ -551,9 +589,18 @@ class Bench:
         from tests.test_fast_paths import line_by_line
 
         old_check, old_reader = old_clients_code(BEFORE_15B)
+        from at_revision import module_at
+
+        last_reader = module_at(LAST_STOP, "fleetcheck/parse/clientlist.py", "bench_last_reader")
+        last_check: Any = module_at(LAST_STOP, "checks/clients.py", "bench_last_clients")
+        from fleetcheck.checks import clients as now
+
+        last_check.ClientsConfig = now.ClientsConfig
+        last_check.ClientsHostConfig = now.ClientsHostConfig
         variants = {
             "before": (old_check, old_context(line_by_line)),
             BEFORE_15B: (old_check, old_context(old_reader)),
+            LAST_STOP: (last_check.CHECK, table_context(last_reader)),
             "after": (None, None),
         }
         out: dict[str, Any] = {}
@@ -566,7 +613,7 @@ class Bench:
                 us = got["server"].get("by_command", {}).get("CLIENT", {}).get("max_us", 0)
                 server.setdefault(label, []).append(us / 1e6)
                 rows.setdefault(label, got["rows"])
-        if not rows["before"] == rows[BEFORE_15B] == rows["after"]:
+        if not rows["before"] == rows[BEFORE_15B] == rows[LAST_STOP] == rows["after"]:
             for label, got in rows.items():
                 print(label, got, file=sys.stderr)
             raise RuntimeError("the clients rows differ between the variants")
@@ -869,7 +916,7 @@ def main() -> int:
             f" {cc['server_client_list_s'] * 1000:.1f} ms",
             flush=True,
         )
-        for label in ("before", BEFORE_15B, "after"):
+        for label in ("before", BEFORE_15B, LAST_STOP, "after"):
             row = cc[label]
             print(
                 f"  {label:<7} {row['median_s'] * 1000:6.1f} ms = {row['ratio_to_server']}x the"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from fleetcheck.check import Check, Scope
@@ -46,15 +46,21 @@ def addrs_of(host: HostConfig) -> tuple[str, ...]:
     return host.settings(ClientsHostConfig).addrs
 
 
-Key = tuple[str, str, str, "int | None"]  # (host, name, cmd, idle_s)
+def claimed_addrs(fleet: FleetConfig) -> frozenset[str]:
+    """Every address some host claims, normalised (asked once a patrol, not once a row)."""
+    return frozenset(normalise_ip(a) for h in fleet.hosts for a in addrs_of(h))
+
+
+Group = tuple[str, str, str]  # (host, name, cmd)
 
 
 @dataclass(frozen=True)
 class ClientsFacts:
-    """Counts, not clients: 10,000 connections are a few distinct (host, name, cmd, idle_s)."""
+    """Counts, not clients: 10,000 connections are a few distinct (host, name, cmd)."""
 
-    tally: Mapping[Key, int]  # clients by (host, name, cmd, idle_s); a host row: its own only
+    groups: Mapping[Group, int]  # clients by (host, name, cmd); a host row: its own only
     claimed: frozenset[str]  # every address some host claims
+    max_idle: Mapping[str, int] = field(default_factory=dict)  # longest idle_s per host
     strays: tuple[tuple[str, str, str], ...] = ()  # broker row: (addr, name, cmd), first 20
 
 
@@ -65,11 +71,14 @@ def facts_of(
     ignore_names: Collection[str] = (),
 ) -> ClientsFacts:
     """A host row's facts (`mine`: its normalised addresses) or the broker row's (None)."""
-    tally = table.tally()
+    idle = table.max_idle()
     if mine is not None:
-        return ClientsFacts({k: n for k, n in tally.items() if k[0] in mine}, claimed)
+        own: dict[Group, int] = {}
+        for h in mine:
+            own.update(table.groups_of(h))
+        return ClientsFacts(own, claimed, {h: idle[h] for h in mine if h in idle})
     strays = table.select(lambda h, name: h not in claimed and name not in ignore_names, 20)
-    return ClientsFacts(tally, claimed, tuple(strays))
+    return ClientsFacts(table.groups(), claimed, idle, tuple(strays))
 
 
 class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
@@ -90,7 +99,7 @@ class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
         self, ctx: PatrolContext, host: HostConfig | None, config: ClientsConfig
     ) -> ClientsFacts:
         table = ctx.client_table()
-        claimed = frozenset(normalise_ip(a) for h in ctx.fleet.hosts for a in addrs_of(h))
+        claimed = ctx.once("clients:claimed", lambda: claimed_addrs(ctx.fleet))
         mine = None if host is None else {normalise_ip(a) for a in addrs_of(host)}
         return facts_of(table, claimed, mine, config.ignore_names)
 
@@ -107,17 +116,19 @@ class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
                 "no addrs configured, so its broker connections cannot be "
                 "told apart (add the addresses it connects from)",
             )
+        mine = {normalise_ip(a) for a in own.addrs}
+        groups = [(k, n) for k, n in facts.groups.items() if k[0] in mine]
         counts: Counter[str] = Counter()
-        for (addr, _name, _cmd, _idle), n in facts.tally.items():
+        for (addr, _name, _cmd), n in groups:
             counts[addr] += n
         by_addr = {normalise_ip(a): counts.get(normalise_ip(a), 0) for a in own.addrs}
         total = sum(by_addr.values())
         metrics = {"connections": total, "by_addr": by_addr, "min_clients": own.min_clients}
-        idle = [k[3] for k in facts.tally if k[3] is not None]
+        idle = [s for h, s in facts.max_idle.items() if h in mine]
         evidence = {
-            "names": sorted({k[1] for k in facts.tally if k[1]}),
+            "names": sorted({k[1] for k, _ in groups if k[1]}),
             "max_idle_s": max(idle) if idle else None,
-            "commands": sorted({k[2] for k in facts.tally if k[2]}),
+            "commands": sorted({k[2] for k, _ in groups if k[2]}),
         }
         spread = ", ".join(f"{a}: {n}" for a, n in by_addr.items())
         if total == 0:
@@ -136,11 +147,11 @@ class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
 
     def _unknown_clients(self, facts: ClientsFacts, config: ClientsConfig) -> Result:
         counts: Counter[str] = Counter()
-        for (addr, name, _cmd, _idle), n in facts.tally.items():
+        for (addr, name, _cmd), n in facts.groups.items():
             if addr not in facts.claimed and name not in config.ignore_names:
                 counts[addr] += n
         unknown = sum(counts.values())
-        clients = sum(facts.tally.values())
+        clients = sum(facts.groups.values())
         listed = ", ".join(f"{a} ({n})" for a, n in counts.most_common(10))
         metrics = {
             "clients": clients,

@@ -358,24 +358,38 @@ def test_column_reader_equals_the_old_parser_on_tables(text: str) -> None:
     same_clients(text.encode())
 
 
-def test_the_column_path_is_taken_for_a_server_shaped_list() -> None:
-    line = (
-        "id={i} addr=10.0.0.{h}:{p} laddr=10.0.0.1:6379 fd=9 name=w{i} age=3 idle=1 flags=N "
-        "db=0 cmd=ping user=default resp=2"
-    )
+SHORT_LINE = (  # cmd two keys after flags: every key up to it is walked
+    "id={i} addr=10.0.0.{h}:{p} laddr=10.0.0.1:6379 fd=9 name=w{i} age=3 idle=1 flags=N "
+    "db=0 cmd=ping user=default resp=2"
+)
+REDIS7_LINE = (  # cmd 16 keys after flags: the keys between are skipped, " cmd=" counted
+    "id={i} addr=10.0.0.{h}:{p} laddr=10.0.0.1:6379 fd=9 name=w{i} age=3 idle=1 flags=N "
+    "db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 "
+    "rbp=0 obl=0 oll=0 omem=0 tot-mem=1800 events=r cmd=ping user=default redir=-1 resp=2"
+)
+
+
+@pytest.mark.parametrize("line", [SHORT_LINE, REDIS7_LINE])
+def test_the_column_path_is_taken_for_a_server_shaped_list(line: str) -> None:
     text = "\n".join(line.format(i=i, h=i % 3, p=40000 + i) for i in range(300)) + "\n"
     assert clientlist._by_columns(text) is not None
+    assert clientlist._counted_rows(text) is not None
     same_clients(text)
-    # a tab, a blank line, a line of another shape, a repeated key: line by line, same answer
+    same_table(text, 7, frozenset({"10.0.0.1"}), 5)
+    # a tab, a blank line, a line of another shape, a repeated key (before the ones we read,
+    # or a second cmd before the one a skip would find): line by line, same answer
     for spoiled in (
         text.replace("name=w5 ", "name=w5\t", 1),
         text.replace("\n", "\n\n", 1),
         text + "id=1 addr=10.0.0.9:1 cmd=x\n",
         text.replace("fd=9", "name=first", 1),
+        text.replace("db=0", "cmd=first", 1),
         text.replace("\n", "\r\n"),
     ):
         assert clientlist._by_columns(spoiled) is None
+        assert clientlist._counted_rows(spoiled) is None
         same_clients(spoiled)
+        same_table(spoiled, 7, frozenset({"10.0.0.1"}), 5)
 
 
 @settings(max_examples=600, deadline=None)
@@ -398,9 +412,55 @@ def test_any_text_equals_the_old_parser(lines: list[str], sep: str) -> None:
     same_clients(text.encode("utf-8", "surrogatepass"))
 
 
+# ---------------------------------------------------------------- addresses
+def normalise_ip_by_ipaddress(text: str) -> str:
+    """normalise_ip before its IPv4 fast path and cache: ipaddress for every address."""
+    import ipaddress
+
+    text = text.strip().strip("[]")
+    try:
+        ip = ipaddress.ip_address(text.split("%", 1)[0])
+    except ValueError:
+        return text
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.one_of(
+        st.text(st.sampled_from("0123456789.:abcdefx[]% \x00１"), max_size=20),
+        st.tuples(*[st.integers(0, 300)] * 4).map(lambda t: ".".join(map(str, t))),
+        st.ip_addresses().map(str),
+    )
+)
+def test_normalise_ip_equals_ipaddress_on_any_text(text: str) -> None:
+    assert clientlist.normalise_ip(text) == normalise_ip_by_ipaddress(text)
+
+
 # ---------------------------------------------------------------- CLIENT LIST: the table
-def reference_tally(clients: list[clientlist.Client]) -> list[tuple[object, int]]:
-    return list(Counter((c.host, c.name, c.cmd, c.idle_s) for c in clients).items())
+def reference_groups(clients: list[clientlist.Client]) -> list[tuple[object, int]]:
+    return list(Counter((c.host, c.name, c.cmd) for c in clients).items())
+
+
+def reference_max_idle(clients: list[clientlist.Client]) -> dict[str, int]:
+    longest: dict[str, int] = {}
+    for c in clients:
+        if c.idle_s is not None:
+            longest[c.host] = max(c.idle_s, longest.get(c.host, c.idle_s))
+    return longest
+
+
+def same_counts(table: clientlist.ClientTable, clients: list[clientlist.Client]) -> None:
+    assert list(table.groups().items()) == reference_groups(clients)
+    assert table.max_idle() == reference_max_idle(clients)
+    for host in {c.host for c in clients} | {"nobody"}:
+        assert table.groups_of(host) == {
+            k: n
+            for k, n in reference_groups(clients)
+            if k[0] == host  # type: ignore[index]
+        }
 
 
 def reference_without_own(clients: list[clientlist.Client], own_id: int) -> list[Any]:
@@ -424,7 +484,7 @@ def same_table(text: str | bytes, own_id: int, away: frozenset[str], limit: int)
     old = line_by_line(text)
     table = read_client_table(text)
     assert len(table) == len(old)
-    assert list(table.tally().items()) == reference_tally(old)
+    same_counts(table, old)
 
     def keep(host: str, name: str) -> bool:
         return host not in away and not name.startswith("a")
@@ -434,7 +494,7 @@ def same_table(text: str | bytes, own_id: int, away: frozenset[str], limit: int)
     ref = reference_without_own(old, own_id)
     mine = table.without_own(own_id)
     assert rows(mine.clients()) == rows(ref)
-    assert list(mine.tally().items()) == reference_tally(ref)
+    same_counts(mine, ref)
 
 
 @pytest.mark.parametrize(
@@ -512,6 +572,7 @@ def test_own_connection_and_its_probe_sibling_leave_the_table() -> None:
     ]
     text = "\n".join(line.format(i=i, a=a, p=40000 + i, n=n) for i, a, n in shape) + "\n"
     assert clientlist._by_columns(text) is not None
+    assert clientlist._counted_rows(text) is not None
     for spoiled in (text, text.replace(" fd=9", "\tfd=9")):
         kept = read_client_table(spoiled).without_own(2)
         assert [c.id for c in kept.clients()] == [1, 4]
@@ -543,7 +604,8 @@ def test_real_client_list_equals_the_old_parser(lab: Lab) -> None:
         for c in clients:
             c.ping()
         raw = clients[0].execute_command("CLIENT", "LIST")
-        assert clientlist._by_columns(raw.decode()) is not None  # the fast path, for real
+        assert clientlist._by_columns(raw.decode()) is not None  # the fast paths, for real
+        assert clientlist._counted_rows(raw.decode()) is not None
         same_clients(raw)
         own = clients[0].client_id()
         same_table(raw, own, frozenset({"::1"}), 15)

@@ -7,22 +7,29 @@ but ignored and missing ones get neutral defaults. The client's own address is `
 Speed (10,000 clients, ~2.7 MB): one server's lines all have the same fields in the same
 order, so the list is read column-wise: one regular-expression pass over the whole text
 checks every line against the first line's keys up to the last key we read and captures
-only the values we use; a column stays text and each distinct value (an address, an idle
-time) is converted once. Anything else (tabs, blank lines, non-ASCII, lines of different
-shapes, a repeated key before the last one read, an id not in canonical decimal) goes line
-by line (`parse_line`); tests prove both give the same clients and fields. The clients check
-asks a ClientTable for counts per (host, name, cmd, idle) and never builds a Client; Client
-rows (tuples that keep their line: `fields` is read from it when asked) are made for the
-checks that want them. The pass itself (~11 ms for 10,000 lines here) is the floor of this
-reading in the standard library: without checking the keys between the ones read it is ~8.
+only the values we use. `cmd` stands 16 keys after the others in Redis 6.2+ and Valkey:
+walking those keys was a third of the pass, so the pattern skips to the line's last
+" cmd=" instead, and a count of " cmd=" in the whole text proves it is each line's only
+one. Anything else (tabs, blank lines, non-ASCII, lines of different shapes, a repeated
+key before the last one read, an id not in canonical decimal) goes line by line
+(`parse_line`); tests prove both give the same clients and fields.
+
+The clients check never builds a Client: it asks a ClientTable for counts per (host, name,
+cmd) and each host's longest idle time, made from one count of the distinct (host part,
+name, cmd, idle) texts, so each distinct value is converted once; a per-host index serves
+a fleet's host rows. Client rows (tuples that keep their line: `fields` is read from it
+when asked) are made for the checks that want them, from a second pass that also reads
+the port, age and flags.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 from itertools import compress, count, islice, repeat
 from operator import itemgetter
+from socket import AF_INET, inet_ntop, inet_pton
 from typing import Any
 
 
@@ -88,9 +95,19 @@ class Client(tuple[Any, ...]):
         return (Client, tuple(self))
 
 
+@lru_cache(maxsize=4096)
 def normalise_ip(text: str) -> str:
     """Canonical form of an address: '::ffff:1.2.3.4' -> '1.2.3.4', IPv6 compressed.
-    Anything that is not an IP is returned unchanged (a host name or socket label)."""
+    Anything that is not an IP is returned unchanged (a host name or socket label).
+
+    Cached, and an address already in canonical IPv4 form is known by inet_pton/inet_ntop
+    (~1 us) rather than ipaddress (~20 us): a fleet of 100 hosts asks for each of their
+    addresses once a row."""
+    try:  # inet_pton takes exactly four decimal parts (no leading zeros in glibc's)
+        if inet_ntop(AF_INET, inet_pton(AF_INET, text)) == text:
+            return text
+    except (OSError, ValueError):  # not an IPv4 address; NUL; not ASCII
+        pass
     import ipaddress
 
     text = text.strip().strip("[]")
@@ -162,96 +179,119 @@ def parse_client_list(text: str | bytes) -> list[Client]:
     return read_client_table(text).clients()
 
 
-Key = tuple[str, str, str, "int | None"]  # (host, name, cmd, idle_s)
+Group = tuple[str, str, str]  # (host, name, cmd)
 
 
 class ClientTable:
     """One CLIENT LIST as read, for callers that want answers about 10,000 clients without
-    10,000 objects: `tally()` counts them by (host, name, cmd, idle_s), `select()` gives the
-    first few that match; `clients()` makes the Client rows when someone wants them.
+    10,000 objects: `groups()` counts them by (host, name, cmd), `max_idle()` gives each
+    host's longest idle time, `select()` the first few that match; `clients()` makes the
+    Client rows when someone wants them.
 
-    Read column-wise (see the module docstring) the table holds the text's columns as
-    strings and converts a value only once per distinct value; read line by line it holds
-    the Clients."""
+    Read column-wise (see the module docstring) the table holds one tuple of text values a
+    line (id, host part, name, idle, cmd) and converts a value once per distinct value; read
+    line by line it holds the Clients."""
 
     def __init__(
         self,
         clients: list[Client] | None = None,
-        columns: dict[str, list[Any]] | None = None,
+        found: list[tuple[str, ...]] | None = None,
         text: str = "",
+        lines: list[int] | None = None,
     ) -> None:
         self._rows = clients
-        self._columns = columns  # a "row" column, when present: each row's line in `text`
+        self._found = found  # the column path: one tuple a line, values in _COUNTED order
         self._text = text
-        self._tally: Counter[Key] | None = None
-        self._raw: Counter[tuple[str, str, str, str | None]] | None = None
+        self._lines = lines  # each row's line in text (None: row i is line i)
+        self._summary: tuple[Counter[Group], dict[str, int]] | None = None
         self._hosts: dict[str, str] | None = None
+        self._by_host: dict[str, dict[Group, int]] | None = None
 
     def __len__(self) -> int:
-        if self._columns is not None:
-            return len(self._columns["addr"])
+        if self._found is not None:
+            return len(self._found)
         return len(self._rows or ())
 
     def clients(self) -> list[Client]:
         if self._rows is None:
-            cols = self._columns or {}
-            lines = self._text.split("\n")  # every line is a row, in order, on this path
-            if "row" in cols:
-                lines = list(map(lines.__getitem__, cols["row"]))
-            self._rows = _clients_of(cols, self._host_of(), lines[: len(self)])
+            lines = self._text.split("\n")
+            cols = _by_columns(self._text, _NEEDED)
+            if cols is not None:
+                rows = _clients_of(cols, lines[: len(cols["addr"])])
+            else:  # every line is a client here: the column reader found an addr on each
+                rows = [c for c in map(parse_line, lines) if c is not None]
+            if self._lines is not None:
+                rows = list(map(rows.__getitem__, self._lines))
+            self._rows = rows
         return self._rows
 
     def _host_of(self) -> dict[str, str]:
         """Each distinct host part of an `addr` (the text before its last colon) -> the
         client's host, as split_addr reads it (the host never depends on the port)."""
         if self._hosts is None:
-            known = {}
-            for h in set((self._columns or {}).get("addr", ())):
-                if h.startswith(("/", "unix", "[")) or not h:
-                    known[h] = split_addr(h + ":0")[0]
-                else:
-                    known[h] = normalise_ip(h)
-            self._hosts = known
+            self._hosts = {h: _host_part(h) for h in set(map(_HOST, self._found or ()))}
         return self._hosts
 
-    def tally(self) -> Counter[Key]:
-        """How many clients have each (host, name, cmd, idle_s), in order of first appearance."""
-        if self._tally is None:
-            if self._columns is None:
-                self._tally = Counter((c.host, c.name, c.cmd, c.idle_s) for c in self.clients())
+    def _summarise(self) -> tuple[Counter[Group], dict[str, int]]:
+        if self._summary is None:
+            groups: Counter[Group] = Counter()
+            longest: dict[str, int] = {}
+            if self._found is None:
+                for c in self.clients():
+                    groups[c.host, c.name, c.cmd] += 1
+                    if c.idle_s is not None and c.idle_s > longest.get(c.host, c.idle_s - 1):
+                        longest[c.host] = c.idle_s
             else:
-                hosts = self._host_of()
-                out: Counter[Key] = Counter()
-                for (h, name, cmd, idle), n in self._raw_tally().items():
-                    out[hosts[h], name, cmd, _int(idle)] += n
-                self._tally = out
-        return self._tally
+                # counted and deduplicated by the C loops of Counter and set over the rows'
+                # text; Python sees only the distinct (host part, name, cmd) and (host
+                # part, idle) pairs, and converts each distinct text once
+                found, hosts = self._found, self._host_of()
+                for (h, name, cmd), n in Counter(map(_GROUP, found)).items():
+                    groups[hosts[h], name, cmd] += n
+                seconds_of = {t: _int(t) for t in set(map(_IDLE, found))}
+                for h, t in set(map(_HOST_IDLE, found)):
+                    seconds = seconds_of[t]
+                    if seconds is not None and seconds > longest.get(hosts[h], seconds - 1):
+                        longest[hosts[h]] = seconds
+            self._summary = (groups, longest)
+        return self._summary
 
-    def _raw_tally(self) -> Counter[tuple[str, str, str, str | None]]:
-        """The same count over the text's values (host part, name, cmd, idle as written)."""
-        if self._raw is None:
-            cols = self._columns or {}
-            values = (cols[k] for k in ("addr", "name", "cmd", "idle"))
-            self._raw = Counter(zip(*values, strict=True))
-        return self._raw
+    def groups(self) -> Counter[Group]:
+        """How many clients have each (host, name, cmd), in order of first appearance."""
+        return self._summarise()[0]
+
+    def groups_of(self, host: str) -> dict[Group, int]:
+        """groups() of one host (an index built once: a fleet asks it once a host)."""
+        if self._by_host is None:
+            index: dict[str, dict[Group, int]] = {}
+            for group, n in self.groups().items():
+                index.setdefault(group[0], {})[group] = n
+            self._by_host = index
+        return self._by_host.get(host, {})
+
+    def max_idle(self) -> dict[str, int]:
+        """Each host's longest idle time in seconds (hosts with no readable idle left out)."""
+        return self._summarise()[1]
 
     def select(self, keep: Callable[[str, str], bool], limit: int) -> list[tuple[str, str, str]]:
         """(addr, name, cmd) of the first `limit` clients for which keep(host, name) holds;
         addr as the line wrote it (the host if the line had none)."""
-        cols = self._columns
-        if cols is None:
+        found = self._found
+        if found is None:
             picked = (c for c in self.clients() if keep(c.host, c.name))
             return [(c.fields.get("addr", c.host), c.name, c.cmd) for c in islice(picked, limit)]
         hosts = self._host_of()
-        wanted = {(h, name) for h, name, _, _ in self._raw_tally() if keep(hosts[h], name)}
+        wanted = {(h, name) for h, name in set(map(_HOST_NAME, found)) if keep(hosts[h], name)}
         out: list[tuple[str, str, str]] = []
         if not wanted or limit <= 0:
             return out
-        addrs, names, cmds = cols["addr"], cols["name"], cols["cmd"]
+        lines = self._text.split("\n")
         near = {h for h, _ in wanted}  # only their rows are looked at one by one
-        for i in compress(count(), map(near.__contains__, addrs)):
-            if (addrs[i], names[i]) in wanted:
-                out.append((addrs[i] + ":" + cols["port"][i], names[i], cmds[i]))
+        for i in compress(count(), map(near.__contains__, map(_HOST, found))):
+            row = found[i]
+            if (row[1], row[2]) in wanted:
+                line = lines[i if self._lines is None else self._lines[i]]
+                out.append((line_fields(line)["addr"], row[2], row[4]))
                 if len(out) == limit:
                     break
         return out
@@ -260,8 +300,8 @@ class ClientTable:
         """The table without the client `own_id` (the connection that asked) and its sibling
         the rater probe's (named NAME-probe), from the same host: left in, they read as "an
         address no host claims"."""
-        cols = self._columns
-        if cols is None:
+        found = self._found
+        if found is None:
             clients = self.clients()
             own = next((c for c in clients if c.id == own_id), None)
             ours = {own.name, f"{own.name}-probe"} if own is not None and own.name else set()
@@ -274,32 +314,27 @@ class ClientTable:
                 ]
             )
         # ids are canonical decimal on this path: equal as text when equal as numbers
-        drop = _positions(cols["id"], str(own_id))
+        drop = _positions(list(map(_ID, found)), str(own_id))
         if not drop:
             return self
-        names = cols["name"]
         hosts = self._host_of()
-        own_name, own_host = names[drop[0]], hosts[cols["addr"][drop[0]]]
+        own_name, own_host = found[drop[0]][2], hosts[found[drop[0]][1]]
         if own_name:
+            names = list(map(_NAME, found))
             for name in {own_name, f"{own_name}-probe"}:
-                drop += [i for i in _positions(names, name) if hosts[cols["addr"][i]] == own_host]
-        gone = sorted(set(drop), reverse=True)
-        kept = {}
-        if "row" not in cols:
-            cols = {**cols, "row": list(range(len(self)))}
-        if len(gone) > 8:  # many of our name: one pass per column, not one move per row
-            mask = [True] * len(self)
-            for i in gone:
-                mask[i] = False
-        for key, column in cols.items():
-            if len(gone) > 8:
-                kept[key] = list(compress(column, mask))
-                continue
-            column = list(column)
-            for i in gone:
-                del column[i]
-            kept[key] = column
-        table = ClientTable(columns=kept, text=self._text)
+                drop += [i for i in _positions(names, name) if hosts[found[i][1]] == own_host]
+        gone = set(drop)
+        if len(gone) > 8:  # many of our name: one pass, not one move per row
+            keep = [i for i in range(len(found)) if i not in gone]
+            kept_found = list(map(found.__getitem__, keep))
+            lines = keep if self._lines is None else list(map(self._lines.__getitem__, keep))
+        else:
+            kept_found = list(found)
+            lines = list(range(len(found))) if self._lines is None else list(self._lines)
+            for i in sorted(gone, reverse=True):
+                del kept_found[i]
+                del lines[i]
+        table = ClientTable(found=kept_found, text=self._text, lines=lines)
         table._hosts = self._hosts
         return table
 
@@ -315,12 +350,18 @@ def _positions(column: Sequence[Any], value: str) -> list[int]:
         return out
 
 
+def _host_part(h: str) -> str:
+    if h.startswith(("/", "unix", "[")) or not h:
+        return split_addr(h + ":0")[0]
+    return normalise_ip(h)
+
+
 def read_client_table(text: str | bytes) -> ClientTable:
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    columns = _by_columns(text)
-    if columns is not None:
-        return ClientTable(columns=columns, text=text)
+    found = _counted_rows(text)
+    if found is not None:
+        return ClientTable(found=found, text=text)
     out = []
     for line in text.splitlines():
         client = parse_line(line)
@@ -329,59 +370,116 @@ def read_client_table(text: str | bytes) -> ClientTable:
     return ClientTable(out)
 
 
-# a value: anything but the space (the text has no other whitespace on this path: a value
-# that swallowed a line break makes one match of two lines, and the count of rows differs)
+# the keys Client rows read, and the ones the clients check counts (in the column path's
+# tuples, in this order)
 _NEEDED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
-_VALUE = "[^ ]*+"  # possessive: nothing after a value can be part of it
+_COUNTED = ("id", "addr", "name", "idle", "cmd")
+_ID, _HOST, _NAME, _IDLE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
+_HOST_NAME, _GROUP, _HOST_IDLE = itemgetter(1, 2), itemgetter(1, 2, 4), itemgetter(1, 3)
 _OTHER_SPACE = "\t\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what strip(), split() or splitlines() also cut at
 _new = tuple.__new__
 
 
-def _by_columns(text: str) -> dict[str, list[Any]] | None:
-    """The needed columns of the list (and each line), or None when the text is not one
-    uniform table: every line the first line's keys in the same order, each once, up to
-    the last key we read (what follows it is never read: a key there is a later
-    occurrence), addr as <host>:<digits> (a bracketed host exactly "[...]"), id in canonical
-    decimal."""
-    import re
-
+def _shape(text: str, wanted: Sequence[str]) -> list[str] | None:
+    """The first line's keys, if the text can be read column-wise for `wanted`: ASCII,
+    no whitespace but spaces and line breaks, a first line of distinct key=value tokens
+    with every wanted key (one missing there may be a later line's first). A blank line
+    is found by the caller: it matches nothing, so there are fewer matches than lines."""
     if not text or not text.isascii() or any(c in text for c in _OTHER_SPACE):
         return None
-    first = text.partition("\n")[0].split(" ")
+    end = text.find("\n")
+    first = text[: end if end >= 0 else len(text)].split(" ")
     keys = [t.partition("=")[0] for t in first]
     if not all("=" in t for t in first) or len(set(keys)) != len(keys) or "" in keys:
         return None
-    if not set(_NEEDED) <= set(keys):  # one missing here may be a later line's first one
+    if not set(wanted) <= set(keys):
         return None
-    last = max(i for i, key in enumerate(keys) if key in _NEEDED)
-    parts = []
-    groups = []  # the findall tuples: the needed values in line order
-    for i, key in enumerate(keys[: last + 1]):
+    return keys
+
+
+def _pattern(keys: list[str], wanted: Sequence[str], port: bool) -> tuple[str, list[str], str]:
+    """A regex reading one line per match: the first line's keys in order up to the last
+    wanted one, each checked, capturing the wanted values (addr as its host part and, with
+    `port`, its port). When the last wanted key stands far behind the others (cmd, 16
+    keys on), the keys between are not walked: a greedy skip backs up to " cmd=", which is
+    the line's only one when the text holds exactly one " cmd=" a line (the caller
+    counts). Returns the pattern, the group names, and that key (or "")."""
+    import re
+
+    at = [i for i, key in enumerate(keys) if key in wanted]
+    last = at[-1]
+    bridged = keys[last] if len(at) > 1 and last - at[-2] > 2 else ""
+    walked = keys[: (at[-2] if bridged else last) + 1]
+    groups: list[str] = []
+
+    def token(key: str, end: str) -> str:
         k = re.escape(key) + "="
-        end = "[^ \n]*+" if i == last else _VALUE
         if key == "addr":
-            groups += ["addr", "port"]  # the host part (up to the last colon), the port
-            # a bracketed host ends at its first "]" (as split_addr reads it), so it is taken
-            # here only whole: "[" up to that "]", then ":port"; anything else goes line by line
-            parts.append(k + r"(\[[^ \]]*+\]|(?!\[)[^ ]*):([0-9]++)")
-        elif key == "id":
+            groups.extend(["addr", "port"] if port else ["addr"])
+            if port:  # a bracketed host ends at its first "]" (as split_addr reads it), so
+                # it is taken only whole: "[" up to that "]", then ":port"
+                return k + r"(\[[^ \]]*+\]|(?!\[)[^ ]*):([0-9]++)"
+            return k + r"([^ ]*):[0-9]++"  # the host part: the host never depends on the port
+        if key == "id":
             groups.append(key)
-            parts.append(k + "(0|[1-9][0-9]*+)")
-        elif key in _NEEDED:
+            return k + "(0|[1-9][0-9]*+)"
+        if key in wanted:
             groups.append(key)
-            parts.append(k + "(" + end + ")")
-        else:
-            parts.append(k + end)
-    pattern = "^" + " ".join(parts) + "(?: [^\n]*+)?$"
+            return k + "(" + end + ")"
+        return k + end
+
+    parts = [
+        token(key, "[^ \n]*+" if i == len(walked) - 1 else "[^ ]*+") for i, key in enumerate(walked)
+    ]
+    pattern = "^" + " ".join(parts)
+    if bridged:
+        pattern += "[^\n]* " + token(bridged, "[^ \n]*+")
+    return pattern + "(?: [^\n]*+)?$", groups, bridged
+
+
+def _rows(text: str, wanted: Sequence[str], port: bool) -> tuple[list[Any], list[str]] | None:
+    """Every line's wanted values (one tuple a line, in line order) and the group names, or
+    None when the text is not one uniform table: every line the first line's keys in the
+    same order, each once, up to the last wanted key (what follows it is never read: a key
+    there is a later occurrence), addr as <host>:<digits>, id in canonical decimal."""
+    import re
+
+    keys = _shape(text, wanted)
+    if keys is None:
+        return None
+    pattern, groups, bridged = _pattern(keys, wanted, port)
     found = re.findall(pattern, text, re.MULTILINE)
+    # a line that does not match is skipped by findall and a value that swallowed a line
+    # break makes one match of two lines: either way there are fewer matches than lines
     if len(found) != text.count("\n") + (text[-1] != "\n"):
         return None
+    if bridged and text.count(" " + bridged + "=") != len(found):
+        return None
+    return found, groups
+
+
+def _counted_rows(text: str) -> list[tuple[str, ...]] | None:
+    """The clients check's values of every line, as (id, host part, name, idle, cmd)."""
+    got = _rows(text, _COUNTED, port=False)
+    if got is None:
+        return None
+    found, groups = got
+    if groups != list(_COUNTED):  # another server's key order: put ours in place
+        found = list(map(itemgetter(*map(groups.index, _COUNTED)), found))
+    return found
+
+
+def _by_columns(text: str, wanted: Sequence[str] = _NEEDED) -> dict[str, list[Any]] | None:
+    """The wanted columns of the list (addr as host part and port), or None (see _rows)."""
+    got = _rows(text, wanted, port=True)
+    if got is None:
+        return None
+    found, groups = got
     return dict(zip(groups, map(list, zip(*found, strict=True)), strict=True))
 
 
-def _clients_of(
-    cols: dict[str, list[Any]], hosts: dict[str, str], lines: list[str]
-) -> list[Client]:
+def _clients_of(cols: dict[str, list[Any]], lines: list[str]) -> list[Client]:
+    hosts = {h: _host_part(h) for h in set(cols["addr"])}
     ports: list[int | None] = list(map(int, cols["port"]))
     host_column = list(map(hosts.__getitem__, cols["addr"]))
     if any(h.startswith(("/", "unix", "[")) or not h for h in hosts):  # the port too
