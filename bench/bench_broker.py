@@ -94,14 +94,16 @@ HOLDER = textwrap.dedent(
         resource.setrlimit(resource.RLIMIT_NOFILE, ({nofile}, {nofile}))
     except (ValueError, OSError):
         pass
-    srcs, port, count, name = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    srcs, port, name = sys.argv[1].split(","), int(sys.argv[2]), sys.argv[4]
+    count = int(sys.argv[3])
     socks = []
     for i in range(count):
         s = socket.socket()
         s.bind((srcs[i % len(srcs)], 0))
         s.connect(("127.0.0.1", port))
         n = ("%s-%d" % (name, i // len(srcs) % 2)).encode()  # two names a host
-        s.sendall(b"*3\\r\\n$6\\r\\nCLIENT\\r\\n$7\\r\\nSETNAME\\r\\n$%d\\r\\n%s\\r\\n" % (len(n), n))
+        setname = b"*3\\r\\n$6\\r\\nCLIENT\\r\\n$7\\r\\nSETNAME\\r\\n"
+        s.sendall(setname + b"$%d\\r\\n%s\\r\\n" % (len(n), n))
         socks.append(s)
     for s in socks:
         s.recv(16)
