@@ -316,6 +316,7 @@ def old_clients_code(commit: str) -> tuple[Any, Any]:
     check: Any = module_at(commit, "checks/clients.py", "bench_old_clients")
     # the fleet's settings are keyed by today's config classes (the fields are the same)
     check.ClientsConfig, check.ClientsHostConfig = now.ClientsConfig, now.ClientsHostConfig
+    check.normalise_ip = reader.normalise_ip  # as it was: not cached
     return check.CHECK, reader.parse_client_list
 
 
@@ -599,6 +600,7 @@ class Bench:
 
         last_check.ClientsConfig = now.ClientsConfig
         last_check.ClientsHostConfig = now.ClientsHostConfig
+        last_check.normalise_ip = last_reader.normalise_ip  # as it was: not cached
         variants = {
             "before": (old_check, old_context(line_by_line)),
             BEFORE_15B: (old_check, old_context(old_reader)),

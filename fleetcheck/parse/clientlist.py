@@ -204,6 +204,7 @@ class ClientTable:
         self._text = text
         self._lines = lines  # each row's line in text (None: row i is line i)
         self._summary: tuple[Counter[Group], dict[str, int]] | None = None
+        self._raw_groups: Counter[tuple[str, str, str]] = Counter()  # column path: as written
         self._hosts: dict[str, str] | None = None
         self._by_host: dict[str, dict[Group, int]] | None = None
 
@@ -246,7 +247,8 @@ class ClientTable:
                 # text; Python sees only the distinct (host part, name, cmd) and (host
                 # part, idle) pairs, and converts each distinct text once
                 found, hosts = self._found, self._host_of()
-                for (h, name, cmd), n in Counter(map(_GROUP, found)).items():
+                self._raw_groups = Counter(map(_GROUP, found))
+                for (h, name, cmd), n in self._raw_groups.items():
                     groups[hosts[h], name, cmd] += n
                 seconds_of = {t: _int(t) for t in set(map(_IDLE, found))}
                 for h, t in set(map(_HOST_IDLE, found)):
@@ -281,7 +283,9 @@ class ClientTable:
             picked = (c for c in self.clients() if keep(c.host, c.name))
             return [(c.fields.get("addr", c.host), c.name, c.cmd) for c in islice(picked, limit)]
         hosts = self._host_of()
-        wanted = {(h, name) for h, name in set(map(_HOST_NAME, found)) if keep(hosts[h], name)}
+        self._summarise()  # its count of the raw (host part, name, cmd) is reused here
+        pairs = {(h, name) for h, name, _ in self._raw_groups}
+        wanted = {(h, name) for h, name in pairs if keep(hosts[h], name)}
         out: list[tuple[str, str, str]] = []
         if not wanted or limit <= 0:
             return out
@@ -375,7 +379,7 @@ def read_client_table(text: str | bytes) -> ClientTable:
 _NEEDED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
 _COUNTED = ("id", "addr", "name", "idle", "cmd")
 _ID, _HOST, _NAME, _IDLE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
-_HOST_NAME, _GROUP, _HOST_IDLE = itemgetter(1, 2), itemgetter(1, 2, 4), itemgetter(1, 3)
+_GROUP, _HOST_IDLE = itemgetter(1, 2, 4), itemgetter(1, 3)
 _OTHER_SPACE = "\t\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what strip(), split() or splitlines() also cut at
 _new = tuple.__new__
 
