@@ -289,15 +289,18 @@ class ClientTable:
         out: list[tuple[str, str, str]] = []
         if not wanted or limit <= 0:
             return out
-        lines = self._text.split("\n")
         near = {h for h, _ in wanted}  # only their rows are looked at one by one
+        picked = []
         for i in compress(count(), map(near.__contains__, map(_HOST, found))):
-            row = found[i]
-            if (row[1], row[2]) in wanted:
-                line = lines[i if self._lines is None else self._lines[i]]
-                out.append((line_fields(line)["addr"], row[2], row[4]))
-                if len(out) == limit:
+            if (found[i][1], found[i][2]) in wanted:
+                picked.append((i, i if self._lines is None else self._lines[i]))
+                if len(picked) == limit:
                     break
+        # the port is not read on this path: each picked row's addr comes from its line,
+        # and the text is cut into lines only as far as the last one picked
+        lines = self._text.split("\n", max(line for _, line in picked) + 1) if picked else []
+        for i, line in picked:
+            out.append((line_fields(lines[line])["addr"], found[i][2], found[i][4]))
         return out
 
     def without_own(self, own_id: int) -> ClientTable:
