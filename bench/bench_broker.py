@@ -1,8 +1,9 @@
 """Benchmark of the broker-side checks at fleet-breaking sizes.
 
 Starts its own redis-server on loopback (file-descriptor limit raised so it can hold the
-clients), fills a live hash of 1,000,000 fields, opens 10,000 client connections from four
-loopback "hosts" (127.0.1.1-4, a few processes each holding ~2,500 sockets), runs a simulated
+clients), fills a live hash of 1,000,000 fields, opens 10,000 client connections from 100
+loopback "hosts" (127.0.1.1-100, all claimed by the fleet; four processes each holding 2,500
+sockets, two client names a host, idle times spread over 0-10 s by PINGs), runs a simulated
 rater, then times each broker check (probe + evaluate, through a fresh patrol context each
 run, median of --runs) and one whole patrol, and reads the longest server-side command time of
 fleetcheck's own commands from SLOWLOG (threshold 0, reset before each check, read after).
@@ -20,10 +21,11 @@ also with COUNT 1000), and a floor: the pipelined HSCAN replies read and nothing
 reports the server's own HSCAN time (INFO commandstats before and after) and wall / that time,
 the issue's measure. All give the same entries and stale counts (checked).
 
-The clients check is also timed end to end three ways, alternating: as before issue 15 (its
+The clients check is also timed end to end four ways, alternating: as before issue 15 (its
 check on Client rows read line by line, the reading kept in tests/test_fast_paths.py), as at
-BEFORE_15B (the same check on the column reader's Clients; both loaded from this repository's
-history) and as now (the CLIENT LIST table, counted); the rows must be equal (checked). The
+BEFORE_15B (the same check on the column reader's Clients), as at LAST_STOP (its table counted
+per (host, name, cmd, idle); all three loaded from this repository's history, each with its own
+normalise_ip) and as now; the rows must be equal (checked). The
 ratio is to the server's own CLIENT LIST time (SLOWLOG, median of all those runs), and a
 breakdown times each stage on its own: the server's command, the same reply read on a plain
 socket (the floor: server + transfer), the fetch through redis-py, the column reader, the
