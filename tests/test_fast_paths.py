@@ -358,7 +358,7 @@ def test_column_reader_equals_the_old_parser_on_tables(text: str) -> None:
     same_clients(text.encode())
 
 
-SHORT_LINE = (  # cmd two keys after flags: every key up to it is walked
+SHORT_LINE = (  # cmd two keys after flags: Client rows walk every key up to it
     "id={i} addr=10.0.0.{h}:{p} laddr=10.0.0.1:6379 fd=9 name=w{i} age=3 idle=1 flags=N "
     "db=0 cmd=ping user=default resp=2"
 )
@@ -505,6 +505,15 @@ def same_table(text: str | bytes, own_id: int, away: frozenset[str], limit: int)
         "id=0 addr=[h]]:5 name=a\n",
         "id=0 addr=[h]::5 name=a\n",
         "id=1 addr=[::1]:5 name=a\nid=2 addr=[::2]:6 name=b\n",
+        # lines the counting path reads (every key it needs): without "]" split_addr keeps
+        # the port in the host, which that path does not read (found by a review)
+        REDIS7_LINE.format(i=1, h=1, p=5).replace("10.0.0.1:5", "[::1:6379") + "\n",
+        REDIS7_LINE.format(i=1, h=1, p=5).replace("10.0.0.1:5", "[a:5"),
+        REDIS7_LINE.format(i=1, h=1, p=5).replace("10.0.0.1:5", "[::1]:5") + "\n",
+        "\n".join(
+            REDIS7_LINE.format(i=i, h=1, p=5).replace("10.0.0.1:5", f"[::1:{6379 + i}")
+            for i in (1, 2)
+        ).replace("name=w2", "name=w1-probe"),
     ],
 )
 def test_bracketed_addresses_read_as_split_addr_reads_them(text: str) -> None:
@@ -512,6 +521,32 @@ def test_bracketed_addresses_read_as_split_addr_reads_them(text: str) -> None:
     dependence ('[:1' read as host ':0')."""
     same_clients(text)
     same_table(text, 0, frozenset(), 5)
+    same_table(text, 1, frozenset({"::1:6379"}), 5)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "name=a idle=1 age=2 flags=N addr=10.0.0.1:5 id=0123 f1=x f2=y cmd=ping\n",
+        "name=a idle=1 age=2 flags=N addr=10.0.0.1:5 id=12x f1=x f2=y cmd=ping\n",
+        "id=1 name=a idle=1 age=2 flags=N addr=fe80::1:x f1=x f2=y cmd=ping\n",
+        "id=1 name=a idle=1 age=2 flags=N addr=10.0.0.1:5x f1=x f2=y cmd=ping\n",
+        "id=1 name=a idle=1 age=2 flags=N addr=[::1]:5x f1=x f2=y cmd=ping\n",
+    ],
+)
+def test_the_value_before_the_skip_to_cmd_ends_at_its_token(text: str) -> None:
+    """id or addr read last before the skip to cmd: its pattern alone does not say where
+    the value ends ('id=0123' was read as 0, 'addr=fe80::1:x' as host 'fe80:'; a review)."""
+    same_clients(text)
+    for own_id in (0, 1, 12, 123):
+        same_table(text, own_id, frozenset({"fe80::1", "10.0.0.1"}), 5)
+
+
+def test_a_negative_limit_is_refused_on_both_paths() -> None:
+    text = REDIS7_LINE.format(i=1, h=1, p=5) + "\n"
+    for table in (read_client_table(text), read_client_table(text.replace(" fd=", "\tfd="))):
+        with pytest.raises(ValueError, match="limit must be 0 or more"):
+            table.select(lambda h, n: True, -1)
 
 
 @pytest.mark.parametrize(

@@ -15,11 +15,11 @@ key before the last one read, an id not in canonical decimal) goes line by line
 (`parse_line`); tests prove both give the same clients and fields.
 
 The clients check never builds a Client: it asks a ClientTable for counts per (host, name,
-cmd) and each host's longest idle time, made from one count of the distinct (host part,
-name, cmd, idle) texts, so each distinct value is converted once; a per-host index serves
-a fleet's host rows. Client rows (tuples that keep their line: `fields` is read from it
-when asked) are made for the checks that want them, from a second pass that also reads
-the port, age and flags.
+cmd) and each host's longest idle time, made from a count of the (host part, name, cmd)
+texts and a set of the (host part, idle) texts, so Python sees only distinct values and
+converts each once; a per-host index serves a fleet's host rows. Client rows (tuples that
+keep their line: `fields` is read from it when asked) are made for the checks that want
+them, from a second pass that also reads the port, age and flags.
 """
 
 from __future__ import annotations
@@ -228,7 +228,8 @@ class ClientTable:
 
     def _host_of(self) -> dict[str, str]:
         """Each distinct host part of an `addr` (the text before its last colon) -> the
-        client's host, as split_addr reads it (the host never depends on the port)."""
+        client's host, as split_addr reads it (read_client_table keeps this path only where
+        the host does not depend on the port)."""
         if self._hosts is None:
             self._hosts = {h: _host_part(h) for h in set(map(_HOST, self._found or ()))}
         return self._hosts
@@ -278,6 +279,8 @@ class ClientTable:
     def select(self, keep: Callable[[str, str], bool], limit: int) -> list[tuple[str, str, str]]:
         """(addr, name, cmd) of the first `limit` clients for which keep(host, name) holds;
         addr as the line wrote it (the host if the line had none)."""
+        if limit < 0:
+            raise ValueError(f"limit must be 0 or more, not {limit}")
         found = self._found
         if found is None:
             picked = (c for c in self.clients() if keep(c.host, c.name))
@@ -290,16 +293,16 @@ class ClientTable:
         if not wanted or limit <= 0:
             return out
         near = {h for h, _ in wanted}  # only their rows are looked at one by one
-        picked = []
+        rows: list[tuple[int, int]] = []  # (row, its line)
         for i in compress(count(), map(near.__contains__, map(_HOST, found))):
             if (found[i][1], found[i][2]) in wanted:
-                picked.append((i, i if self._lines is None else self._lines[i]))
-                if len(picked) == limit:
+                rows.append((i, i if self._lines is None else self._lines[i]))
+                if len(rows) == limit:
                     break
         # the port is not read on this path: each picked row's addr comes from its line,
         # and the text is cut into lines only as far as the last one picked
-        lines = self._text.split("\n", max(line for _, line in picked) + 1) if picked else []
-        for i, line in picked:
+        lines = self._text.split("\n", max(line for _, line in rows) + 1) if rows else []
+        for i, line in rows:
             out.append((line_fields(lines[line])["addr"], found[i][2], found[i][4]))
         return out
 
@@ -368,7 +371,13 @@ def read_client_table(text: str | bytes) -> ClientTable:
         text = text.decode("utf-8", "replace")
     found = _counted_rows(text)
     if found is not None:
-        return ClientTable(found=found, text=text)
+        hosts = set(map(_HOST, found))
+        # split_addr ends a bracketed host at its "]": without one, the port would be part
+        # of the host, and this path does not read ports
+        if not any(h.startswith("[") and "]" not in h for h in hosts):
+            table = ClientTable(found=found, text=text)
+            table._hosts = {h: _host_part(h) for h in hosts}
+            return table
     out = []
     for line in text.splitlines():
         client = parse_line(line)
@@ -426,7 +435,7 @@ def _pattern(keys: list[str], wanted: Sequence[str], port: bool) -> tuple[str, l
             if port:  # a bracketed host ends at its first "]" (as split_addr reads it), so
                 # it is taken only whole: "[" up to that "]", then ":port"
                 return k + r"(\[[^ \]]*+\]|(?!\[)[^ ]*):([0-9]++)"
-            return k + r"([^ ]*):[0-9]++"  # the host part: the host never depends on the port
+            return k + r"([^ ]*):[0-9]++"  # the host part (see read_client_table)
         if key == "id":
             groups.append(key)
             return k + "(0|[1-9][0-9]*+)"
@@ -439,8 +448,8 @@ def _pattern(keys: list[str], wanted: Sequence[str], port: bool) -> tuple[str, l
         token(key, "[^ \n]*+" if i == len(walked) - 1 else "[^ ]*+") for i, key in enumerate(walked)
     ]
     pattern = "^" + " ".join(parts)
-    if bridged:
-        pattern += "[^\n]* " + token(bridged, "[^ \n]*+")
+    if bridged:  # the last value walked ends where its token does: at a space
+        pattern += "(?= )[^\n]* " + token(bridged, "[^ \n]*+")
     return pattern + "(?: [^\n]*+)?$", groups, bridged
 
 
