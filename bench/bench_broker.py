@@ -322,6 +322,15 @@ def old_clients_code(commit: str) -> tuple[Any, Any]:
     return check.CHECK, reader.parse_client_list
 
 
+def own_id_and_list(r: Any) -> tuple[int, bytes]:
+    """CLIENT ID and CLIENT LIST in one round trip, as the patrol context asks them."""
+    pipe = r.pipeline(transaction=False)
+    pipe.client_id()
+    pipe.execute_command("CLIENT", "LIST")
+    own_id, raw = pipe.execute()
+    return own_id, raw
+
+
 def old_context(parse: Any) -> Any:
     """A patrol context whose client_list() is the one before the table: `parse` over the
     reply, then our own connection left out, on Client rows."""
@@ -330,10 +339,7 @@ def old_context(parse: Any) -> Any:
     class OldContext(PatrolContext):
         def client_list(self) -> Any:
             def fetch() -> Any:
-                pipe = self.broker().pipeline(transaction=False)
-                pipe.client_id()
-                pipe.execute_command("CLIENT", "LIST")
-                own_id, raw = pipe.execute()
+                own_id, raw = own_id_and_list(self.broker())
                 clients = parse(raw)
                 own = next((c for c in clients if c.id == own_id), None)
                 ours = {own.name, f"{own.name}-probe"} if own is not None and own.name else set()
@@ -356,10 +362,7 @@ def table_context(reader: Any) -> Any:
     class TableContext(PatrolContext):
         def client_table(self) -> Any:
             def fetch() -> Any:
-                pipe = self.broker().pipeline(transaction=False)
-                pipe.client_id()
-                pipe.execute_command("CLIENT", "LIST")
-                own_id, raw = pipe.execute()
+                own_id, raw = own_id_and_list(self.broker())
                 return reader.read_client_table(raw).without_own(own_id)
 
             return self.once("old_client_table", fetch)
@@ -680,11 +683,7 @@ class Bench:
                         need = int(head[1:]) + len(head) + 4
                 return len(buf)
 
-        def fetch(r: Any) -> Any:
-            pipe = r.pipeline(transaction=False)
-            pipe.client_id()
-            pipe.execute_command("CLIENT", "LIST")
-            return pipe.execute()
+        fetch = own_id_and_list
 
         claimed = frozenset(normalise_ip(a) for h in fleet.hosts for a in h_addrs(h))
         big = redis.Redis(port=self.port, protocol=2, socket_read_size=1 << 20)
