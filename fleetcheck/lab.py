@@ -634,23 +634,32 @@ class Lab:
     def _spawn_ready(
         self, script: str, host: LabHost | None, log_name: str, what: str
     ) -> subprocess.Popen[bytes]:
-        """Run a lab Python script that prints "ready"; if it dies first, the error quotes
-        the last line of its stderr (kept in a log beside the host's files)."""
+        """Run a lab Python script that prints "ready". One that dies first is started once
+        more (a CI run once lost a demo to a worker that died for a reason nobody saw); if
+        that one dies too, the error quotes the last line of each one's stderr (kept in a
+        log beside the host's files)."""
         log = (host.dir if host else self.dir) / f"{log_name}.log"
-        with open(log, "ab") as err:
-            proc = self.spawn(
-                [sys.executable, "-c", script],
-                ns=host.ns if host else None,
-                stdout=subprocess.PIPE,
-                stderr=err,
-            )
-        assert proc.stdout is not None
-        if proc.stdout.readline().strip() != b"ready":
+        reasons: list[str] = []
+        while True:
+            size = log.stat().st_size if log.exists() else 0
+            with open(log, "ab") as err:
+                proc = self.spawn(
+                    [sys.executable, "-c", script],
+                    ns=host.ns if host else None,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                )
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() == b"ready":
+                return proc
             proc.wait()
-            lines = log.read_text(errors="replace").strip().splitlines()
-            why = lines[-1] if lines else f"exit code {proc.returncode}, nothing on stderr"
-            raise RuntimeError(f"{what} did not start: {why}")
-        return proc
+            with open(log, "rb") as f:
+                f.seek(size)
+                lines = f.read().decode(errors="replace").strip().splitlines()
+            reasons.append(lines[-1] if lines else f"exit code {proc.returncode}, no stderr")
+            if len(reasons) == 2:
+                first = f" (the first attempt: {reasons[0]})" if reasons[0] != reasons[1] else ""
+                raise RuntimeError(f"{what} did not start: {reasons[1]}{first}")
 
     def stop(self, proc: subprocess.Popen[bytes]) -> None:
         try:

@@ -91,3 +91,22 @@ def test_workers_that_cannot_connect_say_why(lab: Lab) -> None:
     lab.stop(lab.redis)
     with pytest.raises(RuntimeError, match=r"workers on n8 did not start: .*(refused|Errno)"):
         lab.start_workers(h, 1, "worker-n8", connect_within=0.5)
+
+
+def test_a_lab_process_that_dies_before_ready_is_started_once_more(lab: Lab) -> None:
+    marker = lab.dir / "tried-once"
+    script = (
+        "import pathlib, sys, time\n"
+        f"m = pathlib.Path({str(marker)!r})\n"
+        "if not m.exists():\n"
+        "    m.touch(); sys.exit('first attempt fails')\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(3600)\n"
+    )
+    proc = lab._spawn_ready(script, None, "flaky", "the flaky process")
+    assert proc.poll() is None
+    lab.stop(proc)
+    # dies every time: both reasons in the error
+    always = "import sys\nsys.exit('no broker here')\n"
+    with pytest.raises(RuntimeError, match=r"the doomed process did not start: no broker here$"):
+        lab._spawn_ready(always, None, "doomed", "the doomed process")
