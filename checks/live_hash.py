@@ -132,7 +132,7 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
         # patrol's copy) only when some stale entry has an owner to look for
         if owners and any_stale(scan, ctx.clock().timestamp(), config.max_age):
             try:
-                connected = {c.host for c in ctx.client_list()}
+                connected = ctx.client_table().hosts()
                 presence = owner_presence(owners, ctx.fleet.hosts, connected)
             except Exception:
                 pass  # evidence only: without CLIENT LIST no leak is called confirmed

@@ -455,6 +455,7 @@ def reference_max_idle(clients: list[clientlist.Client]) -> dict[str, int]:
 def same_counts(table: clientlist.ClientTable, clients: list[clientlist.Client]) -> None:
     assert list(table.groups().items()) == reference_groups(clients)
     assert table.max_idle() == reference_max_idle(clients)
+    assert table.hosts() == {c.host for c in clients}
     for host in {c.host for c in clients} | {"nobody"}:
         assert table.groups_of(host) == {
             k: n

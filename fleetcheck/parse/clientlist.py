@@ -272,6 +272,13 @@ class ClientTable:
             self._by_host = index
         return self._by_host.get(host, {})
 
+    def hosts(self) -> set[str]:
+        """The hosts with at least one client (from the distinct host parts: no rows made)."""
+        if self._found is None:
+            return {c.host for c in self.clients()}
+        hosts = self._host_of()
+        return {hosts[h] for h in set(map(_HOST, self._found))}
+
     def max_idle(self) -> dict[str, int]:
         """Each host's longest idle time in seconds (hosts with no readable idle left out)."""
         return self._summarise()[1]
