@@ -216,7 +216,7 @@ class ClientTable:
     def clients(self) -> list[Client]:
         if self._rows is None:
             lines = self._text.split("\n")
-            cols = _by_columns(self._text, _NEEDED)
+            cols = _by_columns(self._text)
             if cols is not None:
                 rows = _clients_of(cols, lines[: len(cols["addr"])])
             else:  # every line is a client here: the column reader found an addr on each
@@ -340,18 +340,13 @@ class ClientTable:
             names = list(map(_NAME, found))
             for name in {own_name, f"{own_name}-probe"}:
                 drop += [i for i in _positions(names, name) if hosts[found[i][1]] == own_host]
-        gone = set(drop)
-        if len(gone) > 8:  # many of our name: one pass, not one move per row
-            keep = [i for i in range(len(found)) if i not in gone]
-            kept_found = list(map(found.__getitem__, keep))
-            lines = keep if self._lines is None else list(map(self._lines.__getitem__, keep))
-        else:
-            kept_found = list(found)
-            lines = list(range(len(found))) if self._lines is None else list(self._lines)
-            for i in sorted(gone, reverse=True):
-                del kept_found[i]
-                del lines[i]
-        table = ClientTable(found=kept_found, text=self._text, lines=lines)
+        keep = [True] * len(found)
+        for i in drop:
+            keep[i] = False
+        lines = self._lines if self._lines is not None else range(len(found))
+        table = ClientTable(
+            found=list(compress(found, keep)), text=self._text, lines=list(compress(lines, keep))
+        )
         table._hosts = self._hosts
         return table
 
@@ -492,9 +487,9 @@ def _counted_rows(text: str) -> list[tuple[str, ...]] | None:
     return found
 
 
-def _by_columns(text: str, wanted: Sequence[str] = _NEEDED) -> dict[str, list[Any]] | None:
-    """The wanted columns of the list (addr as host part and port), or None (see _rows)."""
-    got = _rows(text, wanted, port=True)
+def _by_columns(text: str) -> dict[str, list[Any]] | None:
+    """The columns Client rows read (addr as host part and port), or None (see _rows)."""
+    got = _rows(text, _NEEDED, port=True)
     if got is None:
         return None
     found, groups = got
