@@ -4,9 +4,11 @@ paramiko, so everything heavy is imported inside the command that needs it.
 Exit codes follow Nagios: 0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN. Usage and config errors exit 3
 with one line on stderr (click's own usage errors would exit 2, which cron and Nagios read
 as CRITICAL).
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations` in this module: typer reads every command's
+parameter annotations before it runs any command, and from strings that is an eval per
+annotation (~280 of them, ~20 ms of every start-up, `--help` included).
+"""
 
 import enum
 import inspect
@@ -163,7 +165,7 @@ def _root(
     _state["debug"] = debug
 
 
-def load_fleet(config: str | None) -> FleetConfig:
+def load_fleet(config: str | None) -> "FleetConfig":
     from fleetcheck import registry
     from fleetcheck.config import ConfigError, find_config, load
 
@@ -173,7 +175,7 @@ def load_fleet(config: str | None) -> FleetConfig:
         raise UsageFailure(str(e)) from None
 
 
-def patrol_interval(fleet: FleetConfig, every: DurationArg | None) -> float | None:
+def patrol_interval(fleet: "FleetConfig", every: DurationArg | None) -> float | None:
     """Seconds between rounds for `--every` (None without it; 'patrol': [patrol] every)."""
     if every is None:
         return None
@@ -189,7 +191,7 @@ def output_format(fmt: Format | None) -> Format:
     return Format.table if sys.stdout.isatty() else Format.plain
 
 
-def render_text(report: Report, fmt: Format, problems: bool = False) -> str:
+def render_text(report: "Report", fmt: Format, problems: bool = False) -> str:
     """The report in a text format (everything but the rich table); `problems`: only the rows
     that are not OK, plus the counts (table and plain)."""
     if fmt is Format.json:
@@ -209,7 +211,7 @@ def render_text(report: Report, fmt: Format, problems: bool = False) -> str:
     return plain.render(report, problems)
 
 
-def emit(report: Report, fmt: Format, problems: bool = False) -> None:
+def emit(report: "Report", fmt: Format, problems: bool = False) -> None:
     if fmt is Format.table:
         from rich.console import Console
 
@@ -321,7 +323,7 @@ def run(
 
         keeper = Keeper(fleet.ssh.keep_alive_for)
 
-    def one() -> Report:
+    def one() -> "Report":
         return patrol.one_round(fleet, items, outputs, keeper)
 
     if interval is None:
@@ -801,7 +803,7 @@ def serve_cmd(
         server.server_close()
 
 
-def check_run_args(fleet: FleetConfig, args: list[str]) -> dict[str, Any]:
+def check_run_args(fleet: "FleetConfig", args: list[str]) -> dict[str, Any]:
     """Parse `fleetcheck run` options exactly as `run` will (typos, values, output targets),
     so `timer` never writes a unit that fails at its first activation; returns them."""
     from fleetcheck import patrol

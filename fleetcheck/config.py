@@ -21,6 +21,7 @@ from collections.abc import Callable, Collection, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import tzinfo
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
@@ -403,6 +404,13 @@ class FleetConfig:
 # ---------------------------------------------------------------- the generic builder
 
 
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    """A config class's resolved annotations: resolving them evaluates each string again,
+    and a fleet builds the same few classes once per host."""
+    return get_type_hints(cls, include_extras=True)
+
+
 def build(
     cls: type, data: Any, file: str, table: str, sources: Mapping[str, str] | None = None
 ) -> Any:
@@ -410,7 +418,7 @@ def build(
     `sources` says where a host's merged keys were written ([defaults], [groups.NAME])."""
     if not isinstance(data, dict):
         raise ConfigError(f"{file}: [{table}] must be a table, not {_kind(data)}")
-    hints = get_type_hints(cls, include_extras=True)
+    hints = _hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init and f.metadata.get("key", True)}
     unknown = sorted(set(data) - set(fields))
     if unknown:
@@ -632,11 +640,11 @@ class _HostKeys:
         self.types = dict(sorted(types.items()))  # by check name: one order in every listing
         self.core = _key_fields(HostConfig)
         self.hints: dict[str, list[Any]] = {}
-        core_hints = get_type_hints(HostConfig, include_extras=True)
+        core_hints = _hints(HostConfig)
         for key in self.core:
             self.hints[key] = [core_hints[key]]
         for cls in self.types.values():
-            hints = get_type_hints(cls, include_extras=True)
+            hints = _hints(cls)
             for key in _key_fields(cls):
                 self.hints.setdefault(key, []).append(hints[key])
 
@@ -792,7 +800,7 @@ def _local_files(table: str, value: Any) -> list[tuple[str, str, str, bool]]:
     is False when the path is the field's default."""
     if not dataclasses.is_dataclass(value) or isinstance(value, type):
         return []
-    hints = get_type_hints(type(value), include_extras=True)
+    hints = _hints(type(value))
     out = []
     for f in dataclasses.fields(value):
         if f.name not in hints or not _has_marker(hints[f.name], LOCAL_FILE):
