@@ -28,8 +28,10 @@ per (host, name, cmd, idle); all three loaded from this repository's history, ea
 normalise_ip) and as now; the rows must be equal (checked). The
 ratio is to the server's own CLIENT LIST time (SLOWLOG, median of all those runs), and a
 breakdown times each stage on its own: the server's command, the same reply read on a plain
-socket (the floor: server + transfer), the fetch through redis-py, the column reader, the
-table's work, evaluate.
+socket (server + transfer), the fetch through redis-py, the column reader, the
+table's work, evaluate. The floor (that plain-socket read plus the cheapest regex pass over
+the reply) is also timed within the alternation, once a round, so each variant has a ratio to
+a floor measured under the same load.
 `--clients 10000 --fields 2000` keeps a run to about a minute.
 
 Only loopback is used. Not part of the test run: numbers are measurements, not assertions.
@@ -587,6 +589,35 @@ class Bench:
             "rows": rows,
         }
 
+    def plain_client_list(self) -> bytes:
+        """CLIENT LIST sent and its reply read whole on a plain socket: the server's command
+        plus the transfer, with no client library (the reply as RESP: "$len", data, CRLF)."""
+        with socket.create_connection(("127.0.0.1", self.port)) as s:
+            s.sendall(b"*2\r\n$6\r\nCLIENT\r\n$4\r\nLIST\r\n")
+            buf = bytearray()
+            need = None
+            while need is None or len(buf) < need:
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    raise RuntimeError("the server closed the connection")
+                buf += chunk
+                if need is None and b"\r\n" in buf:
+                    head = bytes(buf[: buf.index(b"\r\n")])
+                    need = int(head[1:]) + len(head) + 4
+            return bytes(buf)
+
+    def clients_floor(self) -> float:
+        """The least the clients check can cost, timed once: the reply read on a plain
+        socket, decoded, and the cheapest regex pass over it (three values a line, nothing
+        checked, nothing counted)."""
+        import re
+
+        start = time.perf_counter()
+        reply = self.plain_client_list()
+        text = reply[reply.index(b"\r\n") + 2 : -2].decode()
+        re.findall(r"^id=([^ ]*+) addr=([^ ]*):([0-9]++)[^\n]*+$", text, re.M)
+        return time.perf_counter() - start
+
     def clients_before_after(self, fleet: Any) -> dict[str, Any]:
         """The clients check end to end (CLIENT LIST on the server, transfer, parse, the
         rows), three ways, alternating: as it was before issue 15 (the check of BEFORE_15B on
@@ -622,13 +653,19 @@ class Bench:
                 us = got["server"].get("by_command", {}).get("CLIENT", {}).get("max_us", 0)
                 server.setdefault(label, []).append(us / 1e6)
                 rows.setdefault(label, got["rows"])
+            out.setdefault("floor", []).append(self.clients_floor())
         if not rows["before"] == rows[BEFORE_15B] == rows[LAST_STOP] == rows["after"]:
             for label, got in rows.items():
                 print(label, got, file=sys.stderr)
             raise RuntimeError("the clients rows differ between the variants")
         # the same command every run: its median over all of them is the floor's best estimate
         srv = statistics.median(t for ts in server.values() for t in ts)
-        result: dict[str, Any] = {"server_client_list_s": round(srv, 4)}
+        floor = statistics.median(out.pop("floor"))
+        result: dict[str, Any] = {
+            "server_client_list_s": round(srv, 4),
+            "floor_s": round(floor, 4),
+            "floor_ratio_to_server": round(floor / srv, 2) if srv else None,
+        }
         for label, ts in out.items():
             result[label] = {
                 "median_s": round(statistics.median(ts), 4),
@@ -636,6 +673,7 @@ class Bench:
                 "runs_s": ts,
                 "server_runs_s": server[label],
                 "ratio_to_server": round(statistics.median(ts) / srv, 2) if srv else None,
+                "ratio_to_floor": round(statistics.median(ts) / floor, 2),
             }
         result["breakdown"] = self.clients_breakdown(fleet)
         return result
@@ -669,19 +707,7 @@ class Bench:
             return value
 
         def plain_socket() -> int:
-            with socket.create_connection(("127.0.0.1", self.port)) as s:
-                s.sendall(b"*2\r\n$6\r\nCLIENT\r\n$4\r\nLIST\r\n")
-                buf = bytearray()
-                need = None
-                while need is None or len(buf) < need:
-                    chunk = s.recv(1 << 20)
-                    if not chunk:
-                        raise RuntimeError("the server closed the connection")
-                    buf += chunk
-                    if need is None and b"\r\n" in buf:
-                        head = bytes(buf[: buf.index(b"\r\n")])
-                        need = int(head[1:]) + len(head) + 4
-                return len(buf)
+            return len(self.plain_client_list())
 
         fetch = own_id_and_list
 
@@ -921,11 +947,17 @@ def main() -> int:
             f" {cc['server_client_list_s'] * 1000:.1f} ms",
             flush=True,
         )
+        print(
+            f"  floor   {cc['floor_s'] * 1000:6.1f} ms = {cc['floor_ratio_to_server']}x the"
+            " server's command (plain-socket read + the cheapest regex pass, interleaved)",
+            flush=True,
+        )
         for label in ("before", BEFORE_15B, LAST_STOP, "after"):
             row = cc[label]
             print(
                 f"  {label:<7} {row['median_s'] * 1000:6.1f} ms = {row['ratio_to_server']}x the"
-                f" server's command (best run {row['best_s'] * 1000:.1f} ms)",
+                f" server's command, {row['ratio_to_floor']}x the floor"
+                f" (best run {row['best_s'] * 1000:.1f} ms)",
                 flush=True,
             )
         print(f"  breakdown ({cc['breakdown']['reply_bytes']} bytes of reply):", flush=True)
