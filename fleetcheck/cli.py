@@ -191,6 +191,17 @@ def output_format(fmt: Format | None) -> Format:
     return Format.table if sys.stdout.isatty() else Format.plain
 
 
+def round_keeper(fleet: "FleetConfig", interval: float | None) -> Any:
+    """The SSH connections a long-running process (`run --every`, `serve --every`) keeps
+    between its rounds: a Keeper when the rounds are at most `[ssh] keep_alive_for` apart,
+    else None (every round connects anew). The caller closes it when it stops."""
+    if interval is None or not 0 < interval <= fleet.ssh.keep_alive_for:
+        return None
+    from fleetcheck.transport.keep import Keeper
+
+    return Keeper(fleet.ssh.keep_alive_for)
+
+
 def render_text(report: "Report", fmt: Format, problems: bool = False) -> str:
     """The report in a text format (everything but the rich table); `problems`: only the rows
     that are not OK, plus the counts (table and plain)."""
@@ -317,11 +328,7 @@ def run(
             "always carry every row)"
         )
 
-    keeper = None
-    if interval is not None and 0 < interval <= fleet.ssh.keep_alive_for:
-        from fleetcheck.transport.keep import Keeper
-
-        keeper = Keeper(fleet.ssh.keep_alive_for)
+    keeper = round_keeper(fleet, interval)
 
     def one() -> "Report":
         return patrol.one_round(fleet, items, outputs, keeper)
@@ -775,12 +782,14 @@ def serve_cmd(
     except OSError as e:
         raise UsageFailure(f"--listen {listen}: {e.strerror or e}") from None
     stop = threading.Event()
+    keeper = None
     if interval is not None:
         from fleetcheck import patrol, registry, runner
 
         items = runner.plan(fleet, registry.available())
         outputs = patrol.Outputs(state=default_state, history=history_path)
-        serve.start_patrols(lambda: patrol.one_round(fleet, items, outputs), interval, stop)
+        keeper = round_keeper(fleet, interval)
+        serve.start_patrols(lambda: patrol.one_round(fleet, items, outputs, keeper), interval, stop)
     bound_host, bound_port = (str(part) for part in server.server_address[:2])
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     print(f"fleetcheck serve: http://{shown}:{bound_port}/ (history {history_path})", flush=True)
@@ -801,6 +810,8 @@ def serve_cmd(
     finally:
         stop.set()
         server.server_close()
+        if keeper is not None:
+            keeper.close()  # a round still running closes what it hands back
 
 
 def check_run_args(fleet: "FleetConfig", args: list[str]) -> dict[str, Any]:

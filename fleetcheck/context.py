@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fleetcheck.config import FleetConfig, HostConfig
@@ -292,12 +293,15 @@ class PatrolContext:
         return conn.notes() if conn is not None else []
 
     def shell(self, host: HostConfig) -> Shell:
-        """The host's shell for the rest of this patrol (connected on first use)."""
+        """The host's shell for the rest of this patrol (connected on first use). Opened
+        here first, it is a new connection, not one kept from an earlier round: its callers
+        run without the gathered exec's replace-if-silent path, so a kept connection gone
+        silent would cost them their whole timeout."""
         with self._lock:
             self._pinned.add(host.name)
-        return self._open(host)
+        return self._open(host, kept_ok=False)
 
-    def _open(self, host: HostConfig) -> Shell:
+    def _open(self, host: HostConfig, kept_ok: bool = True) -> Shell:
         def open_shell() -> Shell:
             if self.closed:
                 raise TransportError("patrol already over")
@@ -307,7 +311,9 @@ class PatrolContext:
 
                 shell = LocalShell()
             else:
-                kept = self._keeper.take(host) if self._keeper is not None else None
+                kept = None
+                if kept_ok and self._keeper is not None:
+                    kept = self._keeper.take(host, partial(self.ssh().reusable, host))
                 if kept is not None:
                     with self._lock:
                         self._from_keeper.add(host.name)

@@ -5,6 +5,7 @@ or past keep_alive_for."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -142,16 +143,88 @@ def test_an_idle_kept_connection_sends_ssh_keepalives(lab: Lab) -> None:
 
 @pytest.mark.lab
 def test_idle_connections_are_bounded(lab: Lab) -> None:
+    """Past the bound the connection handed back is closed, not the oldest idle one: rounds
+    walk the fleet in one order, and dropping the oldest would close every kept connection
+    just before its host's turn on a fleet larger than the bound (none ever reused)."""
     hosts = [lab.add_host("a"), lab.add_host("b"), lab.add_host("c")]
     fleet = fleet_of(lab)
     keeper = Keeper(300.0, max_idle=2)
     try:
-        for h in hosts:
-            connection(fleet, host_cfg(fleet, h), keeper)
-        assert keeper.idle() == 2 and keeper.dropped == 1
-        # the oldest idle one went: the first host connects anew, the last is reused
-        connection(fleet, host_cfg(fleet, hosts[2]), keeper)
+        for _ in range(3):  # rounds in one order, as a patrol's lanes take them
+            for h in hosts:
+                connection(fleet, host_cfg(fleet, h), keeper)
+            assert keeper.idle() == 2
+        # a and b kept from the first round and reused in the next two; c never kept
+        assert keeper.reused == 4 and keeper.dropped == 3
+    finally:
+        keeper.close()
+
+
+@pytest.mark.lab
+def test_a_kept_connection_is_not_reused_once_ssh_config_moves_the_host(lab: Lab) -> None:
+    """ssh_config is read anew every round; a kept connection to where the host used to
+    resolve must not serve it (it would report the old machine for as long as it lives)."""
+    a, b = lab.add_host("a"), lab.add_host("b")
+    ssh_config = lab.dir / "ssh_config_moving"
+    ssh_config.write_text("")
+    path = lab.config(checks="[checks.routes]\n", hosts=[a])
+    text = path.read_text()
+    assert 'config_file = "/dev/null"' in text
+    path.write_text(text.replace('config_file = "/dev/null"', f'config_file = "{ssh_config}"'))
+    fleet = load(path, registry.config_type, registry.host_config_types)
+    host = host_cfg(fleet, a)
+    keeper = Keeper(300.0)
+    try:
+        assert connection(fleet, host, keeper).split()[2] == a.addr
+        assert connection(fleet, host, keeper).split()[2] == a.addr and keeper.reused == 1
+        ssh_config.write_text(f"Host {a.addr}\n  HostName {b.addr}\n")
+        assert connection(fleet, host, keeper).split()[2] == b.addr  # where it resolves now
+        assert keeper.reused == 1 and keeper.replaced == 1
+    finally:
+        keeper.close()
+
+
+@pytest.mark.lab
+def test_a_kept_connection_whose_key_known_hosts_now_revokes_is_crit(lab: Lab) -> None:
+    """The host key is checked against known_hosts as it is now, also for a kept
+    connection: a key marked @revoked since the last round is CRIT, not an old login."""
+    h = lab.add_host("a")
+    fleet = fleet_of(lab)
+    items = plan(fleet, registry.select(fleet.checks))
+    keeper = Keeper(300.0)
+    try:
+        for _ in range(2):
+            assert run_patrol(fleet, items, keeper=keeper).results[0].status is Status.OK
         assert keeper.reused == 1
+        with lab.known_hosts.open("a") as f:
+            f.write(f"@revoked * {h.host_key_pub}\n")
+        row = run_patrol(fleet, items, keeper=keeper).results[0]
+        assert row.status is Status.CRIT and "REVOKED" in row.summary, row
+        assert keeper.reused == 1 and keeper.replaced == 1
+    finally:
+        keeper.close()
+
+
+@pytest.mark.lab
+def test_a_shell_a_check_holds_is_a_new_connection_not_a_kept_one(lab: Lab) -> None:
+    """`ctx.shell()` (rater_probe's ack wait) runs without the gathered exec's
+    replace-if-silent path, so it never gets a connection kept from an earlier round."""
+    h = lab.add_host("a")
+    fleet = fleet_of(lab)
+    host = host_cfg(fleet, h)
+    keeper = Keeper(300.0)
+    try:
+        kept = connection(fleet, host, keeper)
+        ctx = PatrolContext(fleet, keeper=keeper)
+        try:
+            shell = ctx.shell(host)
+            cfg = fleet.ssh
+            said = shell.run(WHO["t.conn"], cfg.command_timeout, cfg.max_output_bytes)
+            assert said.stdout.decode().strip() not in ("", kept)
+        finally:
+            ctx.close()
+        assert keeper.reused == 0
+        assert connection(fleet, host, keeper) == kept  # still kept for the next round
     finally:
         keeper.close()
 
@@ -270,3 +343,36 @@ def test_run_every_logs_in_once_while_rounds_are_close_enough(
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count('"status": "OK"') >= 3
     assert log.read_text().count("Accepted publickey") == logins
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("keep_alive_for", ["5m", "0s"])
+def test_serve_every_logs_in_once_while_rounds_are_close_enough(
+    lab: Lab, tmp_path: Path, keep_alive_for: str
+) -> None:
+    """`serve --every` is a long-running process too: its rounds keep their connections
+    (one login while they are close enough; one a round with keep_alive_for 0s)."""
+    from tests.serve_util import serving
+
+    h = lab.add_host("a")
+    lab.stop_sshd(h)
+    log = h.dir / "sshd.log"
+    log.write_bytes(b"")
+    lab.start_sshd(h, log_level="INFO")
+    cfg = lab.config(checks="[checks.routes]\n")
+    text = cfg.read_text().replace("[ssh]\n", f'[ssh]\nkeep_alive_for = "{keep_alive_for}"\n', 1)
+    cfg.write_text(text)
+    history = tmp_path / "history.jsonl"
+    with serving("-c", str(cfg), "--history", str(history), "--every", "1s"):
+        wait_for(
+            lambda: history.exists() and len(history.read_text().splitlines()) >= 3,
+            60,
+            "three rounds of serve --every",
+        )
+    rounds = [json.loads(line) for line in history.read_text().splitlines()]
+    assert [r["status"] for r in rounds] == ["OK"] * len(rounds), rounds
+    logins = log.read_text().count("Accepted publickey")
+    if keep_alive_for == "5m":
+        assert logins == 1, (logins, len(rounds))
+    else:
+        assert logins >= 3, (logins, len(rounds))

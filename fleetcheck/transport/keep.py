@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from fleetcheck.config import HostConfig
@@ -43,8 +44,10 @@ class Keeper:
         self.dropped = 0  # handed back but closed (unhealthy, over the bound, or too old)
         self.replaced = 0  # kept connections found dead when used
 
-    def take(self, host: HostConfig) -> Any | None:
-        """The host's kept connection (an SshShell), if one is idle and still fresh."""
+    def take(self, host: HostConfig, usable: Callable[[Any], bool] | None = None) -> Any | None:
+        """The host's kept connection (an SshShell), if one is idle, still fresh, alive, and
+        `usable` (the round's own judgement: still where the host resolves, its key still
+        passing known_hosts); one that is not is closed and counted as replaced."""
         now = time.monotonic()
         stale: list[Any] = []
         with self._lock:
@@ -55,7 +58,7 @@ class Keeper:
         if hit is None:
             return None
         shell = hit[1]
-        alive = _active(shell)
+        alive = _active(shell) and (usable is None or usable(shell))
         with self._lock:
             if alive:
                 self.reused += 1
@@ -68,8 +71,14 @@ class Keeper:
         return shell
 
     def give_back(self, host: HostConfig, shell: Any, healthy: bool) -> None:
-        """Keep `shell` for the next round when it is healthy and kept connections are
-        wanted; close it otherwise (or the oldest idle one, past the bound)."""
+        """Keep `shell` for the next round when it is healthy, kept connections are wanted
+        and the bound leaves room; close it otherwise.
+
+        Past the bound the connection handed back is the one closed, not the oldest idle
+        one: rounds walk the fleet in one order, so dropping the oldest would close each
+        kept connection just before its host's turn, and a fleet larger than the bound
+        would reuse none (with the bound at 122, 300 hosts reused 0 a round, simulated;
+        closing the newcomer keeps 122 reused)."""
         keep = healthy and _active(shell) and not shell.target.via
         if keep:
             try:
@@ -90,10 +99,11 @@ class Keeper:
                 old = self._idle.pop(identity(host), None)
                 if old is not None:
                     out.append(old[1])
-                self._idle[identity(host)] = (now, shell)
-                self.kept += 1
-                while len(self._idle) > self.max_idle:
-                    out.append(self._idle.popitem(last=False)[1][1])
+                if len(self._idle) < self.max_idle:
+                    self._idle[identity(host)] = (now, shell)
+                    self.kept += 1
+                else:
+                    out.append(shell)
                     self.dropped += 1
         for s in out:
             _close(s)

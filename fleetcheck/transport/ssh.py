@@ -460,6 +460,23 @@ class Connector:
             raise TransportError(hit.reason, hit.status)
         return hit
 
+    def reusable(self, host: HostConfig, shell: SshShell) -> bool:
+        """Whether a connection kept from an earlier round may serve `host` in this one: the
+        host still resolves to the same target (ssh_config, read anew each patrol, may have
+        moved it: another HostName, port, user, jump, identity or known_hosts file), and the
+        key that server showed still passes known_hosts as the files are now (a key revoked
+        or replaced there since must not ride on an old connection). False: close it and
+        connect anew, which says precisely what is wrong, if anything."""
+        try:
+            target = self.target(host)
+            if target != shell.target:
+                return False
+            key = shell.transport.get_remote_server_key()
+            _verify_host_key(target, self.cfg, _known_keys(self.cfg, target), key, target.label)
+        except Exception:
+            return False
+        return True
+
     # ------------------------------------------------------------ connecting
     def open(self, host: HostConfig) -> SshShell:
         """Connect to `host` and return its shell; one precise TransportError otherwise."""
