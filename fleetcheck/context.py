@@ -439,9 +439,11 @@ class PatrolContext:
         from fleetcheck.transport.ssh import StaleConnection
 
         kept_shell: Any = shell  # an SshShell: only SSH connections are kept
+        # ssh_config's ConnectTimeout for this host beats [ssh], as for a new connection
+        open_timeout = kept_shell.target.connect_timeout or cfg.connect_timeout
         try:
             return None, kept_shell.run(
-                script, cfg.command_timeout, cfg.max_output_bytes, open_timeout=cfg.connect_timeout
+                script, cfg.command_timeout, cfg.max_output_bytes, open_timeout=open_timeout
             )
         except StaleConnection:
             with self._lock:

@@ -292,25 +292,69 @@ def test_a_silent_kept_connection_is_replaced_within_the_round(lab: Lab) -> None
     frozen: list[int] = []
     try:
         before = connection(fleet, host, keeper)
-        assert h.sshd is not None
-        listener = h.sshd.pid
-        pids = subprocess.run(
-            ["ip", "netns", "pids", h.ns], capture_output=True, text=True, check=True
-        ).stdout.split()
-        for pid in map(int, pids):
-            try:
-                if pid != listener and Path(f"/proc/{pid}/comm").read_text().strip() == "sshd":
-                    os.kill(pid, signal.SIGSTOP)
-                    frozen.append(pid)
-            except (FileNotFoundError, ProcessLookupError):
-                pass
-        assert frozen
+        frozen += freeze_sessions(h)
         start = time.monotonic()
         after = connection(fleet, host, keeper)
         took = time.monotonic() - start
         assert after and after != before and keeper.replaced == 1
         cfg = fleet.ssh
         assert cfg.connect_timeout <= took < 2 * cfg.connect_timeout + cfg.command_timeout
+    finally:
+        for pid in frozen:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        keeper.close()
+
+
+def freeze_sessions(h: LabHost) -> list[int]:
+    """SIGSTOP the host's per-connection sshds (not the listener): their TCP connections
+    still look open, and only a channel request can tell they are silent."""
+    assert h.sshd is not None
+    frozen = []
+    pids = subprocess.run(
+        ["ip", "netns", "pids", h.ns], capture_output=True, text=True, check=True
+    ).stdout.split()
+    for pid in map(int, pids):
+        try:
+            if pid != h.sshd.pid and Path(f"/proc/{pid}/comm").read_text().strip() == "sshd":
+                os.kill(pid, signal.SIGSTOP)
+                frozen.append(pid)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    assert frozen
+    return frozen
+
+
+@pytest.mark.lab
+def test_a_silent_kept_connection_gets_ssh_configs_connect_timeout(lab: Lab) -> None:
+    """ssh_config's ConnectTimeout for the host beats [ssh] connect_timeout for a kept
+    connection's channel too, as it does for a new connection: with 1 s there and 30 s in
+    [ssh] (connect and command timeouts), a silent kept connection is given up long before
+    30 s."""
+    import time
+
+    h = lab.add_host("a")
+    ssh_config = lab.dir / "ssh_config_timeout"
+    ssh_config.write_text(f"Host {h.addr}\n  ConnectTimeout 1\n")
+    path = lab.config(checks="[checks.routes]\n")
+    text = path.read_text().replace('config_file = "/dev/null"', f'config_file = "{ssh_config}"')
+    text = text.replace('connect_timeout = "3s"', 'connect_timeout = "30s"', 1)
+    path.write_text(text.replace('command_timeout = "5s"', 'command_timeout = "30s"', 1))
+    fleet = load(path, registry.config_type, registry.host_config_types)
+    assert fleet.ssh.connect_timeout == fleet.ssh.command_timeout == 30  # neither caps it
+    host = host_cfg(fleet, h)
+    keeper = Keeper(300.0)
+    frozen: list[int] = []
+    try:
+        before = connection(fleet, host, keeper)
+        frozen += freeze_sessions(h)
+        start = time.monotonic()
+        after = connection(fleet, host, keeper)
+        took = time.monotonic() - start
+        assert after and after != before and keeper.replaced == 1
+        assert took < 15, took  # 1 s (ssh_config) and a new login, not 30 s ([ssh])
     finally:
         for pid in frozen:
             try:
