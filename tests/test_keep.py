@@ -283,10 +283,18 @@ def test_a_silent_kept_connection_is_replaced_within_the_round(lab: Lab) -> None
     """The kept connection's sshd stops answering (SIGSTOP): its TCP connection still looks
     open, so only the channel request can tell; it gets connect_timeout, then the round goes
     on over a new connection, well inside connect + command timeouts."""
-    import time
-
     h = lab.add_host("a")
     fleet = fleet_of(lab)
+    took = round_after_freezing(fleet, h)
+    cfg = fleet.ssh
+    assert cfg.connect_timeout <= took < 2 * cfg.connect_timeout + cfg.command_timeout
+
+
+def round_after_freezing(fleet: FleetConfig, h: LabHost) -> float:
+    """A round that keeps the host's connection, its per-connection sshds frozen, then the
+    next round: it must go on over a new connection. Returns how long that round took."""
+    import time
+
     host = host_cfg(fleet, h)
     keeper = Keeper(300.0)
     frozen: list[int] = []
@@ -297,8 +305,7 @@ def test_a_silent_kept_connection_is_replaced_within_the_round(lab: Lab) -> None
         after = connection(fleet, host, keeper)
         took = time.monotonic() - start
         assert after and after != before and keeper.replaced == 1
-        cfg = fleet.ssh
-        assert cfg.connect_timeout <= took < 2 * cfg.connect_timeout + cfg.command_timeout
+        return took
     finally:
         for pid in frozen:
             try:
@@ -333,8 +340,6 @@ def test_a_silent_kept_connection_gets_ssh_configs_connect_timeout(lab: Lab) -> 
     connection's channel too, as it does for a new connection: with 1 s there and 30 s in
     [ssh] (connect and command timeouts), a silent kept connection is given up long before
     30 s."""
-    import time
-
     h = lab.add_host("a")
     ssh_config = lab.dir / "ssh_config_timeout"
     ssh_config.write_text(f"Host {h.addr}\n  ConnectTimeout 1\n")
@@ -344,24 +349,22 @@ def test_a_silent_kept_connection_gets_ssh_configs_connect_timeout(lab: Lab) -> 
     path.write_text(text.replace('command_timeout = "5s"', 'command_timeout = "30s"', 1))
     fleet = load(path, registry.config_type, registry.host_config_types)
     assert fleet.ssh.connect_timeout == fleet.ssh.command_timeout == 30  # neither caps it
-    host = host_cfg(fleet, h)
-    keeper = Keeper(300.0)
-    frozen: list[int] = []
-    try:
-        before = connection(fleet, host, keeper)
-        frozen += freeze_sessions(h)
-        start = time.monotonic()
-        after = connection(fleet, host, keeper)
-        took = time.monotonic() - start
-        assert after and after != before and keeper.replaced == 1
-        assert took < 15, took  # 1 s (ssh_config) and a new login, not 30 s ([ssh])
-    finally:
-        for pid in frozen:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        keeper.close()
+    took = round_after_freezing(fleet, h)
+    assert took < 15, took  # 1 s (ssh_config) and a new login, not 30 s ([ssh])
+
+
+def host_logging_logins(lab: Lab, keep_alive_for: str) -> tuple[Path, Path]:
+    """One lab host whose sshd logs every login (LogLevel INFO), and a config with that
+    keep_alive_for: (the config, the sshd's log)."""
+    h = lab.add_host("a")
+    lab.stop_sshd(h)
+    log = h.dir / "sshd.log"
+    log.write_bytes(b"")
+    lab.start_sshd(h, log_level="INFO")
+    cfg = lab.config(checks="[checks.routes]\n")
+    text = cfg.read_text().replace("[ssh]\n", f'[ssh]\nkeep_alive_for = "{keep_alive_for}"\n', 1)
+    cfg.write_text(text)
+    return cfg, log
 
 
 @pytest.mark.lab
@@ -373,14 +376,7 @@ def test_run_every_logs_in_once_while_rounds_are_close_enough(
     login when connections are kept, one per round when keep_alive_for is 0s."""
     from tests.cli import fleetcheck
 
-    h = lab.add_host("a")
-    lab.stop_sshd(h)
-    log = h.dir / "sshd.log"
-    log.write_bytes(b"")
-    lab.start_sshd(h, log_level="INFO")
-    cfg = lab.config(checks="[checks.routes]\n")
-    text = cfg.read_text().replace("[ssh]\n", f'[ssh]\nkeep_alive_for = "{keep_alive_for}"\n', 1)
-    cfg.write_text(text)
+    cfg, log = host_logging_logins(lab, keep_alive_for)
     proc = fleetcheck(
         "run", "-c", str(cfg), "--every", "1s", "--rounds", "3", "--format", "json", "--no-state"
     )
@@ -398,14 +394,7 @@ def test_serve_every_logs_in_once_while_rounds_are_close_enough(
     (one login while they are close enough; one a round with keep_alive_for 0s)."""
     from tests.serve_util import serving
 
-    h = lab.add_host("a")
-    lab.stop_sshd(h)
-    log = h.dir / "sshd.log"
-    log.write_bytes(b"")
-    lab.start_sshd(h, log_level="INFO")
-    cfg = lab.config(checks="[checks.routes]\n")
-    text = cfg.read_text().replace("[ssh]\n", f'[ssh]\nkeep_alive_for = "{keep_alive_for}"\n', 1)
-    cfg.write_text(text)
+    cfg, log = host_logging_logins(lab, keep_alive_for)
     history = tmp_path / "history.jsonl"
     with serving("-c", str(cfg), "--history", str(history), "--every", "1s"):
         wait_for(
