@@ -28,6 +28,7 @@ from fleetcheck import __version__
 if TYPE_CHECKING:
     from fleetcheck.config import FleetConfig
     from fleetcheck.model import Report
+    from fleetcheck.transport.keep import Keeper
 
 EXIT_USAGE = 3
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a Ctrl-C
@@ -191,7 +192,7 @@ def output_format(fmt: Format | None) -> Format:
     return Format.table if sys.stdout.isatty() else Format.plain
 
 
-def round_keeper(fleet: "FleetConfig", interval: float | None) -> Any:
+def round_keeper(fleet: "FleetConfig", interval: float | None) -> "Keeper | None":
     """The SSH connections a long-running process (`run --every`, `serve --every`) keeps
     between its rounds: a Keeper when the rounds are at most `[ssh] keep_alive_for` apart,
     else None (every round connects anew). The caller closes it when it stops."""
@@ -782,7 +783,7 @@ def serve_cmd(
     except OSError as e:
         raise UsageFailure(f"--listen {listen}: {e.strerror or e}") from None
     stop = threading.Event()
-    keeper = None
+    keeper: Keeper | None = None
     if interval is not None:
         from fleetcheck import patrol, registry, runner
 
