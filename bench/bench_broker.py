@@ -152,7 +152,8 @@ def previous_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
     stale_reason once per entry. (entries, stale)."""
     from collections import Counter
 
-    from fleetcheck.livehash import LiveScan, key_type, stale_reason
+    from fleetcheck.checks.live_hash.scan import LiveScan, key_type, stale_reason
+
     from fleetcheck.parse.live_entry import read_entry_json
 
     scan = LiveScan(key=key, kind=key_type(r, key), keep=5)
@@ -188,7 +189,7 @@ def previous_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
 
 def current_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
     """The live_hash check's probe scan and evaluate's counting, as they are now."""
-    from fleetcheck.livehash import read_live, stale_counts
+    from fleetcheck.checks.live_hash.scan import read_live, stale_counts
 
     scan = read_live(r, key, count=count, keep=5)
     old, future, _by_owner = stale_counts(scan, now, MAX_AGE)
@@ -200,11 +201,10 @@ def tree_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
     """The probe's scan and evaluate's counting of the tree unpacked for this child (its
     path first on sys.path): before issue 15 they lived in fleetcheck.reap and the check."""
     try:
-        from fleetcheck.livehash import read_live, stale_counts
+        from fleetcheck.checks.live_hash.scan import read_live, stale_counts
     except ImportError:  # 5b5e749
         from fleetcheck.checks.live_hash import stale_counts  # type: ignore[no-redef]
-
-        from fleetcheck.reap import read_live  # type: ignore[no-redef]
+        from fleetcheck.checks.live_hash.reaper import read_live  # type: ignore[no-redef]
     scan = read_live(r, key, count=count, keep=5)
     old, future, _by_owner = stale_counts(scan, now, MAX_AGE)
     min(scan.starts, default=None)
@@ -214,7 +214,7 @@ def tree_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
 def floor_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
     """The replies alone: HSCAN pipelined as the pass does it, hiredis building the bytes
     objects, nothing else (entries counted, stale not judged: -1)."""
-    from fleetcheck.livehash import hscan_replies
+    from fleetcheck.checks.live_hash.scan import hscan_replies
 
     entries = 0
     for items in hscan_replies(r, key, count):
@@ -227,7 +227,8 @@ def floor_parts(r: Any, key: str, count: int) -> dict[str, float]:
     the timed pass and untimed but for the step itself: float() of every start number of
     the line shape (json reads it the same way; 17 significant digits leave CPython's fast
     path), hash() of every field name (fresh bytes, as hiredis hands them over)."""
-    from fleetcheck.livehash import hscan_replies
+    from fleetcheck.checks.live_hash.scan import hscan_replies
+
     from fleetcheck.parse.live_entry import EntryReader
 
     lines = EntryReader().lines
@@ -336,7 +337,7 @@ def own_id_and_list(r: Any) -> tuple[int, bytes]:
 def old_context(parse: Any) -> Any:
     """A patrol context whose client_list() is the one before the table: `parse` over the
     reply, then our own connection left out, on Client rows."""
-    from fleetcheck.context import PatrolContext
+    from fleetcheck.core.context import PatrolContext
 
     class OldContext(PatrolContext):
         def client_list(self) -> Any:
@@ -359,7 +360,7 @@ def old_context(parse: Any) -> Any:
 
 def table_context(reader: Any) -> Any:
     """A patrol context whose client_table() is `reader`'s (a module of another commit)."""
-    from fleetcheck.context import PatrolContext
+    from fleetcheck.core.context import PatrolContext
 
     class TableContext(PatrolContext):
         def client_table(self) -> Any:
@@ -557,8 +558,8 @@ class Bench:
     def time_check(
         self, fleet: Any, name: str, runs: int | None = None, check: Any = None, context: Any = None
     ) -> dict[str, Any]:
-        from fleetcheck import registry
-        from fleetcheck.context import PatrolContext
+        from fleetcheck.core import registry
+        from fleetcheck.core.context import PatrolContext
 
         check = check or registry.available()[name]
         config = fleet.checks[name]
@@ -690,8 +691,8 @@ class Bench:
         import redis
         from fleetcheck.checks.clients import facts_of
 
-        from fleetcheck import registry
-        from fleetcheck.context import PatrolContext
+        from fleetcheck.core import registry
+        from fleetcheck.core.context import PatrolContext
         from fleetcheck.parse.clientlist import normalise_ip, read_client_table
 
         check = registry.available()["clients"]
@@ -763,7 +764,7 @@ class Bench:
         }
 
     def time_patrol(self, fleet: Any) -> dict[str, Any]:
-        from fleetcheck import registry, runner
+        from fleetcheck.core import registry, runner
 
         times = []
         for _ in range(self.runs):
@@ -902,8 +903,8 @@ def main() -> int:
         return 3
     raise_nofile()
 
-    from fleetcheck import registry
     from fleetcheck.config import load
+    from fleetcheck.core import registry
 
     bench = Bench(fields, clients, runs)
     try:

@@ -22,8 +22,8 @@ import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from fleetcheck import history
-from fleetcheck.model import Report, Result, Status
+from fleetcheck.core.model import Report, Result, Status
+from fleetcheck.rounds import history
 
 HOSTS = [f"w{i:02d}" for i in range(20)]
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fleetcheck import registry, runner  # noqa: E402
 from fleetcheck.config import load  # noqa: E402
+from fleetcheck.core import registry, runner  # noqa: E402
 from fleetcheck.lab import Lab  # noqa: E402
-from fleetcheck.patrol import Outputs, one_round, repeat  # noqa: E402
+from fleetcheck.rounds.patrol import Outputs, one_round, repeat  # noqa: E402
 
 CHECKS = """
 [checks.clients]

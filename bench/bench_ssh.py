@@ -70,8 +70,8 @@ SEQUENTIAL = textwrap.dedent(
     """\
     import sys, json
     from fleetcheck.config import load
-    from fleetcheck import registry, runner
-    from fleetcheck.context import build_gather_script
+    from fleetcheck.core import registry, runner
+    from fleetcheck.core.context import build_gather_script
     from fleetcheck.transport.ssh import open_shell
     fleet = load(sys.argv[1], registry.config_type, registry.host_config_types)
     items = runner.plan(fleet, registry.available())
@@ -170,9 +170,9 @@ def main() -> None:
         single_configs = [fleet_config([h]) for h in hosts[::step][: a.singles]]
 
         # the exact script a patrol runs on each host (same for all: one log path)
-        from fleetcheck import registry, runner
         from fleetcheck.config import load
-        from fleetcheck.context import build_gather_script
+        from fleetcheck.core import registry, runner
+        from fleetcheck.core.context import build_gather_script
 
         fleet = load(config, registry.config_type, registry.host_config_types)
         frags = runner.fragments_for(runner.plan(fleet, registry.available()), fleet)

@@ -182,7 +182,7 @@ def bare_patrol(fleet: Any, keeper: Any) -> None:
     cost nothing: what is left is the connection)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from fleetcheck.context import PatrolContext
+    from fleetcheck.core.context import PatrolContext
 
     ctx = PatrolContext(fleet, lambda _h: {"bare.true": "true"}, keeper=keeper)
     try:
@@ -199,8 +199,8 @@ def one_round(
     fleet: Any, items: Any, hosts: list[LabHost], keeper: Any, mode: str, bare: bool = False
 ) -> Any:
     """mode: "fresh" (no keeper), "prime" (connects, keeps), "repeat" (on kept ones)."""
-    from fleetcheck.model import Status
-    from fleetcheck.runner import run_patrol
+    from fleetcheck.core.model import Status
+    from fleetcheck.core.runner import run_patrol
 
     before_pids = sshd_pids(hosts)
     own0, reaped0 = cpu_of(before_pids)
@@ -241,10 +241,10 @@ def main() -> None:
     a = ap.parse_args()
     from fleetcheck.checks.routes import routes_fragment
 
-    from fleetcheck import registry
     from fleetcheck.config import load
-    from fleetcheck.context import build_gather_script
-    from fleetcheck.runner import plan
+    from fleetcheck.core import registry
+    from fleetcheck.core.context import build_gather_script
+    from fleetcheck.core.runner import plan
     from fleetcheck.transport.keep import Keeper
 
     # (label, bare exec of true, the fragment and parser swapped in or None)

@@ -87,7 +87,7 @@ REFERENCE = textwrap.dedent(
 # fleetcheck adds per host, without the CLI's interpreter start-up and imports.
 INPROCESS = textwrap.dedent(
     """    import json, sys, time
-    from fleetcheck import registry, runner
+    from fleetcheck.core import registry, runner
     from fleetcheck.config import load
     from fleetcheck.transport.ssh import _paramiko
     _paramiko()
@@ -210,9 +210,9 @@ def main() -> None:
         # 1. small fleet against bare threaded paramiko
         small = hosts[: a.small]
         small_cfg = write_config(lab, small, 1, deadline)
-        from fleetcheck import registry, runner
         from fleetcheck.config import load
-        from fleetcheck.context import build_gather_script
+        from fleetcheck.core import registry, runner
+        from fleetcheck.core.context import build_gather_script
 
         fleet = load(small_cfg, registry.config_type, registry.host_config_types)
         frags = runner.fragments_for(runner.plan(fleet, registry.available()), fleet)

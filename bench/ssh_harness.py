@@ -25,9 +25,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fleetcheck import registry, runner  # noqa: E402
 from fleetcheck.config import HostConfig, SshConfig, load  # noqa: E402
-from fleetcheck.context import build_gather_script  # noqa: E402
+from fleetcheck.core import registry, runner  # noqa: E402
+from fleetcheck.core.context import build_gather_script  # noqa: E402
 from fleetcheck.transport import ssh  # noqa: E402
 
 

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from fleetcheck.check import Check, Scope
 from fleetcheck.config import Duration, HostConfig, InvalidValue
-from fleetcheck.context import BrokerRefused, PatrolContext
-from fleetcheck.errors import CheckError
-from fleetcheck.model import Result, Status
+from fleetcheck.core.check import Check, Scope
+from fleetcheck.core.context import BrokerRefused, PatrolContext
+from fleetcheck.core.errors import CheckError
+from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.duration import format_duration
 from fleetcheck.transport.redis import REFUSED_CONNECTIONS
 

@@ -12,10 +12,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from fleetcheck.check import Check, Scope
 from fleetcheck.config import FleetConfig, HostConfig, InvalidValue
-from fleetcheck.context import PatrolContext
-from fleetcheck.model import Result, Status
+from fleetcheck.core.check import Check, Scope
+from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.clientlist import ClientTable, normalise_ip
 
 

@@ -16,12 +16,12 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from fleetcheck.check import HostCheck
 from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue
 from fleetcheck.config import zone as config_zone
-from fleetcheck.context import PatrolContext
-from fleetcheck.errors import CheckError
-from fleetcheck.model import Result, Status, worst
+from fleetcheck.core.check import HostCheck
+from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.errors import CheckError
+from fleetcheck.core.model import Result, Status, worst
 from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:  # the timestamp parser is imported by the patrol, not by config checks

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from fleetcheck.check import Check, Scope
 from fleetcheck.config import Duration, HostConfig, InvalidValue, zone
-from fleetcheck.context import PatrolContext
-from fleetcheck.errors import CheckError
-from fleetcheck.model import Result, Status, worst
+from fleetcheck.core.check import Check, Scope
+from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.errors import CheckError
+from fleetcheck.core.model import Result, Status, worst
 from fleetcheck.parse.duration import format_duration
 from fleetcheck.parse.instant import parse_instant
 

@@ -26,11 +26,11 @@ from typing import Any, Literal
 
 from fleetcheck.checks.logs import logs_of
 
-from fleetcheck.check import Check, Scope
 from fleetcheck.config import Duration, HostConfig, InvalidValue
-from fleetcheck.context import PatrolContext
-from fleetcheck.errors import CheckError
-from fleetcheck.model import Result, Status
+from fleetcheck.core.check import Check, Scope
+from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.errors import CheckError
+from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.clientlist import Client, parse_client_list
 from fleetcheck.parse.duration import format_duration
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from fleetcheck.check import HostCheck
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.context import PatrolContext
-from fleetcheck.errors import CheckError
-from fleetcheck.model import Result, Status
+from fleetcheck.core.check import HostCheck
+from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.errors import CheckError
+from fleetcheck.core.model import Result, Status
 
 if TYPE_CHECKING:  # the route parser is imported by the patrol, not by config checks
     from fleetcheck.parse.routes import (

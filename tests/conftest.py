@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from fleetcheck.context import TEST_CLOCK_ENV
+from fleetcheck.core.context import TEST_CLOCK_ENV
 from tests.lab import Lab, missing_prerequisites
 
 # The instants FLEETCHECK_TEST_NOW may name: mid-month, far from any DST change, one on each

@@ -13,10 +13,10 @@ import shlex
 from dataclasses import dataclass
 from datetime import datetime
 
-from fleetcheck.check import HostCheck
 from fleetcheck.config import FleetConfig, HostConfig, InvalidValue
-from fleetcheck.context import PatrolContext
-from fleetcheck.model import Result, Status
+from fleetcheck.core.check import HostCheck
+from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.model import Result, Status
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from fleetcheck.model import Report, Result, Status
+from fleetcheck.core.model import Report, Result, Status
 
 
 @contextmanager

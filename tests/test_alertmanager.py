@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from fleetcheck import alerting
-from fleetcheck.alerting import DeliveryError, build_alerts, push_alerts
-from fleetcheck.model import Report, Result, Status
+from fleetcheck.core.model import Report, Result, Status
+from fleetcheck.rounds import alerting
+from fleetcheck.rounds.alerting import DeliveryError, build_alerts, push_alerts
 from tests.lab import free_port, wait_for
 
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")

@@ -9,8 +9,8 @@ import pytest
 from fleetcheck.checks.broker import CHECK, BrokerFacts, BrokerHealthConfig
 
 from fleetcheck.config import ConfigError, from_dict
-from fleetcheck.context import PatrolContext
-from fleetcheck.model import Status
+from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.model import Status
 from tests.lab import Lab
 
 NOW = datetime(2026, 11, 29, 6, 21, tzinfo=UTC)
@@ -219,8 +219,8 @@ def test_config_errors(table: dict[str, object], message: str) -> None:
 
 @pytest.mark.lab
 def test_real_info(lab: Lab) -> None:
-    from fleetcheck import registry
     from fleetcheck.config import load
+    from fleetcheck.core import registry
 
     lab.client().config_set("maxmemory-policy", "allkeys-lru")
     fleet = load(

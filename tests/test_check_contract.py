@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from fleetcheck import registry, runner
-from fleetcheck.check import Check, CheckError
 from fleetcheck.config import ConfigError, load
-from fleetcheck.context import PatrolContext
-from fleetcheck.model import UNIT_SUFFIXES, Result, Status
+from fleetcheck.core import registry, runner
+from fleetcheck.core.check import Check, CheckError
+from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.model import UNIT_SUFFIXES, Result, Status
 from tests.conftest import _require_lab
 from tests.example_check import MarkerCheck, MarkerHostConfig
 
@@ -187,7 +187,7 @@ def every_check_evaluated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     """The demo fleet (every built-in check on real faults) plus the example entry-point check,
     each row probed for real and evaluated twice."""
     _require_lab()
-    from fleetcheck.demo import build
+    from fleetcheck.lab.demo import build
 
     entry = _install_plugin(tmp_path_factory.mktemp("site"))
     demo = build(netns=True)

@@ -17,7 +17,7 @@ from fleetcheck.checks.clients import (
 )
 
 from fleetcheck.config import HostConfig
-from fleetcheck.model import Status
+from fleetcheck.core.model import Status
 from fleetcheck.parse.clientlist import (
     parse_client_list,
     parse_line,

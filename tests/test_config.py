@@ -10,8 +10,8 @@ import pytest
 from fleetcheck.checks.clients import ClientsHostConfig
 from fleetcheck.checks.logs import LogsHostConfig
 
-from fleetcheck import registry
 from fleetcheck.config import ConfigError, HostConfig, find_config, load
+from fleetcheck.core import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from fleetcheck.model import BROKER_WIDE
+from fleetcheck.core.model import BROKER_WIDE
 from tests.conftest import _require_lab
 from tests.lab import port_open, wait_for
 

@@ -26,7 +26,7 @@ from tests.lab import Lab
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-SOURCES = [*sorted((ROOT / "fleetcheck").rglob("*.py")), *sorted((ROOT / "checks").glob("*.py"))]
+SOURCES = [*sorted((ROOT / "fleetcheck").rglob("*.py")), *sorted((ROOT / "checks").rglob("*.py"))]
 
 REGION = re.compile(r"<!-- messages -->(.*?)<!-- /messages -->", re.S)
 SPAN = re.compile(r"(?<!`)`([^`]+)`(?!`)")

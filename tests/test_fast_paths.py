@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 import redis
+from fleetcheck.checks.live_hash.scan import LiveReducer, LiveScan, read_live, reduce_pass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetcheck.livehash import LiveReducer, LiveScan, read_live, reduce_pass
 from fleetcheck.parse import clientlist
 from fleetcheck.parse.clientlist import parse_client_list, read_client_table
 from fleetcheck.parse.instant import MS_THRESHOLD

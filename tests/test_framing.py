@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from fleetcheck.context import Fragment, HostFacts, build_gather_script, parse_gathered
+from fleetcheck.core.context import Fragment, HostFacts, build_gather_script, parse_gathered
 
 NONCE = "0123456789abcdef"
 

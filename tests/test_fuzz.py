@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from fleetcheck import registry
 from fleetcheck.config import ConfigError, FleetConfig, from_dict
-from fleetcheck.context import parse_gathered
+from fleetcheck.core import registry
+from fleetcheck.core.context import parse_gathered
 from fleetcheck.parse.clientlist import normalise_ip, parse_client_list, split_addr
 from fleetcheck.parse.duration import format_duration, parse_duration
 

@@ -9,8 +9,8 @@ import pytest
 from fleetcheck.checks.clients import ClientsHostConfig
 from fleetcheck.checks.logs import LogsHostConfig
 
-from fleetcheck import registry
 from fleetcheck.config import ConfigError, load
+from fleetcheck.core import registry
 from tests.cli import fleetcheck
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def our_modules() -> dict[str, Path]:
     mods: dict[str, Path] = {}
-    for path in sorted([*ROOT.glob("fleetcheck/**/*.py"), *ROOT.glob("checks/*.py")]):
+    for path in sorted([*ROOT.glob("fleetcheck/**/*.py"), *ROOT.glob("checks/**/*.py")]):
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
         if parts[0] == "checks":
             parts.insert(0, "fleetcheck")

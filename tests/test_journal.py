@@ -23,10 +23,10 @@ from fleetcheck.checks.logs import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetcheck import registry
 from fleetcheck.config import ConfigError, HostConfig, build, load
+from fleetcheck.core import registry
+from fleetcheck.core.model import Status
 from fleetcheck.lab import JOURNAL_REMOTE, write_journal
-from fleetcheck.model import Status
 from fleetcheck.parse.journal import JournalFacts, parse_journal_facts, parse_journal_output
 
 NOW = datetime(2026, 11, 29, 7, 24, 0, tzinfo=UTC)

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetcheck.config import ConfigError, HostConfig, build
-from fleetcheck.model import Status
+from fleetcheck.core.model import Status
 from fleetcheck.parse import jsonlog
 from fleetcheck.parse.logtail import LogFacts
 from fleetcheck.parse.timestamps import Stamp

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck import registry
 from fleetcheck.config import ConfigError, FleetConfig, HostConfig, load
-from fleetcheck.context import PatrolContext
-from fleetcheck.model import Status
-from fleetcheck.runner import plan, run_patrol
+from fleetcheck.core import registry
+from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.model import Status
+from fleetcheck.core.runner import plan, run_patrol
 from fleetcheck.transport.keep import Keeper
 from tests.lab import Lab, LabHost, wait_for
 

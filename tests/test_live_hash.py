@@ -16,12 +16,7 @@ from fleetcheck.checks.live_hash import (
     LiveHashFacts,
     owner_presence,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from fleetcheck.config import ConfigError, HostConfig, from_dict
-from fleetcheck.context import PatrolContext
-from fleetcheck.livehash import (
+from fleetcheck.checks.live_hash.scan import (
     LiveReducer,
     LiveScan,
     any_stale,
@@ -31,7 +26,12 @@ from fleetcheck.livehash import (
     stale_counts,
     stale_reason,
 )
-from fleetcheck.model import Status
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fleetcheck.config import ConfigError, HostConfig, from_dict
+from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.model import Status
 from fleetcheck.parse.instant import MS_THRESHOLD, parse_instant
 from fleetcheck.parse.live_entry import EntryReader, Reading, read_entry_json
 from tests.lab import Lab
@@ -322,8 +322,8 @@ def test_config_errors(table: dict[str, object], message: str) -> None:
 
 # ---------------------------------------------------------------- lab: the real HSCAN
 def fleet_for(lab: Lab, checks: str = "[checks.live_hash]\n"):
-    from fleetcheck import registry
     from fleetcheck.config import load
+    from fleetcheck.core import registry
 
     return load(
         lab.config(checks=checks, hosts=[]), registry.config_type, registry.host_config_types
@@ -405,7 +405,7 @@ def test_unreachable_broker_is_unknown_with_the_reason(lab: Lab) -> None:
     dead = BrokerConfig(url="redis://127.0.0.1:1/0", connect_timeout=0.5)
     from dataclasses import replace
 
-    from fleetcheck.runner import plan, run_patrol
+    from fleetcheck.core.runner import plan, run_patrol
 
     fleet = replace(fleet, broker=dead)
     report = run_patrol(fleet, plan(fleet, {"live_hash": CHECK}))

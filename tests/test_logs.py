@@ -30,7 +30,7 @@ from fleetcheck.config import (
     SshConfig,
     build,
 )
-from fleetcheck.model import Status
+from fleetcheck.core.model import Status
 from fleetcheck.parse.logtail import LogFacts, ZoneFacts, parse_log_output, parse_zone_output
 from tests.conftest import ShiftedClock
 

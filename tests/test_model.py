@@ -2,7 +2,7 @@
 
 import pytest
 
-from fleetcheck.model import Report, Result, Status, worst, worst_per_host
+from fleetcheck.core.model import Report, Result, Status, worst, worst_per_host
 
 
 @pytest.mark.parametrize(

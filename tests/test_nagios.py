@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from fleetcheck.model import Report, Result, Status
+from fleetcheck.core.model import Report, Result, Status
 from fleetcheck.render import nagios
 
 # The perfdata grammar of the Monitoring Plugins guidelines:

@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 from jsonschema import Draft202012Validator
 
-from fleetcheck.model import Report, Result, Status
+from fleetcheck.core.model import Report, Result, Status
 from fleetcheck.render import json as render_json
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from fleetcheck import alerting, history, state
-from fleetcheck.alerting import DeliveryError
+from fleetcheck.core.model import Report, Result, Status
 from fleetcheck.lab import Lab
-from fleetcheck.model import Report, Result, Status
+from fleetcheck.rounds import alerting, history, state
+from fleetcheck.rounds.alerting import DeliveryError
 from tests.cli import fleetcheck
 from tests.test_alertmanager import active, no_proxies, run_alertmanager  # noqa: F401
 

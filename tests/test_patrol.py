@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck import history
 from fleetcheck.config import HostConfig
-from fleetcheck.model import BROKER_WIDE, Report, Result, Status
-from fleetcheck.patrol import in_shard, parse_shard
+from fleetcheck.core.model import BROKER_WIDE, Report, Result, Status
+from fleetcheck.rounds import history
+from fleetcheck.rounds.patrol import in_shard, parse_shard
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 7])

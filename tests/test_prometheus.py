@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from fleetcheck.model import Report, Result, Status
+from fleetcheck.core.model import Report, Result, Status
 from fleetcheck.render import prometheus
 from tests.lab import free_port, port_open, wait_for
 

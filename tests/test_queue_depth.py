@@ -10,9 +10,9 @@ import pytest
 from fleetcheck.checks.queue_depth import CHECK, Head, QueueDepthConfig, QueueFacts, read_head
 
 from fleetcheck.config import ConfigError, from_dict
-from fleetcheck.context import PatrolContext
-from fleetcheck.errors import CheckError
-from fleetcheck.model import Status
+from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.errors import CheckError
+from fleetcheck.core.model import Status
 from tests.lab import Lab
 
 NOW = datetime(2026, 11, 29, 6, 21, tzinfo=UTC)
@@ -149,8 +149,8 @@ def test_config_errors(table: dict[str, object], message: str) -> None:
 
 # ---------------------------------------------------------------- lab
 def probe(lab: Lab, checks: str) -> tuple[QueueFacts, object]:
-    from fleetcheck import registry
     from fleetcheck.config import load
+    from fleetcheck.core import registry
 
     fleet = load(
         lab.config(checks=checks, hosts=[]), registry.config_type, registry.host_config_types

@@ -22,8 +22,8 @@ from fleetcheck.checks.rater_probe import (
 )
 
 from fleetcheck.config import ConfigError, from_dict
-from fleetcheck.context import PatrolContext
-from fleetcheck.model import Status
+from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.model import Status
 from fleetcheck.parse.clientlist import parse_client_list
 from tests.lab import Lab, wait_for
 
@@ -365,8 +365,8 @@ class OldServerContext(PatrolContext):
 @pytest.mark.lab
 @pytest.mark.parametrize("push", ["rpush", "lpush"])
 def test_without_lpos_the_window_is_read_with_lrange(lab: Lab, push: str) -> None:
-    from fleetcheck import registry
     from fleetcheck.config import load
+    from fleetcheck.core import registry
 
     r = lab.client()
     fleet = load(lab.config(checks="", hosts=[]), registry.config_type, registry.host_config_types)

@@ -134,8 +134,8 @@ def test_first_run_against_the_demo_fleet(
 
 
 def test_minimal_config_is_valid(tmp_path: Path) -> None:
-    from fleetcheck import registry
     from fleetcheck.config import load
+    from fleetcheck.core import registry
 
     lang, body = blocks()["minimal-config"]
     assert lang == "toml"

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+from fleetcheck.checks.live_hash.reaper import reap_live_command
+from fleetcheck.checks.live_hash.scan import Stale, find_stale, reap
 
-from fleetcheck import registry
 from fleetcheck.config import load
-from fleetcheck.livehash import Stale, find_stale, reap
-from fleetcheck.reap import reap_live_command
+from fleetcheck.core import registry
 from tests.lab import Lab, incident_live_hash
 
 pytestmark = pytest.mark.lab

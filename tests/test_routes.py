@@ -13,7 +13,7 @@ import pytest
 from fleetcheck.checks.routes import CHECK, RoutesConfig, judge, routes_fragment
 
 from fleetcheck.config import HostConfig
-from fleetcheck.model import Status
+from fleetcheck.core.model import Status
 from fleetcheck.parse.routes import (
     DefaultRoute,
     Interface,

@@ -10,7 +10,7 @@ import pytest
 from fleetcheck.checks.routes import CHECK, FEW_LINKS, RoutesConfig, routes_fragment
 
 from fleetcheck.config import HostConfig
-from fleetcheck.model import Status
+from fleetcheck.core.model import Status
 from fleetcheck.parse.routes import (
     Interface,
     RouteFacts,

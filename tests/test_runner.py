@@ -10,12 +10,12 @@ from datetime import datetime
 
 import pytest
 
-from fleetcheck.check import Check, HostCheck, Scope
 from fleetcheck.config import BrokerConfig, FleetConfig, HostConfig, PatrolConfig, SshConfig
-from fleetcheck.context import PatrolContext, build_gather_script, parse_gathered
-from fleetcheck.errors import CheckError
-from fleetcheck.model import Result, Status
-from fleetcheck.runner import plan, run_patrol
+from fleetcheck.core.check import Check, HostCheck, Scope
+from fleetcheck.core.context import PatrolContext, build_gather_script, parse_gathered
+from fleetcheck.core.errors import CheckError
+from fleetcheck.core.model import Result, Status
+from fleetcheck.core.runner import plan, run_patrol
 from fleetcheck.transport.local import LocalShell
 
 RELEASE = threading.Event()

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck import console, history
-from fleetcheck.model import Report, Result, Status
-from fleetcheck.render import html, svg
-from fleetcheck.serve import Auth, parse_listen
+from fleetcheck.console import html, svg
+from fleetcheck.console import source as console
+from fleetcheck.console.server import Auth, parse_listen
+from fleetcheck.core.model import Report, Result, Status
+from fleetcheck.rounds import history
 from tests.cli import fleetcheck
 from tests.lab import wait_for
 from tests.serve_util import HOSTILE, basic, get, report, serving, write_config

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck import demo as demo_mod
+from fleetcheck.lab import demo as demo_mod
 from tests import browser
 from tests.cli import fleetcheck
 from tests.conftest import _require_lab
@@ -130,7 +130,7 @@ def test_detector_sees_console_errors_and_scripts(tmp_path: Path) -> None:
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from fleetcheck.serve import SECURITY_HEADERS
+    from fleetcheck.console.server import SECURITY_HEADERS
 
     page = tmp_path / "bad.html"
     page.write_text('<p>x</p><script>console.error("detector-check")</script>')

@@ -169,8 +169,8 @@ def test_a_connection_that_completes_after_the_deadline_is_closed(lab: Lab) -> N
     """The patrol ends (deadline) while a host's sshd is frozen; it is thawed afterwards and
     the connect completes in the lane still waiting for it: that connection is closed at
     once (no command runs over it), not used or left open after the patrol."""
-    from fleetcheck import registry, runner
     from fleetcheck.config import load
+    from fleetcheck.core import registry, runner
     from tests.lab import wait_for
     from tests.test_faults_hosts import fake_bin
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fleetcheck.config import HostConfig, SshConfig
-from fleetcheck.errors import TransportError
+from fleetcheck.core.errors import TransportError
 from fleetcheck.transport.known_hosts import KnownHostsFile, Lookup, match_host_list
 from fleetcheck.transport.ssh import open_shell
 from tests.lab import Lab, LabHost

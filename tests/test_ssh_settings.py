@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck import registry
 from fleetcheck.config import ConfigError, load
-from fleetcheck.model import Report, Result, Status
+from fleetcheck.core import registry
+from fleetcheck.core.model import Report, Result, Status
 from tests.test_config import GOOD
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fleetcheck.config import HostConfig, SshConfig
-from fleetcheck.errors import TransportError
-from fleetcheck.model import Status
+from fleetcheck.core.errors import TransportError
+from fleetcheck.core.model import Status
 from fleetcheck.transport.ssh import open_shell, resolve_target
 from tests.lab import Lab, LabHost
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck.model import Report, Result, Status
-from fleetcheck.state import Memory, StateFile, apply, remember
+from fleetcheck.core.model import Report, Result, Status
+from fleetcheck.rounds.state import Memory, StateFile, apply, remember
 from tests.lab import Lab
 
 

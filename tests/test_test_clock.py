@@ -9,13 +9,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from fleetcheck.context import utcnow
+from fleetcheck.core.context import utcnow
 from tests.conftest import SEASONS, ShiftedClock, _instants
 
 
 def test_the_patrol_clock_is_the_test_clock(clock: ShiftedClock) -> None:
     assert abs((utcnow() - clock.now()).total_seconds()) < 1
-    code = "from fleetcheck.context import utcnow; print(utcnow().timestamp())"
+    code = "from fleetcheck.core.context import utcnow; print(utcnow().timestamp())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert abs(float(out.stdout) - clock.now().timestamp()) < 5  # a subprocess: start-up time
 

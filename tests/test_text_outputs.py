@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from fleetcheck.config import SAFE_NAME, HostConfig
-from fleetcheck.model import BROKER_WIDE, Report, Result, Status
+from fleetcheck.core.model import BROKER_WIDE, Report, Result, Status
 from fleetcheck.parse.duration import format_duration
 from fleetcheck.render import FIRST_SEEN, plain, table
 from fleetcheck.render import history as render_history
@@ -219,7 +219,7 @@ def test_the_host_is_named_once_per_row() -> None:
 
 # ------------------------------------------------------------------ history grid
 def history_rounds(statuses: list[Status]) -> list[object]:
-    from fleetcheck.history import Round
+    from fleetcheck.rounds.history import Round
 
     return [
         Round(NOW + timedelta(minutes=15 * i), s, {"mini": s, BROKER_WIDE: Status.OK}, {})

@@ -348,8 +348,8 @@ def test_root_and_home_directories(tmp_path: Path) -> None:
 
 
 def fleet_of(tmp_path: Path, extra: str) -> object:
-    from fleetcheck import registry
     from fleetcheck.config import load
+    from fleetcheck.core import registry
 
     path = config(tmp_path)
     path.write_text(path.read_text() + extra)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fleetcheck.model import BROKER_WIDE, Report, Result, Status, place
+from fleetcheck.core.model import BROKER_WIDE, Report, Result, Status, place
 
 
 def hosts_not_ok(report: Report) -> list[tuple[str, Status]]:

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from fleetcheck.model import Status
+from fleetcheck.core.model import Status
 
 # Severity orders the prominence: the worse the status, the taller and bolder its cell, so a
 # CRIT round stands out of a row of OKs even without colour. The legend is printed from the
@@ -29,7 +29,7 @@ def render(
     console: Console,
     unreadable: int = 0,
 ) -> None:
-    from fleetcheck.history import went_dark
+    from fleetcheck.rounds.history import went_dark
 
     if not rounds:
         console.print("no rounds in that period")

@@ -14,7 +14,7 @@ import math
 from importlib import resources
 from typing import Any
 
-from fleetcheck.model import Report
+from fleetcheck.core.model import Report
 
 SCHEMA_FILE = "report.schema.json"
 

@@ -37,7 +37,7 @@ import math
 import re
 from decimal import Decimal
 
-from fleetcheck.model import Report, Result, Status, place
+from fleetcheck.core.model import Report, Result, Status, place
 
 NAGIOS_WORDS = {
     Status.OK: "OK",

@@ -12,7 +12,7 @@ import textwrap
 
 from tabulate import tabulate
 
-from fleetcheck.model import Report, Status, place
+from fleetcheck.core.model import Report, Status, place
 from fleetcheck.render import footer, problem_lines, since_cell
 
 INDENT = 8  # where a wrapped problem line continues: under the place, past the status

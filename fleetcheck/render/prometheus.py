@@ -44,8 +44,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
+from fleetcheck.core.model import UNIT_SUFFIXES, Report, Result, Status
 from fleetcheck.iso import parse_iso
-from fleetcheck.model import UNIT_SUFFIXES, Report, Result, Status
 
 PREFIX = "fleetcheck"
 ROW_LABELS = ("check", "host")

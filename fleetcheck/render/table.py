@@ -14,7 +14,7 @@ from rich.segment import Segment, Segments
 from rich.table import Table
 from rich.text import Text
 
-from fleetcheck.model import Report, Status, place
+from fleetcheck.core.model import Report, Status, place
 from fleetcheck.render import footer, problem_lines, since_cell
 
 STYLES = {

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 
-from fleetcheck.errors import TransportError
+from fleetcheck.core.errors import TransportError
 from fleetcheck.transport.shell import ExecResult
 
 

@@ -3,7 +3,7 @@ transport can raise what the runner turns into a row without importing the plugi
 
 from __future__ import annotations
 
-from fleetcheck.model import Status
+from fleetcheck.core.model import Status
 
 
 class CheckError(Exception):

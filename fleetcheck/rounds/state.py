@@ -25,12 +25,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from fleetcheck import history as history_mod
+from fleetcheck.core.model import Report, Status
 from fleetcheck.files import private_open
 from fleetcheck.iso import parse_iso
-from fleetcheck.model import Report, Status
+from fleetcheck.rounds import history as history_mod
 
-SCHEMA_NAME = "fleetcheck.state"
+SCHEMA_NAME = "fleetcheck.rounds.state"
 SCHEMA_VERSION = 1
 SCHEMA = f"{SCHEMA_NAME}/{SCHEMA_VERSION}"
 FORGET_AFTER = timedelta(days=30)

@@ -16,9 +16,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from fleetcheck import history as hist
+from fleetcheck.core.model import BROKER_WIDE, Report, Result, Status
 from fleetcheck.iso import iso_utc, parse_iso
-from fleetcheck.model import BROKER_WIDE, Report, Result, Status
+from fleetcheck.rounds import history as hist
 
 BROKER = BROKER_WIDE  # the grid's row for broker-wide checks (host None)
 

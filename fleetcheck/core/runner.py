@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from fleetcheck.check import Check, Scope
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.context import PatrolContext, utcnow
-from fleetcheck.errors import CheckError
+from fleetcheck.core.check import Check, Scope
+from fleetcheck.core.context import PatrolContext, utcnow
+from fleetcheck.core.errors import CheckError
+from fleetcheck.core.model import Report, Result, Status
 from fleetcheck.iso import iso_utc
-from fleetcheck.model import Report, Result, Status
 from fleetcheck.parse.duration import format_duration
 
 

@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from fleetcheck.errors import CheckError as CheckError  # the contract: probes raise it
-from fleetcheck.model import Result, Status
+from fleetcheck.core.errors import CheckError  # the contract: probes raise it
+from fleetcheck.core.model import Result, Status
 
 if TYPE_CHECKING:
     from fleetcheck.config import FleetConfig, HostConfig
-    from fleetcheck.context import PatrolContext
+    from fleetcheck.core.context import PatrolContext
 
 
 class Scope(enum.Enum):

@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from fleetcheck.core.model import Report, Result, Status, place
 from fleetcheck.iso import iso_utc, parse_iso
-from fleetcheck.model import Report, Result, Status, place
 
 ALERTNAME = "FleetcheckCheck"
 SEVERITIES = {Status.WARN: "warning", Status.CRIT: "critical", Status.UNKNOWN: "unknown"}

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from html import escape
 
-from fleetcheck.model import Status
+from fleetcheck.core.model import Status
 from fleetcheck.parse.duration import format_duration
 
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]

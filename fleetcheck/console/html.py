@@ -15,7 +15,8 @@ from string import Template
 from typing import Any
 from urllib.parse import urlencode
 
-from fleetcheck.console import (
+from fleetcheck.console import svg
+from fleetcheck.console.source import (
     BROKER,
     Chart,
     Point,
@@ -26,9 +27,9 @@ from fleetcheck.console import (
     grid,
     since_from_history,
 )
-from fleetcheck.model import Report, Result, Status
+from fleetcheck.core.model import Report, Result, Status
 from fleetcheck.parse.duration import format_duration
-from fleetcheck.render import host_verdicts, since_text, svg
+from fleetcheck.render import host_verdicts, since_text
 
 # Text and shape, not only colour: readable for colour-blind operators and on paper.
 SYMBOL = {Status.OK: "\u2714", Status.WARN: "\u25b2", Status.UNKNOWN: "?", Status.CRIT: "\u2716"}
@@ -208,7 +209,7 @@ def row_page(
     stale_after: float,
 ) -> str | None:
     """The row's page, or None when the newest round has no such row."""
-    from fleetcheck.console import row_timeline
+    from fleetcheck.console.source import row_timeline
 
     report = snap.report
     result = find_row(report, check, host) if report is not None else None

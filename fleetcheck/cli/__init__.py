@@ -27,7 +27,7 @@ from fleetcheck import __version__
 
 if TYPE_CHECKING:
     from fleetcheck.config import FleetConfig
-    from fleetcheck.model import Report
+    from fleetcheck.core.model import Report
     from fleetcheck.transport.keep import Keeper
 
 EXIT_USAGE = 3
@@ -167,8 +167,8 @@ def _root(
 
 
 def load_fleet(config: str | None) -> "FleetConfig":
-    from fleetcheck import registry
     from fleetcheck.config import ConfigError, find_config, load
+    from fleetcheck.core import registry
 
     try:
         return load(find_config(config), registry.config_type, registry.host_config_types)
@@ -292,8 +292,9 @@ def run(
     ] = False,
 ) -> None:
     """One patrol of the fleet (or one every --every); exit code is the worst status."""
-    from fleetcheck import patrol, registry, runner
-    from fleetcheck import state as state_mod
+    from fleetcheck.core import registry, runner
+    from fleetcheck.rounds import patrol
+    from fleetcheck.rounds import state as state_mod
 
     fleet = load_fleet(config)
     only, host = split_list(only), split_list(host)
@@ -338,7 +339,7 @@ def run(
         report = one()
         emit(report, fmt, problems)
         raise typer.Exit(report.exit_code)
-    from fleetcheck import live
+    from fleetcheck.rounds import watch as live
 
     shown = Format.plain if fmt is Format.table else fmt
     try:
@@ -361,7 +362,7 @@ def run(
 @command(app, "checks")
 def list_checks() -> None:
     """The available checks, one line each."""
-    from fleetcheck import registry
+    from fleetcheck.core import registry
 
     for name, check in sorted(registry.available().items()):
         print(f"{name:<14} {check.scope.value:<7} {check.description}")
@@ -571,7 +572,7 @@ def demo_cmd(
 
     if shutil.which("redis-server") is None:
         raise UsageFailure("the demo needs redis-server (apt-get install redis-server)")
-    from fleetcheck import demo
+    from fleetcheck.lab import demo
 
     fmt = output_format(format)
     code = demo.run_demo(keep, lambda report: emit(report, fmt), netns=False if local else None)
@@ -591,9 +592,9 @@ def history_cmd(
     """Per-host timeline of past patrols: one cell per round, coloured by status."""
     from datetime import timedelta
 
-    from fleetcheck import history as hist
-    from fleetcheck import state as state_mod
-    from fleetcheck.context import utcnow
+    from fleetcheck.core.context import utcnow
+    from fleetcheck.rounds import history as hist
+    from fleetcheck.rounds import state as state_mod
 
     back = since.seconds or 0.0
     path = history or state_mod.default_paths(load_fleet(config).path)[1]
@@ -744,9 +745,9 @@ def serve_cmd(
     import signal
     import threading
 
-    from fleetcheck import console as console_mod
-    from fleetcheck import serve
-    from fleetcheck import state as state_mod
+    from fleetcheck.console import server as serve
+    from fleetcheck.console import source as console_mod
+    from fleetcheck.rounds import state as state_mod
 
     fleet = load_fleet(config)
     try:
@@ -785,7 +786,8 @@ def serve_cmd(
     stop = threading.Event()
     keeper: Keeper | None = None
     if interval is not None:
-        from fleetcheck import patrol, registry, runner
+        from fleetcheck.core import registry, runner
+        from fleetcheck.rounds import patrol
 
         items = runner.plan(fleet, registry.available())
         outputs = patrol.Outputs(state=default_state, history=history_path)
@@ -818,7 +820,7 @@ def serve_cmd(
 def check_run_args(fleet: "FleetConfig", args: list[str]) -> dict[str, Any]:
     """Parse `fleetcheck run` options exactly as `run` will (typos, values, output targets),
     so `timer` never writes a unit that fails at its first activation; returns them."""
-    from fleetcheck import patrol
+    from fleetcheck.rounds import patrol
 
     command = typer.main.get_command(app)
     run_command = command.commands["run"]  # type: ignore[attr-defined]
@@ -886,7 +888,7 @@ def probe_rater(
 
     from fleetcheck.checks.rater_probe import CHECK as RATER
     from fleetcheck.checks.rater_probe import RaterProbeConfig
-    from fleetcheck.runner import Planned, run_patrol
+    from fleetcheck.core.runner import Planned, run_patrol
 
     fleet = load_fleet(config)
     cfg = fleet.checks.get("rater_probe") or RaterProbeConfig()
@@ -934,7 +936,7 @@ def reap_live(
 ) -> None:
     """Stale live-hash entries: listed (dry run), deleted with --apply, each only if its value
     is still the one judged stale."""
-    from fleetcheck.reap import reap_live_command
+    from fleetcheck.checks.live_hash.reaper import reap_live_command
 
     fleet = load_fleet(config)
     age = None if max_age is None else max_age.seconds

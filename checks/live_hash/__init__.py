@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from fleetcheck.check import Check, Scope
 from fleetcheck.config import Duration, HostConfig, InvalidValue, zone
-from fleetcheck.context import PatrolContext
-from fleetcheck.model import Result, Status
+from fleetcheck.core.check import Check, Scope
+from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:  # the scan code is imported by the probe, not by the config's validation
-    from fleetcheck.livehash import LiveScan
+    from fleetcheck.checks.live_hash.scan import LiveScan
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,8 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
     def probe(
         self, ctx: PatrolContext, host: HostConfig | None, config: LiveHashConfig
     ) -> LiveHashFacts:
-        from fleetcheck.livehash import any_stale, read_live
+        from fleetcheck.checks.live_hash.scan import any_stale, read_live
+
         from fleetcheck.transport.redis import server_identity, supports
 
         r = ctx.broker()
@@ -151,10 +152,10 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
         scan = facts.scan
         key = config.key
         if scan.kind not in ("hash", "none"):
-            from fleetcheck.livehash import describe_kind
+            from fleetcheck.checks.live_hash.scan import describe_kind
 
             return self.result(host, Status.UNKNOWN, describe_kind(key, scan.kind))
-        from fleetcheck.livehash import stale_counts, stale_flags
+        from fleetcheck.checks.live_hash.scan import stale_counts, stale_flags
 
         t = now.timestamp()
         max_age = config.max_age

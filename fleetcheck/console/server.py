@@ -24,8 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from fleetcheck.console import Source
-from fleetcheck.context import utcnow
+from fleetcheck.console.source import Source
+from fleetcheck.core.context import utcnow
 
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; "
@@ -123,7 +123,7 @@ class Console:
 
     def route(self, path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
         """(status, content type, body) for a GET. Never writes anything."""
-        from fleetcheck.render import html
+        from fleetcheck.console import html
 
         if path == "/static/console.css":
             return 200, "text/css; charset=utf-8", html.CSS.encode()
@@ -264,7 +264,7 @@ def start_patrols(
     round_fn: Callable[[], Any], every: float, stop: threading.Event
 ) -> threading.Thread:
     """serve --every: patrol in the background, one round every `every` seconds."""
-    from fleetcheck import patrol
+    from fleetcheck.rounds import patrol
 
     def loop() -> None:
         def safe_round() -> Any:

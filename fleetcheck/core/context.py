@@ -18,7 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.errors import CheckError, TransportError
+from fleetcheck.core.errors import CheckError, TransportError
 from fleetcheck.transport.shell import ExecResult, Shell
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Collection, Iterable
 from functools import cache
 
-from fleetcheck.check import Check
+from fleetcheck.core.check import Check
 
 ENTRY_POINT_GROUP = "fleetcheck.checks"
 

@@ -13,8 +13,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 from fleetcheck.checks.live_hash import LiveHashConfig
+from fleetcheck.checks.live_hash.scan import Stale, describe_kind, find_stale, guard, key_type, reap
+
 from fleetcheck.config import zone
-from fleetcheck.livehash import Stale, describe_kind, find_stale, guard, key_type, reap
 from fleetcheck.parse.duration import format_duration
 from fleetcheck.transport.redis import connect, describe_error
 

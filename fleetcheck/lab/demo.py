@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fleetcheck.core.model import place
 from fleetcheck.lab import Lab, LabHost, missing_prerequisites
-from fleetcheck.model import place
 from fleetcheck.zones import zone_named
 
 # What a non-OK row of each check means, in the demo's words (the planted faults).
@@ -190,8 +190,8 @@ def explain(report: Any) -> list[str]:
 
 def run_demo(keep: bool, render: Any, netns: bool | None = None) -> int:
     """Build, patrol once, render, explain, tear down. Returns the patrol's exit code."""
-    from fleetcheck import registry, runner
     from fleetcheck.config import load
+    from fleetcheck.core import registry, runner
 
     def on_term(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt

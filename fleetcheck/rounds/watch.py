@@ -10,8 +10,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from fleetcheck.model import Report
-from fleetcheck.patrol import repeat
+from fleetcheck.core.model import Report
+from fleetcheck.rounds.patrol import repeat
 
 
 def _when(epoch: float) -> str:

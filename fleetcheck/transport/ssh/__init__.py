@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fleetcheck.errors import TransportError
-from fleetcheck.model import Status
+from fleetcheck.core.errors import TransportError
+from fleetcheck.core.model import Status
 from fleetcheck.transport.known_hosts import KnownHostsCache
 from fleetcheck.transport.shell import ExecResult
 

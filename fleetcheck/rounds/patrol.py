@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.model import Report
-from fleetcheck.runner import Planned, run_patrol
-from fleetcheck.state import Memory, StateFile, carried, remember
+from fleetcheck.core.model import Report
+from fleetcheck.core.runner import Planned, run_patrol
+from fleetcheck.rounds.state import Memory, StateFile, carried, remember
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ def one_round(
         except Exception as e:
             warn(f"state file {outputs.state}: {_why(e)}")
     elif outputs.history is not None:
-        from fleetcheck import history
+        from fleetcheck.rounds import history
 
         try:
             history.append(report, outputs.history)
@@ -151,7 +151,7 @@ def one_round(
         except OSError as e:
             warn(f"textfile {outputs.textfile}: {e.strerror or e}")
     if outputs.alertmanager:
-        from fleetcheck import alerting
+        from fleetcheck.rounds import alerting
 
         for url in outputs.alertmanager:
             try:
@@ -161,7 +161,7 @@ def one_round(
             except alerting.DeliveryError as e:
                 warn(str(e))
     if outputs.heartbeat is not None:
-        from fleetcheck import alerting
+        from fleetcheck.rounds import alerting
 
         try:
             alerting.ping_heartbeat(outputs.heartbeat)

@@ -18,9 +18,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from fleetcheck.core.model import BROKER_WIDE, Report, Status, place, worst_per_host
 from fleetcheck.files import private_open
 from fleetcheck.iso import parse_iso
-from fleetcheck.model import BROKER_WIDE, Report, Status, place, worst_per_host
 
 MAX_BYTES = 10 * 1024 * 1024
 

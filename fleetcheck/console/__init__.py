@@ -1,0 +1,1 @@
+"""`fleetcheck serve`: the read-only web console and its pages (html, svg)."""

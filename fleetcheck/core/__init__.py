@@ -1,0 +1,1 @@
+"""The plugin contract and its runner: model, check, registry, context, judge, runner."""

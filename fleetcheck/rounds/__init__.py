@@ -1,0 +1,1 @@
+"""Living across patrols: the patrol loop, state, history, alerting."""
