@@ -374,7 +374,7 @@ def table_context(reader: Any) -> Any:
 
 
 def h_addrs(host: Any) -> tuple[str, ...]:
-    from fleetcheck.checks.clients import addrs_of
+    from fleetcheck.core.hostfacts import addrs_of
 
     return tuple(addrs_of(host))
 

@@ -39,16 +39,10 @@ def wire_cost(journal: Path) -> dict[str, float]:
     """What the journal source adds per host, measured without the machine's noise: the
     bytes its fragment prints (run here by /bin/sh against the same journal) and the client
     CPU (thread time) to parse and judge them, median of 2,000 runs."""
-    from fleetcheck.checks.logs import (
-        CHECK,
-        LogsConfig,
-        LogsFacts,
-        LogsHostConfig,
-        LogSpec,
-        journal_fragment,
-    )
+    from fleetcheck.checks.logs import CHECK, LogsConfig, LogsFacts, journal_fragment
 
     from fleetcheck.config import HostConfig
+    from fleetcheck.core.hostfacts import LogsHostConfig, LogSpec
     from fleetcheck.parse.journal import parse_journal_facts
 
     spec = LogSpec(journal="worker.service", journal_dir=str(journal))

@@ -15,6 +15,7 @@ from datetime import datetime
 from fleetcheck.config import FleetConfig, HostConfig, InvalidValue
 from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs
 from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.clientlist import ClientTable, normalise_ip
 
@@ -27,28 +28,6 @@ class ClientsConfig:
     def __post_init__(self) -> None:
         if self.max_unknown < 0:
             raise InvalidValue("max_unknown", "must be 0 or more")
-
-
-@dataclass(frozen=True)
-class ClientsHostConfig:
-    """Keys of a [[hosts]] table (or [defaults], [groups.NAME])."""
-
-    addrs: tuple[str, ...] = ()  # the addresses it shows in CLIENT LIST (WSL2 NAT can add one)
-    min_clients: int = 1  # fewer broker connections: WARN; none: CRIT
-
-    def __post_init__(self) -> None:
-        if self.min_clients < 0:
-            raise InvalidValue("min_clients", "must be 0 or more")
-
-
-def addrs_of(host: HostConfig) -> tuple[str, ...]:
-    """The addresses `host` claims in CLIENT LIST (other checks read them too)."""
-    return host.settings(ClientsHostConfig).addrs
-
-
-def claimed_addrs(fleet: FleetConfig) -> frozenset[str]:
-    """Every address some host claims, normalised (asked once a patrol, not once a row)."""
-    return frozenset(normalise_ip(a) for h in fleet.hosts for a in addrs_of(h))
 
 
 Group = tuple[str, str, str]  # (host, name, cmd)

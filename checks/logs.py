@@ -17,10 +17,10 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue
-from fleetcheck.config import zone as config_zone
 from fleetcheck.core.check import HostCheck
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
+from fleetcheck.core.hostfacts import LogsHostConfig, LogSpec, logs_of
 from fleetcheck.core.model import Result, Status, worst
 from fleetcheck.parse.duration import format_duration
 
@@ -40,167 +40,6 @@ class LogsConfig:
     def __post_init__(self) -> None:
         if self.max_clock_skew <= 0:
             raise InvalidValue("max_clock_skew", "must be longer than 0s")
-
-
-JOURNAL_FIELD = r"[A-Z0-9_]+"  # journal field names: upper case, digits, underscore
-
-
-@dataclass(frozen=True)
-class LogSpec:
-    """One log source on a host whose recency the `logs` check judges: a text file, a
-    JSON-lines file (`format = "json"`, also detected), or the journal (`journal`, a unit,
-    and/or `journal_match`, journalctl matches)."""
-
-    path: str | None = None
-    max_age: Duration = 600.0
-    crit_age: Duration | None = None
-    format: str | None = None
-    regex: str | None = None
-    error_regex: str = "ERROR|Traceback|Exception"
-    max_error_lines: int | None = None  # WARN when more error lines than this are in the tail
-    tail_bytes: int = 65536
-    max_error_rate: float = 10.0  # WARN past this many error lines per minute; 0 turns it off
-    time_field: str | None = None  # JSON lines: the one field holding the time (dotted ok)
-    journal: str | None = None  # a systemd unit, e.g. "worker.service"
-    journal_match: tuple[str, ...] = ()  # journalctl matches, e.g. "SYSLOG_IDENTIFIER=rater"
-    journal_dir: str | None = None  # journalctl --directory (journals kept elsewhere)
-    entries: int | None = None  # journal: newest entries read (journalctl -n), default 300
-
-    def __post_init__(self) -> None:
-        is_journal = self.journal is not None or bool(self.journal_match)
-        if self.path is None and not is_journal:
-            raise InvalidValue(
-                "path", "missing: a log needs path (a file) or journal / journal_match"
-            )
-        if self.path is not None and is_journal:
-            key = "journal" if self.journal is not None else "journal_match"
-            raise InvalidValue(key, "a log reads either a file (path) or the journal, not both")
-        if self.path is not None and not self.path:
-            raise InvalidValue("path", "must not be empty")
-        if self.journal is not None and (
-            not self.journal.strip() or any(c.isspace() or ord(c) < 32 for c in self.journal)
-        ):
-            raise InvalidValue("journal", f"{self.journal!r} is not a unit name")
-        for i, m in enumerate(self.journal_match):
-            if m != "+" and not re.fullmatch(JOURNAL_FIELD + r"=.*", m, re.S):
-                raise InvalidValue(
-                    f"journal_match[{i}]",
-                    f"{m!r} is not FIELD=VALUE (an upper-case journal field such as "
-                    "SYSLOG_IDENTIFIER=rater) or +",
-                )
-        if self.journal_match[:1] == ("+",) or self.journal_match[-1:] == ("+",):
-            raise InvalidValue("journal_match", "'+' (or) must stand between two matches")
-        if self.journal_dir is not None and not is_journal:
-            raise InvalidValue(
-                "journal_dir", "only for a journal source (journal or journal_match)"
-            )
-        if self.journal_dir is not None and not self.journal_dir.startswith("/"):
-            raise InvalidValue("journal_dir", "must be an absolute path")
-        if is_journal:
-            for key in ("format", "regex", "time_field"):
-                if getattr(self, key) is not None:
-                    raise InvalidValue(
-                        key, "not for a journal source (its times and priorities are fields)"
-                    )
-        if self.entries is not None and not is_journal:
-            raise InvalidValue("entries", "only for a journal source (files: tail_bytes)")
-        if self.entries is not None and not 1 <= self.entries <= 100000:
-            raise InvalidValue("entries", "must be between 1 and 100000")
-        if self.max_age <= 0:
-            raise InvalidValue("max_age", "must be longer than 0s")
-        if self.crit_age is not None and self.crit_age < self.max_age:
-            raise InvalidValue("crit_age", "must not be shorter than max_age")
-        if not 256 <= self.tail_bytes <= 16 * 1024 * 1024:
-            raise InvalidValue("tail_bytes", "must be between 256 and 16777216")
-
-        for key in ("regex", "error_regex"):
-            pattern = getattr(self, key)
-            if pattern is not None:
-                try:
-                    re.compile(pattern)
-                except re.error as e:
-                    raise InvalidValue(key, f"not a valid regular expression: {e}") from None
-        if self.regex is not None and "ts" not in re.compile(self.regex).groupindex:
-            raise InvalidValue("regex", "needs a named group (?P<ts>...) around the timestamp")
-        if self.format == "json":
-            if self.regex is not None:
-                raise InvalidValue("regex", 'not with format = "json" (the time is a field)')
-        elif self.format is not None:
-            from fleetcheck.parse.timestamps import FormatError, format_regex
-
-            try:
-                format_regex(self.format)
-            except FormatError as e:
-                raise InvalidValue("format", str(e)) from None
-        if self.time_field is not None and not self.time_field.strip():
-            raise InvalidValue("time_field", "must not be empty")
-        if self.time_field is not None and (
-            self.regex is not None or self.format not in (None, "json")
-        ):
-            raise InvalidValue("time_field", 'only for JSON lines (format = "json" or detected)')
-        if self.max_error_lines is not None and self.max_error_lines < 0:
-            raise InvalidValue("max_error_lines", "must be 0 or more")
-        if self.max_error_rate < 0:
-            raise InvalidValue("max_error_rate", "must be 0 (off) or more")
-
-    @property
-    def is_journal(self) -> bool:
-        return self.journal is not None or bool(self.journal_match)
-
-    @property
-    def label(self) -> str:
-        """How rows and metrics name this source: the file's path, or what the journal
-        query selects (`worker.service`, `SYSLOG_IDENTIFIER=rater`)."""
-        if self.path is not None:
-            return self.path
-        parts = ([self.journal] if self.journal else []) + list(self.journal_match)
-        return " ".join(parts)
-
-    @property
-    def journal_entries(self) -> int:
-        return self.entries if self.entries is not None else 300
-
-    @property
-    def title(self) -> str:
-        """The label as `config check` lists it: the path, or `journal UNIT/MATCHES`."""
-        return f"journal {self.label}" if self.is_journal else self.label
-
-    def __str__(self) -> str:
-        from fleetcheck.parse.duration import format_duration
-
-        return f"{self.title} (max_age {format_duration(self.max_age)})"
-
-    @property
-    def effective_crit_age(self) -> float:
-        return self.crit_age if self.crit_age is not None else 3 * self.max_age
-
-
-@dataclass(frozen=True)
-class LogsHostConfig:
-    """Keys of a [[hosts]] table (or [defaults], [groups.NAME])."""
-
-    tz: str | None = None  # the zone its log files are written in; "auto" asks the host
-    logs: tuple[LogSpec, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.tz is not None and self.tz != "auto":
-            config_zone(self.tz)
-        if any(log.path is not None for log in self.logs) and self.tz is None:
-            # journal times are UTC by construction: only log files need the writer's zone
-            raise InvalidValue(
-                "tz",
-                "a host with logs needs tz (an IANA zone such as 'America/New_York', or "
-                "'auto' to ask the host): fleetcheck never guesses a log's zone",
-            )
-
-    def check_host(self, host: HostConfig) -> None:
-        if self.logs and host.ssh is None:
-            raise InvalidValue("ssh", "a host with logs needs ssh (an address, alias or 'local')")
-
-
-def logs_of(host: HostConfig) -> tuple[LogSpec, ...]:
-    """The logs `host` declares (other checks read them too)."""
-    return host.settings(LogsHostConfig).logs
 
 
 if TYPE_CHECKING:  # the parsers load only when a patrol reads a log

@@ -24,12 +24,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from fleetcheck.checks.logs import logs_of
-
 from fleetcheck.config import Duration, HostConfig, InvalidValue
 from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
+from fleetcheck.core.hostfacts import logs_of
 from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.clientlist import Client, parse_client_list
 from fleetcheck.parse.duration import format_duration

@@ -8,15 +8,10 @@ import sys
 from datetime import UTC, datetime
 
 import pytest
-from fleetcheck.checks.clients import (
-    CHECK,
-    ClientsConfig,
-    ClientsFacts,
-    ClientsHostConfig,
-    facts_of,
-)
+from fleetcheck.checks.clients import CHECK, ClientsConfig, ClientsFacts, facts_of
 
 from fleetcheck.config import HostConfig
+from fleetcheck.core.hostfacts import ClientsHostConfig
 from fleetcheck.core.model import Status
 from fleetcheck.parse.clientlist import (
     parse_client_list,

@@ -7,11 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from fleetcheck.checks.clients import ClientsHostConfig
-from fleetcheck.checks.logs import LogsHostConfig
 
 from fleetcheck.config import ConfigError, HostConfig, find_config, load
 from fleetcheck.core import registry
+from fleetcheck.core.hostfacts import ClientsHostConfig, LogsHostConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fleetcheck.checks.clients import ClientsHostConfig
-from fleetcheck.checks.logs import LogsHostConfig
 
 from fleetcheck.config import ConfigError, load
 from fleetcheck.core import registry
+from fleetcheck.core.hostfacts import ClientsHostConfig, LogsHostConfig
 from tests.cli import fleetcheck
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,19 +12,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from fleetcheck.checks.logs import (
-    CHECK,
-    LogsConfig,
-    LogsFacts,
-    LogsHostConfig,
-    LogSpec,
-    journal_fragment,
-)
+from fleetcheck.checks.logs import CHECK, LogsConfig, LogsFacts, journal_fragment
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetcheck.config import ConfigError, HostConfig, build, load
 from fleetcheck.core import registry
+from fleetcheck.core.hostfacts import LogsHostConfig, LogSpec
 from fleetcheck.core.model import Status
 from fleetcheck.lab import JOURNAL_REMOTE, write_journal
 from fleetcheck.parse.journal import JournalFacts, parse_journal_facts, parse_journal_output

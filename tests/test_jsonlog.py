@@ -8,11 +8,12 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from fleetcheck.checks.logs import CHECK, LogsConfig, LogsFacts, LogsHostConfig, LogSpec
+from fleetcheck.checks.logs import CHECK, LogsConfig, LogsFacts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetcheck.config import ConfigError, HostConfig, build
+from fleetcheck.core.hostfacts import LogsHostConfig, LogSpec
 from fleetcheck.core.model import Status
 from fleetcheck.parse import jsonlog
 from fleetcheck.parse.logtail import LogFacts

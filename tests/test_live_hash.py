@@ -9,7 +9,6 @@ from zoneinfo import ZoneInfo
 
 import pytest
 import redis
-from fleetcheck.checks.clients import ClientsHostConfig
 from fleetcheck.checks.live_hash import (
     CHECK,
     LiveHashConfig,
@@ -31,6 +30,7 @@ from hypothesis import strategies as st
 
 from fleetcheck.config import ConfigError, HostConfig, from_dict
 from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.hostfacts import ClientsHostConfig
 from fleetcheck.core.model import Status
 from fleetcheck.parse.instant import MS_THRESHOLD, parse_instant
 from fleetcheck.parse.live_entry import EntryReader, Reading, read_entry_json

@@ -11,15 +11,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from fleetcheck.checks.logs import (
-    CHECK,
-    ZONE_FRAGMENT,
-    LogsConfig,
-    LogsFacts,
-    LogsHostConfig,
-    LogSpec,
-    log_fragment,
-)
+from fleetcheck.checks.logs import CHECK, ZONE_FRAGMENT, LogsConfig, LogsFacts, log_fragment
 
 from fleetcheck.config import (
     BrokerConfig,
@@ -30,6 +22,7 @@ from fleetcheck.config import (
     SshConfig,
     build,
 )
+from fleetcheck.core.hostfacts import LogsHostConfig, LogSpec
 from fleetcheck.core.model import Status
 from fleetcheck.parse.logtail import LogFacts, ZoneFacts, parse_log_output, parse_zone_output
 from tests.conftest import ShiftedClock

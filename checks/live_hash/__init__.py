@@ -70,8 +70,7 @@ def owner_presence(
 ) -> dict[str, bool | None]:
     """For each owner name: True/False if we can tell whether it holds broker connections
     (it is a configured host's name or one of its addresses, or an IP), None if we cannot."""
-    from fleetcheck.checks.clients import addrs_of
-
+    from fleetcheck.core.hostfacts import addrs_of
     from fleetcheck.parse.clientlist import normalise_ip
 
     out: dict[str, bool | None] = {}

@@ -536,7 +536,7 @@ def config_discover(
         r.close()
     claimed: dict[str, str] = {}
     if fleet is not None:
-        from fleetcheck.checks.clients import addrs_of
+        from fleetcheck.core.hostfacts import addrs_of
         from fleetcheck.parse.clientlist import normalise_ip
 
         for h in fleet.hosts:

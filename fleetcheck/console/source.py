@@ -365,7 +365,7 @@ def charts(rounds: list[hist.Round], max_ages: dict[str, tuple[str, float]]) -> 
 
 def config_max_ages(fleet: Any) -> dict[str, tuple[str, float]]:
     """host -> (path, max_age) of its first log: the log the age chart follows."""
-    from fleetcheck.checks.logs import logs_of
+    from fleetcheck.core.hostfacts import logs_of
 
     out = {}
     for h in getattr(fleet, "hosts", ()):

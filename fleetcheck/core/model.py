@@ -83,6 +83,13 @@ class Result:
     metrics: dict[str, Any] = field(default_factory=dict)
     evidence: Any = None
     duration_s: float = 0.0
+    # The configured limits this verdict was judged against (thresholds, caps, minimums):
+    # kept apart from `metrics`, which hold measurements only, so no output publishes a
+    # setting as if it were a reading
+    limits: dict[str, Any] = field(default_factory=dict)
+    # The name of the metric that is this row's headline (Nagios' first perfdata value, the
+    # console's number); the check declares it (`Check.headline`), None when it has none
+    headline: str | None = None
     # Memory across rounds (filled in from the state file; see fleetcheck.state):
     since: str | None = None  # UTC ISO time this row has had its current status since
     bad_rounds: int = 0  # consecutive rounds not OK, this one included
