@@ -371,5 +371,5 @@ def config_max_ages(fleet: Any) -> dict[str, tuple[str, float]]:
     for h in getattr(fleet, "hosts", ()):
         logs = logs_of(h)
         if logs:
-            out[h.name] = (logs[0].path, float(logs[0].max_age))
+            out[h.name] = (logs[0].path or "", float(logs[0].max_age))
     return out
