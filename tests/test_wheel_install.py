@@ -143,6 +143,35 @@ def test_wheel_has_the_runtime_only(installed: tuple[pwd.struct_passwd, Path, Pa
     assert where.stdout.startswith(str(venv)) and "site-packages" in where.stdout, where.stdout
 
 
+def tree_packages() -> set[str]:
+    """Every package of the source tree: each folder of fleetcheck/ and checks/ (installed as
+    fleetcheck.checks) holding an __init__.py."""
+    out = set()
+    for init in [*ROOT.glob("fleetcheck/**/__init__.py"), *ROOT.glob("checks/**/__init__.py")]:
+        parts = list(init.parent.relative_to(ROOT).parts)
+        if parts[0] == "checks":
+            parts.insert(0, "fleetcheck")
+        out.add(".".join(parts))
+    return out
+
+
+def test_wheel_holds_every_package_of_the_tree(
+    installed: tuple[pwd.struct_passwd, Path, Path],
+) -> None:
+    """setuptools leaves an unlisted sub-package out of the wheel without a word (a check
+    that became a package would vanish from installs): the installed packages are the tree's."""
+    user, home, venv = installed
+    listing = (
+        "import pathlib, fleetcheck\n"
+        "root = pathlib.Path(fleetcheck.__file__).parent\n"
+        "for init in sorted(root.rglob('__init__.py')):\n"
+        "    print('.'.join(['fleetcheck', *init.parent.relative_to(root).parts]))\n"
+    )
+    proc = as_user(user, home, [str(venv / "bin/python"), "-c", listing])
+    assert proc.returncode == 0, proc.stderr
+    assert set(proc.stdout.split()) == tree_packages()
+
+
 def test_unprivileged_patrol_of_the_lab(
     lab: Lab, installed: tuple[pwd.struct_passwd, Path, Path]
 ) -> None:
