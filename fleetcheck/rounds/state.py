@@ -30,7 +30,7 @@ from fleetcheck.files import private_open
 from fleetcheck.iso import parse_iso
 from fleetcheck.rounds import history as history_mod
 
-SCHEMA_NAME = "fleetcheck.rounds.state"
+SCHEMA_NAME = "fleetcheck.state"
 SCHEMA_VERSION = 1
 SCHEMA = f"{SCHEMA_NAME}/{SCHEMA_VERSION}"
 FORGET_AFTER = timedelta(days=30)
