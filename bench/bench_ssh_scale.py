@@ -89,8 +89,8 @@ INPROCESS = textwrap.dedent(
     """    import json, sys, time
     from fleetcheck.core import registry, runner
     from fleetcheck.config import load
-    from fleetcheck.transport.ssh import _paramiko
-    _paramiko()
+    from fleetcheck.transport.ssh.lazy import load_paramiko
+    load_paramiko()
     fleet = load(sys.argv[1], registry.config_type, registry.host_config_types)
     items = runner.plan(fleet, registry.available())
     cpu0, t0 = time.process_time(), time.monotonic()
