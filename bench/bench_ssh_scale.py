@@ -212,7 +212,7 @@ def main() -> None:
         small_cfg = write_config(lab, small, 1, deadline)
         from fleetcheck.config import load
         from fleetcheck.core import registry, runner
-        from fleetcheck.core.context import build_gather_script
+        from fleetcheck.transport.gather import build_gather_script
 
         fleet = load(small_cfg, registry.config_type, registry.host_config_types)
         frags = runner.fragments_for(runner.plan(fleet, registry.available()), fleet)

@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fleetcheck.config import HostConfig, SshConfig, load  # noqa: E402
 from fleetcheck.core import registry, runner  # noqa: E402
-from fleetcheck.core.context import build_gather_script  # noqa: E402
 from fleetcheck.transport import ssh  # noqa: E402
+from fleetcheck.transport.gather import build_gather_script  # noqa: E402
 from fleetcheck.transport.ssh.lazy import load_paramiko  # noqa: E402
 
 
