@@ -71,7 +71,7 @@ SEQUENTIAL = textwrap.dedent(
     import sys, json
     from fleetcheck.config import load
     from fleetcheck.core import registry, runner
-    from fleetcheck.core.context import build_gather_script
+    from fleetcheck.transport.gather import build_gather_script
     from fleetcheck.transport.ssh import open_shell
     fleet = load(sys.argv[1], registry.config_type, registry.host_config_types)
     items = runner.plan(fleet, registry.available())
@@ -172,7 +172,7 @@ def main() -> None:
         # the exact script a patrol runs on each host (same for all: one log path)
         from fleetcheck.config import load
         from fleetcheck.core import registry, runner
-        from fleetcheck.core.context import build_gather_script
+        from fleetcheck.transport.gather import build_gather_script
 
         fleet = load(config, registry.config_type, registry.host_config_types)
         frags = runner.fragments_for(runner.plan(fleet, registry.available()), fleet)

@@ -243,8 +243,8 @@ def main() -> None:
 
     from fleetcheck.config import load
     from fleetcheck.core import registry
-    from fleetcheck.core.context import build_gather_script
     from fleetcheck.core.runner import plan
+    from fleetcheck.transport.gather import build_gather_script
     from fleetcheck.transport.keep import Keeper
 
     # (label, bare exec of true, the fragment and parser swapped in or None)

@@ -89,8 +89,8 @@ INPROCESS = textwrap.dedent(
     """    import json, sys, time
     from fleetcheck.core import registry, runner
     from fleetcheck.config import load
-    from fleetcheck.transport.ssh import _paramiko
-    _paramiko()
+    from fleetcheck.transport.ssh.lazy import load_paramiko
+    load_paramiko()
     fleet = load(sys.argv[1], registry.config_type, registry.host_config_types)
     items = runner.plan(fleet, registry.available())
     cpu0, t0 = time.process_time(), time.monotonic()
@@ -212,7 +212,7 @@ def main() -> None:
         small_cfg = write_config(lab, small, 1, deadline)
         from fleetcheck.config import load
         from fleetcheck.core import registry, runner
-        from fleetcheck.core.context import build_gather_script
+        from fleetcheck.transport.gather import build_gather_script
 
         fleet = load(small_cfg, registry.config_type, registry.host_config_types)
         frags = runner.fragments_for(runner.plan(fleet, registry.available()), fleet)

@@ -27,8 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fleetcheck.config import HostConfig, SshConfig, load  # noqa: E402
 from fleetcheck.core import registry, runner  # noqa: E402
-from fleetcheck.core.context import build_gather_script  # noqa: E402
 from fleetcheck.transport import ssh  # noqa: E402
+from fleetcheck.transport.gather import build_gather_script  # noqa: E402
+from fleetcheck.transport.ssh.lazy import load_paramiko  # noqa: E402
 
 
 def one(host: HostConfig, cfg: SshConfig, script: str, out: dict[str, Any]) -> None:
@@ -54,8 +55,8 @@ def main() -> None:
     if mode.endswith("-true"):  # the transport alone: the remote side runs `true`
         mode = mode.removesuffix("-true")
         scripts = dict.fromkeys(scripts, "true\n")
-    # import cost is start-up, not per-host latency (older transports lack _paramiko)
-    getattr(ssh, "_paramiko", lambda: __import__("paramiko"))()
+    # import cost is start-up, not per-host latency
+    load_paramiko()
     out: dict[str, Any] = {}
     cpu0, t0 = time.process_time(), time.monotonic()
     if mode == "concurrent":

@@ -8,7 +8,9 @@ import time
 
 import pytest
 
-from fleetcheck.core.context import Fragment, HostFacts, build_gather_script, parse_gathered
+from fleetcheck.core.context import HostFacts
+from fleetcheck.parse.gathered import Fragment, parse_gathered
+from fleetcheck.transport.gather import build_gather_script
 
 NONCE = "0123456789abcdef"
 

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from fleetcheck.config import ConfigError, FleetConfig, from_dict
 from fleetcheck.core import registry
-from fleetcheck.core.context import parse_gathered
 from fleetcheck.parse.clientlist import normalise_ip, parse_client_list, split_addr
 from fleetcheck.parse.duration import format_duration, parse_duration
+from fleetcheck.parse.gathered import parse_gathered
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

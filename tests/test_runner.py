@@ -12,10 +12,12 @@ import pytest
 
 from fleetcheck.config import BrokerConfig, FleetConfig, HostConfig, PatrolConfig, SshConfig
 from fleetcheck.core.check import Check, HostCheck, Scope
-from fleetcheck.core.context import PatrolContext, build_gather_script, parse_gathered
+from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.model import Result, Status
 from fleetcheck.core.runner import plan, run_patrol
+from fleetcheck.parse.gathered import parse_gathered
+from fleetcheck.transport.gather import build_gather_script
 from fleetcheck.transport.local import LocalShell
 
 RELEASE = threading.Event()

@@ -412,7 +412,7 @@ def test_prefers_aes_gcm_and_still_reaches_a_server_without_it(lab: Lab) -> None
 def test_first_moves_preferred_to_the_front(
     offered: tuple[str, ...], preferred: tuple[str, ...], expected: tuple[str, ...]
 ) -> None:
-    from fleetcheck.transport.ssh import _first
+    from fleetcheck.transport.ssh.handshake import _first
 
     assert _first(offered, preferred) == expected
 

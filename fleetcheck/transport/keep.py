@@ -29,7 +29,7 @@ class Keeper:
         self, keep_for: float, max_idle: int | None = None, keepalive: float = DEFAULT_KEEPALIVE
     ) -> None:
         if max_idle is None:
-            from fleetcheck.transport.ssh import fd_bound
+            from fleetcheck.transport.limiter import fd_bound
 
             max_idle = max(1, fd_bound() // 2)  # the other half for the round's own needs
         self.keep_for = keep_for

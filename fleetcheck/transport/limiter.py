@@ -110,3 +110,14 @@ class AdaptiveLimiter:
                 f"(bound {self.max_limit})"
             )
         return out
+
+
+def fd_bound(per_host: int = 4, reserve: int = 48) -> int:
+    """How many hosts may be in flight under RLIMIT_NOFILE: each holds a socket, and a
+    channel's poll pipe (two fds); jump connections and the broker need a few more."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 1024
+    return max(1, (soft - min(reserve, soft // 2)) // per_host)
