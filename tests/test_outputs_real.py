@@ -168,9 +168,9 @@ def test_run_problems_on_the_demo_fleet(demo_fleet: Any) -> None:
     table = lines[2 : lines.index("")]
     assert sorted(line.split()[0] for line in table) == sorted(r["status"] for r in bad)
     assert not any(line.startswith("OK ") for line in lines)
-    footer = [line for line in lines if "checks:" in line][0]
+    footer = [line for line in lines if " rows: " in line][0]
     ok = sum(r["status"] == "OK" for r in full["results"])
-    assert f"{len(full['results'])} checks: {ok} OK" in footer
+    assert f"{len(full['results'])} rows: {ok} OK" in footer
     assert not any(line != line.rstrip() for line in lines)
     refused = fleetcheck("run", "-c", config, "-f", "json", "--no-state", "--problems")
     assert refused.returncode == 3 and refused.stdout == ""
