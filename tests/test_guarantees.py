@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fleetcheck.core import registry
 from tests.lab import Lab
 
 pytestmark = pytest.mark.lab
@@ -26,8 +27,6 @@ QUICKER = {
 
 
 def all_checks() -> str:
-    from fleetcheck.core import registry
-
     tables = []
     for name, check in registry.available().items():
         quicker = QUICKER.get(name)
@@ -80,8 +79,15 @@ def fleet(lab: Lab) -> Path:
         log = h.log_path("worker.log")
         log.write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ INFO tick\n", time.gmtime(now)))
     lab.start_workers(n8, 3)
+    # every check's declared per-host keys on both hosts (the test writes logs and the lab
+    # addrs itself), so every check has rows
+    own = "".join(
+        "\n" + c.host_example
+        for name, c in registry.available().items()
+        if name not in ("clients", "logs")
+    )
     extra = {
-        h.name: f'tz = "UTC"\nlogs = [{{ path = "{h.log_path("worker.log")}" }}]'
+        h.name: f'tz = "UTC"\nlogs = [{{ path = "{h.log_path("worker.log")}" }}]' + own
         for h in (n8, mini)
     }
     return lab.config(checks=all_checks(), host_extra=extra)
@@ -103,8 +109,6 @@ def test_full_patrol_is_read_only(lab: Lab, rater: str) -> None:
     before = dump_all(lab)
     proc = fc("run", "-c", str(cfg), "--format", "json", "--no-state")
     report = json.loads(proc.stdout)
-    from fleetcheck.core import registry
-
     checks = {r["check"] for r in report["results"]}
     assert checks == set(registry.available())  # every check ran (the list: the registry)
     probe = [r for r in report["results"] if r["check"] == "rater_probe"][0]
