@@ -18,8 +18,9 @@ declares (`Result.headline`; the order of the metrics means nothing), labelled
 `host_check_metric` (broker-wide: `check_metric`), `U` when it was not measured this round; a
 row without a headline has no item. Never a map's keys, so no file path or address ever lands
 in a label. Values are rounded to their precision (integers as they are, other numbers to 4
-significant digits, whole above 1000); the unit comes from the metric's suffix (`_s` s, `_bytes` B, `_ratio` and
-plain counts none). Everything else (every metric, nested maps, evidence) is in --format json.
+significant digits, whole above 1000); the unit comes from the metric's suffix (`_s` s,
+`_bytes` B, `_ratio` and plain counts none). Everything else (every metric, nested maps,
+evidence) is in --format json.
 
 Output stays under MAX_BYTES (the 8 KB plugin-output buffer of Nagios): long-output lines
 beyond their share and perfdata items that do not fit are left out, and a last long-output
