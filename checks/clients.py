@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from fleetcheck.config import FleetConfig, HostConfig, InvalidValue
 from fleetcheck.core.check import Check, Scope
@@ -18,6 +19,9 @@ from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs
 from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.clientlist import ClientTable, normalise_ip
+
+if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
+    from fleetcheck.lab.demo import DemoFleet
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,33 @@ class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
     scope = Scope.BROKER
     config_type = ClientsConfig
     host_config_type = ClientsHostConfig
+    headline = ("connections", "clients")  # a host row's, the broker-wide row's
+    example = """\
+[checks.clients]
+max_unknown = 0                  # clients from addresses no host claims: WARN past this many
+ignore_names = ["fleetcheck"]    # client names never counted as unknown
+"""
+    host_example = """\
+addrs = ["192.168.1.20", "192.168.1.21"]     # its addresses in CLIENT LIST (WSL2 NAT can add one)
+min_clients = 10                             # fewer broker connections: WARN; none: CRIT
+"""
+    demo_meaning = (
+        "no broker connection from this machine: its workers are gone or cut off, while "
+        "queue depth and throughput still look fine because the others absorb the work (incident 4)"
+    )
+
+    def demo_fault(self, fleet: DemoFleet) -> str | None:
+        """Workers on n8, laptop and broker; mini has none: the silently dead machine."""
+        fleet.lab.start_workers(fleet.hosts["n8"], 12, "worker-n8")
+        fleet.lab.start_workers(fleet.hosts["laptop"], 4, "worker-laptop")
+        fleet.lab.start_workers(fleet.hosts["broker"], 2, "worker-broker")
+        fleet.host_keys("n8", "min_clients = 10")
+        return ""
+
+    def demo_explain(self, result: Result) -> str | None:
+        if result.host is None and result.status is not Status.OK:
+            return "broker clients from addresses no host claims: an unknown machine or tool"
+        return super().demo_explain(result)
 
     def targets(self, fleet: FleetConfig, config: ClientsConfig) -> list[HostConfig | None]:
         def wanted(h: HostConfig) -> bool:

@@ -15,7 +15,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fleetcheck.config import Duration, HostConfig, InvalidValue, zone
 from fleetcheck.core.check import Check, Scope
@@ -24,6 +24,9 @@ from fleetcheck.core.errors import CheckError
 from fleetcheck.core.model import Result, Status, worst
 from fleetcheck.parse.duration import format_duration
 from fleetcheck.parse.instant import parse_instant
+
+if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
+    from fleetcheck.lab.demo import DemoFleet
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,32 @@ class QueueDepthCheck(Check[QueueDepthConfig, QueueFacts]):
     description = "summed queue depth against the enqueue cap, and the age of each queue's head"
     scope = Scope.BROKER
     config_type = QueueDepthConfig
+    headline = "depth"
+    example = """\
+[checks.queue_depth]
+keys = ["arena:queue", "arena:queue:processing"]   # lists whose lengths sum to the depth (required)
+cap = 100                        # the enqueue guard's cap on the summed depth (required)
+warn_at = 0.8                    # WARN at or above this share of the cap
+samples = 3                      # readings per patrol, all reported, judged on the max
+interval = "1s"                  # time between readings
+push = "rpush"                   # how jobs are added ("rpush"/"lpush"; the head is the other end)
+enqueued_field = "enqueued_at"   # JSON field with the enqueue time (epoch or ISO 8601)
+# max_wait = "10m"               # WARN when a head job has waited longer than this
+# naive_tz = "UTC"               # zone for ISO times written without offset
+"""
+    demo_meaning = (
+        "the summed depth is over the cap, which proves the enqueue guard is not "
+        "holding (a check-then-act race), not merely that the fleet is busy (incident 2)"
+    )
+
+    def demo_fault(self, fleet: DemoFleet) -> str | None:
+        """167 jobs queued or in flight against a cap of 100."""
+        r = fleet.lab.client()
+        jobs = [json.dumps({"id": i, "enqueued_at": fleet.now - 300 + i}) for i in range(120)]
+        r.rpush("arena:queue", *jobs)
+        r.rpush("arena:queue:processing", *[json.dumps({"id": i}) for i in range(47)])
+        r.close()
+        return 'keys = ["arena:queue", "arena:queue:processing"]\ncap = 100\nsamples = 1'
 
     def probe(
         self, ctx: PatrolContext, host: HostConfig | None, config: QueueDepthConfig

@@ -22,7 +22,7 @@ import shlex
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fleetcheck.config import Duration, HostConfig, InvalidValue
 from fleetcheck.core.check import Check, Scope
@@ -32,6 +32,9 @@ from fleetcheck.core.hostfacts import logs_of
 from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.clientlist import Client, parse_client_list
 from fleetcheck.parse.duration import format_duration
+
+if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
+    from fleetcheck.lab.demo import DemoFleet
 
 DEFAULT_PAYLOAD = '{"type": "fleetcheck.probe", "id": "{id}", "sent_at": {sent_at}}'
 BLOCKING = {"blpop", "brpop", "blmove", "brpoplpush", "blmpop"}
@@ -117,6 +120,33 @@ class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
     description = "pushes one probe envelope into the rater's inbox and times its consumption"
     scope = Scope.BROKER
     config_type = RaterProbeConfig
+    headline = "latency_s"
+    example = """\
+# WRITES TO YOUR BROKER: every patrol PUSHES one probe envelope into the `inbox` list below (and
+# removes it again with LREM if nobody takes it within `timeout`). Leave this table out if
+# nothing may be written to the broker.
+[checks.rater_probe]
+inbox = "arena:rater:inbox"      # the list the rater pops from
+push = "rpush"                   # how the probe envelope is added ("rpush" or "lpush")
+timeout = "5s"                   # the envelope must be taken (and acknowledged) within this
+# the envelope's template ({id} and {sent_at} are filled in):
+payload = '{"type": "fleetcheck.probe", "id": "{id}", "sent_at": {sent_at}}'
+client_name = "rater"            # CLIENT SETNAME of the rater's connection (glob allowed)
+# ack = "log"                    # stronger proof: "log" (id seen in the rater's log) or "reply:KEY"
+# ack_host = "broker"            # ack = "log": the host whose log shows the id
+# ack_log = "/var/log/arena/rater.log"  # ack = "log": that log (default: the host's first log)
+"""
+    demo_meaning = (
+        "a test envelope pushed to the rater's inbox was not consumed in time: its "
+        "loop is not running, whatever its process and log say (incidents 6, 7)"
+    )
+
+    def demo_fault(self, fleet: DemoFleet) -> str | None:
+        """A healthy rater on the broker's machine, consuming its inbox for real."""
+        inbox = "arena:rater:inbox"
+        host = fleet.hosts["broker"] if fleet.netns else None
+        fleet.lab.start_rater(host, inbox=inbox, log=fleet.log_path("broker"))
+        return f'inbox = "{inbox}"\ntimeout = "5s"'
 
     def probe(
         self, ctx: PatrolContext, host: HostConfig | None, config: RaterProbeConfig

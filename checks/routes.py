@@ -21,6 +21,9 @@ from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.model import Result, Status
 
+if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
+    from fleetcheck.lab.demo import DemoFleet
+
 if TYPE_CHECKING:  # the route parser is imported by the patrol, not by config checks
     from fleetcheck.parse.routes import (
         DefaultRoute,
@@ -189,6 +192,22 @@ class RoutesCheck(HostCheck[RoutesConfig, "RouteFacts"]):
     name = "routes"
     description = "default routes per host: two on one subnet is CRIT (ARP flux, EHOSTUNREACH)"
     config_type = RoutesConfig
+    headline = "default_routes"
+    example = """\
+[checks.routes]
+# target = "192.168.1.5"         # address whose route each host looks up (default: the broker)
+"""
+    demo_meaning = (
+        "two default routes through two interfaces on one subnet: the OS flips between "
+        "them and connections drop; keep one interface per subnet or bond them (incident 5)"
+    )
+
+    def demo_fault(self, fleet: DemoFleet) -> str | None:
+        """mini's Wi-Fi up beside its wired link, on one subnet (needs namespaces)."""
+        if not fleet.netns:
+            return None
+        fleet.lab.add_interface(fleet.hosts["mini"], "wifi0", metric=600)
+        return ""
 
     @staticmethod
     def target_for(config: RoutesConfig, fleet: FleetConfig) -> str | None:

@@ -12,11 +12,15 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from fleetcheck.config import FleetConfig, HostConfig, InvalidValue
 from fleetcheck.core.check import HostCheck
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.model import Result, Status
+
+if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
+    from fleetcheck.lab.demo import DemoFleet
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,23 @@ class MarkerCheck(HostCheck[MarkerConfig, bool]):
     description = "example plugin: a marker file exists on each host that names one"
     config_type = MarkerConfig
     host_config_type = MarkerHostConfig
+    headline = "markers_present"
+    example = """\
+[checks.example_marker]
+missing_is = "WARN"              # the status of a row whose marker file is absent (WARN or CRIT)
+"""
+    host_example = 'marker = "/etc/fleetcheck.marker"   # a file that must exist on the host'
+    no_targets_reason = "no host names a marker file"
+    demo_meaning = "the marker file this host names is missing"
+
+    def demo_fault(self, fleet: DemoFleet) -> str | None:
+        """Every demo host names a marker; only n8's exists (a WARN row on the others)."""
+        for name, host in fleet.hosts.items():
+            marker = host.dir / "marker"
+            if name == "n8":
+                marker.write_text("")
+            fleet.host_keys(name, f'marker = "{marker}"')
+        return ""
 
     def targets(self, fleet: FleetConfig, config: MarkerConfig) -> list[HostConfig | None]:
         return [h for h in fleet.hosts if h.ssh and h.settings(MarkerHostConfig).marker]

@@ -1,10 +1,13 @@
-"""The check contract (fleetcheck/check.py), held against every registered check, built-in and
-entry-point alike; and a third-party check (tests/example_check.py) that exists only as an
-entry point, with a per-host key the config builder learns from it."""
+"""The check contract (fleetcheck/core/check.py), held against every registered check (the list
+comes from the registry), built-in and entry-point alike; and a third-party check
+(tests/example_check.py) that exists only as an entry point, with a per-host key the config
+builder learns from it. A broken contract names the check, what it lacks and the file to fix;
+broker checks are held to it on the loopback demo fleet (no root), host checks on namespaces."""
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 import sys
 import threading
@@ -17,11 +20,11 @@ import pytest
 
 from fleetcheck.config import ConfigError, load
 from fleetcheck.core import registry, runner
-from fleetcheck.core.check import Check, CheckError
+from fleetcheck.core.check import Check, CheckError, Scope
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.model import UNIT_SUFFIXES, Result, Status
 from tests.conftest import _require_lab
-from tests.example_check import MarkerCheck, MarkerHostConfig
+from tests.example_check import CHECK, MarkerCheck, MarkerHostConfig
 
 ENTRY_POINTS = f"[{registry.ENTRY_POINT_GROUP}]\nexample_marker = tests.example_check:CHECK\n"
 
@@ -182,20 +185,74 @@ def metric_problems(name: str, value: Any, unit_name: str | None = None) -> list
     return []
 
 
-@pytest.fixture(scope="module")
-def every_check_evaluated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """The demo fleet (every built-in check on real faults) plus the example entry-point check,
-    each row probed for real and evaluated twice."""
-    _require_lab()
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def home_of(check: Check[Any, Any]) -> str:
+    """The file that defines `check` (relative to the repository when it is in it)."""
+    path = Path(inspect.getsourcefile(type(check)) or "?").resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def declaration_problems(check: Check[Any, Any]) -> list[str]:
+    """What `check` fails to declare, each naming the check, the declaration and its file."""
+    name, home = check.name, home_of(check)
+    problems: list[str] = []
+
+    def lacks(what: str, why: str) -> None:
+        problems.append(f"{name}: no {what} ({why}): declare it below the class header in {home}")
+
+    if not getattr(check, "description", ""):
+        lacks("`description`", "the one line `fleetcheck checks` shows")
+    if check.headline is None:
+        lacks("`headline`", "the metric that is each row's headline, Nagios' perfdata item")
+    if f"[checks.{name}]" not in check.example.splitlines():
+        lacks("`example`", f"the [checks.{name}] table hosts.example.toml shows, commented")
+    if check.host_config_type is not None and not check.host_example.strip():
+        lacks("`host_example`", "its per-host keys as lines of a [[hosts]] table")
+    if type(check).demo_fault is Check.demo_fault:
+        lacks("`demo_fault`", "how `fleetcheck demo` plants its incident")
+    if not check.demo_meaning:
+        lacks("`demo_meaning`", "what a non-OK row means, in the demo's words")
+    try:  # every per-host key has a default: a host that sets none of them is valid
+        if check.host_config_type is not None:
+            check.host_config_type()
+    except Exception as e:
+        problems.append(f"{name}: its host_config_type() fails: {e} (every field needs a default)")
+    return problems
+
+
+@pytest.mark.parametrize("name", sorted(registry.available()))
+def test_every_registered_check_declares_everything(name: str) -> None:
+    assert declaration_problems(registry.available()[name]) == []
+
+
+def test_the_example_plugin_declares_everything() -> None:
+    assert declaration_problems(CHECK) == []
+
+
+def test_a_missing_declaration_names_the_check_the_declaration_and_the_file() -> None:
+    class Bare(Check[Any, Any]):
+        name = "bare"
+        description = "declares nothing else"
+        scope = Scope.BROKER
+
+    problems = declaration_problems(Bare())
+    assert len(problems) == 4, problems
+    assert problems[0] == (
+        "bare: no `headline` (the metric that is each row's headline, Nagios' perfdata item): "
+        "declare it below the class header in tests/test_check_contract.py"
+    )
+    assert all(p.startswith("bare: no `") for p in problems)
+
+
+def evaluate_demo(netns: bool) -> dict[str, Any]:
+    """The demo fleet (every registered check plants its own fault, the example entry-point
+    check too), each row probed for real and evaluated twice under the I/O guard."""
     from fleetcheck.lab.demo import build
 
-    entry = _install_plugin(tmp_path_factory.mktemp("site"))
-    demo = build(netns=True)
+    demo = build(netns=netns)
     try:
-        text = demo.config.read_text()
-        demo.config.write_text(
-            text + f'\n[defaults]\nmarker = "{demo.config}"\n[checks.example_marker]\n'
-        )
         fleet = load(demo.config, registry.config_type, registry.host_config_types)
         items = runner.plan(fleet, registry.available())
         ctx = PatrolContext(fleet, runner.fragments_for(items, fleet))
@@ -216,29 +273,45 @@ def every_check_evaluated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
                 out["rows"].append((item, first, second, list(guard.seen)))
         finally:
             ctx.close()
-        out["registered"] = dict(registry.available())
-        yield out
+        return out
     finally:
         demo.lab.close()
-        _remove_plugin(entry)
 
 
-@pytest.mark.lab
-def test_every_registered_check_keeps_the_contract(every_check_evaluated: dict[str, Any]) -> None:
-    rows = every_check_evaluated["rows"]
-    evaluated = {item.check.name for item, *_ in rows}
-    # every check, the example plugin included, was probed and judged at least once
-    assert evaluated == set(every_check_evaluated["registered"]), every_check_evaluated["unprobed"]
-    assert "example_marker" in evaluated
+@pytest.fixture(scope="module")
+def plugin_installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    entry = _install_plugin(tmp_path_factory.mktemp("site"))
+    yield
+    _remove_plugin(entry)
+
+
+@pytest.fixture(scope="module")
+def broker_checks_evaluated(plugin_installed: None) -> dict[str, Any]:
+    """Broker-scope checks on the loopback demo fleet: needs redis-server, not root."""
+    from tests.lab import missing_prerequisites
+
+    if missing_prerequisites(netns=False):
+        pytest.skip("needs redis-server")
+    return evaluate_demo(netns=False)
+
+
+@pytest.fixture(scope="module")
+def host_checks_evaluated(plugin_installed: None) -> dict[str, Any]:
+    """Host checks on the namespace demo fleet (sshd per host): needs the lab."""
+    _require_lab()
+    return evaluate_demo(netns=True)
+
+
+def contract_problems(name: str, evaluated: dict[str, Any]) -> list[str]:
+    check = registry.available()[name]
+    rows = [row for row in evaluated["rows"] if row[0].check.name == name]
+    if not rows:
+        unprobed = [reason for key, reason in evaluated["unprobed"] if key[0] == name]
+        return [
+            f"{name}: no row of it was probed on the demo fleet ({unprobed or 'not planned'}): "
+            f"its `demo_fault` in {home_of(check)} must plant a fault and return its table"
+        ]
     problems: list[str] = []
-    for name, check in every_check_evaluated["registered"].items():
-        if check.name != name or not check.description:
-            problems.append(f"{name}: needs a name and a one-line description")
-        try:  # every per-host key has a default: a host that sets none of them is valid
-            if check.host_config_type is not None:
-                check.host_config_type()
-        except Exception as e:
-            problems.append(f"{name}: its host_config_type() fails: {e}")
     for item, first, second, io in rows:
         where = f"{item.check.name}/{item.target.name if item.target else '(broker)'}"
         if first != second:
@@ -247,11 +320,36 @@ def test_every_registered_check_keeps_the_contract(every_check_evaluated: dict[s
             problems.append(f"{where}: evaluate did I/O: {sorted(set(io))}")
         if (first.check, first.host) != item.key:
             problems.append(f"{where}: row names {first.check}/{first.host}")
-        for name, value in first.metrics.items():
-            problems += [f"{where}: {p}" for p in metric_problems(name, value)]
+        for metric, value in first.metrics.items():
+            problems += [f"{where}: {p}" for p in metric_problems(metric, value)]
+        if first.metrics and first.headline is None:
+            problems.append(
+                f"{where}: none of its metrics {sorted(first.metrics)} is its declared "
+                f"`headline` {check.headline!r} ({home_of(check)})"
+            )
         if item.target is not None and re.match(rf"{re.escape(item.target.name)}\b", first.summary):
             problems.append(f"{where}: summary starts with the host name: {first.summary!r}")
-    assert problems == []
+    return problems
+
+
+def _by_scope(scope: Scope) -> list[str]:
+    return sorted(n for n, c in registry.available().items() if c.scope is scope)
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("name", _by_scope(Scope.BROKER))
+def test_every_broker_check_keeps_the_contract(
+    name: str, broker_checks_evaluated: dict[str, Any]
+) -> None:
+    assert contract_problems(name, broker_checks_evaluated) == []
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("name", [*_by_scope(Scope.HOST), "example_marker"])
+def test_every_host_check_keeps_the_contract(
+    name: str, host_checks_evaluated: dict[str, Any]
+) -> None:
+    assert contract_problems(name, host_checks_evaluated) == []
 
 
 @pytest.mark.parametrize(

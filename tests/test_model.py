@@ -51,6 +51,8 @@ def test_sorted_worst_first_and_dict_shape() -> None:
         "status": "CRIT",
         "summary": "bad",
         "metrics": {"n": 1},
+        "headline": None,
+        "limits": {},
         "evidence": None,
         "duration_s": 0.0,
     }

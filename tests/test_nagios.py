@@ -113,7 +113,8 @@ def test_headline_shows_the_three_worst_and_counts_the_rest() -> None:
 
 
 def test_ok_rows_get_no_long_output_but_keep_perfdata() -> None:
-    text = nagios.render(report(Result("clients", "n8", Status.OK, "ok", {"connections": 12})))
+    row = Result("clients", "n8", Status.OK, "ok", {"connections": 12}, headline="connections")
+    text = nagios.render(report(row))
     head, long_lines, _ = parse_plugin_output(text)
     assert long_lines == []
     assert perf_items(text)["n8_clients_connections"].group("value") == "12"
@@ -122,8 +123,8 @@ def test_ok_rows_get_no_long_output_but_keep_perfdata() -> None:
 @pytest.mark.parametrize(
     "host, check, metrics, expected",
     [
-        # one item per row: its first top-level numeric metric; label host_check_metric,
-        # broker rows check_metric
+        # one item per row: its declared headline metric (Result.headline), wherever it is
+        # in the dict; label host_check_metric, broker rows check_metric
         ("n8", "clients", {"connections": 3, "min": 1}, ("n8_clients_connections", "3", None)),
         (
             None,
@@ -142,7 +143,9 @@ def test_ok_rows_get_no_long_output_but_keep_perfdata() -> None:
         (None, "q", {"tiny_s": 1.234567e-7}, ("q_tiny_s", "0.0000001235", "s")),
         (None, "q", {"huge": 1e20}, ("q_huge", "100000000000000000000", None)),
         (None, "q", {"nan": float("nan")}, ("q_nan", "U", None)),
-        # booleans 0/1; strings, lists, None and maps skipped (a map's keys are never a label)
+        # a headline not measured this round (None) is U, never another metric
+        (None, "rater", {"latency_s": None, "inbox_length": 3}, ("rater_latency_s", "U", None)),
+        # booleans 0/1; other metrics are never an item (a map's keys are never a label)
         (None, "rater", {"proof": "logged", "consumed": True}, ("rater_consumed", "1", None)),
         (
             "n8",
@@ -157,7 +160,10 @@ def test_ok_rows_get_no_long_output_but_keep_perfdata() -> None:
 def test_row_perfdata_is_one_item_per_row(
     host: str | None, check: str, metrics: dict[str, Any], expected: tuple[str, str, Any]
 ) -> None:
-    text = nagios.render(report(Result(check, host, Status.OK, "x", metrics, duration_s=0.5)))
+    label = expected[0].removeprefix(f"{host}_" if host else "").removeprefix(f"{check}_")
+    headline = next(k for k in metrics if nagios.label(k) == f"'{label}'")
+    row = Result(check, host, Status.OK, "x", metrics, duration_s=0.5, headline=headline)
+    text = nagios.render(report(row))
     items = perf_items(text)
     rows = {
         k: v
@@ -170,9 +176,43 @@ def test_row_perfdata_is_one_item_per_row(
     assert rows[name].group("uom") == uom
 
 
-def test_a_row_without_numeric_metrics_has_no_item() -> None:
-    text = nagios.render(report(Result("q", None, Status.OK, "x", {"s": "text", "m": {"a": 1}})))
+def test_a_row_without_a_headline_has_no_item() -> None:
+    text = nagios.render(report(Result("q", None, Status.OK, "x", {"depth": 3, "m": {"a": 1}})))
     assert set(perf_items(text)) == {"ok", "warn", "crit", "unknown", "patrol_duration"}
+
+
+def test_the_declared_headline_wins_over_the_first_numeric_metric() -> None:
+    """A check whose first metric is a setting echo, not its measurement: the perfdata item is
+    the metric it declares as headline (Check.result fills Result.headline from it)."""
+    from fleetcheck.core.check import Check, Scope
+
+    class Aged(Check[Any, Any]):
+        name = "aged"
+        description = "a check whose first metric is not its headline"
+        scope = Scope.BROKER
+        headline = "age_s"
+
+    row = Aged().result(None, Status.OK, "x", metrics={"samples": 3, "age_s": 12.5})
+    assert row.headline == "age_s"
+    items = perf_items(nagios.render(report(row)))
+    assert "aged_samples" not in items
+    assert items["aged_age_s"].group("value") == "12.5"
+
+
+def test_a_check_whose_rows_differ_declares_a_headline_per_kind_of_row() -> None:
+    from fleetcheck.core.check import Check, Scope
+
+    class Two(Check[Any, Any]):
+        name = "two"
+        description = "host rows and a broker-wide row with different measurements"
+        scope = Scope.BROKER
+        headline = ("connections", "clients")
+
+    check = Two()
+    assert check.result(None, Status.OK, "x", metrics={"clients": 3}).headline == "clients"
+    row = check.result(None, Status.OK, "x", metrics={"clients": 3, "connections": 1})
+    assert row.headline == "connections"
+    assert check.result(None, Status.OK, "x", metrics={"other": 1}).headline is None
 
 
 @pytest.mark.parametrize(
@@ -217,6 +257,7 @@ def fleet_of(n_hosts: int, seed: int, bad_share: float) -> Report:
                     "by_addr": {f"198.18.{i}.10": 3, f"198.18.{i}.11": 0},
                     "min_clients": 1,
                 },
+                headline="connections",
             )
         )
         rows.append(
@@ -240,6 +281,7 @@ def fleet_of(n_hosts: int, seed: int, bad_share: float) -> Report:
                         }
                     },
                 },
+                headline="age_s",
             )
         )
         rows.append(
@@ -249,6 +291,7 @@ def fleet_of(n_hosts: int, seed: int, bad_share: float) -> Report:
                 status(),
                 "one default route: via 198.18.0.1 dev eth0 " * rng.randint(1, 4),
                 {"default_routes": 1, "interfaces": 1, "unscoped_default_routes": 1},
+                headline="default_routes",
             )
         )
     for check in ("broker", "clients", "queue_depth", "live_hash", "rater_probe"):
@@ -263,6 +306,7 @@ def fleet_of(n_hosts: int, seed: int, bad_share: float) -> Report:
                     "used_memory_bytes": 2373264,
                     "lengths": {"arena:queue": 120},
                 },
+                headline="ping_s",
             )
         )
     return Report("2026-11-29T07:00:00Z", 3.14159265, tuple(rows))
@@ -311,8 +355,8 @@ def test_patrol_perfdata_counts_and_duration() -> None:
 
 def test_multiline_layout_follows_the_plugin_guidelines() -> None:
     rows = [
-        Result("clients", "n8", Status.CRIT, "none", {"connections": 0}),
-        Result("clients", "n9", Status.OK, "ok", {"connections": 9}),
+        Result("clients", "n8", Status.CRIT, "none", {"connections": 0}, headline="connections"),
+        Result("clients", "n9", Status.OK, "ok", {"connections": 9}, headline="connections"),
     ]
     lines = nagios.render(report(*rows)).split("\n")
     assert lines[0].count("|") == 1

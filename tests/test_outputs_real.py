@@ -80,6 +80,9 @@ def test_real_output_conforms_with_and_without_state(demo_fleet: Any, tmp_path: 
         assert {row["status"] for row in doc["results"]} >= {"OK", "WARN", "CRIT"}
         for row in doc["results"]:
             assert isinstance(row["metrics"], dict) and row["metrics"], row  # numbers kept
+            # every row with metrics names its declared headline, which is one of them
+            assert row["headline"] in row["metrics"], row
+            assert isinstance(row["limits"], dict), row
 
 
 @pytest.mark.parametrize(
@@ -90,6 +93,10 @@ def test_real_output_conforms_with_and_without_state(demo_fleet: Any, tmp_path: 
         (lambda d: d["results"][0]["metrics"].update(n={"a": "b"}), "is not valid"),
         (lambda d: d["results"][0]["metrics"].update(samples=[1, "x"]), "is not valid"),
         (lambda d: d["results"][0]["metrics"].update(n={"a": [None]}), "is not valid"),
+        (lambda d: d["results"][0]["limits"].update(tz="UTC"), "is not valid"),
+        (lambda d: d["results"][0].pop("limits"), "is a required property"),
+        (lambda d: d["results"][0].update(headline="Not A Name"), "is not valid"),
+        (lambda d: d["results"][0].pop("headline"), "is a required property"),
         (lambda d: d["results"][0].update(status="CRITICAL"), "is not one of"),
         (lambda d: d["results"][0].update(host="(broker)"), "is not valid"),
         (lambda d: d["results"][0].update(since="2026-11-29T07:00:00Z"), "dependency"),
@@ -103,13 +110,45 @@ def test_the_schema_rejects_what_the_format_forbids(change: Any, complaint: str)
     report = Report(
         "2026-11-29T07:00:00.000Z",
         1.0,
-        (Result("clients", "n8", Status.CRIT, "no broker connections", {"connections": 0}),),
+        (
+            Result(
+                "clients",
+                "n8",
+                Status.CRIT,
+                "no broker connections",
+                {"connections": 0},
+                limits={"min_clients": 1},
+                headline="connections",
+            ),
+        ),
     )
     doc = json.loads(render_json.render(report))
     assert errors(doc) == []
     change(doc)
     found = errors(doc)
     assert found and any(complaint in e for e in found), found
+
+
+def test_limits_and_headline_are_shown_apart_from_the_metrics() -> None:
+    row = Result(
+        "queue_depth",
+        None,
+        Status.WARN,
+        "x",
+        {"depth": 90, "lengths": {"q": 90}},
+        limits={"cap": 100, "warn_at_ratio": 0.8, "max_wait_s": None, "mode": "rpush"},
+        headline="depth",
+    )
+    doc = json.loads(render_json.render(Report("2026-11-29T07:00:00.000Z", 1.0, (row,))))
+    assert errors(doc) == []
+    shown = doc["results"][0]
+    assert shown["metrics"] == {"depth": 90, "lengths": {"q": 90}}
+    assert shown["limits"] == {"cap": 100, "warn_at_ratio": 0.8, "max_wait_s": None}
+    assert shown["headline"] == "depth"
+    bare = Result("broker", None, Status.UNKNOWN, "unreachable")
+    doc = json.loads(render_json.render(Report("2026-11-29T07:00:00.000Z", 1.0, (bare,))))
+    assert errors(doc) == [] and doc["results"][0]["limits"] == {}
+    assert doc["results"][0]["headline"] is None
 
 
 def test_metrics_are_written_as_numbers_only() -> None:
@@ -168,9 +207,9 @@ def test_run_problems_on_the_demo_fleet(demo_fleet: Any) -> None:
     table = lines[2 : lines.index("")]
     assert sorted(line.split()[0] for line in table) == sorted(r["status"] for r in bad)
     assert not any(line.startswith("OK ") for line in lines)
-    footer = [line for line in lines if "checks:" in line][0]
+    footer = [line for line in lines if " rows: " in line][0]
     ok = sum(r["status"] == "OK" for r in full["results"])
-    assert f"{len(full['results'])} checks: {ok} OK" in footer
+    assert f"{len(full['results'])} rows: {ok} OK" in footer
     assert not any(line != line.rstrip() for line in lines)
     refused = fleetcheck("run", "-c", config, "-f", "json", "--no-state", "--problems")
     assert refused.returncode == 3 and refused.stdout == ""

@@ -145,6 +145,25 @@ def test_render_contents() -> None:
     assert value(text, "fleetcheck_broker_used_memory_bytes", host="") == 123456
 
 
+def test_limits_never_become_series() -> None:
+    """A row's limits (the settings it was judged against) stay out of the exposition: a
+    configured threshold is not a reading."""
+    row = Result(
+        "queue_depth",
+        None,
+        Status.WARN,
+        "depth 90 >= 80% of cap 100",
+        {"depth": 90},
+        limits={"cap": 100, "warn_at_ratio": 0.8, "max_wait_s": 600},
+        headline="depth",
+    )
+    text = prometheus.render(Report("2026-11-29T07:00:00Z", 1.0, (row,)))
+    assert value(text, "fleetcheck_queue_depth_depth", host="") == 90
+    families = {f.name for f in text_string_to_metric_families(text)}
+    assert not {n for n in families if "cap" in n or "warn_at" in n or "max_wait" in n}, families
+    assert "cap" not in text and "max_wait" not in text
+
+
 def test_mixed_shapes_share_one_family_with_padded_labels() -> None:
     r = report(
         Result("q", "a", Status.OK, "x", {"lag": 1, "n": {"k": {"deep": 2}}}),

@@ -135,3 +135,61 @@ def test_local_shell_deadline_and_byte_bound() -> None:
     assert r.rc is None and r.stdout == b"start\n"
     r = shell.run("head -c 100000 /dev/zero", 5, 1000)
     assert r.truncated and len(r.stdout) == 1000 and r.rc == 0
+
+
+class Nobody(HostCheck[Cfg, str]):
+    """A host check whose targets are the hosts named "x": none in these fleets."""
+
+    name = "nobody"
+    description = "test check with no targets"
+    config_type = Cfg
+    no_targets_reason = "no host is called x"
+
+    def targets(self, fleet: FleetConfig, config: Cfg) -> list[HostConfig | None]:
+        return [h for h in fleet.hosts if h.name == "x"]
+
+    def probe_host(self, ctx: PatrolContext, host: HostConfig, config: Cfg) -> str:
+        raise AssertionError("never probed: it has no targets")
+
+
+def test_a_check_with_no_targets_is_one_unknown_row_saying_why() -> None:
+    f = fleet(Cfg(), ["a"])
+    f = FleetConfig(**{**f.__dict__, "checks": {"nobody": Cfg(), "wide": Cfg()}})
+    report = run_patrol(f, plan(f, {**CHECKS, "nobody": Nobody()}))
+    rows = {(r.check, r.host): r for r in report.results}
+    assert set(rows) == {("nobody", None), ("wide", None)}
+    assert rows[("nobody", None)].status is Status.UNKNOWN
+    assert rows[("nobody", None)].summary == "no host is called x"
+    assert report.exit_code == 3  # never a silent OK
+
+
+def test_with_no_reason_declared_the_row_says_what_was_missing() -> None:
+    f = fleet(Cfg(), [])
+    report = run_patrol(f, plan(f, CHECKS))
+    rows = {(r.check, r.host): r for r in report.results}
+    assert rows[("probe", None)].summary == "no host to check: no host in test.toml has ssh set"
+    assert rows[("probe", None)].status is Status.UNKNOWN
+    assert rows[("wide", None)].status is Status.WARN  # the others still run
+
+
+def test_naming_hosts_narrows_without_complaining_about_empty_checks() -> None:
+    f = fleet(Cfg(), ["a"])
+    f = FleetConfig(**{**f.__dict__, "checks": {"nobody": Cfg(), "probe": Cfg()}})
+    keys = {p.key for p in plan(f, {**CHECKS, "nobody": Nobody()}, hosts=["a"])}
+    assert keys == {("probe", "a")}
+
+
+def test_the_runner_fills_the_declared_headline_of_a_row_built_directly() -> None:
+    class Direct(Wide):
+        name = "direct"
+        headline = "depth"
+
+        def evaluate(
+            self, facts: int, config: Cfg, host: HostConfig | None, now: datetime
+        ) -> Result:
+            return Result("direct", None, Status.OK, "x", {"samples": 3, "depth": facts})
+
+    f = fleet(Cfg(), [])
+    f = FleetConfig(**{**f.__dict__, "checks": {"direct": Cfg()}})
+    report = run_patrol(f, plan(f, {"direct": Direct()}))
+    assert [r.headline for r in report.results] == ["depth"]

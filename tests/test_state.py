@@ -169,8 +169,8 @@ def test_every_rounds_plain_blocks(lab: Lab, tmp_path: Path) -> None:
     cfg = lab.config()
     proc = fc("run", "-c", str(cfg), "--every", "0.2s", "--rounds", "3", "--no-state")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.count("1 checks:") == 0
-    assert proc.stdout.count("2 checks: 2 OK") == 3
+    assert proc.stdout.count("1 rows:") == 0
+    assert proc.stdout.count("2 rows: 2 OK") == 3
     assert proc.stdout.count("next round at") == 2
 
 

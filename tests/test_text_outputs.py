@@ -132,7 +132,8 @@ def test_problems_shows_only_the_rows_not_ok_and_the_counts() -> None:
         for r in report.results:
             shown = " ".join(r.summary.split()[:3]) in flat
             assert shown is (r.status is not Status.OK), (name, r.status, r.summary)
-        footer = [line for line in text.splitlines() if "checks:" in line][0]
+        footer = [line for line in text.splitlines() if " rows: " in line][0]
+        assert f"{len(report.results)} rows: " in footer, (name, footer)  # rows, not checks
         for label, n in counts.items():
             if n:
                 assert f"{n} {label}" in footer, (name, footer)

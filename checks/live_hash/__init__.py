@@ -19,6 +19,9 @@ from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.duration import format_duration
 
+if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
+    from fleetcheck.lab.demo import DemoFleet
+
 if TYPE_CHECKING:  # the scan code is imported by the probe, not by the config's validation
     from fleetcheck.checks.live_hash.scan import LiveScan
 
@@ -104,6 +107,42 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
     description = "zombie entries in the live-matches hash (HSCAN; stale and malformed)"
     scope = Scope.BROKER
     config_type = LiveHashConfig
+    headline = "stale"
+    example = """\
+[checks.live_hash]
+# The check only reads (HSCAN). WRITES TO YOUR BROKER only when you run `fleetcheck reap-live
+# --apply`, which DELETES the stale fields of this hash (a dry run without --apply deletes nothing).
+key = "arena:live"               # the hash of running matches (HSCANned, never fetched whole)
+max_age = "900s"                 # older than this: certainly dead (match wall + margin)
+match_wall = "600s"              # the longest a match runs: reap-live refuses a max_age below it
+started_field = "started_at"     # JSON field holding the start (epoch or ISO 8601)
+owner_field = "host"             # JSON field naming the worker's host ("" for none)
+# naive_tz = "UTC"               # zone of ISO starts written without offset (unset: malformed)
+# crit_count = 50                # CRIT when more stale entries than this
+crit_share = 0.5                 # CRIT when more than this share of entries is stale
+scan_count = 500                 # HSCAN COUNT per round trip
+show = 5                         # stale entries listed as evidence
+"""
+    demo_meaning = (
+        "entries of the live hash whose match is certainly over: leaked when workers "
+        "were SIGKILLed; `fleetcheck reap-live --apply` removes exactly those (incident 1)"
+    )
+
+    def demo_fault(self, fleet: DemoFleet) -> str | None:
+        """Twelve zombies of mini's among thirty live matches of n8's, and two malformed."""
+        import json
+
+        live = {}
+        for i in range(30):  # up to 7m15s old: far from max_age (15m) however long a patrol takes
+            live[f"m{i}"] = json.dumps({"started_at": fleet.now - 15 * i, "host": "n8"})
+        for i in range(12):
+            live[f"z{i}"] = json.dumps({"started_at": fleet.now - 7200 - 600 * i, "host": "mini"})
+        live["bad1"] = "not json"
+        live["bad2"] = json.dumps({"host": "laptop"})
+        r = fleet.lab.client()
+        r.hset("arena:live", mapping=live)
+        r.close()
+        return 'key = "arena:live"\nmax_age = "900s"'
 
     def probe(
         self, ctx: PatrolContext, host: HostConfig | None, config: LiveHashConfig

@@ -23,6 +23,19 @@ Conventions (tests/test_check_contract.py holds every registered check to them):
 - `evaluate` is pure: no I/O, no clock but its `now`, the same facts give an equal Result.
 - Shell fragments from `remote_commands` come back under the check's own keys:
   `ctx.host_facts(host, self).get("table")`.
+
+Declarations (next to name and description; the contract test names the one a check lacks):
+- `headline`: the metric that is each row's headline (Nagios' one perfdata item): a name, or
+  names tried in order for a check whose rows differ (e.g. host rows and a broker-wide row).
+  Metric order in the dict means nothing.
+- `example`: the `[checks.NAME]` table as hosts.example.toml shows it, every key commented;
+  `host_example`: the per-host keys it reads, as lines of a `[[hosts]]` table.
+- `demo_fault(fleet)`: how `fleetcheck demo` plants this check's incident, returning the body
+  of its `[checks.NAME]` table (None: not in this demo, e.g. it needs namespaces);
+  `demo_meaning`: what a non-OK row means there, in the demo's words (`demo_explain` may vary
+  it per row). The hook is typed against the lab only under `if TYPE_CHECKING:`.
+- `limits`: a Result keeps the settings its verdict was judged against in `limits`, never in
+  `metrics` (which are measurements and become Prometheus series).
 """
 
 from __future__ import annotations
@@ -62,6 +75,26 @@ class Check(Generic[ConfigT, FactsT]):
     scope: ClassVar[Scope]
     config_type: ClassVar[type] = NoConfig
     host_config_type: ClassVar[type | None] = None  # per-host keys this check reads
+    # Declarations: everything else a check says about itself (see the module docstring)
+    headline: ClassVar[str | tuple[str, ...] | None] = None
+    example: ClassVar[str] = ""  # the [checks.NAME] table of hosts.example.toml, commented
+    host_example: ClassVar[str] = ""  # its per-host keys, as lines of a [[hosts]] table
+    demo_meaning: ClassVar[str] = ""  # what a non-OK row means in `fleetcheck demo`
+    no_targets_reason: ClassVar[str] = ""  # the UNKNOWN row's text when targets() is empty
+
+    def demo_fault(self, fleet: Any) -> str | None:
+        """Plant this check's incident in the demo fleet (`fleetcheck.lab.demo.DemoFleet`) and
+        return the body of its `[checks.NAME]` table; None keeps the check out of this demo."""
+        return None
+
+    def demo_explain(self, result: Result) -> str | None:
+        """The demo's line on one of this check's rows (None: nothing to say about it)."""
+        return self.demo_meaning or result.summary if result.status is not Status.OK else None
+
+    def headline_of(self, metrics: dict[str, Any]) -> str | None:
+        """The declared headline metric a row with these metrics has, or None."""
+        names = (self.headline,) if isinstance(self.headline, str) else self.headline or ()
+        return next((n for n in names if n in metrics), None)
 
     def targets(self, fleet: FleetConfig, config: ConfigT) -> list[HostConfig | None]:
         """The rows this check produces: None for one broker-wide row, a host for a host row.
@@ -71,6 +104,15 @@ class Check(Generic[ConfigT, FactsT]):
         if self.scope is Scope.BROKER:
             return [None]
         return [h for h in fleet.hosts if h.ssh is not None]
+
+    def no_targets(self, fleet: FleetConfig, config: ConfigT) -> str:
+        """Why `targets` found nothing: the summary of the one UNKNOWN row the check then gets
+        (`no_targets_reason` declares it; "no host has logs configured")."""
+        if self.no_targets_reason:
+            return self.no_targets_reason
+        if self.scope is Scope.HOST:
+            return f"no host to check: no host in {fleet.path} has ssh set"
+        return f"nothing to check: no target in {fleet.path}"
 
     def remote_commands(
         self, host: HostConfig, config: ConfigT, fleet: FleetConfig
@@ -93,6 +135,8 @@ class Check(Generic[ConfigT, FactsT]):
 
     # helpers for building rows with this check's name
     def result(self, host: HostConfig | None, status: Status, summary: str, **kw: Any) -> Result:
+        """A row of this check; its headline is the declared one (unless `headline=` says)."""
+        kw.setdefault("headline", self.headline_of(kw.get("metrics") or {}))
         return Result(self.name, host.name if host else None, status, summary, **kw)
 
 

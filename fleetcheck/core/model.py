@@ -116,6 +116,8 @@ class Result:
             "status": self.status.label,
             "summary": self.summary,
             "metrics": self.metrics,
+            "headline": self.headline,
+            "limits": self.limits,
             "evidence": self.evidence,
             "duration_s": self.duration_s,
         }

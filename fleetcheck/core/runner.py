@@ -11,7 +11,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -29,6 +29,9 @@ class Planned:
     check: Check[Any, Any]
     config: Any
     target: HostConfig | None
+    # Why an enabled check has no rows (its targets() was empty): it becomes one UNKNOWN
+    # broker-wide row saying so, never silence and never exit 0 for a check that looked at nothing
+    no_targets: str | None = None
 
     @property
     def key(self) -> tuple[str, str | None]:
@@ -60,7 +63,10 @@ def plan(
         if only and name not in only:
             continue
         check = available[name]
-        for target in check.targets(fleet, config):
+        targets = check.targets(fleet, config)
+        if not targets and not hosts:  # naming hosts narrows, it does not complain
+            out.append(Planned(check, config, None, check.no_targets(fleet, config)))
+        for target in targets:
             # naming hosts narrows the patrol to their rows; broker-wide rows are left out
             if hosts and (target is None or target.name not in hosts):
                 continue
@@ -72,6 +78,8 @@ def run_one(ctx: PatrolContext, item: Planned) -> Result:
     """Probe and evaluate one row; every failure becomes a row, never an exception."""
     start = time.monotonic()
     check, target = item.check, item.target
+    if item.no_targets is not None:
+        return check.result(None, Status.UNKNOWN, item.no_targets)
     try:
         facts = check.probe(ctx, target, item.config)
         result = check.evaluate(facts, item.config, target, ctx.clock())
@@ -81,6 +89,8 @@ def run_one(ctx: PatrolContext, item: Planned) -> Result:
         result = check.result(
             target, Status.UNKNOWN, f"internal error in check {check.name}: {type(e).__name__}: {e}"
         )
+    if result.headline is None:  # a row built without Check.result still gets its headline
+        result = replace(result, headline=check.headline_of(result.metrics))
     return result.with_duration(time.monotonic() - start)
 
 
@@ -126,7 +136,7 @@ def run_patrol(
             by_host.setdefault(item.target.name, []).append(item)
     broker_lanes: dict[str, list[Planned]] = {}
     for item in items:
-        if item.check.scope is Scope.BROKER:
+        if item.check.scope is Scope.BROKER or item.no_targets is not None:
             broker_lanes.setdefault(item.check.name, []).append(item)
     lanes.extend(broker_lanes.values())
     lanes.extend(by_host.values())

@@ -1,6 +1,9 @@
 """`fleetcheck demo`: a throwaway fleet on this machine with the incidents of
 docs/incidents.md planted, one patrol over it, and a few lines on what each non-OK row means.
 
+A generic driver: every registered check plants its own incident (`Check.demo_fault`) and says
+what its rows mean (`Check.demo_meaning`, `Check.demo_explain`); nothing here names a check.
+
 As root with network namespaces the hosts are namespaces with their own sshd (one with two
 default routes); otherwise they are `ssh = "local"` hosts whose workers connect from
 127.0.0.x addresses. Everything is torn down afterwards, also on Ctrl-C, unless --keep.
@@ -8,37 +11,15 @@ default routes); otherwise they are `ssh = "local"` hosts whose workers connect 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fleetcheck.core.model import place
+from fleetcheck.core.model import Status, place
 from fleetcheck.lab import Lab, LabHost, missing_prerequisites
-from fleetcheck.zones import zone_named
-
-# What a non-OK row of each check means, in the demo's words (the planted faults).
-MEANING = {
-    "clients": "no broker connection from this machine: its workers are gone or cut off, while "
-    "queue depth and throughput still look fine because the others absorb the work (incident 4)",
-    "logs": "this machine's log stopped moving; read in the writer's own zone and compared in "
-    "UTC, so it is really silent, not a time-zone illusion (incidents 3, 6)",
-    "live_hash": "entries of the live hash whose match is certainly over: leaked when workers "
-    "were SIGKILLed; `fleetcheck reap-live --apply` removes exactly those (incident 1)",
-    "queue_depth": "the summed depth is over the cap, which proves the enqueue guard is not "
-    "holding (a check-then-act race), not merely that the fleet is busy (incident 2)",
-    "routes": "two default routes through two interfaces on one subnet: the OS flips between "
-    "them and connections drop; keep one interface per subnet or bond them (incident 5)",
-    "rater_probe": "a test envelope pushed to the rater's inbox was not consumed in time: its "
-    "loop is not running, whatever its process and log say (incidents 6, 7)",
-    "broker": "the broker itself is unhealthy or misconfigured (incident 8)",
-}
-
-INBOX = "arena:rater:inbox"
 
 
 @dataclass
@@ -49,9 +30,36 @@ class Demo:
     eastern_host: str
 
 
-def _write_log(path: Path, lines: list[str], mtime: float) -> None:
-    path.write_text("".join(line + "\n" for line in lines))
-    os.utime(path, (mtime, mtime))
+@dataclass
+class DemoFleet:
+    """The demo fleet as each check's `demo_fault` sees it while it plants its incident.
+
+    Four machines: n8 and laptop (workers), mini (the one that silently died) and broker (the
+    broker's machine, which runs the rater). A check plants its fault here (workers, logs,
+    broker keys, an interface) and names the per-host keys it needs with `host_keys`; the
+    driver writes the config from them. `now` is when the fleet was built: every planted age
+    is relative to it.
+    """
+
+    lab: Lab
+    netns: bool
+    now: float
+    hosts: dict[str, LabHost]
+    host_lines: dict[str, list[str]] = field(default_factory=dict)
+
+    def host_keys(self, host: str, *lines: str) -> None:
+        """TOML lines for `host`'s [[hosts]] table."""
+        self.host_lines.setdefault(host, []).extend(lines)
+
+    def log_path(self, host: str) -> Path:
+        """The file each machine's program logs to (the broker's machine: the rater's log)."""
+        return self.hosts[host].dir / ("rater.log" if host == "broker" else "worker.log")
+
+    def write_log(self, host: str, lines: list[str], mtime: float) -> Path:
+        path = self.log_path(host)
+        path.write_text("".join(line + "\n" for line in lines))
+        os.utime(path, (mtime, mtime))
+        return path
 
 
 def build(netns: bool | None = None) -> Demo:
@@ -67,124 +75,43 @@ def build(netns: bool | None = None) -> Demo:
 
 
 def _populate(lab: Lab, netns: bool) -> Demo:
+    """The four machines, then each check's planted fault (registry order), then the config."""
+    from fleetcheck.core import registry
+
     now = time.time()
-    hosts: dict[str, LabHost] = {}
-    for name in ("n8", "laptop", "mini", "broker"):
-        hosts[name] = lab.add_host(name, sshd=netns)
-    if netns:
-        lab.add_interface(hosts["mini"], "wifi0", metric=600)  # the Mac mini's Wi-Fi
-    else:
+    hosts = {name: lab.add_host(name, sshd=netns) for name in ("n8", "laptop", "mini", "broker")}
+    if not netns:
         hosts["broker"].extra_addrs.append("127.0.0.1")  # the rater connects over loopback
-    lab.start_workers(hosts["n8"], 12, "worker-n8")
-    lab.start_workers(hosts["laptop"], 4, "worker-laptop")
-    lab.start_workers(hosts["broker"], 2, "worker-broker")
-    # mini has no workers: the silently dead machine.
-
-    # Logs in three zones. n8 writes US Eastern without an offset: a naive reader comparing its
-    # last line with a UTC clock calls it 5 hours stale. laptop writes classic syslog in
-    # Asia/Kolkata. mini's UTC log stopped 2.5 hours ago.
-    def eastern(t: float) -> str:
-        local = datetime.fromtimestamp(t, zone_named("America/New_York"))
-        return local.strftime("%Y-%m-%d %H:%M:%S,") + f"{local.microsecond // 1000:03d}"
-
-    def kolkata(t: float) -> str:
-        return datetime.fromtimestamp(t, zone_named("Asia/Kolkata")).strftime("%b %d %H:%M:%S")
-
-    def utc(t: float) -> str:
-        return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-    n8_log = hosts["n8"].dir / "worker.log"
-    _write_log(n8_log, [f"{eastern(now - 60 * i)} INFO match done" for i in (5, 3, 1)], now - 60)
-    laptop_log = hosts["laptop"].dir / "worker.log"
-    _write_log(
-        laptop_log,
-        [f"{kolkata(now - 60 * i)} laptop worker[311]: match done" for i in (4, 2)],
-        now - 120,
-    )
-    stopped = now - 2.5 * 3600
-    mini_log = hosts["mini"].dir / "worker.log"
-    _write_log(
-        mini_log,
-        [f"{utc(stopped - 60)} INFO match done", f"{utc(stopped)} INFO match done"],
-        stopped,
-    )
-    broker_log = hosts["broker"].dir / "rater.log"
-    _write_log(broker_log, [f"{utc(now - 30)} INFO rater loop tick"], now - 30)
-
-    # The rater, consuming its inbox for real.
-    lab.start_rater(hosts["broker"] if netns else None, inbox=INBOX, log=broker_log)
-
-    # Broker state: zombies in the live hash, a queue over its cap.
-    r = lab.client()
-    live = {}
-    for i in range(30):  # up to 7m15s old: far from max_age (15m) however long a patrol takes
-        live[f"m{i}"] = json.dumps({"started_at": now - 15 * i, "host": "n8"})
-    for i in range(12):
-        live[f"z{i}"] = json.dumps({"started_at": now - 7200 - 600 * i, "host": "mini"})
-    live["bad1"] = "not json"
-    live["bad2"] = json.dumps({"host": "laptop"})
-    r.hset("arena:live", mapping=live)
-    r.rpush(
-        "arena:queue", *[json.dumps({"id": i, "enqueued_at": now - 300 + i}) for i in range(120)]
-    )
-    r.rpush("arena:queue:processing", *[json.dumps({"id": i}) for i in range(47)])
-    r.close()
-
-    logs = {
-        "n8": ("America/New_York", n8_log),
-        "laptop": ("Asia/Kolkata", laptop_log),
-        "mini": ("UTC", mini_log),
-        "broker": ("UTC", broker_log),
-    }
-    host_extra = {
-        name: f'tz = "{tz}"\nlogs = [{{ path = "{path}", max_age = "10m" }}]'
-        for name, (tz, path) in logs.items()
-    }
-    host_extra["n8"] += "\nmin_clients = 10"
-    checks = [
-        "[checks.clients]",
-        "[checks.live_hash]",
-        'key = "arena:live"',
-        'max_age = "900s"',
-        "[checks.queue_depth]",
-        'keys = ["arena:queue", "arena:queue:processing"]',
-        "cap = 100",
-        "samples = 1",
-        "[checks.rater_probe]",
-        f'inbox = "{INBOX}"',
-        'timeout = "5s"',
-        "[checks.broker]",
-        # The demo's broker is the machine it runs on: a busy laptop or CI runner can take longer
-        # than the production default (50ms) to answer PING, which is not one of its stories.
-        'max_ping = "1s"',
-        "[checks.logs]",
-    ]
-    if netns:
-        checks.append("[checks.routes]")
-    config = lab.config(checks="\n".join(checks) + "\n", host_extra=host_extra)
+    fleet = DemoFleet(lab, netns, now, hosts)
+    tables = []
+    for name, check in registry.available().items():
+        body = check.demo_fault(fleet)
+        if body is not None:
+            tables.append(f"[checks.{name}]" + (f"\n{body}" if body else ""))
+    host_extra = {name: "\n".join(lines) for name, lines in fleet.host_lines.items()}
+    config = lab.config(checks="\n".join(tables) + "\n", host_extra=host_extra)
     return Demo(lab, config, "network-namespace" if netns else "local", "n8")
 
 
 def explain(report: Any) -> list[str]:
-    """A few lines on what each non-OK row means, and why the Eastern log is OK."""
+    """A few lines on what each non-OK row means (worst first), then what the checks say
+    about some OK rows (why the Eastern log is OK), in each check's own words."""
+    from fleetcheck.core import registry
+
     out = []
     seen = set()
     for r in report.sorted_results():
-        if r.status.label == "OK" or (r.check, r.host) in seen:
+        if r.status is Status.OK or (r.check, r.host) in seen:
             continue
         seen.add((r.check, r.host))
-        where = place(r.host)
-        meaning = MEANING.get(r.check, r.summary)
-        if r.check == "clients" and r.host is None:
-            meaning = "broker clients from addresses no host claims: an unknown machine or tool"
-        out.append(f"- {where} / {r.check} ({r.status.label}): {meaning}")
+        check = registry.find(r.check)
+        meaning = (check.demo_explain(r) if check else None) or r.summary
+        out.append(f"- {place(r.host)} / {r.check} ({r.status.label}): {meaning}")
     for r in report.results:
-        if r.check == "logs" and r.host == "n8" and r.status.label == "OK":
-            out.append(
-                "- n8 / logs (OK): n8 logs in US Eastern time without an offset. Its last line "
-                "reads about 5 hours behind UTC, which a naive reader would call 5 hours silent; "
-                "read in its declared zone it was written a minute ago (incident 6)."
-            )
+        check = registry.find(r.check)
+        said = check.demo_explain(r) if check and r.status is Status.OK else None
+        if said:
+            out.append(f"- {place(r.host)} / {r.check} ({r.status.label}): {said}")
     return out
 
 

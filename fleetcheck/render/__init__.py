@@ -18,7 +18,7 @@ def footer(report: Report) -> str:
     counts = report.counts()
     parts = [f"{n} {label}" for label, n in counts.items() if n]
     return (
-        f"{len(report.results)} checks: {', '.join(parts) or 'none'}; "
+        f"{len(report.results)} rows: {', '.join(parts) or 'none'}; "
         f"patrol {format_duration(report.duration_s)}, started {report.started_at}; "
         f"status {report.status.label} (exit {report.exit_code})"
     ) + "".join(f"\nnote: {n}" for n in report.notes)

@@ -4,7 +4,9 @@ shipped next to this package (fleetcheck/report.schema.json).
 Metrics are numbers: this renderer writes a row's metrics as numbers, arrays of numbers and
 maps of those only, and null for a metric the check could not measure this round (None). A
 boolean becomes 0/1, a non-finite number null; strings and anything else are left out (a check
-puts text in `evidence`, where it stays as it is).
+puts text in `evidence`, where it stays as it is). `limits` (the settings the verdict was
+judged against) are written the same way, apart from the metrics; `headline` names the row's
+headline metric (null: none).
 """
 
 from __future__ import annotations
@@ -53,8 +55,9 @@ def numeric(value: Any) -> Any:
 def document(report: Report) -> dict[str, Any]:
     data = report.to_dict()
     for row in data["results"]:
-        metrics = numeric(row["metrics"]) if isinstance(row["metrics"], dict) else _DROP
-        row["metrics"] = {} if metrics is _DROP else metrics
+        for part in ("metrics", "limits"):  # limits are numbers too: thresholds, caps, minimums
+            kept = numeric(row[part]) if isinstance(row[part], dict) else _DROP
+            row[part] = {} if kept is _DROP else kept
     return data
 
 

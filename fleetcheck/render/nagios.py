@@ -13,12 +13,14 @@ The first line carries the verdict, the counts and the worst rows' summaries (sh
 patrol's perfdata: the rows per status with the thresholds that matter (any CRIT row is
 critical, any WARN or UNKNOWN row a warning, as the exit code says) and the patrol's duration.
 One long-output line follows per row that is not OK, worst first, its summary shortened. After
-the second `|` comes ONE perfdata item per row: the row's headline metric, which is its first
-top-level numeric metric (a check lists it first), labelled `host_check_metric` (broker-wide:
-`check_metric`); never a map's keys, so no file path or address ever lands in a label. Values
-are rounded to their precision (integers as they are, other numbers to 4 significant digits,
-whole above 1000); the unit comes from the metric's suffix (`_s` s, `_bytes` B, `_ratio` and
-plain counts none). Everything else (every metric, nested maps, evidence) is in --format json.
+the second `|` comes ONE perfdata item per row: the row's headline metric, the one its check
+declares (`Result.headline`; the order of the metrics means nothing), labelled
+`host_check_metric` (broker-wide: `check_metric`), `U` when it was not measured this round; a
+row without a headline has no item. Never a map's keys, so no file path or address ever lands
+in a label. Values are rounded to their precision (integers as they are, other numbers to 4
+significant digits, whole above 1000); the unit comes from the metric's suffix (`_s` s,
+`_bytes` B, `_ratio` and plain counts none). Everything else (every metric, nested maps,
+evidence) is in --format json.
 
 Output stays under MAX_BYTES (the 8 KB plugin-output buffer of Nagios): long-output lines
 beyond their share and perfdata items that do not fit are left out, and a last long-output
@@ -121,13 +123,17 @@ def perf(
 
 
 def headline_metric(result: Result) -> tuple[str, float | int] | None:
-    """(name, value) of the row's first top-level numeric metric, or None."""
-    for key, value in result.metrics.items():
-        if isinstance(value, bool):
-            return str(key), int(value)
-        if isinstance(value, int | float):
-            return str(key), value
-    return None
+    """(name, value) of the row's declared headline metric (a value that is not a number:
+    NaN, written `U`), or None when the row has no headline."""
+    name = result.headline
+    if name is None or name not in result.metrics:
+        return None
+    value = result.metrics[name]
+    if isinstance(value, bool):
+        return name, int(value)
+    if isinstance(value, int | float):
+        return name, value
+    return name, math.nan
 
 
 def row_prefix(result: Result) -> str:
