@@ -12,9 +12,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from fleetcheck.config import FleetConfig, HostConfig, InvalidValue
+from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.judge import check_count
 from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs
 from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.clientlist import ClientTable, normalise_ip
@@ -26,8 +27,7 @@ class ClientsConfig:
     ignore_names: tuple[str, ...] = ("fleetcheck",)  # client names never counted as unknown
 
     def __post_init__(self) -> None:
-        if self.max_unknown < 0:
-            raise InvalidValue("max_unknown", "must be 0 or more")
+        check_count("max_unknown", self.max_unknown)
 
 
 Group = tuple[str, str, str]  # (host, name, cmd)
@@ -102,7 +102,7 @@ class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
             counts[addr] += n
         by_addr = {normalise_ip(a): counts.get(normalise_ip(a), 0) for a in own.addrs}
         total = sum(by_addr.values())
-        metrics = {"connections": total, "by_addr": by_addr, "min_clients": own.min_clients}
+        metrics = {"connections": total, "by_addr": by_addr}
         idle = [s for h, s in facts.max_idle.items() if h in mine]
         evidence = {
             "names": sorted({k[1] for k, _ in groups if k[1]}),
@@ -122,7 +122,8 @@ class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
         else:
             status = Status.OK
             summary = f"{total} broker connection{'s' if total != 1 else ''} ({spread})"
-        return self.result(host, status, summary, metrics=metrics, evidence=evidence)
+        limits = {"min_clients": own.min_clients}
+        return self.result(host, status, summary, metrics=metrics, evidence=evidence, limits=limits)
 
     def _unknown_clients(self, facts: ClientsFacts, config: ClientsConfig) -> Result:
         counts: Counter[str] = Counter()
