@@ -15,8 +15,8 @@ from datetime import datetime
 from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.context import PatrolContext
-from fleetcheck.core.judge import check_count
 from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs
+from fleetcheck.core.judge import check_count
 from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.clientlist import ClientTable, normalise_ip
 
