@@ -16,7 +16,7 @@ from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs
-from fleetcheck.core.judge import check_count
+from fleetcheck.core.judge import check_count, exceeds
 from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.clientlist import ClientTable, normalise_ip
 
@@ -139,7 +139,7 @@ class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
             "unknown_by_addr": dict(counts),
         }
         evidence = [{"addr": a, "name": n, "cmd": c} for a, n, c in facts.strays[:20]]
-        if unknown > config.max_unknown:
+        if exceeds(unknown, config.max_unknown):
             return self.result(
                 None,
                 Status.WARN,
