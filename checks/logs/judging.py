@@ -23,7 +23,7 @@ from fleetcheck.checks.logs.zones import time_label, zone_for, zone_mismatch, zo
 
 from fleetcheck.config import HostConfig
 from fleetcheck.core.hostfacts import LogsHostConfig, LogSpec
-from fleetcheck.core.judge import limit_text, tally, worst
+from fleetcheck.core.judge import exceeds, limit_text, tally, worst
 from fleetcheck.core.model import Status
 from fleetcheck.parse.duration import format_duration
 
@@ -90,7 +90,7 @@ def flood_verdict(
         else round(flood.rate_per_min / 60, 4),
     }
     over = []
-    if spec.max_error_lines is not None and flood.error_lines > spec.max_error_lines:
+    if exceeds(flood.error_lines, spec.max_error_lines):
         over.append(f"more than max_error_lines {spec.max_error_lines}")
     rate = flood.rate_per_min
     if (
