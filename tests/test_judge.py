@@ -91,6 +91,7 @@ def test_tally(statuses: list[Status], text: str) -> None:
         (0.0, {"positive": False, "at_most": 60}, None),
         (7201.0, {"at_most": 7200}, "must be longer than 0s and at most 2h"),
         (2.0, {"at_most": 1.5}, "must be longer than 0s and at most 1.5s"),
+        (float("nan"), {"at_most": 300}, "must be longer than 0s and at most 5m"),
     ],
 )
 def test_check_duration(value: float | None, kwargs: dict[str, float], message: str | None) -> None:

@@ -120,8 +120,8 @@ def check_duration(
     most `at_most` seconds when that is given."""
     if value is None:
         return
-    low = positive and value <= 0
-    high = at_most is not None and value > at_most
+    low = positive and not value > 0  # written so that NaN is refused too
+    high = at_most is not None and not value <= at_most
     if not (low or high):
         return
     words = []
