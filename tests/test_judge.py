@@ -5,6 +5,8 @@ files: a threshold is refused with the same sentence whichever check it belongs 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 import pytest
 
 from fleetcheck.config import InvalidValue
@@ -22,6 +24,18 @@ from fleetcheck.core.judge import (
 from fleetcheck.core.model import Status
 
 OK, WARN, UNKNOWN, CRIT = Status.OK, Status.WARN, Status.UNKNOWN, Status.CRIT
+
+
+def _validated(
+    validate: Callable[..., None], value: object, kwargs: Mapping[str, object], message: str | None
+) -> None:
+    """`validate("k", value, **kwargs)` passes (message None) or refuses with `message`."""
+    if message is None:
+        validate("k", value, **kwargs)
+        return
+    with pytest.raises(InvalidValue) as e:
+        validate("k", value, **kwargs)
+    assert (e.value.key, e.value.message) == ("k", message)
 
 
 @pytest.mark.parametrize(
@@ -95,12 +109,7 @@ def test_tally(statuses: list[Status], text: str) -> None:
     ],
 )
 def test_check_duration(value: float | None, kwargs: dict[str, float], message: str | None) -> None:
-    if message is None:
-        check_duration("k", value, **kwargs)  # type: ignore[arg-type]
-        return
-    with pytest.raises(InvalidValue) as e:
-        check_duration("k", value, **kwargs)  # type: ignore[arg-type]
-    assert (e.value.key, e.value.message) == ("k", message)
+    _validated(check_duration, value, kwargs, message)
 
 
 @pytest.mark.parametrize(
@@ -118,12 +127,7 @@ def test_check_duration(value: float | None, kwargs: dict[str, float], message: 
     ],
 )
 def test_check_share(value: float | None, kwargs: dict[str, object], message: str | None) -> None:
-    if message is None:
-        check_share("k", value, **kwargs)  # type: ignore[arg-type]
-        return
-    with pytest.raises(InvalidValue) as e:
-        check_share("k", value, **kwargs)  # type: ignore[arg-type]
-    assert (e.value.key, e.value.message) == ("k", message)
+    _validated(check_share, value, kwargs, message)
 
 
 @pytest.mark.parametrize(
@@ -141,12 +145,7 @@ def test_check_share(value: float | None, kwargs: dict[str, object], message: st
     ],
 )
 def test_check_count(value: int | None, kwargs: dict[str, object], message: str | None) -> None:
-    if message is None:
-        check_count("k", value, **kwargs)  # type: ignore[arg-type]
-        return
-    with pytest.raises(InvalidValue) as e:
-        check_count("k", value, **kwargs)  # type: ignore[arg-type]
-    assert (e.value.key, e.value.message) == ("k", message)
+    _validated(check_count, value, kwargs, message)
 
 
 @pytest.mark.parametrize(
