@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from fleetcheck.config import Duration, HostConfig, InvalidValue
+from fleetcheck.config import Duration, HostConfig
 from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.context import BrokerRefused, PatrolContext
 from fleetcheck.core.errors import CheckError
+from fleetcheck.core.judge import Findings, check_count, check_duration, check_share, exceeds
 from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.duration import format_duration
 from fleetcheck.transport.redis import REFUSED_CONNECTIONS
@@ -44,17 +45,12 @@ class BrokerHealthConfig:
     max_replica_lag: Duration = 10.0  # WARN when a replica lags its master by more
 
     def __post_init__(self) -> None:
-        if self.max_ping <= 0:
-            raise InvalidValue("max_ping", "must be longer than 0s")
+        check_duration("max_ping", self.max_ping)
         for key in ("clients_warn_at", "memory_warn_at"):
-            if not 0 < getattr(self, key) <= 1:
-                raise InvalidValue(key, "must be a share above 0 and at most 1")
-        if self.max_replica_lag <= 0:
-            raise InvalidValue("max_replica_lag", "must be longer than 0s")
+            check_share(key, getattr(self, key))
+        check_duration("max_replica_lag", self.max_replica_lag)
         for key in ("max_rejected", "max_evicted", "max_expired", "max_blocked"):
-            value = getattr(self, key)
-            if value is not None and value < 0:
-                raise InvalidValue(key, "must be 0 or more")
+            check_count(key, getattr(self, key))
 
 
 COUNTERS = {
@@ -199,16 +195,14 @@ max_replica_lag = "10s"          # WARN when a replica lags its master by more
         clients, maxclients = _int(info, "connected_clients"), _int(info, "maxclients")
         used, maxmem = _int(info, "used_memory"), _int(info, "maxmemory")
         policy = str(info.get("maxmemory_policy", "?"))
-        rejected = _int(info, "rejected_connections")
-        blocked = _int(info, "blocked_clients")
         metrics: dict[str, Any] = {
             "ping_s": round(facts.ping_ms / 1000, 6),
             "connected_clients": clients,
             "maxclients": maxclients,
-            "rejected_connections": rejected,
+            "rejected_connections": _int(info, "rejected_connections"),
             "used_memory_bytes": used,
             "maxmemory_bytes": maxmem,
-            "blocked_clients": blocked,
+            "blocked_clients": _int(info, "blocked_clients"),
         }
         evidence: dict[str, Any] = {
             "server": server,
@@ -217,82 +211,28 @@ max_replica_lag = "10s"          # WARN when a replica lags its master by more
             "master": facts.master,
             "maxmemory_policy": policy,
         }
-        findings: list[tuple[Status, str]] = []
-        if role == "slave":
-            link = str(info.get("master_link_status", "?"))
-            evidence["master_link_status"] = link
-            master = f"{info.get('master_host', '?')}:{info.get('master_port', '?')}"
-            if link != "up":
-                findings.append((Status.CRIT, f"replica of {master} with its link {link}"))
-            else:
-                findings.append((Status.WARN, f"is a read-only replica of {master}"))
+        findings = Findings()
+        _judge_role(info, role, evidence, findings)
         if facts.ping_ms > config.max_ping * 1000:
-            findings.append(
-                (Status.WARN, f"PING took {facts.ping_ms:.1f} ms (> {config.max_ping * 1000:g} ms)")
-            )
+            findings.warn(f"PING took {facts.ping_ms:.1f} ms (> {config.max_ping * 1000:g} ms)")
         if clients is not None and maxclients:
             share = clients / maxclients
             metrics["clients_ratio"] = round(share, 4)
             if share >= config.clients_warn_at:
-                findings.append(
-                    (
-                        Status.WARN,
-                        f"{clients} of maxclients {maxclients} connections ({share:.0%}): "
-                        "new clients will be refused",
-                    )
+                findings.warn(
+                    f"{clients} of maxclients {maxclients} connections ({share:.0%}): "
+                    "new clients will be refused"
                 )
-        counted = increases(info, facts.previous)
-        totals = {}
-        for key, (total, grown) in counted.items():
-            limit_key, what = COUNTERS[key]
-            limit = getattr(config, limit_key)
-            metrics[f"{key}_increase"] = grown
-            totals[key] = total
-            if grown is not None and limit is not None and grown > limit:
-                findings.append(
-                    (Status.WARN, f"{grown} {what} since the previous round ({total} since start)")
-                )
+        totals = _judge_counters(info, facts.previous, config, metrics, findings)
         carry: dict[str, Any] = {"run_id": info.get("run_id"), "maxclients": maxclients}
         carry.update({k: v for k, v in totals.items() if v is not None})
-        lag_limit = config.max_replica_lag
-        shown_replicas = []
-        for rep in replicas(info):
-            where = f"{rep.get('ip', '?')}:{rep.get('port', '?')}"
-            state = str(rep.get("state", "?"))
-            lag = _int(rep, "lag")
-            shown_replicas.append({"addr": where, "state": state, "lag_s": lag})
-            if state != "online":
-                findings.append((Status.WARN, f"replica {where} is {state}, not online"))
-            elif lag is not None and lag > lag_limit:
-                lags = f"lags {format_duration(lag)} (> {format_duration(lag_limit)})"
-                findings.append((Status.WARN, f"replica {where} {lags}"))
+        shown_replicas = _judge_replicas(info, config.max_replica_lag, findings)
         if role == "master":
             metrics["replicas"] = len(shown_replicas)
-        if used is not None and maxmem:
-            share = used / maxmem
-            metrics["memory_ratio"] = round(share, 4)
-            if used >= maxmem and policy == "noeviction":
-                findings.append(
-                    (
-                        Status.CRIT,
-                        f"memory full ({used} of maxmemory {maxmem} bytes, noeviction): "
-                        "writes are refused (OOM)",
-                    )
-                )
-            elif share >= config.memory_warn_at:
-                findings.append(
-                    (Status.WARN, f"memory {share:.0%} of maxmemory ({used} of {maxmem} bytes)")
-                )
-        if config.require_noeviction and policy != "noeviction":
-            findings.append(
-                (
-                    Status.WARN,
-                    f"maxmemory_policy {policy}: queued jobs can be evicted silently "
-                    "(noeviction turns that into a loud write error)",
-                )
-            )
-        if blocked is not None and config.max_blocked is not None and blocked > config.max_blocked:
-            findings.append((Status.WARN, f"{blocked} blocked clients (> {config.max_blocked})"))
+        _judge_memory(used, maxmem, policy, config, metrics, findings)
+        blocked = metrics["blocked_clients"]
+        if blocked is not None and exceeds(blocked, config.max_blocked):
+            findings.warn(f"{blocked} blocked clients (> {config.max_blocked})")
 
         head = f"{server} {version_text} {role}"
         if facts.master is not None:
@@ -307,21 +247,96 @@ max_replica_lag = "10s"          # WARN when a replica lags its master by more
         evidence["since_start"] = totals
         if shown_replicas:
             evidence["replicas"] = shown_replicas
-        if not findings:
-            detail = f"{clients} clients" + (f" of {maxclients}" if maxclients else "")
-            return self.result(
-                host,
-                Status.OK,
-                f"{head}, {detail}",
-                metrics=metrics,
-                evidence=evidence,
-                carry=carry,
+        detail = f"{clients} clients" + (f" of {maxclients}" if maxclients else "")
+        if findings:
+            evidence["findings"] = findings.evidence()
+        return self.result(
+            host,
+            findings.status,
+            findings.summary(head, detail),
+            metrics=metrics,
+            evidence=evidence,
+            carry=carry,
+        )
+
+
+def _judge_role(
+    info: dict[str, Any], role: str, evidence: dict[str, Any], findings: Findings
+) -> None:
+    """A replica is read-only (WARN); one whose link to its master is down is CRIT."""
+    if role != "slave":
+        return
+    link = str(info.get("master_link_status", "?"))
+    evidence["master_link_status"] = link
+    master = f"{info.get('master_host', '?')}:{info.get('master_port', '?')}"
+    if link != "up":
+        findings.crit(f"replica of {master} with its link {link}")
+    else:
+        findings.warn(f"is a read-only replica of {master}")
+
+
+def _judge_counters(
+    info: dict[str, Any],
+    previous: dict[str, Any] | None,
+    config: BrokerHealthConfig,
+    metrics: dict[str, Any],
+    findings: Findings,
+) -> dict[str, int | None]:
+    """Each growing counter judged by its increase since the previous round; the totals."""
+    totals = {}
+    for key, (total, grown) in increases(info, previous).items():
+        limit_key, what = COUNTERS[key]
+        limit = getattr(config, limit_key)
+        metrics[f"{key}_increase"] = grown
+        totals[key] = total
+        if grown is not None and exceeds(grown, limit):
+            findings.warn(f"{grown} {what} since the previous round ({total} since start)")
+    return totals
+
+
+def _judge_replicas(
+    info: dict[str, Any], lag_limit: float, findings: Findings
+) -> list[dict[str, Any]]:
+    """A replica not online, or lagging more than max_replica_lag, is a WARN; the list."""
+    shown = []
+    for rep in replicas(info):
+        where = f"{rep.get('ip', '?')}:{rep.get('port', '?')}"
+        state = str(rep.get("state", "?"))
+        lag = _int(rep, "lag")
+        shown.append({"addr": where, "state": state, "lag_s": lag})
+        if state != "online":
+            findings.warn(f"replica {where} is {state}, not online")
+        elif lag is not None and lag > lag_limit:
+            lags = f"lags {format_duration(lag)} (> {format_duration(lag_limit)})"
+            findings.warn(f"replica {where} {lags}")
+    return shown
+
+
+def _judge_memory(
+    used: int | None,
+    maxmem: int | None,
+    policy: str,
+    config: BrokerHealthConfig,
+    metrics: dict[str, Any],
+    findings: Findings,
+) -> None:
+    """Full memory under noeviction is CRIT (writes refused); a high share, or any policy
+    that may evict queued jobs, WARN."""
+    if used is not None and maxmem:
+        share = used / maxmem
+        metrics["memory_ratio"] = round(share, 4)
+        if used >= maxmem and policy == "noeviction":
+            findings.crit(
+                f"memory full ({used} of maxmemory {maxmem} bytes, noeviction): "
+                "writes are refused (OOM)"
             )
-        findings.sort(key=lambda f: -f[0].rank)
-        status = findings[0][0]
-        summary = f"{head}: " + "; ".join(text for _, text in findings)
-        evidence["findings"] = [{"status": s.label, "finding": t} for s, t in findings]
-        return self.result(host, status, summary, metrics=metrics, evidence=evidence, carry=carry)
+        elif share >= config.memory_warn_at:
+            findings.warn(f"memory {share:.0%} of maxmemory ({used} of {maxmem} bytes)")
+    if config.require_noeviction and policy != "noeviction":
+        findings.warn(
+            f"maxmemory_policy {policy}: queued jobs can be evicted silently "
+            "(noeviction turns that into a loud write error)"
+        )
 
 
 CHECK = BrokerHealthCheck()

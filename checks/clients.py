@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from fleetcheck.config import FleetConfig, HostConfig, InvalidValue
+from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs
+from fleetcheck.core.judge import check_count, exceeds
 from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.clientlist import ClientTable, normalise_ip
 
@@ -30,8 +31,7 @@ class ClientsConfig:
     ignore_names: tuple[str, ...] = ("fleetcheck",)  # client names never counted as unknown
 
     def __post_init__(self) -> None:
-        if self.max_unknown < 0:
-            raise InvalidValue("max_unknown", "must be 0 or more")
+        check_count("max_unknown", self.max_unknown)
 
 
 Group = tuple[str, str, str]  # (host, name, cmd)
@@ -133,7 +133,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
             counts[addr] += n
         by_addr = {normalise_ip(a): counts.get(normalise_ip(a), 0) for a in own.addrs}
         total = sum(by_addr.values())
-        metrics = {"connections": total, "by_addr": by_addr, "min_clients": own.min_clients}
+        metrics = {"connections": total, "by_addr": by_addr}
         idle = [s for h, s in facts.max_idle.items() if h in mine]
         evidence = {
             "names": sorted({k[1] for k, _ in groups if k[1]}),
@@ -153,7 +153,8 @@ min_clients = 10                             # fewer broker connections: WARN; n
         else:
             status = Status.OK
             summary = f"{total} broker connection{'s' if total != 1 else ''} ({spread})"
-        return self.result(host, status, summary, metrics=metrics, evidence=evidence)
+        limits = {"min_clients": own.min_clients}
+        return self.result(host, status, summary, metrics=metrics, evidence=evidence, limits=limits)
 
     def _unknown_clients(self, facts: ClientsFacts, config: ClientsConfig) -> Result:
         counts: Counter[str] = Counter()
@@ -169,7 +170,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
             "unknown_by_addr": dict(counts),
         }
         evidence = [{"addr": a, "name": n, "cmd": c} for a, n, c in facts.strays[:20]]
-        if unknown > config.max_unknown:
+        if exceeds(unknown, config.max_unknown):
             return self.result(
                 None,
                 Status.WARN,

@@ -21,7 +21,8 @@ from fleetcheck.config import Duration, HostConfig, InvalidValue, zone
 from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
-from fleetcheck.core.model import Result, Status, worst
+from fleetcheck.core.judge import check_count, check_duration, check_share, limit_text, worst
+from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.duration import format_duration
 from fleetcheck.parse.instant import parse_instant
 
@@ -48,16 +49,11 @@ class QueueDepthConfig:
             raise InvalidValue("keys", "a key is listed twice (it would be counted twice)")
         if any(not k for k in self.keys):
             raise InvalidValue("keys", "a key must not be empty")
-        if self.cap < 1:
-            raise InvalidValue("cap", "must be 1 or more")
-        if not 0 < self.warn_at <= 1:
-            raise InvalidValue("warn_at", "must be a share of the cap above 0 and at most 1")
-        if not 1 <= self.samples <= 60:
-            raise InvalidValue("samples", "must be between 1 and 60")
-        if self.interval > 60:
-            raise InvalidValue("interval", "must be at most 60s")
-        if self.max_wait is not None and self.max_wait <= 0:
-            raise InvalidValue("max_wait", "must be longer than 0s")
+        check_count("cap", self.cap, minimum=1)
+        check_share("warn_at", self.warn_at, of=" of the cap")
+        check_count("samples", self.samples, minimum=1, maximum=60)
+        check_duration("interval", self.interval, positive=False, at_most=60)
+        check_duration("max_wait", self.max_wait)
         if self.naive_tz is not None:
             zone(self.naive_tz, "naive_tz")
 
@@ -210,7 +206,7 @@ enqueued_field = "enqueued_at"   # JSON field with the enqueue time (epoch or IS
                 unreadable[key] = head.problem or "unreadable"
             else:
                 waits[key] = round(max(0.0, facts.read_at - head.enqueued_at), 3)
-        metrics: dict[str, Any] = {"depth": depth, "cap": cap, "lengths": lengths}
+        metrics: dict[str, Any] = {"depth": depth, "lengths": lengths}
         evidence: dict[str, Any] = {"samples": depths}
         if waits:
             oldest_key = max(waits, key=lambda k: waits[k])
@@ -220,7 +216,7 @@ enqueued_field = "enqueued_at"   # JSON field with the enqueue time (epoch or IS
             summary += f"; oldest head job waited {format_duration(oldest)} ({oldest_key})"
             if config.max_wait is not None and oldest > config.max_wait:
                 status = worst([status, Status.WARN])
-                summary += f" > max_wait {format_duration(config.max_wait)}"
+                summary += f" > {limit_text('max_wait', config.max_wait)}"
         if unreadable:
             evidence["head_unreadable"] = unreadable
             if config.max_wait is not None:
@@ -228,7 +224,10 @@ enqueued_field = "enqueued_at"   # JSON field with the enqueue time (epoch or IS
                 summary += "; head age unknown for " + ", ".join(
                     f"{k} ({why})" for k, why in unreadable.items()
                 )
-        return self.result(host, status, summary, metrics=metrics, evidence=evidence or None)
+        limits: dict[str, Any] = {"cap": cap}
+        return self.result(
+            host, status, summary, metrics=metrics, evidence=evidence or None, limits=limits
+        )
 
 
 CHECK = QueueDepthCheck()

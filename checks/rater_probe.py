@@ -29,6 +29,7 @@ from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.hostfacts import logs_of
+from fleetcheck.core.judge import check_duration
 from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.clientlist import Client, parse_client_list
 from fleetcheck.parse.duration import format_duration
@@ -56,8 +57,7 @@ class RaterProbeConfig:
     def __post_init__(self) -> None:
         if not self.inbox:
             raise InvalidValue("inbox", "must not be empty")
-        if not 0 < self.timeout <= 300:
-            raise InvalidValue("timeout", "must be longer than 0s and at most 5m")
+        check_duration("timeout", self.timeout, at_most=300)
         if "{id}" not in self.payload:
             raise InvalidValue("payload", "must contain {id} (the probe finds its envelope by it)")
         sample = render_payload(self.payload, "00000000-0000-4000-8000-000000000000", 0.0)

@@ -19,6 +19,7 @@ from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.core.check import HostCheck
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
+from fleetcheck.core.judge import Findings
 from fleetcheck.core.model import Result, Status
 
 if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
@@ -314,12 +315,12 @@ def judge(facts: RouteFacts) -> tuple[Status, str]:
     """The verdict and its one-line reason."""
     main = [r for r in facts.routes if r.table == "main"]
     policy = [r for r in facts.routes if r.table != "main"]
-    verdicts: list[tuple[Status, str]] = []
+    verdicts = Findings()
     for family in (4, 6):
         routes = [r for r in main if r.family == family]
         if len(routes) < 2:
             if routes and routes[0].down and not routes[0].scoped:
-                verdicts.append((Status.WARN, f"the only IPv{family} default route's link is down"))
+                verdicts.add(Status.WARN, f"the only IPv{family} default route's link is down")
             continue
         devs = sorted({r.dev for r in routes})
         pairs = [
@@ -331,79 +332,67 @@ def judge(facts: RouteFacts) -> tuple[Status, str]:
         live_pairs = [(a, b, s) for a, b, s in pairs if not a.down and not b.down]
         if live_pairs:
             a, b, s = live_pairs[0]
-            verdicts.append(
-                (
-                    Status.CRIT,
-                    f"{len(routes)} IPv{family} default routes through different interfaces "
-                    f"({a.dev}, {b.dev}) on one subnet {s}: {ADVICE}",
-                )
+            verdicts.add(
+                Status.CRIT,
+                f"{len(routes)} IPv{family} default routes through different interfaces "
+                f"({a.dev}, {b.dev}) on one subnet {s}: {ADVICE}",
             )
             continue
         if pairs:
             a, b, s = pairs[0]
             down = a if a.down else b
-            verdicts.append(
-                (
-                    Status.WARN,
-                    f"second IPv{family} default via {down.dev} on the same subnet {s} is link-"
-                    f"down now; when it comes up the host has two defaults on one subnet: "
-                    f"{ADVICE}",
-                )
+            verdicts.add(
+                Status.WARN,
+                f"second IPv{family} default via {down.dev} on the same subnet {s} is link-"
+                f"down now; when it comes up the host has two defaults on one subnet: "
+                f"{ADVICE}",
             )
             continue
         unscoped = [r for r in routes if not r.scoped]
         if len(unscoped) < 2:
-            verdicts.append(
-                (
-                    Status.OK,
-                    f"one unscoped IPv{family} default; the others are macOS scoped routes on "
-                    "other subnets (used only by sockets bound to them)",
-                )
+            verdicts.add(
+                Status.OK,
+                f"one unscoped IPv{family} default; the others are macOS scoped routes on "
+                "other subnets (used only by sockets bound to them)",
             )
             continue
         if any(r.vpn for r in unscoped):
             vpn = ", ".join(sorted({r.dev for r in unscoped if r.vpn}))
-            verdicts.append(
-                (Status.OK, f"{len(unscoped)} IPv{family} defaults, judged legitimate: VPN ({vpn})")
+            verdicts.add(
+                Status.OK, f"{len(unscoped)} IPv{family} defaults, judged legitimate: VPN ({vpn})"
             )
             continue
         if all(r.ecmp for r in unscoped):
-            verdicts.append(
-                (
-                    Status.OK,
-                    f"IPv{family} multipath (ECMP) default over {', '.join(devs)} on different "
-                    "subnets, judged legitimate",
-                )
+            verdicts.add(
+                Status.OK,
+                f"IPv{family} multipath (ECMP) default over {', '.join(devs)} on different "
+                "subnets, judged legitimate",
             )
             continue
         metrics = [r.metric for r in unscoped]
         if len(set(metrics)) == len(metrics):
             best = min(unscoped, key=lambda r: r.metric)
-            verdicts.append(
-                (
-                    Status.OK,
-                    f"{len(unscoped)} IPv{family} defaults on different subnets with distinct "
-                    f"metrics, judged legitimate failover ({best.dev} preferred)",
-                )
+            verdicts.add(
+                Status.OK,
+                f"{len(unscoped)} IPv{family} defaults on different subnets with distinct "
+                f"metrics, judged legitimate failover ({best.dev} preferred)",
             )
             continue
         where = "one interface" if len(devs) == 1 else "different subnets"
-        verdicts.append(
-            (
-                Status.WARN,
-                f"{len(unscoped)} IPv{family} default routes on {where} with equal metrics: "
-                "which one wins is not defined; give them distinct metrics or remove one",
-            )
+        verdicts.add(
+            Status.WARN,
+            f"{len(unscoped)} IPv{family} default routes on {where} with equal metrics: "
+            "which one wins is not defined; give them distinct metrics or remove one",
         )
     if not verdicts:
         v4 = [r for r in main if r.family == 4]
         if not v4:
             if facts.broker_dev:
-                verdicts.append((Status.OK, "no IPv4 default route (the broker is reachable)"))
+                verdicts.add(Status.OK, "no IPv4 default route (the broker is reachable)")
             else:
-                verdicts.append((Status.WARN, "no IPv4 default route"))
+                verdicts.add(Status.WARN, "no IPv4 default route")
         else:
-            verdicts.append((Status.OK, "one default route"))
+            verdicts.add(Status.OK, "one default route")
     if policy:
         used = [r for r in policy if r.table in facts.rule_tables]
         note = (
@@ -412,10 +401,8 @@ def judge(facts: RouteFacts) -> tuple[Status, str]:
             + ("; used by ip rule" if used else "; no ip rule uses them")
             + "), judged legitimate"
         )
-        verdicts.append((Status.OK, note))
-    status = max((s for s, _ in verdicts), key=lambda s: s.rank)
-    ordered = sorted(verdicts, key=lambda v: -v[0].rank)
-    return status, "; ".join(text for _, text in ordered)
+        verdicts.add(Status.OK, note)
+    return verdicts.status, verdicts.joined()
 
 
 CHECK = RoutesCheck()

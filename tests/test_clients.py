@@ -121,8 +121,8 @@ def test_evaluate_metrics_and_evidence() -> None:
     assert r.metrics == {
         "connections": 2,
         "by_addr": {"192.168.1.20": 2, "172.20.0.5": 0},
-        "min_clients": 1,
     }
+    assert r.limits == {"min_clients": 1}
     assert r.evidence == {"names": ["w1", "w2"], "max_idle_s": 40, "commands": ["blpop"]}
 
 

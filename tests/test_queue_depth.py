@@ -61,7 +61,7 @@ def test_depth_verdicts(
     assert r.status is status
     assert r.summary.startswith(summary)
     assert r.metrics["depth"] == max(a + b for a, b in samples)
-    assert r.metrics["cap"] == 100
+    assert r.limits["cap"] == 100 and "cap" not in r.metrics
     assert r.evidence["samples"] == [a + b for a, b in samples]
     assert "oldest_wait_s" not in r.metrics
 

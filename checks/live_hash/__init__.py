@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from fleetcheck.config import Duration, HostConfig, InvalidValue, zone
 from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.judge import check_count, check_duration, check_share, exceeds
 from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.duration import format_duration
 
@@ -42,22 +43,16 @@ class LiveHashConfig:
     def __post_init__(self) -> None:
         if not self.key:
             raise InvalidValue("key", "must not be empty")
-        if self.max_age <= 0:
-            raise InvalidValue("max_age", "must be longer than 0s")
-        if self.match_wall <= 0:
-            raise InvalidValue("match_wall", "must be longer than 0s")
+        check_duration("max_age", self.max_age)
+        check_duration("match_wall", self.match_wall)
         if not self.started_field:
             raise InvalidValue("started_field", "must not be empty")
         if self.naive_tz is not None:
             zone(self.naive_tz, "naive_tz")
-        if self.crit_count is not None and self.crit_count < 0:
-            raise InvalidValue("crit_count", "must be 0 or more")
-        if self.crit_share is not None and not 0 <= self.crit_share < 1:
-            raise InvalidValue("crit_share", "must be at least 0 and below 1 (a share)")
-        if not 10 <= self.scan_count <= 5000:
-            raise InvalidValue("scan_count", "must be between 10 and 5000")
-        if not 0 <= self.show <= 100:
-            raise InvalidValue("show", "must be between 0 and 100")
+        check_count("crit_count", self.crit_count)
+        check_share("crit_share", self.crit_share, zero_ok=True)
+        check_count("scan_count", self.scan_count, minimum=10, maximum=5000)
+        check_count("show", self.show, minimum=0, maximum=100)
 
 
 @dataclass(frozen=True)
@@ -254,9 +249,7 @@ show = 5                         # stale entries listed as evidence
             )
         evidence["advice"] = advice
         share = stale / entries if entries else 0.0
-        crit = (config.crit_count is not None and stale > config.crit_count) or (
-            config.crit_share is not None and share > config.crit_share
-        )
+        crit = exceeds(stale, config.crit_count) or exceeds(share, config.crit_share)
         parts = []
         if old:
             parts.append(f"{old} older than {age_text}")

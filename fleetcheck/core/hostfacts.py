@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue
 from fleetcheck.config import zone as config_zone
+from fleetcheck.core.judge import AgeLimit, check_count
 
 
 @dataclass(frozen=True)
@@ -22,8 +23,7 @@ class ClientsHostConfig:
     min_clients: int = 1  # fewer broker connections: WARN; none: CRIT
 
     def __post_init__(self) -> None:
-        if self.min_clients < 0:
-            raise InvalidValue("min_clients", "must be 0 or more")
+        check_count("min_clients", self.min_clients)
 
 
 def addrs_of(host: HostConfig) -> tuple[str, ...]:
@@ -100,14 +100,9 @@ class LogSpec:
                     )
         if self.entries is not None and not is_journal:
             raise InvalidValue("entries", "only for a journal source (files: tail_bytes)")
-        if self.entries is not None and not 1 <= self.entries <= 100000:
-            raise InvalidValue("entries", "must be between 1 and 100000")
-        if self.max_age <= 0:
-            raise InvalidValue("max_age", "must be longer than 0s")
-        if self.crit_age is not None and self.crit_age < self.max_age:
-            raise InvalidValue("crit_age", "must not be shorter than max_age")
-        if not 256 <= self.tail_bytes <= 16 * 1024 * 1024:
-            raise InvalidValue("tail_bytes", "must be between 256 and 16777216")
+        check_count("entries", self.entries, minimum=1, maximum=100000)
+        self.age_limit.validate()
+        check_count("tail_bytes", self.tail_bytes, minimum=256, maximum=16 * 1024 * 1024)
 
         for key in ("regex", "error_regex"):
             pattern = getattr(self, key)
@@ -134,10 +129,8 @@ class LogSpec:
             self.regex is not None or self.format not in (None, "json")
         ):
             raise InvalidValue("time_field", 'only for JSON lines (format = "json" or detected)')
-        if self.max_error_lines is not None and self.max_error_lines < 0:
-            raise InvalidValue("max_error_lines", "must be 0 or more")
-        if self.max_error_rate < 0:
-            raise InvalidValue("max_error_rate", "must be 0 (off) or more")
+        check_count("max_error_lines", self.max_error_lines)
+        check_count("max_error_rate", self.max_error_rate, zero_means="off")
 
     @property
     def is_journal(self) -> bool:
@@ -167,8 +160,13 @@ class LogSpec:
         return f"{self.title} (max_age {format_duration(self.max_age)})"
 
     @property
+    def age_limit(self) -> AgeLimit:
+        """max_age (WARN) and crit_age (CRIT, default three times max_age) as one limit."""
+        return AgeLimit(self.max_age, self.crit_age)
+
+    @property
     def effective_crit_age(self) -> float:
-        return self.crit_age if self.crit_age is not None else 3 * self.max_age
+        return self.age_limit.crit_at
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,183 @@
+"""logs: is each host's log still moving, judged in UTC? (incidents 3, 4, 6)
+
+Every timestamp is placed in UTC with an explicit zone (an offset in the line, else the host's
+`tz`, else what the host says with `tz = "auto"`), and that zone is cross-checked against the
+file's zone-free mtime. The error count runs here, not on the host, so `error_regex` means the
+same everywhere; a flood's rate comes from the error lines' own times. The parsers of what
+the host printed are in parse/logtail.py and parse/journal.py; this module judges."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from fleetcheck.checks.logs.config import LogsConfig, LogsFacts
+from fleetcheck.checks.logs.fragments import ZONE_FRAGMENT, journal_fragment, log_fragment
+
+from fleetcheck.config import FleetConfig, HostConfig
+from fleetcheck.core.check import HostCheck
+from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.errors import CheckError
+from fleetcheck.core.hostfacts import LogsHostConfig, logs_of
+from fleetcheck.core.model import Result, Status
+
+if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
+    from fleetcheck.lab.demo import DemoFleet
+
+if TYPE_CHECKING:  # the parsers load only when a patrol reads a log
+    from fleetcheck.parse.journal import JournalFacts
+    from fleetcheck.parse.logtail import LogFacts
+
+__all__ = [
+    "CHECK",
+    "ZONE_FRAGMENT",
+    "LogsCheck",
+    "LogsConfig",
+    "LogsFacts",
+    "journal_fragment",
+    "log_fragment",
+]
+
+
+class LogsCheck(HostCheck[LogsConfig, LogsFacts]):
+    name = "logs"
+    description = "log-tail recency normalised to UTC, zone cross-check, error floods"
+    config_type = LogsConfig
+    host_config_type = LogsHostConfig
+    headline = "age_s"
+    example = """\
+[checks.logs]
+max_clock_skew = "60s"           # WARN when the host's clock differs from ours by more than this
+zone_check = true                # WARN when newest line and file mtime differ by whole hours
+"""
+    host_example = """\
+tz = "America/New_York"                      # zone its logs are written in; "auto" asks the host
+logs = [
+  { path = "/var/log/arena/worker.log", max_age = "10m" },
+  # a JSON-lines log (structlog, pino, bunyan, zap, logrus, Docker json-file); also detected
+  { path = "/var/log/arena/api.jsonl", format = "json", max_age = "10m" },
+  # a systemd unit's journal (errors: PRIORITY <= 3); or journal_match = ["SYSLOG_IDENTIFIER=rater"]
+  { journal = "rater.service", max_age = "10m" },
+  # every log key:
+  # { path = "/var/log/arena/rater.log",    # the file to watch
+  #   max_age = "10m",                      # last line older: WARN
+  #   crit_age = "30m",                     # older still: CRIT (default 3 x max_age)
+  #   format = "%Y-%m-%d %H:%M:%S",         # strptime format (overrides detection; %z ok, %Z no)
+  #   regex = '^\\[(?P<ts>[^\\]]+)\\]',        # or a regex with a group named ts
+  #   error_regex = "ERROR|Traceback|Exception",  # lines counted as errors in the tail
+  #   max_error_lines = 1000,               # more error lines in the tail: WARN (unset: no limit)
+  #   max_error_rate = 10.0,                # WARN past this many error lines a minute; 0: off
+  #   tail_bytes = 65536,                   # how much of the file's end is read
+  #   time_field = "ts" },                  # JSON lines: the time field (default: time, ts,
+  #                                         #   timestamp, @timestamp, t; dotted paths ok)
+  # every journal key (instead of path):
+  # { journal = "worker.service",           # a systemd unit (journalctl -u)
+  #   journal_match = ["SYSLOG_IDENTIFIER=rater"],  # and/or journalctl matches ("+" = or)
+  #   journal_dir = "/var/log/journal",     # journalctl --directory (journals kept elsewhere)
+  #   entries = 300,                        # newest entries read (journalctl -n)
+  #   max_age = "10m", crit_age = "30m", max_error_lines = 100, max_error_rate = 10.0 },
+]
+"""
+    no_targets_reason = "no host has logs configured"
+    demo_meaning = (
+        "this machine's log stopped moving; read in the writer's own zone and compared in "
+        "UTC, so it is really silent, not a time-zone illusion (incidents 3, 6)"
+    )
+
+    def demo_fault(self, fleet: DemoFleet) -> str | None:
+        """Logs in three zones; mini's stopped 2.5 hours ago.
+
+        n8 writes US Eastern without an offset: a naive reader comparing its last line with a
+        UTC clock calls it 5 hours stale. laptop writes classic syslog in Asia/Kolkata.
+        """
+        from fleetcheck.zones import zone_named
+
+        now = fleet.now
+
+        def eastern(t: float) -> str:
+            local = datetime.fromtimestamp(t, zone_named("America/New_York"))
+            return local.strftime("%Y-%m-%d %H:%M:%S,") + f"{local.microsecond // 1000:03d}"
+
+        def kolkata(t: float) -> str:
+            return datetime.fromtimestamp(t, zone_named("Asia/Kolkata")).strftime("%b %d %H:%M:%S")
+
+        def utc(t: float) -> str:
+            return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+        stopped = now - 2.5 * 3600
+        written = {
+            "n8": ([f"{eastern(now - 60 * i)} INFO match done" for i in (5, 3, 1)], now - 60),
+            "laptop": (
+                [f"{kolkata(now - 60 * i)} laptop worker[311]: match done" for i in (4, 2)],
+                now - 120,
+            ),
+            "mini": (
+                [f"{utc(stopped - 60)} INFO match done", f"{utc(stopped)} INFO match done"],
+                stopped,
+            ),
+            "broker": ([f"{utc(now - 30)} INFO rater loop tick"], now - 30),
+        }
+        zones = {"n8": "America/New_York", "laptop": "Asia/Kolkata", "mini": "UTC", "broker": "UTC"}
+        for host, (lines, mtime) in written.items():
+            path = fleet.write_log(host, lines, mtime)
+            fleet.host_keys(
+                host, f'tz = "{zones[host]}"', f'logs = [{{ path = "{path}", max_age = "10m" }}]'
+            )
+        return ""
+
+    def demo_explain(self, result: Result) -> str | None:
+        if result.host == "n8" and result.status is Status.OK:
+            return (
+                "n8 logs in US Eastern time without an offset. Its last line "
+                "reads about 5 hours behind UTC, which a naive reader would call 5 hours silent; "
+                "read in its declared zone it was written a minute ago (incident 6)."
+            )
+        return super().demo_explain(result)
+
+    def targets(self, fleet: FleetConfig, config: LogsConfig) -> list[HostConfig | None]:
+        return [h for h in fleet.hosts if h.ssh is not None and logs_of(h)]
+
+    def remote_commands(
+        self, host: HostConfig, config: LogsConfig, fleet: FleetConfig
+    ) -> dict[str, str]:
+        own = host.settings(LogsHostConfig)
+        out = {
+            f"log{i}": journal_fragment(spec) if spec.is_journal else log_fragment(spec)
+            for i, spec in enumerate(own.logs)
+        }
+        if own.tz == "auto":
+            out["tz"] = ZONE_FRAGMENT
+        return out
+
+    def probe_host(self, ctx: PatrolContext, host: HostConfig, config: LogsConfig) -> LogsFacts:
+        from fleetcheck.parse.journal import parse_journal_facts
+        from fleetcheck.parse.logtail import parse_log_output, parse_zone_output
+
+        own = host.settings(LogsHostConfig)
+        facts = ctx.host_facts(host, self)
+        logs: list[LogFacts | JournalFacts] = []
+        for i, spec in enumerate(own.logs):
+            frag = facts.get(f"log{i}")
+            if spec.is_journal:
+                logs.append(parse_journal_facts(spec.label, frag.rc, frag.text))
+            else:
+                assert spec.path is not None
+                logs.append(parse_log_output(spec.path, frag.rc, frag.output))
+        zone = None
+        if own.tz == "auto":
+            zone = parse_zone_output(facts.get("tz").text)
+        return LogsFacts(tuple(logs), facts.clock_skew_s, zone)
+
+    def evaluate_host(
+        self, facts: LogsFacts, config: LogsConfig, host: HostConfig, now: datetime
+    ) -> Result:
+        from fleetcheck.checks.logs.judging import host_row
+
+        own = host.settings(LogsHostConfig)
+        if len(facts.logs) != len(own.logs):
+            raise CheckError("facts do not match the configured logs")
+        status, summary, metrics, evidence = host_row(own.logs, facts, config, host, now)
+        return self.result(host, status, summary, metrics=metrics, evidence=evidence)
+
+
+CHECK = LogsCheck()

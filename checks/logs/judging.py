@@ -1,0 +1,370 @@
+"""Judging one log source (a file or a journal query) and the host's row over all of them:
+recency against max_age/crit_age, error floods, the zone cross-check and the clock skew.
+
+Every status comes from the shared vocabulary (fleetcheck.core.judge): the age limit, the
+worst of the findings, the tally of the other logs in the summary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import TYPE_CHECKING, Any
+
+from fleetcheck.checks.logs.config import LogsConfig, LogsFacts
+from fleetcheck.checks.logs.reading import (
+    newest_of,
+    newest_stamped,
+    no_stamp,
+    read_lines,
+    unreadable_tail,
+    utc_times,
+)
+from fleetcheck.checks.logs.zones import time_label, zone_for, zone_mismatch, zone_offset_halves
+
+from fleetcheck.config import HostConfig
+from fleetcheck.core.hostfacts import LogsHostConfig, LogSpec
+from fleetcheck.core.judge import exceeds, limit_text, tally, worst
+from fleetcheck.core.model import Status
+from fleetcheck.parse.duration import format_duration
+
+if TYPE_CHECKING:  # the parsers load only when a patrol reads a log
+    from fleetcheck.parse.journal import JournalFacts, JournalRead
+    from fleetcheck.parse.logtail import LogFacts
+
+FUTURE_SLACK_S = 300.0
+
+
+@dataclass
+class LogVerdict:
+    path: str
+    status: Status
+    summary: str
+    metrics: dict[str, Any] = field(default_factory=dict)
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+def source_words(spec: LogSpec, json_lines: bool = False) -> str:
+    """What the row says it read: `file PATH`, `JSON lines PATH`, `journal UNIT/MATCHES`."""
+    if spec.is_journal:
+        return f"journal {spec.label}"
+    return f"{'JSON lines' if json_lines else 'file'} {spec.path}"
+
+
+@dataclass(frozen=True)
+class Flood:
+    """Error lines and their rate, from the lines' own times."""
+
+    error_lines: int  # every line judged an error, stamped or not
+    events: int  # error records placed in time (a record: a stamped line and its continuation)
+    span_s: float  # first to last of those records, to the sub-second where stamps have it
+    rate_per_min: float | None  # None for fewer than two records: one event has no rate
+
+    @property
+    def burst(self) -> bool:
+        return self.events > 1 and self.span_s < BURST_FLOOR_S
+
+
+BURST_FLOOR_S = 1.0
+
+
+def flood_of(error_lines: int, times: list[datetime]) -> Flood:
+    """The rate of error records over the time they span (sub-second where the stamps have
+    it). A span under a second counts as one second: n records within one timestamp, or
+    within any second, are at least n per second (a lower bound, never an inflated one)."""
+    if len(times) < 2:
+        return Flood(error_lines, len(times), 0.0, None)
+    span = (max(times) - min(times)).total_seconds()
+    rate = len(times) / max(span, BURST_FLOOR_S) * 60
+    return Flood(error_lines, len(times), span, rate)
+
+
+def flood_verdict(
+    flood: Flood, spec: LogSpec, what: str, window: str
+) -> tuple[list[Status], str, dict[str, Any]]:
+    """(statuses, summary tail, metrics). A rate is judged only over more error records than
+    max_error_rate: the few lines of one traceback never make a flood."""
+    metrics = {
+        "error_lines": flood.error_lines,
+        "error_rate_per_s": None
+        if flood.rate_per_min is None
+        else round(flood.rate_per_min / 60, 4),
+    }
+    over = []
+    if exceeds(flood.error_lines, spec.max_error_lines):
+        over.append(f"more than max_error_lines {spec.max_error_lines}")
+    rate = flood.rate_per_min
+    if (
+        rate is not None
+        and spec.max_error_rate > 0
+        and rate > spec.max_error_rate
+        and flood.events > spec.max_error_rate
+    ):
+        over.append(f"over max_error_rate {spec.max_error_rate:g}/min")
+    if not flood.error_lines:
+        return [], "", metrics
+    text = f"; {flood.error_lines} {what} in {window}"
+    if rate is not None and flood.events > 1:
+        if flood.burst:
+            text += f", a burst: {flood.events} within one second (at least {rate / 60:,.0f}/s)"
+        elif rate >= 600:
+            text += f", {rate / 60:,.0f}/s"
+        else:
+            text += f", {rate:.1f}/min"
+    if over:
+        text += " (" + " and ".join(over) + ")"
+    return ([Status.WARN] if over else []), text, metrics
+
+
+def judge_log(
+    spec: LogSpec,
+    lf: LogFacts,
+    host: HostConfig,
+    facts: LogsFacts,
+    config: LogsConfig,
+    now: datetime,
+) -> LogVerdict:
+    """One file's verdict: can its tail be read, how old is its newest line in UTC (recency),
+    do its error lines flood, and does its zone agree with the file's mtime."""
+    from fleetcheck.iso import iso_utc
+    from fleetcheck.parse.logtail import complete_lines, size_text
+
+    path = spec.path
+    assert path is not None
+    json_file = spec.format == "json"
+    metrics: dict[str, Any] = {
+        "age_s": None,
+        "mtime_age_s": None,
+        "clock_skew_s": facts.clock_skew_s,
+        "error_lines": None,
+        "error_rate_per_s": None,
+        "size_bytes": lf.size,
+    }
+    tz = host.settings(LogsHostConfig).tz
+    evidence: dict[str, Any] = {
+        "path": path,
+        "source": "json" if json_file else "file",
+        "tz": tz,
+        "last_line_at": None,
+    }
+
+    def verdict(status: Status, summary: str) -> LogVerdict:
+        words = source_words(spec, json_lines=evidence["source"] == "json")
+        return LogVerdict(path, status, f"{words}: {summary}", metrics, evidence)
+
+    if lf.state != "ok":
+        return verdict(Status.UNKNOWN, lf.detail or lf.state)
+    assert lf.mtime is not None and lf.size is not None
+    host_now = now + timedelta(seconds=facts.clock_skew_s or 0.0)  # ages on the host's clock
+    mtime = datetime.fromtimestamp(lf.mtime, UTC)
+    mtime_age = (host_now - mtime).total_seconds()
+    metrics["mtime_age_s"] = round(mtime_age, 3)
+    evidence["mtime"] = iso_utc(mtime, "auto")
+    unreadable = unreadable_tail(lf, spec, mtime_age)
+    if unreadable:
+        return verdict(Status.UNKNOWN, unreadable)
+    lines = complete_lines(lf.tail, lf.size)
+    if not lines:
+        return verdict(
+            Status.UNKNOWN,
+            f"no complete line in the last {size_text(len(lf.tail))} (a single line longer "
+            f"than tail_bytes {spec.tail_bytes}); cannot see a timestamp",
+        )
+    tail = read_lines(lines, spec)
+    if tail.json_lines:
+        evidence["source"] = "json"
+    zone, zone_name, zone_problem = zone_for(host, facts)
+    evidence["tz"] = zone_name
+    stamped = newest_stamped(lines, tail.find)
+    if not stamped:
+        return verdict(Status.UNKNOWN, no_stamp(lines, spec, tail.json_lines, len(lf.tail)))
+    if zone is None and any(s.offset is None and s.kind != "epoch" for _, s in stamped):
+        return verdict(Status.UNKNOWN, zone_problem or "no zone for this host")
+    utc_zone: tzinfo = zone or UTC
+    newest_line, newest_stamp, newest = newest_of(stamped, utc_zone, zone_name, now, mtime)
+    age = (host_now - newest.utc).total_seconds()
+    evidence["last_line_at"] = iso_utc(newest.utc, "auto")
+    metrics["age_s"] = round(age, 3)
+    evidence["last_line"] = newest_line[:200]
+    evidence["zone"] = newest.zone
+    note = ""
+    if newest.note:
+        evidence["note"] = newest.note
+        note = f"; {newest.note}"
+
+    times = utc_times([st for _, st in tail.records], utc_zone, zone_name, now, mtime)
+    statuses, errors_text, flood_metrics = flood_verdict(
+        flood_of(len(tail.errors), times),
+        spec,
+        "error lines",
+        f"the last {size_text(len(lf.tail))}",
+    )
+    metrics.update(flood_metrics)
+    if errors_text:
+        errors_text += f", file {size_text(lf.size)}"
+
+    halves = zone_offset_halves(newest_stamp, newest, mtime) if config.zone_check else 0
+    if halves:
+        summary, evidence["zone_check"] = zone_mismatch(halves, newest, mtime, zone_name)
+        status = worst([Status.WARN, spec.age_limit.status(mtime_age), *statuses])
+        summary += f"; by mtime the log is {format_duration(mtime_age)} old"
+        return verdict(status, summary + note + errors_text)
+    where = f"last line {time_label(newest)}"
+    if newest.utc.date() != host_now.date():
+        where += f" on {newest.utc:%Y-%m-%d}"
+    return verdict(*recency(age, where, spec, note + errors_text, statuses))
+
+
+def recency(
+    age: float, where: str, spec: LogSpec, tail_text: str, statuses: list[Status]
+) -> tuple[Status, str]:
+    if age < -FUTURE_SLACK_S:
+        return (
+            Status.WARN,
+            f"{where}, {format_duration(-age)} in the FUTURE (zone or clock wrong?){tail_text}",
+        )
+    status = spec.age_limit.status(age)
+    ago = f"{format_duration(max(age, 0))} ago"
+    limit = spec.age_limit.reason(status)
+    return worst([status, *statuses]), f"{where}, {ago}{limit}{tail_text}"
+
+
+def judge_journal(spec: LogSpec, jf: JournalFacts, facts: LogsFacts, now: datetime) -> LogVerdict:
+    """Recency from the newest entry's __REALTIME_TIMESTAMP (UTC by construction), errors
+    from PRIORITY <= 3 among the newest `entries` entries."""
+    from fleetcheck.iso import iso_utc
+
+    label = spec.label
+    metrics: dict[str, Any] = {
+        "age_s": None,
+        "clock_skew_s": facts.clock_skew_s,
+        "error_lines": None,
+        "error_rate_per_s": None,
+        "entries": None,
+    }
+    evidence: dict[str, Any] = {
+        "journal": label,
+        "source": "journal",
+        "tz": "UTC",
+        "last_line_at": None,
+    }
+    if spec.journal_dir:
+        evidence["directory"] = spec.journal_dir
+    words = source_words(spec)
+
+    def verdict(status: Status, summary: str) -> LogVerdict:
+        return LogVerdict(f"journal:{label}", status, f"{words}: {summary}", metrics, evidence)
+
+    if jf.state != "ok" or jf.read is None:
+        return verdict(Status.UNKNOWN, jf.detail or jf.state)
+    read = jf.read
+    if read.notes:
+        evidence["journalctl"] = list(read.notes)[:5]
+    where_dir = f" in {spec.journal_dir}" if spec.journal_dir else ""
+    if read.denied:
+        return verdict(
+            Status.UNKNOWN,
+            f"no permission to read the journal{where_dir}: the SSH user is not in the "
+            "systemd-journal or adm group (journalctl: "
+            f"{first_note(read, 'permission') or 'insufficient permissions'})",
+        )
+    if not read.times_us:
+        if read.any_newest_us is not None:
+            newest_any = datetime.fromtimestamp(read.any_newest_us / 1e6, UTC)
+            what = f"unit {spec.journal}" if spec.journal and not spec.journal_match else label
+            return verdict(
+                Status.UNKNOWN,
+                f"no entries for {what} in the journal{where_dir} (it holds other entries, "
+                f"newest {newest_any:%Y-%m-%d %H:%M:%S} UTC): the unit does not exist on this "
+                "host or never logged",
+            )
+        if read.rc not in (0, None) or (read.notes and read.any_asked):
+            note = read.notes[0] if read.notes else f"exit status {read.rc}"
+            if "no such file" in note.lower():
+                place = f"directory {spec.journal_dir}" if spec.journal_dir else "files"
+                return verdict(Status.UNKNOWN, f"journal {place} not found ({note[:160]})")
+            return verdict(Status.UNKNOWN, f"journalctl failed: {note[:200]}")
+        return verdict(
+            Status.UNKNOWN,
+            f"the journal{where_dir} is empty (no entries at all): journald not running, or "
+            "it keeps its journal elsewhere (set journal_dir)",
+        )
+    skew = facts.clock_skew_s or 0.0
+    host_now = now + timedelta(seconds=skew)
+    newest = datetime.fromtimestamp(max(read.times_us) / 1e6, UTC)
+    age = (host_now - newest).total_seconds()
+    evidence["last_line_at"] = iso_utc(newest, "auto")
+    metrics["age_s"] = round(age, 3)
+    metrics["entries"] = read.count
+    if read.newest_message is not None:
+        evidence["last_line"] = read.newest_message[:200]
+    where = f"last entry {newest:%H:%M:%S} UTC (journal times are UTC)"
+    if newest.date() != host_now.date():
+        where += f" on {newest:%Y-%m-%d}"
+    times = [
+        datetime.fromtimestamp(t / 1e6, UTC)
+        for t, p in zip(read.times_us, read.priorities, strict=True)
+        if p is not None and p <= 3
+    ]
+    flood = flood_of(len(times), times)
+    statuses, errors_text, flood_metrics = flood_verdict(
+        flood, spec, "error entries (PRIORITY <= 3)", f"the newest {read.count}"
+    )
+    metrics.update(flood_metrics)
+    return verdict(*recency(age, where, spec, errors_text, statuses))
+
+
+def first_note(read: JournalRead, word: str) -> str | None:
+    for n in read.notes:
+        if word in n.lower():
+            return n[:160]
+    return None
+
+
+def host_row(
+    specs: tuple[LogSpec, ...],
+    facts: LogsFacts,
+    config: LogsConfig,
+    host: HostConfig,
+    now: datetime,
+) -> tuple[Status, str, dict[str, Any], dict[str, Any]]:
+    """The host's row over all its logs: the worst log leads the summary, the others are
+    tallied by status after it, and a host clock off by more than max_clock_skew adds a
+    WARN. (status, summary, metrics, evidence)."""
+    from fleetcheck.parse.logtail import LogFacts
+
+    verdicts = [
+        judge_log(spec, lf, host, facts, config, now)
+        if isinstance(lf, LogFacts)
+        else judge_journal(spec, lf, facts, now)
+        for spec, lf in zip(specs, facts.logs, strict=True)
+    ]
+    status = worst(v.status for v in verdicts)
+    skew = facts.clock_skew_s
+    skew_note = ""
+    if skew is not None and abs(skew) > config.max_clock_skew:
+        status = worst([status, Status.WARN])
+        side = "ahead of" if skew > 0 else "behind"
+        skew_note = (
+            f"; host clock is {format_duration(abs(skew))} {side} ours "
+            f"({limit_text('max_clock_skew', config.max_clock_skew)})"
+        )
+    lead = max(verdicts, key=lambda v: v.status.rank)
+    summary = lead.summary
+    others = [v for v in verdicts if v is not lead]
+    if others:
+        summary += f" (other logs: {tally(v.status for v in others)})"
+    summary += skew_note
+    metrics: dict[str, Any] = dict(lead.metrics)
+    metrics["clock_skew_s"] = None if skew is None else round(skew, 3)
+    metrics["logs"] = {v.path: v.metrics for v in verdicts}
+    evidence: dict[str, Any] = {
+        **{k: lead.evidence[k] for k in ("tz", "last_line_at", "source") if k in lead.evidence},
+        "logs": [v.evidence for v in verdicts],
+    }
+    if facts.zone is not None:
+        evidence["tz_auto"] = {
+            "zone": facts.zone.name,
+            "how": facts.zone.how,
+            "offset": facts.zone.offset,
+        }
+    return status, summary, metrics, evidence

@@ -1,0 +1,124 @@
+"""The zones a log's times are read in: the host's declared (or asked) zone, how a time is
+written in a summary, and the cross-check of a zone-free line against the file's mtime that
+catches a wrongly declared zone (with the zones that would fit instead)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, tzinfo
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from fleetcheck.config import HostConfig
+from fleetcheck.core.hostfacts import LogsHostConfig
+
+if TYPE_CHECKING:
+    from fleetcheck.checks.logs.config import LogsFacts
+
+    from fleetcheck.parse.timestamps import Resolved, Stamp
+
+ZONE_TOLERANCE_S = 90.0  # how far from a whole half hour a line/mtime gap may be
+
+
+def zone_for(host: HostConfig, facts: LogsFacts) -> tuple[tzinfo | None, str, str | None]:
+    """(zone, its name, why there is none)."""
+    from fleetcheck.zones import zone_named
+
+    tz = host.settings(LogsHostConfig).tz
+    if tz == "auto":
+        z = facts.zone
+        if z is None or z.name is None:
+            return (
+                None,
+                "auto",
+                "tz = auto but the host's zone could not be found ("
+                + (z.how if z else "no answer")
+                + ")",
+            )
+        return zone_named(z.name), z.name, None
+    if tz is None:  # config refuses log files without tz; only a hand-made host gets here
+        return None, "-", "no tz configured for this host"
+    return zone_named(tz), tz, None
+
+
+@cache
+def _zone_names() -> tuple[str, ...]:
+    """This machine's zone names (a walk of tzdata: once per process, not per evaluate)."""
+    from zoneinfo import available_timezones
+
+    return tuple(sorted(available_timezones()))
+
+
+def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
+    from fleetcheck.zones import zone_named
+
+    if offset == timedelta(0):
+        return ["UTC"]
+    region = declared.split("/", 1)[0] if "/" in declared else ""
+    preferred = (
+        "America/New_York",
+        "America/Chicago",
+        "America/Denver",
+        "America/Los_Angeles",
+        "Europe/London",
+        "Europe/Berlin",
+        "Europe/Moscow",
+        "Asia/Kolkata",
+        "Asia/Shanghai",
+        "Asia/Tokyo",
+        "Australia/Sydney",
+    )
+    matches = []
+    for name in _zone_names():
+        if "/" not in name or name.startswith(("Etc/", "SystemV/", "posix", "right")):
+            continue
+        try:
+            if at.astimezone(zone_named(name)).utcoffset() == offset:
+                matches.append(name)
+        except Exception:
+            continue
+    matches.sort(key=lambda n: (n not in preferred, not n.startswith(region + "/"), n))
+    return matches[:2]
+
+
+def time_label(r: Resolved) -> str:
+    """`02:21:00 EST = 07:21:00 UTC`; one time when the writer's zone is UTC itself."""
+    if r.zone == "epoch":
+        return f"{r.utc:%H:%M:%S} UTC (epoch)"
+    if r.local.utcoffset() == timedelta(0) and (r.local.tzname() or "UTC").startswith("UTC"):
+        return f"{r.utc:%H:%M:%S} UTC"
+    return f"{r.local_label} = {r.utc:%H:%M:%S} UTC"
+
+
+def zone_offset_halves(stamp: Stamp, newest: Resolved, mtime: datetime) -> int:
+    """How many half hours the line's UTC is off the zone-free mtime, when that gap is a
+    whole number of half hours (within ZONE_TOLERANCE_S) and the line carries no offset or
+    epoch of its own: the declared zone is then wrong by that much. 0: no sign of that."""
+    if stamp.offset is not None or stamp.kind == "epoch":
+        return 0
+    diff = (mtime - newest.utc).total_seconds()
+    halves = round(diff / 1800)
+    return halves if abs(diff - halves * 1800) <= ZONE_TOLERANCE_S else 0
+
+
+def zone_mismatch(
+    halves: int, newest: Resolved, mtime: datetime, zone_name: str
+) -> tuple[str, dict[str, Any]]:
+    """The summary and evidence of a declared zone off by `halves` half hours."""
+    from fleetcheck.iso import iso_utc
+
+    declared_offset = newest.local.utcoffset() or timedelta(0)
+    true_offset = declared_offset - timedelta(seconds=halves * 1800)
+    guesses = _suggest_zones(true_offset, mtime, zone_name)
+    hint = f" ({' or '.join(guesses)}?)" if guesses else ""
+    summary = (
+        f"declared zone looks wrong: last line {newest.local:%H:%M} {zone_name} = "
+        f"{newest.utc:%H:%M} UTC, file modified {mtime:%H:%M} UTC{hint}"
+    )
+    evidence = {
+        "declared": zone_name,
+        "line_utc": iso_utc(newest.utc, "auto"),
+        "mtime_utc": iso_utc(mtime, "auto"),
+        "implied_offset_h": true_offset.total_seconds() / 3600,
+        "suggested": guesses,
+    }
+    return summary, evidence
