@@ -83,7 +83,8 @@ def report(started_at: str, status: Status = Status.CRIT, hostile: str = HOSTILE
                 None,
                 Status.CRIT if status is Status.CRIT else Status.OK,
                 "depth 167 > cap 100",
-                metrics={"depth": 167 if status is Status.CRIT else 20, "cap": 100},
+                metrics={"depth": 167 if status is Status.CRIT else 20},
+                limits={"cap": 100},
             ),
             Result(
                 "clients",

@@ -326,6 +326,7 @@ def test_incident_state_through_the_real_cli(lab: Lab) -> None:
     assert row["status"] == "CRIT"
     assert row["summary"].startswith("depth 167 > cap 100: the enqueue guard is not holding")
     assert row["metrics"]["depth"] == 167 and "cap" not in row["metrics"]  # a limit, not a reading
+    assert row["limits"]["cap"] == 100
     assert row["metrics"]["lengths"] == {"q:pending": 120, "q:inflight": 47}
     assert row["evidence"]["samples"] == [167, 167, 167]
 

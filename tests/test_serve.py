@@ -162,6 +162,20 @@ def test_grid_orders_broker_first_and_keeps_config_order() -> None:
     assert (console.BROKER, "clients") not in g.cells
 
 
+def test_the_cap_line_reads_limits_and_rounds_written_before_them() -> None:
+    """The cap is a limit (Result.limits) since limits were kept apart from metrics; a history
+    written before that has it among the metrics, and its chart keeps the line."""
+    new = {"check": "queue_depth", "host": None, "metrics": {"depth": 20}, "limits": {"cap": 90}}
+    old = {"check": "queue_depth", "host": None, "metrics": {"depth": 30, "cap": 100}}
+    rounds = [
+        history.Round(NOW + timedelta(minutes=i), Status.OK, {}, {}, rows=(row,))
+        for i, row in enumerate([old, new])
+    ]
+    queue = {s.label: s for s in {c.key: c for c in console.charts(rounds, {})}["queue"].series}
+    assert [v for _, v in queue["cap"].points] == [100, 90]
+    assert [v for _, v in queue["summed depth"].points] == [30, 20]
+
+
 def test_pages_escape_log_content(tmp_path: Path) -> None:
     rounds = _rounds(tmp_path, [Status.CRIT])
     snap = console.Snapshot(console.report_from_round(rounds[-1]), rounds)

@@ -40,6 +40,8 @@ def report_from_dict(data: dict[str, Any]) -> Report:
                 metrics=dict(r.get("metrics") or {}),
                 evidence=r.get("evidence"),
                 duration_s=float(r.get("duration_s") or 0.0),
+                limits=dict(r.get("limits") or {}),
+                headline=None if r.get("headline") is None else str(r["headline"]),
                 since=r.get("since") if has_state else None,
                 bad_rounds=int(r.get("bad_rounds") or 0),
                 alerting=bool(r.get("alerting")) if has_state else None,
@@ -60,6 +62,7 @@ def report_from_round(rnd: hist.Round) -> Report:
             status=Status.parse(str(r["status"])),
             summary=str(r.get("summary", "")),
             metrics=dict(r.get("metrics") or {}),
+            limits=dict(r.get("limits") or {}),
         )
         for r in rnd.rows
     )
@@ -266,8 +269,10 @@ def _number(value: Any) -> float | None:
 
 
 def _collect(
-    rounds: list[hist.Round], check: str, metric: str, per_host: bool
+    rounds: list[hist.Round], check: str, metric: str, per_host: bool, part: str = "metrics"
 ) -> dict[str, list[tuple[float, float]]]:
+    """`metric` of `check`'s rows (`part`: "metrics", or "limits" for a setting judged
+    against; a round written before limits were kept apart has it among its metrics)."""
     out: dict[str, list[tuple[float, float]]] = {}
     for rnd in rounds:
         t = rnd.started_at.timestamp()
@@ -277,8 +282,10 @@ def _collect(
             host = row.get("host")
             if per_host != (host is not None):
                 continue
-            metrics = row.get("metrics")
-            value = _number(metrics.get(metric)) if isinstance(metrics, dict) else None
+            values = row.get(part)
+            if part == "limits" and not isinstance(values, dict):
+                values = row.get("metrics")
+            value = _number(values.get(metric)) if isinstance(values, dict) else None
             if value is not None:
                 out.setdefault(str(host) if per_host else metric, []).append((t, value))
     return out
@@ -312,7 +319,7 @@ def charts(rounds: list[hist.Round], max_ages: dict[str, tuple[str, float]]) -> 
     """The four charts of the numbers that drive decisions. `max_ages`: host -> (path,
     max_age) of its first log, from the config (the history holds ages, not limits)."""
     q = _collect(rounds, "queue_depth", "depth", False)
-    cap = _collect(rounds, "queue_depth", "cap", False)
+    cap = _collect(rounds, "queue_depth", "cap", False, part="limits")
     queue = [Series("summed depth", q.get("depth", []))]
     if cap.get("cap"):
         queue.append(Series("cap", cap["cap"], reference=True))

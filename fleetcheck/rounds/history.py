@@ -51,6 +51,7 @@ def _append(report: Report, path: Path, max_bytes: int) -> None:
                 "status": r.status.label,
                 "summary": r.summary,
                 "metrics": r.metrics,
+                **({"limits": r.limits} if r.limits else {}),
             }
             for r in report.results
         ],
