@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,10 +59,11 @@ def _commands() -> list[tuple[list[str], object]]:
 
     out: list[tuple[list[str], object]] = []
 
-    def walk(path: list[str], cmd: object) -> None:
+    def walk(path: list[str], cmd: Any) -> None:
         out.append((path, cmd))
-        for name, sub in sorted(getattr(cmd, "commands", {}).items()):
-            walk([*path, name], sub)
+        if hasattr(cmd, "list_commands"):  # a group: as click lists and resolves its commands
+            for name in sorted(cmd.list_commands(None)):
+                walk([*path, name], cmd.get_command(None, name))
 
     walk([], typer.main.get_command(app))
     return out

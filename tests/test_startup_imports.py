@@ -26,7 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 OURS = {
     "fleetcheck",
     "fleetcheck.__main__",
+    "fleetcheck.core",
     "fleetcheck.core.check",
+    "fleetcheck.core.hostfacts",
     "fleetcheck.checks",
     *(
         f"fleetcheck.checks.{name}"
@@ -34,10 +36,19 @@ OURS = {
     ),
     "fleetcheck.checks.routes",
     "fleetcheck.cli",
+    *(
+        f"fleetcheck.cli.{name}"
+        for name in ("app", "common", "config", "demo", "history", "run", "serve", "timer")
+    ),
     "fleetcheck.config",
+    *(
+        f"fleetcheck.config.{name}"
+        for name in ("builder", "files", "loading", "tables", "values")
+    ),
     "fleetcheck.core.context",
     "fleetcheck.core.errors",
     "fleetcheck.files",
+    "fleetcheck.rounds",
     "fleetcheck.rounds.history",
     "fleetcheck.iso",
     "fleetcheck.core.model",

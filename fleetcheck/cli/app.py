@@ -9,7 +9,6 @@ commands of the CLI itself resolve without the registry, so `fleetcheck run` imp
 for them; a name that is none of those, or the full listing (`--help`), asks the registry.
 """
 
-import inspect
 import os
 import re
 import sys
@@ -20,7 +19,7 @@ import typer
 import typer.core
 
 from fleetcheck import __version__
-from fleetcheck.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, UsageFailure
+from fleetcheck.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, UsageFailure, short_help
 
 # -h as well as --help, on every command (click hands the names down to subcommands)
 CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -89,13 +88,6 @@ config_app = typer.Typer(
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def short_help(doc: str | None) -> str:
-    """A command's line in its group's help: the docstring's whole first paragraph (click
-    would cut it at 45 characters with "...")."""
-    first = inspect.cleandoc(doc or "").split("\n\n")[0]
-    return " ".join(first.split())
 
 
 def command(group: typer.Typer, name: str) -> Callable[[F], F]:

@@ -19,6 +19,7 @@ from fleetcheck.cli.common import (
     emit,
     load_fleet,
     output_format,
+    short_help,
 )
 
 _KINDS: dict[str, Any] = {"duration": DurationArg | None, "flag": bool, "text": str | None}
@@ -31,8 +32,6 @@ def build(name: str, context: dict[str, Any]) -> Any:
     declared = registry.check_command(name)
     if declared is None:
         return None
-    from fleetcheck.cli.app import short_help
-
     module, _, attr = declared.run.partition(":")
     keyword = inspect.Parameter.KEYWORD_ONLY
     params = [inspect.Parameter("config", keyword, default=None, annotation=ConfigOpt)]

@@ -8,6 +8,7 @@ annotation (~280 of them, ~20 ms of every start-up, `--help` included).
 """
 
 import enum
+import inspect
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +66,13 @@ def split_list(values: list[str] | None) -> list[str]:
     """A repeatable option's values, each of which may also be a comma-separated list
     (`--only broker,live_hash` = `--only broker --only live_hash`)."""
     return [part.strip() for v in values or () for part in v.split(",") if part.strip()]
+
+
+def short_help(doc: str | None) -> str:
+    """A command's line in its group's help: the docstring's whole first paragraph (click
+    would cut it at 45 characters with "...")."""
+    first = inspect.cleandoc(doc or "").split("\n\n")[0]
+    return " ".join(first.split())
 
 
 class Format(enum.StrEnum):
