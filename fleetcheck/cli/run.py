@@ -26,6 +26,9 @@ from fleetcheck.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from fleetcheck.core.check import Check
     from fleetcheck.core.model import Report
 
 
@@ -156,5 +159,14 @@ def list_checks() -> None:
     """The available checks, one line each."""
     from fleetcheck.core import registry
 
-    for name, check in sorted(registry.available().items()):
-        print(f"{name:<14} {check.scope.value:<7} {check.description}")
+    print(checks_text(registry.available()))
+
+
+def checks_text(checks: "Mapping[str, Check]") -> str:
+    """One line per check, by name: name, scope, description, in columns as wide as the
+    longest name (at least 14 wide, as the listing always was)."""
+    width = max([14, *(len(name) for name in checks)])
+    return "\n".join(
+        f"{name:<{width}} {check.scope.value:<7} {check.description}"
+        for name, check in sorted(checks.items())
+    )
