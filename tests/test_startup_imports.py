@@ -41,10 +41,7 @@ OURS = {
         for name in ("app", "common", "config", "demo", "history", "run", "serve", "timer")
     ),
     "fleetcheck.config",
-    *(
-        f"fleetcheck.config.{name}"
-        for name in ("builder", "files", "loading", "tables", "values")
-    ),
+    *(f"fleetcheck.config.{name}" for name in ("builder", "files", "loading", "tables", "values")),
     "fleetcheck.core.context",
     "fleetcheck.core.errors",
     "fleetcheck.files",
