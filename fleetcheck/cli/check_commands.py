@@ -22,7 +22,13 @@ from fleetcheck.cli.common import (
     short_help,
 )
 
-_KINDS: dict[str, Any] = {"duration": DurationArg | None, "flag": bool, "text": str | None}
+# an option's kind: the type typer reads it as (a duration goes through `duration`)
+_KINDS: dict[str, Any] = {
+    "duration": DurationArg | None,
+    "flag": bool,
+    "text": str | None,
+    "count": int,
+}
 
 
 def build(name: str, context: dict[str, Any]) -> Any:
@@ -36,7 +42,7 @@ def build(name: str, context: dict[str, Any]) -> Any:
     keyword = inspect.Parameter.KEYWORD_ONLY
     params = [inspect.Parameter("config", keyword, default=None, annotation=ConfigOpt)]
     for opt in declared.options:
-        kind = int if opt.kind == "count" else _KINDS[opt.kind]
+        kind = _KINDS[opt.kind]
         extra: dict[str, Any] = {"parser": duration} if opt.kind == "duration" else {}
         if opt.metavar:
             extra["metavar"] = opt.metavar
