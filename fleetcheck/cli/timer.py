@@ -87,13 +87,7 @@ def timer_cmd(
         home_read=home_read,
     )
     if not install:
-        print(f"# /etc/systemd/system/{units.service_file}")
-        print(units.service)
-        print(f"# /etc/systemd/system/{units.timer_file}")
-        print(units.timer)
-        cron_user = f"-u {service_user} " if service_user else ""
-        print(f"# or, without systemd, this crontab line (crontab {cron_user}-e):")
-        print(units.crontab)
+        print(timer.units_text(units, service_user))
     else:
         try:
             paths = timer.install(units, directory)
@@ -102,21 +96,8 @@ def timer_cmd(
         for path in paths:
             print(f"wrote {path}")
         print(f"now run: systemctl daemon-reload && systemctl enable --now {units.timer_file}")
-    if service_user is not None and not timer.user_exists(service_user):
-        print(
-            f"fleetcheck: warning: user {service_user!r} does not exist here: create it before "
-            f"enabling the timer (useradd --system --home-dir /var/lib/fleetcheck --shell "
-            f"/usr/sbin/nologin {service_user}; README: Install for production)",
-            file=sys.stderr,
-        )
-    checkout = timer.source_checkout()
-    if checkout is not None:
-        print(
-            f"fleetcheck: warning: this fleetcheck runs from the source tree {checkout}: the "
-            "units would run whatever a git pull leaves there; install the wheel "
-            "(README: Install for production) and run its timer",
-            file=sys.stderr,
-        )
+    for warning in timer.warnings(service_user):
+        print(f"fleetcheck: warning: {warning}", file=sys.stderr)
 
 
 def check_run_args(fleet: "FleetConfig", args: list[str]) -> dict[str, Any]:
