@@ -6,7 +6,9 @@ as CRITICAL).
 
 The root group is lazy about the commands checks add (`probe-rater`, `reap-live`): the
 commands of the CLI itself resolve without the registry, so `fleetcheck run` imports no check
-for them; a name that is none of those, or the full listing (`--help`), asks the registry.
+for them; the full listing (`--help`) reads the checks' declarations from their source
+(fleetcheck.core.command_index, no check imported), and a name that is none of the CLI's own
+asks the registry, which imports the one module that declares it.
 """
 
 import os
@@ -30,11 +32,11 @@ class RootGroup(typer.core.TyperGroup):
     sub-groups, as `fleetcheck --help` has always listed them."""
 
     def list_commands(self, ctx: Any) -> list[str]:
-        from fleetcheck.core import registry
+        from fleetcheck.core.command_index import command_listing
 
         own = [n for n, c in self.commands.items() if not hasattr(c, "commands")]
         groups = [n for n, c in self.commands.items() if hasattr(c, "commands")]
-        added = sorted(n for n in registry.command_listing() if n not in self.commands)
+        added = sorted(n for n in command_listing() if n not in self.commands)
         return [*own, *added, *groups]
 
     listing: dict[str, tuple[str, str]] | None = None  # while `--help` lists the commands
@@ -50,11 +52,11 @@ class RootGroup(typer.core.TyperGroup):
         return build(cmd_name, CONTEXT)
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
-        """The listing takes the checks' commands as the registry lists them (name and help,
-        no check imported), not the commands themselves."""
-        from fleetcheck.core import registry
+        """The listing takes the checks' commands as the command index lists them (name and
+        help, no check imported), not the commands themselves."""
+        from fleetcheck.core.command_index import command_listing
 
-        self.listing = registry.command_listing()
+        self.listing = command_listing()
         try:
             super().format_commands(ctx, formatter)
         finally:

@@ -136,7 +136,7 @@ class CheckCommand:
     """`fleetcheck NAME`, declared by a check in a module-level `COMMANDS` tuple (in its module,
     or in `command.py` of its package). `help` is the command's help (its first paragraph its
     line in `fleetcheck --help`); `name` and `help` are string literals, keywords first, because
-    the registry reads them from the source without importing the check. `run`
+    fleetcheck.core.command_index reads them from the source without importing the check. `run`
     ("module:function", imported when the command runs) is called with the fleet and the
     options by keyword: it returns a Report when `report` (the CLI adds --format and prints it)
     or else an exit code, having printed its output."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import re
 import sys
 from collections.abc import Collection, Iterable
 from functools import cache
@@ -106,37 +105,11 @@ def host_config_types(names: Collection[str] | None = None) -> dict[str, type]:
 
 
 # ------------------------------------------------------------ commands checks add to the CLI
-_COMMAND = re.compile(
-    r'CheckCommand\(\s*name="([a-z][a-z0-9-]*)",\s*help=\(?((?:\s*"(?:[^"\\\n]|\\.)*")+)'
-)
-
-
-@cache
-def command_listing() -> dict[str, tuple[str, str]]:
-    """{command name: (help, module)} of the commands the built-in checks declare, read from
-    their source text: `fleetcheck --help` lists them without importing a check. A plugin's
-    commands are found by name only (`check_command`)."""
-    from pathlib import Path
-
-    import fleetcheck.checks as package
-
-    found: dict[str, tuple[str, str]] = {}
-    for name in _builtin_names():
-        base = Path(package.__path__[0]) / name
-        for path, module in (
-            (base.with_suffix(".py"), name),
-            (base / "command.py", f"{name}.command"),
-        ):
-            text = path.read_text(encoding="utf-8") if path.is_file() else ""
-            for cmd, literals in _COMMAND.findall(text):
-                raw = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', literals))
-                found[cmd] = (raw.encode().decode("unicode_escape"), f"{package.__name__}.{module}")
-    return found
-
-
 def check_command(name: str) -> CheckCommand | None:
     """The declaration of check command `name` (importing only the module that declares it;
     for a name no built-in declares, the plugins' modules); None when no check has it."""
+    from fleetcheck.core.command_index import command_listing
+
     listed = command_listing().get(name)
     modules = [listed[1]] if listed else [type(c).__module__ for c in plugins().values()]
     for module in modules:
