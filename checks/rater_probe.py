@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from fleetcheck.config import Duration, HostConfig, InvalidValue
-from fleetcheck.core.check import Check, Scope
+from fleetcheck.config import BrokerConfig, Duration, FleetConfig, HostConfig, InvalidValue
+from fleetcheck.core.check import Check, CheckCommand, CommandOption, Scope
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.hostfacts import logs_of
 from fleetcheck.core.judge import check_duration
-from fleetcheck.core.model import Result, Status
+from fleetcheck.core.model import Report, Result, Status
 from fleetcheck.parse.clientlist import Client, parse_client_list
 from fleetcheck.parse.duration import format_duration
 
@@ -504,6 +504,46 @@ client_name = "rater"            # CLIENT SETNAME of the rater's connection (glo
             Status.OK,
             f"{inbox}: probe consumed in {latency} (proof: {proof}{how})",
         )
+
+
+# ------------------------------------------------------------ the `probe-rater` command
+COMMANDS = (
+    CheckCommand(
+        name="probe-rater",
+        help="Only the rater probe: push one envelope into its inbox and time its consumption. "
+        "Exit 0 consumed, 2 not consumed, 3 broker unreachable.",
+        run="fleetcheck.checks.rater_probe:probe_rater_command",
+        options=(
+            CommandOption("--timeout", "How long the rater gets, e.g. 5s.", "duration", "DURATION"),
+        ),
+        report=True,
+    ),
+)
+
+
+def probe_deadline(config: RaterProbeConfig, broker: BrokerConfig) -> float:
+    """The patrol deadline of a lone probe: far past the probe's own bound, so the deadline
+    never cuts it before it takes its envelope back."""
+    per_call = broker.connect_timeout + broker.socket_timeout
+    return 2 * config.timeout + 3 * (broker.retries + 1) * per_call + 10
+
+
+def probe_rater_command(fleet: FleetConfig, timeout: float | None = None) -> Report:
+    """`fleetcheck probe-rater`: the probe alone, with the config's `[checks.rater_probe]`
+    (`timeout` overriding its own), under `probe_deadline`."""
+    from dataclasses import replace
+
+    from fleetcheck.config import ConfigError
+    from fleetcheck.core.runner import Planned, run_patrol
+
+    cfg = fleet.checks.get("rater_probe") or RaterProbeConfig()
+    if timeout is not None:
+        try:
+            cfg = replace(cfg, timeout=timeout)
+        except ValueError as e:
+            raise ConfigError(f"--timeout: {getattr(e, 'message', e)}") from None
+    patrol = replace(fleet.patrol, deadline=probe_deadline(cfg, fleet.broker))
+    return run_patrol(replace(fleet, patrol=patrol), [Planned(CHECK, cfg, None)])
 
 
 CHECK = RaterProbeCheck()

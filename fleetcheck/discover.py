@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetcheck.config import BrokerConfig
+from fleetcheck.config import BrokerConfig, FleetConfig
 from fleetcheck.iso import parse_iso
 from fleetcheck.parse.clientlist import Client, normalise_ip
 
@@ -142,6 +142,19 @@ class HostDraft:
     ssh: str | None  # alias from ~/.ssh/config, else None (then the first address)
     named_from: str  # "client names", "ssh config" or "address"
     claimed: dict[str, str] = field(default_factory=dict)  # addr -> host in the current config
+
+
+def claimed_addresses(fleet: FleetConfig) -> dict[str, str]:
+    """{address: host} of the addresses the current config's hosts claim (their `addrs`,
+    normalised as CLIENT LIST shows them; the first host to claim one keeps it): the draft
+    marks the clients that are already a host."""
+    from fleetcheck.core.hostfacts import addrs_of
+
+    claimed: dict[str, str] = {}
+    for h in fleet.hosts:
+        for a in addrs_of(h):
+            claimed.setdefault(normalise_ip(a), h.name)
+    return claimed
 
 
 def group_hosts(

@@ -336,3 +336,39 @@ def install(units: Units, directory: str = SYSTEM_DIR) -> list[Path]:
             tmp.unlink(missing_ok=True)
         written.append(path)
     return written
+
+
+def units_text(units: Units, user: str | None) -> str:
+    """What `timer --print` shows: each unit under the path it belongs at, then the crontab
+    line for a machine without systemd."""
+    cron_user = f"-u {user} " if user else ""
+    return "\n".join(
+        [
+            f"# /etc/systemd/system/{units.service_file}",
+            units.service,
+            f"# /etc/systemd/system/{units.timer_file}",
+            units.timer,
+            f"# or, without systemd, this crontab line (crontab {cron_user}-e):",
+            units.crontab,
+        ]
+    )
+
+
+def warnings(user: str | None) -> list[str]:
+    """What the units would trip over here: a service user that does not exist yet, a
+    fleetcheck that runs from a source checkout."""
+    out = []
+    if user is not None and not user_exists(user):
+        out.append(
+            f"user {user!r} does not exist here: create it before enabling the timer (useradd "
+            f"--system --home-dir /var/lib/fleetcheck --shell /usr/sbin/nologin {user}; "
+            "README: Install for production)"
+        )
+    checkout = source_checkout()
+    if checkout is not None:
+        out.append(
+            f"this fleetcheck runs from the source tree {checkout}: the units would run "
+            "whatever a git pull leaves there; install the wheel (README: Install for "
+            "production) and run its timer"
+        )
+    return out

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,10 +59,11 @@ def _commands() -> list[tuple[list[str], object]]:
 
     out: list[tuple[list[str], object]] = []
 
-    def walk(path: list[str], cmd: object) -> None:
+    def walk(path: list[str], cmd: Any) -> None:
         out.append((path, cmd))
-        for name, sub in sorted(getattr(cmd, "commands", {}).items()):
-            walk([*path, name], sub)
+        if hasattr(cmd, "list_commands"):  # a group: as click lists and resolves its commands
+            for name in sorted(cmd.list_commands(None)):
+                walk([*path, name], cmd.get_command(None, name))
 
     walk([], typer.main.get_command(app))
     return out
@@ -227,3 +229,134 @@ def test_bare_fleetcheck_prints_the_help_and_exits_3() -> None:
     assert proc.returncode == 3 and proc.stdout == ""
     assert proc.stderr.startswith("Usage: fleetcheck [OPTIONS] COMMAND [ARGS]...")
     assert "Commands:" in proc.stderr and "fleetcheck: error" not in proc.stderr
+
+
+# ---------------------------------------------------------------- a plugin with a long name
+LONG_PLUGIN = """
+from fleetcheck.core.check import Check, CheckCommand, CommandOption, Scope
+
+
+class LongNamed(Check):
+    name = "a_plugin_check_with_a_long_name"
+    description = "a check whose name is longer than the built-ins' column"
+    scope = Scope.BROKER
+
+
+CHECK = LongNamed()
+
+COMMANDS = (
+    CheckCommand(
+        name="say-long",
+        help="Print the word given and exit 1.",
+        run="long_plugin:say",
+        options=(CommandOption("--word", "The word.", metavar="WORD"),),
+    ),
+)
+
+
+def say(fleet, word=None):
+    print(f"{word} to {len(fleet.hosts)} hosts")
+    return 1
+"""
+
+
+def _long_plugin(root: Path) -> dict[str, str]:
+    """A plugin installed as `pip install` leaves one on sys.path (metadata and module): the
+    environment of a fleetcheck process that sees it."""
+    import os
+
+    info = root / "long_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: long-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[fleetcheck.checks]\na_plugin_check_with_a_long_name = long_plugin:CHECK\n"
+    )
+    (root / "long_plugin.py").write_text(LONG_PLUGIN)
+    return {**os.environ, "PYTHONPATH": str(root)}
+
+
+def test_checks_aligns_a_name_longer_than_the_built_ins(tmp_path: Path) -> None:
+    env = _long_plugin(tmp_path / "site")
+    proc = subprocess.run(
+        [sys.executable, "-m", "fleetcheck", "checks"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    longest = "a_plugin_check_with_a_long_name"
+    assert f"{longest} broker  a check whose name is longer than the built-ins' column" in lines
+    assert "broker" in [line.split()[0] for line in lines]
+    # every line's scope starts in the one column after the longest name
+    assert {line[len(longest) + 1 :].split()[0] for line in lines} <= {"broker", "host"}
+    assert all(line[len(longest)] == " " for line in lines)
+    assert all(line[: len(longest)].rstrip() == line.split()[0] for line in lines)
+
+
+def test_a_plugin_command_runs_by_name(tmp_path: Path) -> None:
+    """A plugin's command is found by its name (reading the entry points for `--help` would
+    cost every listing tens of milliseconds, so the listing has the built-ins' only)."""
+    env = _long_plugin(tmp_path / "site")
+    cfg = tmp_path / "hosts.toml"
+    cfg.write_text('[broker]\nurl = "redis://127.0.0.1:1/0"\n')
+    args = [sys.executable, "-m", "fleetcheck", "say-long", "-c", str(cfg), "--word", "hello"]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=60, env=env)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "hello to 0 hosts\n", "")
+    proc = subprocess.run([*args[:4], "--help"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0
+    assert "Print the word given and exit 1." in proc.stdout
+    assert "--word WORD" in proc.stdout and "-c, --config FILE" in proc.stdout
+    proc = subprocess.run([*args[:3], "--help"], capture_output=True, text=True, env=env)
+    assert "say-long" not in proc.stdout and "probe-rater" in proc.stdout
+
+
+def test_help_lists_the_commands_the_checks_declare_without_importing_a_check() -> None:
+    code = (
+        "import sys\n"
+        "from fleetcheck.cli import main\n"
+        "sys.argv = ['fleetcheck', '--help']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('CHECKS', sorted(m for m in sys.modules if m.startswith('fleetcheck.checks.')),"
+        " file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "CHECKS []" in proc.stderr, proc.stderr
+    commands = proc.stdout.split("\nCommands:\n")[1].splitlines()
+    listed = [line.split()[0] for line in commands if re.match(r"  \S", line)]
+    assert listed[-3:] == ["probe-rater", "reap-live", "config"], listed
+
+
+def test_the_listing_read_from_the_source_is_what_the_checks_declare() -> None:
+    """`fleetcheck --help` lists the check commands from their source text; that must be the
+    very declarations the checks make (name, help and the module that declares them)."""
+    import importlib
+
+    from fleetcheck.core import registry
+    from fleetcheck.core.check import CheckCommand
+    from fleetcheck.core.command_index import command_listing
+
+    listed = command_listing()
+    assert set(listed) == {"probe-rater", "reap-live"}
+    for name, (help_text, module) in listed.items():
+        declared = [c for c in importlib.import_module(module).COMMANDS if c.name == name]
+        assert len(declared) == 1 and isinstance(declared[0], CheckCommand)
+        assert declared[0].help == help_text
+        assert registry.check_command(name) == declared[0]
+    assert registry.check_command("no-such-command") is None
+
+
+def test_only_the_registry_imports_a_check() -> None:
+    """No module of fleetcheck/ imports fleetcheck.checks but the registry's loader and its
+    command index (which imports only the package, to find the folder whose text it reads)."""
+    root = Path(__file__).resolve().parent.parent / "fleetcheck"
+    naming = sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*.py")
+        if re.search(r"^\s*(from|import) fleetcheck\.checks", p.read_text(), re.M)
+    )
+    assert naming == ["core/command_index.py", "core/registry.py"], naming

@@ -162,6 +162,36 @@ class HostCheck(Check[ConfigT, FactsT]):
         raise NotImplementedError
 
 
+# ------------------------------------------------------------ commands a check adds to the CLI
+@dataclass(frozen=True)
+class CommandOption:
+    """An option of a check's command. Its keyword to `run` is `flag` without the dashes, "-"
+    as "_"; `kind`: "duration" (DURATION, in seconds), "flag" (on/off), "text" or "count"."""
+
+    flag: str
+    help: str
+    kind: str = "text"
+    metavar: str | None = None
+    default: Any = None
+
+
+@dataclass(frozen=True)
+class CheckCommand:
+    """`fleetcheck NAME`, declared by a check in a module-level `COMMANDS` tuple (in its module,
+    or in `command.py` of its package). `help` is the command's help (its first paragraph its
+    line in `fleetcheck --help`); `name` and `help` are string literals, keywords first, because
+    fleetcheck.core.command_index reads them from the source without importing the check. `run`
+    ("module:function", imported when the command runs) is called with the fleet and the
+    options by keyword: it returns a Report when `report` (the CLI adds --format and prints it)
+    or else an exit code, having printed its output."""
+
+    name: str
+    help: str
+    run: str
+    options: tuple[CommandOption, ...] = ()
+    report: bool = False
+
+
 def _row_host(check: Check[Any, Any], host: HostConfig | None) -> HostConfig:
     if host is None:  # only a targets() returning None for a host check gets here
         raise CheckError(f"{check.name} is a host check: it has no broker-wide row")

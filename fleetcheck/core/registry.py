@@ -16,7 +16,7 @@ import sys
 from collections.abc import Collection, Iterable
 from functools import cache
 
-from fleetcheck.core.check import Check
+from fleetcheck.core.check import Check, CheckCommand
 
 ENTRY_POINT_GROUP = "fleetcheck.checks"
 
@@ -102,3 +102,18 @@ def host_config_types(names: Collection[str] | None = None) -> dict[str, type]:
     """{check name: its per-host settings type} for `names` (None: every check, plugins too)."""
     checks = available() if names is None else select(names)
     return {n: c.host_config_type for n, c in checks.items() if c.host_config_type is not None}
+
+
+# ------------------------------------------------------------ commands checks add to the CLI
+def check_command(name: str) -> CheckCommand | None:
+    """The declaration of check command `name` (importing only the module that declares it;
+    for a name no built-in declares, the plugins' modules); None when no check has it."""
+    from fleetcheck.core.command_index import command_listing
+
+    listed = command_listing().get(name)
+    modules = [listed[1]] if listed else [type(c).__module__ for c in plugins().values()]
+    for module in modules:
+        for cmd in getattr(importlib.import_module(module), "COMMANDS", ()):
+            if isinstance(cmd, CheckCommand) and cmd.name == name:
+                return cmd
+    return None

@@ -1,0 +1,149 @@
+"""`fleetcheck config check` (validate, check the files, show the effective settings) and
+`fleetcheck config discover` (a hosts.toml draft from the broker)."""
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from fleetcheck.cli.app import command, config_app
+from fleetcheck.cli.common import ConfigOpt, Opt, UsageFailure, load_fleet
+
+if TYPE_CHECKING:
+    from fleetcheck.config import FleetConfig
+
+
+@command(config_app, "check")
+def config_check(
+    config: ConfigOpt = None,
+    ssh: Annotated[
+        bool,
+        typer.Option(
+            "--ssh",
+            help="Also print each host's resolved SSH target (user, address, port, jump "
+            "chain, key files, known_hosts files), as ssh_config resolves it; connects nowhere.",
+        ),
+    ] = False,
+    elsewhere: Annotated[
+        bool,
+        typer.Option(
+            "--elsewhere",
+            help="The patrol runs on another machine: files the config names that are "
+            "missing here are warnings, not errors.",
+        ),
+    ] = False,
+) -> None:
+    """Validate the config, check the files it names, and print each host's effective
+    settings."""
+    fleet = load_fleet(config)
+    if ssh:
+        from fleetcheck.transport.ssh import describe_targets
+
+        text, ok = describe_targets(fleet)
+        print(text)
+        if not ok:
+            raise typer.Exit(3)
+        return
+    from fleetcheck.config.report import config_report
+
+    out, warnings, code = config_report(fleet, elsewhere)
+    for line in warnings:
+        print(line, file=sys.stderr)
+    if out:
+        print(out)
+    if code:
+        raise typer.Exit(code)
+
+
+@command(config_app, "discover")
+def config_discover(
+    config: ConfigOpt = None,
+    url: Annotated[
+        str | None,
+        Opt("--url", metavar="URL", help="Broker URL (default: the config's [broker])."),
+    ] = None,
+    ssh_config: Annotated[
+        str | None,
+        Opt(
+            "--ssh-config",
+            metavar="FILE",
+            help="ssh_config to match (default: [ssh] config_file).",
+        ),
+    ] = None,
+    write: Annotated[
+        Path | None,
+        Opt("--write", metavar="FILE", help="Write the draft to FILE (else stdout)."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Let --write replace a file.")] = False,
+    scan_limit: Annotated[
+        int,
+        Opt("--scan-limit", metavar="N", min=1, help="Look at no more than N keys."),
+    ] = 10000,
+) -> None:
+    """A hosts.toml draft from the broker's CLIENT LIST, INFO and a bounded SCAN (read-only)."""
+    from fleetcheck.config import BrokerConfig, ConfigError, SshConfig, find_config
+    from fleetcheck.transport.redis import connect, describe_error
+
+    fleet: FleetConfig | None = None
+    if config is not None or url is None:
+        fleet = load_fleet(config)
+    else:
+        try:
+            found = find_config(None)
+        except ConfigError:
+            found = None  # --url and no config yet: the first-time user
+        if found is not None:
+            try:
+                fleet = load_fleet(str(found))
+            except UsageFailure as e:
+                print(
+                    f"fleetcheck: warning: {e}; the addresses it claims are not marked",
+                    file=sys.stderr,
+                )
+    if url is not None:
+        from fleetcheck.config import InvalidValue
+
+        try:
+            broker = BrokerConfig(url=url)
+        except InvalidValue as e:
+            raise UsageFailure(f"--url: {e.message}") from None
+    else:
+        assert fleet is not None
+        broker = fleet.broker
+    if write is not None and write.exists() and not force:
+        raise UsageFailure(f"--write {write}: exists (add --force to replace it)")
+    ssh_path = ssh_config or (fleet.ssh.config_file if fleet else SshConfig().config_file)
+    import redis
+
+    from fleetcheck import discover
+    from fleetcheck.transport.redis import BrokerSetupError
+
+    try:
+        r = connect(broker)
+    except BrokerSetupError as e:
+        raise UsageFailure(f"broker: {e}") from None
+    except redis.RedisError as e:  # Sentinel: no master found
+        raise UsageFailure(f"broker: {describe_error(e, broker)}") from None
+    try:
+        db = int(r.connection_pool.connection_kwargs.get("db") or 0)
+        sample = discover.sample_broker(r, db, scan_limit=scan_limit)
+    except redis.RedisError as e:
+        raise UsageFailure(f"broker: {describe_error(e, broker)}") from None
+    finally:
+        r.close()
+    claimed = discover.claimed_addresses(fleet) if fleet is not None else {}
+    addrs = {c.host for c in sample.clients}
+    aliases = discover.ssh_aliases(ssh_path, addrs)
+    hosts = discover.group_hosts(sample.clients, aliases, claimed)
+    text = discover.draft(sample, broker, hosts, fleet.path if fleet else None, ssh_path)
+    if write is None:
+        print(text, end="")
+        return
+    try:
+        discover.write_draft(write, text, force)
+    except FileExistsError:
+        raise UsageFailure(f"--write {write}: exists (add --force to replace it)") from None
+    except OSError as e:
+        raise UsageFailure(f"--write {write}: {e.strerror or e}") from None
+    print(f"wrote {write}: {len(hosts)} hosts; fill in its TODOs, then `fleetcheck config check`")

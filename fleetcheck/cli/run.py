@@ -1,0 +1,172 @@
+"""`fleetcheck run` (a patrol, or one every --every) and `fleetcheck checks` (the listing)."""
+
+import sys
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from fleetcheck.cli.app import app, command
+from fleetcheck.cli.common import (
+    EXIT_INTERRUPTED,
+    ConfigOpt,
+    EveryOpt,
+    Format,
+    FormatOpt,
+    Opt,
+    UsageFailure,
+    emit,
+    load_fleet,
+    output_format,
+    patrol_interval,
+    render_text,
+    round_keeper,
+    split_list,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from fleetcheck.core.check import Check
+    from fleetcheck.core.model import Report
+
+
+@command(app, "run")
+def run(
+    config: ConfigOpt = None,
+    format: FormatOpt = None,
+    only: Annotated[
+        list[str] | None,
+        Opt("--only", metavar="CHECK", help="Run only this check (repeatable, or CHECK,CHECK)."),
+    ] = None,
+    host: Annotated[
+        list[str] | None,
+        Opt("--host", metavar="NAME", help="Check only this host (repeatable, or NAME,NAME)."),
+    ] = None,
+    every: EveryOpt = None,
+    rounds: Annotated[
+        int | None,
+        Opt("--rounds", metavar="N", min=1, help="With --every: stop after N rounds."),
+    ] = None,
+    state: Annotated[
+        Path | None, Opt("--state", metavar="FILE", help="State file (default: XDG state dir).")
+    ] = None,
+    no_state: Annotated[bool, Opt("--no-state", help="No memory across runs, no history.")] = False,
+    history: Annotated[
+        Path | None,
+        Opt("--history", metavar="FILE", help="History file, one JSON line per round."),
+    ] = None,
+    textfile: Annotated[
+        Path | None,
+        Opt("--textfile", metavar="FILE", help="Also write Prometheus metrics here (atomic)."),
+    ] = None,
+    alertmanager: Annotated[
+        list[str] | None,
+        Opt(
+            "--alertmanager",
+            metavar="URL",
+            help="Alertmanager base URL to push alerts to (repeatable: every one gets every "
+            "alert). Else [outputs] alertmanager / alertmanager_env.",
+        ),
+    ] = None,
+    heartbeat: Annotated[
+        str | None,
+        Opt(
+            "--heartbeat",
+            metavar="URL",
+            help="URL to ping after each patrol (else [outputs] heartbeat).",
+        ),
+    ] = None,
+    shard: Annotated[
+        str | None, Opt("--shard", metavar="I/N", help="Check only this share of the hosts.")
+    ] = None,
+    problems: Annotated[
+        bool,
+        Opt("--problems", help="Table/plain: show only the rows not OK (the counts stay)."),
+    ] = False,
+) -> None:
+    """One patrol of the fleet (or one every --every); exit code is the worst status."""
+    from fleetcheck.core import registry, runner
+    from fleetcheck.rounds import patrol
+    from fleetcheck.rounds import state as state_mod
+
+    fleet = load_fleet(config)
+    only, host = split_list(only), split_list(host)
+    try:
+        checks = registry.select([*fleet.checks, *only])
+        items = runner.plan(fleet, checks, only, host)
+        if shard:
+            part = patrol.parse_shard(shard)
+            items = [i for i in items if patrol.in_shard(i.target, part)]
+    except ValueError as e:
+        raise UsageFailure(str(e)) from None
+    interval = patrol_interval(fleet, every)
+    if rounds is not None and interval is None:
+        raise UsageFailure("--rounds goes with --every")
+    try:
+        am_urls, beat_url, text_path = patrol.resolve_outputs(
+            fleet, alertmanager, heartbeat, textfile
+        )
+    except patrol.OutputError as e:
+        raise UsageFailure(str(e)) from None
+    default_state, default_history = state_mod.default_paths(fleet.path)
+    outputs = patrol.Outputs(
+        state=None if no_state else (state or default_state),
+        history=history if history or no_state else default_history,
+        textfile=text_path,
+        alertmanager=am_urls,
+        heartbeat=beat_url,
+    )
+    fmt = output_format(format)
+    if problems and fmt not in (Format.table, Format.plain):
+        raise UsageFailure(
+            f"--problems goes with --format table or plain (not {fmt.value}: machine formats "
+            "always carry every row)"
+        )
+
+    keeper = round_keeper(fleet, interval)
+
+    def one() -> "Report":
+        return patrol.one_round(fleet, items, outputs, keeper)
+
+    if interval is None:
+        report = one()
+        emit(report, fmt, problems)
+        raise typer.Exit(report.exit_code)
+    from fleetcheck.rounds import watch as live
+
+    shown = Format.plain if fmt is Format.table else fmt
+    try:
+        last = live.run_loop(
+            one,
+            interval,
+            rounds,
+            None
+            if fmt is Format.table and sys.stdout.isatty()
+            else partial(render_text, fmt=shown, problems=problems),
+            next_note=shown is Format.plain,
+            problems=problems,
+        )
+    finally:
+        if keeper is not None:
+            keeper.close()
+    raise typer.Exit(last.exit_code if last else EXIT_INTERRUPTED)
+
+
+@command(app, "checks")
+def list_checks() -> None:
+    """The available checks, one line each."""
+    from fleetcheck.core import registry
+
+    print(checks_text(registry.available()))
+
+
+def checks_text(checks: "Mapping[str, Check]") -> str:
+    """One line per check, by name: name, scope, description, in columns as wide as the
+    longest name (at least 14 wide, as the listing always was)."""
+    width = max([14, *(len(name) for name in checks)])
+    return "\n".join(
+        f"{name:<{width}} {check.scope.value:<7} {check.description}"
+        for name, check in sorted(checks.items())
+    )

@@ -1,0 +1,126 @@
+"""`fleetcheck serve`: the read-only web console, optionally patrolling every --every."""
+
+import os
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+from fleetcheck.cli.app import app, command
+from fleetcheck.cli.common import (
+    ConfigOpt,
+    DurationArg,
+    EveryOpt,
+    HistoryOpt,
+    Opt,
+    UsageFailure,
+    duration,
+    load_fleet,
+    patrol_interval,
+    round_keeper,
+)
+
+if TYPE_CHECKING:
+    from fleetcheck.transport.keep import Keeper
+
+
+@command(app, "serve")
+def serve_cmd(
+    config: ConfigOpt = None,
+    listen: Annotated[
+        str,
+        Opt("--listen", metavar="ADDR:PORT", help="Where to listen (default loopback only)."),
+    ] = "127.0.0.1:8470",
+    history: HistoryOpt = None,
+    window: Annotated[
+        DurationArg,
+        Opt(
+            "--window",
+            metavar="DURATION",
+            parser=duration,
+            help="How much history the charts show, e.g. 7d.",
+        ),
+    ] = "7d",  # type: ignore[assignment]  # converted by _duration
+    every: EveryOpt = None,
+    token_env: Annotated[
+        str | None,
+        Opt("--token-env", metavar="VAR", help="Env var holding a bearer token to require."),
+    ] = None,
+    basic_auth_env: Annotated[
+        str | None,
+        Opt("--basic-auth-env", metavar="VAR", help="Env var holding USER:PASSWORD to require."),
+    ] = None,
+) -> None:
+    """A read-only web console over the state the patrols write: grid, rows, charts,
+    /report.json, /metrics and /healthz (503 when rounds stop)."""
+    import signal
+    import threading
+
+    from fleetcheck.console import server as serve
+    from fleetcheck.console import source as console_mod
+    from fleetcheck.rounds import state as state_mod
+
+    fleet = load_fleet(config)
+    try:
+        host, port = serve.parse_listen(listen)
+        window_s = window.seconds or 0.0
+    except ValueError as e:
+        raise UsageFailure(str(e)) from None
+    interval = patrol_interval(fleet, every)
+    secrets: dict[str, str | None] = {"token": None, "basic": None}
+    for key, var, option in (
+        ("token", token_env, "--token-env"),
+        ("basic", basic_auth_env, "--basic-auth-env"),
+    ):
+        if var is None:
+            continue
+        value = os.environ.get(var, "")
+        if not value:
+            raise UsageFailure(f"{option} {var}: the environment variable is unset or empty")
+        if key == "basic" and ":" not in value:
+            raise UsageFailure(f"{option} {var}: expected USER:PASSWORD")
+        secrets[key] = value
+    default_state, default_history = state_mod.default_paths(fleet.path)
+    history_path = history or default_history
+    app_console = serve.Console(
+        source=console_mod.Source(history_path),
+        every=interval or fleet.patrol.every,
+        window=window_s,
+        window_text=window.text,
+        max_ages=console_mod.config_max_ages(fleet),
+        auth=serve.Auth(secrets["token"], secrets["basic"]),
+    )
+    try:
+        server = serve.make_server(app_console, host, port)
+    except OSError as e:
+        raise UsageFailure(f"--listen {listen}: {e.strerror or e}") from None
+    stop = threading.Event()
+    keeper: Keeper | None = None
+    if interval is not None:
+        from fleetcheck.core import registry, runner
+        from fleetcheck.rounds import patrol
+
+        items = runner.plan(fleet, registry.available())
+        outputs = patrol.Outputs(state=default_state, history=history_path)
+        keeper = round_keeper(fleet, interval)
+        serve.start_patrols(lambda: patrol.one_round(fleet, items, outputs, keeper), interval, stop)
+    bound_host, bound_port = (str(part) for part in server.server_address[:2])
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    print(f"fleetcheck serve: http://{shown}:{bound_port}/ (history {history_path})", flush=True)
+    if not app_console.auth.required and host not in ("127.0.0.1", "::1", "localhost"):
+        print(
+            f"fleetcheck: warning: listening on {listen} without --token-env/--basic-auth-env",
+            file=sys.stderr,
+        )
+
+    def on_term(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        server.serve_forever(poll_interval=0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop.set()
+        server.server_close()
+        if keeper is not None:
+            keeper.close()  # a round still running closes what it hands back

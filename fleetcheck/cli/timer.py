@@ -1,0 +1,151 @@
+"""`fleetcheck timer`: systemd units (and a crontab line) for one patrol every --every, with
+the `run` options after -- checked as `run` will parse them."""
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+import typer.main
+
+from fleetcheck.cli.app import app, command, is_click_error, usage_message
+from fleetcheck.cli.common import ConfigOpt, DurationArg, Opt, UsageFailure, duration, load_fleet
+from fleetcheck.cli.run import run
+
+if TYPE_CHECKING:
+    from fleetcheck.config import FleetConfig
+
+
+@command(app, "timer")
+def timer_cmd(
+    config: ConfigOpt = None,
+    every: Annotated[
+        DurationArg | None,
+        Opt(
+            "--every",
+            metavar="DURATION",
+            parser=duration,
+            help="Interval, e.g. 15m (default: [patrol] every).",
+        ),
+    ] = None,
+    show: Annotated[
+        bool, typer.Option("--print", help="Print the units and the crontab line (default).")
+    ] = False,
+    install: Annotated[
+        bool, typer.Option("--install", help="Write the units to --dir (no systemctl run).")
+    ] = False,
+    directory: Annotated[
+        str, Opt("--dir", metavar="DIR", help="Where --install writes the units.")
+    ] = "/etc/systemd/system",
+    name: Annotated[
+        str, Opt("--name", metavar="NAME", help="Unit name (one per fleet).")
+    ] = "fleetcheck",
+    user: Annotated[
+        str,
+        Opt(
+            "--user",
+            metavar="USER",
+            help="The account the service runs as ('root': no User= line).",
+        ),
+    ] = "fleetcheck",
+    run_args: Annotated[
+        list[str] | None, typer.Argument(metavar="-- RUN_OPTION", hidden=True)
+    ] = None,
+) -> None:
+    """systemd service + timer (and a crontab line) that run one patrol every --every.
+
+    Options for the patrol itself go after --, as for `fleetcheck run`: e.g.
+    `fleetcheck timer -c hosts.toml -- --textfile /var/lib/node_exporter/fleet.prom`."""
+    import re
+
+    from fleetcheck import timer
+
+    if show and install:
+        raise UsageFailure("--print and --install: choose one")
+    if not re.fullmatch(r"[A-Za-z0-9_.:-]+", name) or name.startswith("."):
+        raise UsageFailure(f"--name {name!r}: use letters, digits, '_', '.', ':' or '-'")
+    fleet = load_fleet(config)
+    interval = fleet.patrol.every
+    if every is not None and every.seconds is not None:
+        interval = every.seconds
+        if interval < 1:
+            raise UsageFailure(f"--every {every.text}: must be at least 1s")
+    if not re.fullmatch(r"[a-z_][a-z0-9_-]*[$]?", user) or len(user) > 32:
+        raise UsageFailure(f"--user {user!r}: not a user name")
+    params = check_run_args(fleet, list(run_args or []))
+    service_user = None if user == "root" else user
+    writable, home_read = timer.confinement(fleet, params, service_user)
+    units = timer.build(
+        fleet.path,
+        interval,
+        fleet.patrol.deadline,
+        name,
+        list(run_args or []),
+        user=service_user,
+        writable=writable,
+        home_read=home_read,
+    )
+    if not install:
+        print(timer.units_text(units, service_user))
+    else:
+        try:
+            paths = timer.install(units, directory)
+        except OSError as e:
+            raise UsageFailure(f"--install into {directory}: {e.strerror or e}") from None
+        for path in paths:
+            print(f"wrote {path}")
+        print(f"now run: systemctl daemon-reload && systemctl enable --now {units.timer_file}")
+    for warning in timer.warnings(service_user):
+        print(f"fleetcheck: warning: {warning}", file=sys.stderr)
+
+
+def check_run_args(fleet: "FleetConfig", args: list[str]) -> dict[str, Any]:
+    """Parse `fleetcheck run` options exactly as `run` will (typos, values, output targets),
+    so `timer` never writes a unit that fails at its first activation; returns them."""
+    from fleetcheck.rounds import patrol
+
+    command = typer.main.get_command(app)
+    run_command = command.commands["run"]  # type: ignore[attr-defined]
+    try:
+        ctx = run_command.make_context("run", list(args))
+    except Exception as e:
+        message = usage_message(e) if is_click_error(e) else e
+        raise UsageFailure(f"run options after --: {message}") from None
+    params = _as_declared(run, ctx.params)
+    for loop in ("every", "rounds"):
+        if params.get(loop) is not None:
+            raise UsageFailure(
+                f"run options after --: --{loop} would keep the oneshot service running: "
+                "the timer schedules the rounds (use timer --every)"
+            )
+    if params.get("config"):
+        raise UsageFailure(
+            "run options after --: --config is timer's own option (put it before --)"
+        )
+    try:
+        patrol.resolve_outputs(
+            fleet, params.get("alertmanager"), params.get("heartbeat"), params.get("textfile")
+        )
+    except patrol.OutputError as e:
+        raise UsageFailure(f"run options after --: {e}") from None
+    return params
+
+
+def _as_declared(function: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]:
+    """A parsed context's paths as `function`'s annotations declare them: typer turns text
+    into Path in its call wrapper, not in click's parsing, so a context from `make_context`
+    holds strings where the command itself gets a Path."""
+    import typing
+
+    hints = typing.get_type_hints(function)
+    out = dict(params)
+    for name, value in params.items():
+        if not isinstance(value, str):
+            continue
+        hint = hints.get(name)
+        for kind in typing.get_args(hint) or (hint,):
+            if isinstance(kind, type) and issubclass(kind, Path):
+                out[name] = kind(value)
+                break
+    return out

@@ -1,0 +1,298 @@
+"""The config tables as frozen dataclasses, each validated in `__post_init__`: [broker],
+[outputs], [ssh], [patrol], a [[hosts]] entry, and the whole fleet."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import tzinfo
+from typing import Any, TypeVar
+
+from fleetcheck.config.values import (
+    SAFE_NAME,
+    SAFE_NAME_TEXT,
+    Duration,
+    InvalidValue,
+    LocalFile,
+    check_port,
+    normalise_broker_url,
+)
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    url: str | None = None  # required unless sentinels are given
+    username: str | None = None  # ACL user (or in the URL: redis://USER:PASSWORD@host)
+    password_env: str | None = None
+    password_file: LocalFile | None = None
+    connect_timeout: Duration = 3.0
+    socket_timeout: Duration = 5.0
+    retries: int = 1
+    protocol: int = 2
+    client_name: str = "fleetcheck"
+    ca_file: LocalFile | None = None  # rediss://: the CA that signed the broker's certificate
+    cert_file: LocalFile | None = None  # rediss://: client certificate (mutual TLS)
+    key_file: LocalFile | None = None  # rediss://: its private key
+    check_hostname: bool = True  # rediss://: the certificate must name the host in the URL
+    sentinels: tuple[str, ...] = ()  # "host:26379" each: ask them for the current master
+    service: str | None = None  # the master's name at the sentinels
+
+    def __post_init__(self) -> None:
+        if self.sentinels:
+            if self.url is not None:
+                raise InvalidValue("url", "give either url or sentinels, not both")
+            if not self.service:
+                raise InvalidValue("service", "sentinels need service (the master's name)")
+            for s in self.sentinels:
+                host, sep, port = s.rpartition(":")
+                if not sep or not host or not port.isdigit():
+                    raise InvalidValue("sentinels", f"{s!r}: expected HOST:PORT")
+                check_port("sentinels", int(port))
+        else:
+            if self.url is None:
+                raise InvalidValue("url", "missing (required)")
+            if self.service is not None:
+                raise InvalidValue("service", "goes with sentinels")
+            object.__setattr__(self, "url", normalise_broker_url(self.url))
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.url or "")
+        if self.username is not None and parts.username:
+            raise InvalidValue("username", "given both here and in url: keep one")
+        sources = [k for k in ("password_env", "password_file") if getattr(self, k)]
+        if parts.password is not None:
+            sources.insert(0, "url")
+        if len(sources) > 1:
+            raise InvalidValue(
+                sources[1], f"password given both in {sources[0]} and here: keep one"
+            )
+        tls = parts.scheme == "rediss"
+        for key in ("ca_file", "cert_file", "key_file"):
+            if getattr(self, key) is not None and not tls:
+                raise InvalidValue(key, "goes with a rediss:// (or valkeys://) url")
+        if (self.cert_file is None) != (self.key_file is None):
+            raise InvalidValue(
+                "key_file" if self.key_file is None else "cert_file",
+                "cert_file and key_file go together",
+            )
+        if not re.fullmatch(r"[!-~]{1,64}", self.client_name):
+            raise InvalidValue("client_name", "1-64 printable characters without spaces")
+        if self.protocol not in (2, 3):
+            raise InvalidValue("protocol", "must be 2 (RESP2) or 3 (RESP3)")
+        if not 0 <= self.retries <= 5:
+            raise InvalidValue("retries", "must be between 0 and 5")
+        for key in ("connect_timeout", "socket_timeout"):
+            if getattr(self, key) <= 0:
+                raise InvalidValue(key, "must be longer than 0s")
+
+    @property
+    def address(self) -> str:
+        """Where the broker is, for messages: host:port, the socket path, or the sentinel
+        service. Never includes credentials."""
+        if self.sentinels:
+            return f"{self.service} (via sentinels {', '.join(self.sentinels)})"
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.url or "")
+        if parts.scheme == "unix":
+            return parts.path
+        host = parts.hostname or "?"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"{host}:{parts.port or 6379}"
+
+    @property
+    def host(self) -> str | None:
+        """The broker's host name or address (None for a socket or sentinel-managed)."""
+        if not self.url or self.url.startswith("unix://"):
+            return None
+        from urllib.parse import urlsplit
+
+        return urlsplit(self.url).hostname
+
+
+@dataclass(frozen=True)
+class OutputsConfig:
+    """Where each patrol's results go besides stdout. Each URL may instead come from an
+    environment variable (`*_env`) so tokens stay out of argv, `ps` and unit files."""
+
+    alertmanager: tuple[str, ...] = ()  # base URLs; every one gets every alert (a cluster)
+    alertmanager_env: tuple[str, ...] = ()  # names of env vars holding such URLs
+    heartbeat: str | None = None  # URL to GET after each completed patrol
+    heartbeat_env: str | None = None
+    textfile: str | None = None  # node_exporter textfile collector file (.prom)
+
+    def __post_init__(self) -> None:
+        for i, url in enumerate(self.alertmanager):
+            problem = http_url_problem(url)
+            if problem:
+                raise InvalidValue(f"alertmanager[{i}]", problem)
+        if self.heartbeat is not None:
+            problem = http_url_problem(self.heartbeat)
+            if problem:
+                raise InvalidValue("heartbeat", problem)
+        if self.heartbeat is not None and self.heartbeat_env is not None:
+            raise InvalidValue("heartbeat_env", "give heartbeat or heartbeat_env, not both")
+        for key in ("alertmanager_env", "heartbeat_env"):
+            value = getattr(self, key)
+            for name in value if isinstance(value, tuple) else [value] if value else []:
+                if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                    raise InvalidValue(key, f"{name!r} is not an environment variable name")
+        if self.textfile is not None and not self.textfile.endswith(".prom"):
+            raise InvalidValue("textfile", "must end in .prom (node_exporter reads only those)")
+
+
+def http_url_problem(url: str) -> str | None:
+    """Why `url` is not an http(s) URL with a host (None when it is). Never repeats the URL:
+    its userinfo, path and query may carry tokens."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises ValueError on a bad port)
+    except ValueError:
+        return "not a valid URL (bad host or port)"
+    if not parts.scheme:
+        return "no scheme: write it as http://HOST:PORT/... or https://..."
+    if parts.scheme.lower() not in ("http", "https"):
+        return f"unsupported scheme {parts.scheme}://: use http:// or https://"
+    if not parts.hostname:
+        return "no host name"
+    if any(ord(c) < 33 for c in url):
+        return "contains spaces or control characters"
+    return None
+
+
+@dataclass(frozen=True)
+class SshConfig:
+    user: str | None = None
+    port: int | None = None
+    known_hosts: LocalFile | tuple[LocalFile, ...] = "~/.ssh/known_hosts"  # one file or a list
+    identity_file: LocalFile | None = None
+    config_file: LocalFile = "~/.ssh/config"
+    connect_timeout: Duration = 5.0
+    command_timeout: Duration = 10.0
+    accept_new: bool = False
+    use_agent: bool = True
+    max_output_bytes: int = 8 * 1024 * 1024
+    # a long-running patrol (run --every) keeps each host's connection between rounds when
+    # they are at most this far apart; 0 never keeps one
+    keep_alive_for: Duration = 300.0
+
+    @property
+    def known_hosts_files(self) -> tuple[str, ...]:
+        kh = self.known_hosts
+        return (kh,) if isinstance(kh, str) else kh
+
+    def __post_init__(self) -> None:
+        check_port("port", self.port)
+        if not self.known_hosts_files:
+            raise InvalidValue("known_hosts", "must name at least one file")
+        for key in ("connect_timeout", "command_timeout"):
+            if getattr(self, key) <= 0:
+                raise InvalidValue(key, "must be longer than 0s")
+        if self.max_output_bytes < 4096:
+            raise InvalidValue("max_output_bytes", "must be at least 4096")
+
+
+@dataclass(frozen=True)
+class PatrolConfig:
+    every: Duration = 900.0
+    deadline: Duration = 60.0
+    concurrency: int = 128  # the upper bound on hosts in flight
+    adaptive: bool = True  # find the number in flight from handshake latency (else fixed)
+    fail_after: int = 1
+    flap_changes: int = 4
+    flap_window: int = 10
+
+    def __post_init__(self) -> None:
+        if self.fail_after < 1:
+            raise InvalidValue("fail_after", "must be 1 or more")
+        if not 2 <= self.flap_window <= 1000:
+            raise InvalidValue("flap_window", "must be between 2 and 1000")
+        if not 1 <= self.flap_changes < self.flap_window:
+            raise InvalidValue("flap_changes", "must be at least 1 and below flap_window")
+        if self.deadline <= 0:
+            raise InvalidValue("deadline", "must be longer than 0s")
+        if self.every <= 0:
+            raise InvalidValue("every", "must be longer than 0s")
+        if not 1 <= self.concurrency <= 1024:
+            raise InvalidValue("concurrency", "must be between 1 and 1024")
+
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    """One `[[hosts]]` table: the keys every host has (how to reach it), plus the per-host
+    settings the checks declare (`Check.host_config_type`), each built from the same table
+    and read with `host.settings(TheType)`. This module knows no check's keys."""
+
+    name: str
+    ssh: str | None = None
+    user: str | None = None
+    port: int | None = None
+    groups: tuple[str, ...] = ()  # named [groups.NAME] tables whose values this host takes
+    # not host keys: filled in by the loader
+    checks_settings: Mapping[type, Any] = field(
+        default_factory=dict, compare=False, hash=False, repr=False, metadata={"key": False}
+    )
+    # where each effective key's value came from: "hosts", "groups.NAME" or "defaults"
+    sources: Mapping[str, str] = field(
+        default_factory=dict, compare=False, hash=False, repr=False, metadata={"key": False}
+    )
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.strip():
+            raise InvalidValue("name", "must not be empty")
+        if not SAFE_NAME.fullmatch(self.name):
+            raise InvalidValue("name", f"{self.name!r}: use only {SAFE_NAME_TEXT}")
+        check_port("port", self.port)
+
+    def settings(self, cls: type[S]) -> S:
+        """This host's settings of one check's `host_config_type` (its defaults when the
+        host sets none of its keys and the check was not loaded with the config)."""
+        found = self.checks_settings.get(cls)
+        return found if found is not None else cls()
+
+    def with_settings(self, *values: Any) -> HostConfig:
+        """A copy with these per-host settings (one instance per type) added or replaced."""
+        merged = dict(self.checks_settings)
+        merged.update({type(v): v for v in values})
+        return dataclasses.replace(self, checks_settings=merged)
+
+    @property
+    def is_local(self) -> bool:
+        return self.ssh == "local"
+
+
+def zone(name: str, key: str = "tz") -> tzinfo:
+    """zones.zone_named for a config value: InvalidValue naming `key` when there is none."""
+    from fleetcheck.zones import UnknownZone, zone_named
+
+    try:
+        return zone_named(name)
+    except UnknownZone as e:
+        raise InvalidValue(key, str(e)) from None
+
+
+@dataclass(frozen=True)
+class FleetConfig:
+    path: str
+    broker: BrokerConfig
+    ssh: SshConfig
+    patrol: PatrolConfig
+    hosts: tuple[HostConfig, ...]
+    checks: Mapping[str, Any] = field(default_factory=dict)
+    outputs: OutputsConfig = field(default_factory=OutputsConfig)
+    # what `config check` echoes: durations written as bare numbers, with their unit
+    notes: tuple[str, ...] = ()
+
+    def host(self, name: str) -> HostConfig:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise KeyError(name)

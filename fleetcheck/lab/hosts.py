@@ -1,0 +1,241 @@
+"""The lab's hosts: a network namespace each, joined to the bridge by a veth pair, its own
+sshd and host key; and the faults the tests plant in them (sshd stopped or frozen, a new host
+key, a link down, a second interface)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import textwrap
+from pathlib import Path
+
+from fleetcheck.lab.base import LabHost
+from fleetcheck.lab.broker import BrokerLab
+from fleetcheck.lab.system import SSHD, port_open, run, wait_for
+
+
+class HostsLab(BrokerLab):
+    """Hosts, their sshd, and the faults."""
+
+    # ------------------------------------------------------------ hosts
+    def _make_client_key(self) -> None:
+        self.client_key = self.dir / "id_ed25519"
+        run(
+            "ssh-keygen",
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-C",
+            "fleetcheck-lab",
+            "-f",
+            str(self.client_key),
+        )
+        self.authorized_keys = self.dir / "authorized_keys"
+        shutil.copy(str(self.client_key) + ".pub", self.authorized_keys)
+        self.known_hosts = self.dir / "known_hosts"
+        self.known_hosts.write_text("")
+        Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation directory
+
+    def _alloc_ip(self) -> str:
+        addr = str(self.subnet.network_address + self._next_ip)
+        self._next_ip += 1
+        if self._next_ip > self.subnet.num_addresses - 2:
+            raise RuntimeError("lab subnet full")
+        return addr
+
+    def _veth(self, host: LabHost, inner: str) -> str:
+        outer = f"fv{self.id}{self.namespaces.index(host.ns):02d}{len(host.veths)}"
+        run("ip", "link", "add", outer, "type", "veth", "peer", "name", inner, "netns", host.ns)
+        run("ip", "link", "set", outer, "master", self.bridge, "up")
+        host.veths.append(outer)
+        return outer
+
+    def add_host(
+        self, name: str, *, sshd: bool = True, tz: str | None = None, sshd_options: str = ""
+    ) -> LabHost:
+        if not self.netns:  # a loopback lab: the host is this machine, seen from 127.0.0.x
+            hdir = self.dir / name
+            hdir.mkdir()
+            host = LabHost(name=name, ns="", addr=self._alloc_ip(), dir=hdir)
+            self.hosts[name] = host
+            return host
+        ns = f"fc{self.id}-{name}"[:30]
+        # registered before it exists: a Ctrl-C while `ip netns add` runs must not leak it
+        self.namespaces.append(ns)
+        self._save_registry()
+        run("ip", "netns", "add", ns)
+        hdir = self.dir / name
+        hdir.mkdir()
+        host = LabHost(name=name, ns=ns, addr=self._alloc_ip(), dir=hdir)
+        self.hosts[name] = host
+        self._veth(host, "eth0")
+        self.nsrun(host, "ip", "link", "set", "lo", "up")
+        self.nsrun(host, "ip", "addr", "add", f"{host.addr}/{self.subnet.prefixlen}", "dev", "eth0")
+        self.nsrun(host, "ip", "link", "set", "eth0", "up")
+        self.nsrun(host, "ip", "route", "add", "default", "via", self.gateway, "dev", "eth0")
+        if sshd:
+            self.start_sshd(host, tz=tz, options=sshd_options)
+        return host
+
+    def add_busybox_host(self, name: str) -> LabHost:
+        """A host like an Alpine worker: its shell is BusyBox ash and its PATH holds only the
+        BusyBox applets (Debian's `busybox`, linked one per applet by `busybox --install -s`).
+        sshd's ForceCommand stands in for /bin/sh being BusyBox: the client's `/bin/sh -s`
+        becomes `busybox sh -s`, reading the same script from stdin."""
+        busybox = shutil.which("busybox")
+        if busybox is None:
+            raise RuntimeError("lab needs: busybox (Debian package busybox)")
+        applets = self.dir / f"{name}-busybox-bin"
+        applets.mkdir()
+        run(busybox, "--install", "-s", str(applets))
+        return self.add_host(
+            name, sshd_options=f"SetEnv PATH={applets}\nForceCommand {busybox} sh -s\n"
+        )
+
+    def add_unprivileged_host(self, name: str, uid: int = 65534) -> LabHost:
+        """A host whose SSH sessions run as an unprivileged user (uid/gid `uid`, no
+        supplementary groups: not in systemd-journal or adm), via setpriv in ForceCommand."""
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            raise RuntimeError("lab needs: setpriv (util-linux)")
+        force = f"{setpriv} --reuid={uid} --regid={uid} --clear-groups /bin/sh -s"
+        return self.add_host(name, sshd_options=f"ForceCommand {force}\n")
+
+    def nsrun(
+        self, host: LabHost, *args: str, check: bool = True
+    ) -> subprocess.CompletedProcess[bytes]:
+        return run("ip", "netns", "exec", host.ns, *args, check=check)
+
+    def _write_host_key(self, host: LabHost) -> None:
+        key = host.dir / "ssh_host_ed25519_key"
+        for p in (key, Path(str(key) + ".pub")):
+            p.unlink(missing_ok=True)
+        run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key))
+        host.host_key_pub = " ".join(Path(str(key) + ".pub").read_text().split()[:2])
+
+    def start_sshd(
+        self,
+        host: LabHost,
+        tz: str | None = None,
+        options: str = "",
+        max_startups: str | None = "500",
+        log_level: str = "ERROR",
+    ) -> None:
+        """Start the host's sshd. sshd takes the FIRST value of most keywords, so
+        `max_startups` (None: OpenSSH's default 10:30:100) and `log_level` (INFO logs every
+        login) are parameters rather than `options` lines."""
+        if not (host.dir / "ssh_host_ed25519_key").exists():
+            self._write_host_key(host)
+            self.trust(host)
+        # sshd honours only the FIRST SetEnv line: merge ours with any in `options` into one.
+        # SHLVL=1 stops a Debian bash (root's login shell here) from sourcing ~/.bashrc for
+        # every ssh command (bash does that when SSH_CLIENT is set and SHLVL < 2): this
+        # machine's root .bashrc runs `pyenv init`, ~100 ms of CPU per session that no real
+        # worker would pay and that would otherwise dominate every SSH benchmark and test.
+        env = ["SHLVL=1"] + ([f"TZ={tz}"] if tz else [])
+        kept = []
+        for line in options.splitlines():
+            words = line.split()
+            if words and words[0].lower() == "setenv":
+                env += words[1:]
+            else:
+                kept.append(line)
+        options = "".join(line + "\n" for line in kept)
+        env_line = "SetEnv " + " ".join(env) + "\n"
+        cfg = host.dir / "sshd_config"
+        cfg.write_text(
+            textwrap.dedent(
+                f"""\
+                Port 22
+                ListenAddress {host.addr}
+                HostKey {host.dir}/ssh_host_ed25519_key
+                PidFile {host.dir}/sshd.pid
+                AuthorizedKeysFile {self.authorized_keys}
+                PermitRootLogin prohibit-password
+                PasswordAuthentication no
+                KbdInteractiveAuthentication no
+                UsePAM no
+                StrictModes no
+                PrintMotd no
+                PrintLastLog no
+                MaxSessions 100
+                UseDNS no
+                """
+            )
+            + (f"MaxStartups {max_startups}\n" if max_startups else "")
+            + f"LogLevel {log_level}\n"
+            + env_line
+            + options
+        )
+        host.sshd = self.spawn(
+            [SSHD, "-D", "-e", "-f", str(cfg)],
+            ns=host.ns,
+            stderr=open(host.dir / "sshd.log", "ab"),
+        )
+        wait_for(lambda: port_open(host.addr, 22), 10, f"sshd on {host.name} to listen")
+
+    def trust(self, host: LabHost) -> None:
+        """Write the host's current key into the lab's known_hosts (replacing older lines)."""
+        lines = [
+            line
+            for line in self.known_hosts.read_text().splitlines()
+            if not line.startswith(host.addr + " ")
+        ]
+        lines.append(f"{host.addr} {host.host_key_pub}")
+        self.known_hosts.write_text("\n".join(lines) + "\n")
+
+    # ------------------------------------------------------------ faults
+    def stop_sshd(self, host: LabHost) -> None:
+        if host.sshd is not None:
+            os.killpg(host.sshd.pid, signal.SIGKILL)
+            host.sshd.wait()
+            host.sshd = None
+
+    def freeze_sshd(self, host: LabHost) -> None:
+        assert host.sshd is not None
+        os.killpg(host.sshd.pid, signal.SIGSTOP)
+
+    def thaw_sshd(self, host: LabHost) -> None:
+        assert host.sshd is not None
+        os.killpg(host.sshd.pid, signal.SIGCONT)
+
+    def change_host_key(self, host: LabHost) -> None:
+        """A new host key that known_hosts does not know (the MITM case)."""
+        self.stop_sshd(host)
+        self._write_host_key(host)
+        self.start_sshd(host)
+
+    def link_down(self, host: LabHost) -> None:
+        for veth in host.veths:
+            run("ip", "link", "set", veth, "down")
+
+    def link_up(self, host: LabHost) -> None:
+        for veth in host.veths:
+            run("ip", "link", "set", veth, "up")
+
+    def add_interface(self, host: LabHost, inner: str, metric: int | None = 200) -> str:
+        """A second interface on the same subnet with its own default route (incident 5)."""
+        addr = self._alloc_ip()
+        self._veth(host, inner)
+        self.nsrun(host, "ip", "addr", "add", f"{addr}/{self.subnet.prefixlen}", "dev", inner)
+        self.nsrun(host, "ip", "link", "set", inner, "up")
+        if metric is not None:
+            self.nsrun(
+                host,
+                "ip",
+                "route",
+                "add",
+                "default",
+                "via",
+                self.gateway,
+                "dev",
+                inner,
+                "metric",
+                str(metric),
+            )
+        host.extra_addrs.append(addr)
+        return addr

@@ -1,0 +1,218 @@
+"""The lab's simulated workers (processes holding broker connections from a host's address),
+the rater (a broker-side consumer the rater_probe tests freeze and thaw), and the hosts.toml
+a test or the demo patrols the lab with."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterable
+from pathlib import Path
+
+from fleetcheck.lab.base import LabHost
+from fleetcheck.lab.hosts import HostsLab
+from fleetcheck.lab.system import proc_state, wait_for
+
+
+class WorkersLab(HostsLab):
+    """Workers, the rater and the config."""
+
+    # ------------------------------------------------------------ workers
+    def start_workers(
+        self,
+        host: LabHost | None,
+        count: int,
+        name: str = "worker",
+        source: str | None = None,
+        connect_within: float = 15.0,
+    ) -> subprocess.Popen[bytes]:
+        """`count` idle broker connections named `name` from `host` (None: from loopback).
+
+        `source` binds the connections to one of the host's addresses (a second interface).
+        """
+        target = "127.0.0.1" if host is None or not self.netns else self.gateway
+        if host is not None and not self.netns and source is None:
+            source = host.addr
+        # A connection refused or unreachable right after the host's link came up is retried
+        # until a deadline; whatever still fails is written to a log the error below quotes.
+        script = textwrap.dedent(
+            f"""\
+            import socket, sys, time
+            def connect():
+                deadline = time.monotonic() + {connect_within!r}
+                while True:
+                    s = socket.socket()
+                    try:
+                        if {source!r}:
+                            s.bind(({source!r}, 0))
+                        s.connect(({target!r}, {self.redis_port}))
+                        return s
+                    except OSError:
+                        s.close()
+                        if time.monotonic() > deadline:
+                            raise
+                        time.sleep(0.05)
+            socks = []
+            for i in range({count}):
+                s = connect()
+                n = {name!r}.encode()
+                s.sendall(b"*3\\r\\n$6\\r\\nCLIENT\\r\\n$7\\r\\nSETNAME\\r\\n"
+                          b"$%d\\r\\n%s\\r\\n" % (len(n), n))
+                socks.append(s)
+            for s in socks:
+                s.recv(16)
+            sys.stdout.write("ready\\n"); sys.stdout.flush()
+            while True:
+                time.sleep(3600)
+            """
+        )
+        return self._spawn_ready(
+            script, host, f"workers-{name}", f"workers on {host.name if host else 'loopback'}"
+        )
+
+    def _spawn_ready(
+        self, script: str, host: LabHost | None, log_name: str, what: str
+    ) -> subprocess.Popen[bytes]:
+        """Run a lab Python script that prints "ready". One that dies first is started once
+        more (a CI run once lost a demo to a worker that died for a reason nobody saw); if
+        that one dies too, the error quotes the last line of each one's stderr (kept in a
+        log beside the host's files)."""
+        log = (host.dir if host else self.dir) / f"{log_name}.log"
+        reasons: list[str] = []
+        while True:
+            size = log.stat().st_size if log.exists() else 0
+            with open(log, "ab") as err:
+                proc = self.spawn(
+                    [sys.executable, "-c", script],
+                    ns=host.ns if host else None,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                )
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() == b"ready":
+                return proc
+            proc.wait()
+            with open(log, "rb") as f:
+                f.seek(size)
+                lines = f.read().decode(errors="replace").strip().splitlines()
+            reasons.append(lines[-1] if lines else f"exit code {proc.returncode}, no stderr")
+            if len(reasons) == 2:
+                first = f" (the first attempt: {reasons[0]})" if reasons[0] != reasons[1] else ""
+                raise RuntimeError(f"{what} did not start: {reasons[1]}{first}")
+
+    def stop(self, proc: subprocess.Popen[bytes]) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+    # ------------------------------------------------------------ config
+    def config(
+        self,
+        checks: str = "[checks.clients]\n",
+        hosts: Iterable[LabHost] | None = None,
+        host_extra: dict[str, str] | None = None,
+        extra: str = "",
+        patrol: str = 'deadline = "30s"\n',
+    ) -> Path:
+        """Write a hosts.toml for this lab and return its path.
+
+        `host_extra` adds TOML lines to a host's table by name; `extra` goes at the top level
+        (before the hosts) for [ssh]/[broker] overrides.
+        """
+        host_extra = host_extra or {}
+        parts = ["[broker]", f'url = "{self.broker_url}"', 'connect_timeout = "2s"', ""]
+        if self.netns:
+            parts += [
+                "[ssh]",
+                'user = "root"',
+                f'known_hosts = "{self.known_hosts}"',
+                f'identity_file = "{self.client_key}"',
+                'connect_timeout = "3s"',
+                'command_timeout = "5s"',
+                "use_agent = false",
+                'config_file = "/dev/null"',
+                "",
+            ]
+        parts += [
+            "[patrol]",
+            patrol,
+            extra,
+        ]
+        for h in self.hosts.values() if hosts is None else hosts:
+            addrs = ", ".join(f'"{a}"' for a in [h.addr, *h.extra_addrs])
+            parts += [
+                "[[hosts]]",
+                f'name = "{h.name}"',
+                f'ssh = "{h.addr if self.netns else "local"}"',
+                f"addrs = [{addrs}]",
+                host_extra.get(h.name, ""),
+                "",
+            ]
+        parts.append(checks)
+        path = self.dir / f"hosts-{secrets.token_hex(3)}.toml"
+        path.write_text("\n".join(parts) + "\n")
+        return path
+
+    # ------------------------------------------------------------ rater (broker-side checks)
+    def start_rater(
+        self,
+        host: LabHost | None = None,
+        inbox: str = "arena:rater:inbox",
+        block_timeout: float = 1.0,
+        name: str = "rater",
+        log: Path | None = None,
+        reply_key: str | None = None,
+        pop: str = "blpop",
+    ) -> subprocess.Popen[bytes]:
+        """A simulated rater: one connection named `name` looping on `pop` (BLPOP/BRPOP) of
+        `inbox` with `block_timeout`. For each envelope it takes it appends "processed <id>"
+        to `log` and, with `reply_key`, RPUSHes the id there. Prints "ready" once connected."""
+        target = "127.0.0.1" if host is None else self.gateway
+        script = textwrap.dedent(
+            f"""\
+            import json, sys
+            import redis
+            r = redis.Redis(host={target!r}, port={self.redis_port}, client_name={name!r},
+                            protocol=2, socket_timeout=None)
+            r.ping()
+            sys.stdout.write("ready\\n"); sys.stdout.flush()
+            log = {str(log) if log else None!r}
+            while True:
+                item = r.{pop}([{inbox!r}], timeout={block_timeout!r})
+                if item is None:
+                    continue
+                raw = item[1]
+                try:
+                    ident = json.loads(raw).get("id", "")
+                except Exception:
+                    ident = ""
+                if log:
+                    with open(log, "a") as f:
+                        f.write("processed %s\\n" % ident)
+                if {reply_key!r} and ident:
+                    r.rpush({reply_key!r}, ident)
+            """
+        )
+        return self._spawn_ready(script, host, f"rater-{name}", "the lab rater")
+
+    def freeze(self, proc: subprocess.Popen[bytes]) -> None:
+        """SIGSTOP a lab process and wait until the kernel reports it stopped."""
+        os.killpg(proc.pid, signal.SIGSTOP)
+        wait_for(lambda: proc_state(proc.pid) in ("T", "t"), 5, f"process {proc.pid} to stop")
+
+    def thaw(self, proc: subprocess.Popen[bytes]) -> None:
+        os.killpg(proc.pid, signal.SIGCONT)
+
+    def client_named(self, name: str) -> list[dict[str, str]]:
+        """The broker's CLIENT LIST entries with this client name, as field dicts."""
+        out = []
+        for c in self.client().client_list():
+            if c.get("name") == name:
+                out.append(c)
+        return out
