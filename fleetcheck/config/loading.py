@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+import fleetcheck.config.tables as tables
 from fleetcheck.config.builder import (
     BARE_DURATIONS,
     build,
@@ -20,14 +21,7 @@ from fleetcheck.config.builder import (
     placed,
     top_key,
 )
-from fleetcheck.config.tables import (
-    BrokerConfig,
-    FleetConfig,
-    HostConfig,
-    OutputsConfig,
-    PatrolConfig,
-    SshConfig,
-)
+from fleetcheck.config.tables import FleetConfig, HostConfig
 from fleetcheck.config.values import (
     SAFE_NAME,
     SAFE_NAME_TEXT,
@@ -109,10 +103,10 @@ def from_dict(
     bare: list[tuple[str, str, str]] = []
     token = BARE_DURATIONS.set(bare)
     try:
-        broker = build(BrokerConfig, data["broker"], file, "broker")
-        ssh = build(SshConfig, data.get("ssh", {}), file, "ssh")
-        patrol = build(PatrolConfig, data.get("patrol", {}), file, "patrol")
-        outputs = build(OutputsConfig, data.get("outputs", {}), file, "outputs")
+        broker = build(tables.BrokerConfig, data["broker"], file, "broker")
+        ssh = build(tables.SshConfig, data.get("ssh", {}), file, "ssh")
+        patrol = build(tables.PatrolConfig, data.get("patrol", {}), file, "patrol")
+        outputs = build(tables.OutputsConfig, data.get("outputs", {}), file, "outputs")
         raw_checks = data.get("checks", {})
         if not isinstance(raw_checks, dict):
             raise ConfigError(f"{file}: checks: expected a table ([checks.NAME])")
