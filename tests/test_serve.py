@@ -176,6 +176,16 @@ def test_the_cap_line_reads_limits_and_rounds_written_before_them() -> None:
     assert [v for _, v in queue["summed depth"].points] == [30, 20]
 
 
+def test_a_report_from_a_history_line_has_each_rows_declared_headline(tmp_path: Path) -> None:
+    """History lines keep no headline (the check declares it): the console's fallback report
+    names the same headline `run --format json` does, and a limit stays a limit."""
+    rounds = _rounds(tmp_path, [Status.CRIT])
+    by = {(r.check, r.host): r for r in console.report_from_round(rounds[-1]).results}
+    assert by[("queue_depth", None)].headline == "depth"
+    assert by[("queue_depth", None)].limits == {"cap": 100}
+    assert by[("clients", "n8")].headline == "connections"
+
+
 def test_pages_escape_log_content(tmp_path: Path) -> None:
     rounds = _rounds(tmp_path, [Status.CRIT])
     snap = console.Snapshot(console.report_from_round(rounds[-1]), rounds)
@@ -220,6 +230,8 @@ def test_console_serves_files_as_patrols_write_them(tmp_path: Path) -> None:
         assert status == 200 and "last_line" in body.decode()
         status, _, body = get(url + "/row?check=queue_depth&host=")
         assert status == 200 and "depth 167" in body.decode()
+        # the cap is a limit: shown under its own heading, not among the metrics
+        assert re.search(r"<h2>Limits</h2><table>.*<td>cap</td><td>100</td>", body.decode())
         assert get(url + "/row?check=logs&host=elsewhere")[0] == 404
         assert get(url + "/nothing-here")[0] == 404
         status, _, body = get(url + "/report.json")

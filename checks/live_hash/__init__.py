@@ -102,7 +102,7 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
     description = "zombie entries in the live-matches hash (HSCAN; stale and malformed)"
     scope = Scope.BROKER
     config_type = LiveHashConfig
-    headline = "stale"
+    headline = "entries"  # what Nagios graphed before headlines were declared (the first metric)
     example = """\
 [checks.live_hash]
 # The check only reads (HSCAN). WRITES TO YOUR BROKER only when you run `fleetcheck reap-live

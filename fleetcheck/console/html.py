@@ -240,6 +240,11 @@ def row_page(
             body.append("</table>")
         else:
             body.append('<p class="na">none</p>')
+        if result.limits:  # the settings the verdict was judged against (not measurements)
+            body.append("<h2>Limits</h2><table><tr><th>limit</th><th>value</th></tr>")
+            for k, v in _flatten(result.limits):
+                body.append(f"<tr><td>{e(k)}</td><td>{e(json.dumps(v, default=str))}</td></tr>")
+            body.append("</table>")
         body.append("<h2>Evidence</h2>")
         if result.evidence is None:
             body.append('<p class="na">none recorded for this round</p>')

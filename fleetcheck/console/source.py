@@ -55,6 +55,12 @@ def report_from_dict(data: dict[str, Any]) -> Report:
 def report_from_round(rnd: hist.Round) -> Report:
     """The newest round from its history line alone (no evidence): for histories written
     before the whole-round file existed."""
+    from fleetcheck.core import registry
+
+    def headline(name: str, metrics: dict[str, Any]) -> str | None:
+        check = registry.find(name)  # history lines do not keep it: the check declares it
+        return check.headline_of(metrics) if check is not None else None
+
     results = tuple(
         Result(
             check=str(r["check"]),
@@ -63,6 +69,7 @@ def report_from_round(rnd: hist.Round) -> Report:
             summary=str(r.get("summary", "")),
             metrics=dict(r.get("metrics") or {}),
             limits=dict(r.get("limits") or {}),
+            headline=headline(str(r["check"]), dict(r.get("metrics") or {})),
         )
         for r in rnd.rows
     )
