@@ -40,6 +40,10 @@ class BrokerLink:
         self.fleet = fleet
         self._memo = memo
         self._lock = threading.Lock()
+        # Held while the probe's connection is being opened: until its CLIENT SETNAME is
+        # answered the broker lists it with no name, and a CLIENT LIST read in that instant
+        # (the clients check, in another lane) would count our own probe as an unclaimed client
+        self._opening = threading.Lock()
         self._redis: list[redis.Redis] = []
         self.master: tuple[str, int] | None = None  # the master the sentinels named
 
@@ -54,7 +58,11 @@ class BrokerLink:
         latency is measured on it, so it must not queue behind another check's HSCAN pass on
         the shared one. Opened only when the probe runs."""
         self.broker()  # the shared connection answers (or its error is everyone's)
-        return self._memo.once("probe_broker", lambda: self._connect_redis(probe=True))
+        return self._memo.once("probe_broker", self._connect_probe)
+
+    def _connect_probe(self) -> redis.Redis:
+        with self._opening:  # connected, named and answering PING before CLIENT LIST may run
+            return self._connect_redis(probe=True)
 
     def _connect_redis(self, probe: bool = False) -> redis.Redis:
         from fleetcheck.transport.redis import (
@@ -126,7 +134,8 @@ class BrokerLink:
                 pipe = r.pipeline(transaction=False)
                 pipe.client_id()
                 pipe.execute_command("CLIENT", "LIST")
-                own_id, raw = pipe.execute()
+                with self._opening:  # never while our probe connection has no name yet
+                    own_id, raw = pipe.execute()
             except Exception as e:
                 raise self.broker_error(e) from None
             return read_client_table(raw).without_own(own_id)
