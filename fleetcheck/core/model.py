@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fleetcheck.core.safe_text import one_line, printable_tree
+
 
 class Status(enum.Enum):
     """A verdict. `code` is the Nagios exit code; `rank` orders severity for "worst".
@@ -98,6 +100,13 @@ class Result:
     # What the next round's probe of this row gets back (counters to judge by their increase,
     # limits last seen); kept in the state file, never rendered
     carry: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        # Summary, evidence and metric names carry text remote parties control: made safe
+        # here, once, so no output can print a control character (see core.safe_text)
+        object.__setattr__(self, "summary", one_line(self.summary))
+        object.__setattr__(self, "evidence", printable_tree(self.evidence))
+        object.__setattr__(self, "metrics", printable_tree(self.metrics))
 
     @property
     def should_alert(self) -> bool:

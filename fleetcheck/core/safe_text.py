@@ -1,0 +1,76 @@
+"""The one function that makes text from the network safe to print.
+
+Summaries, evidence and warnings are built from text that remote parties control: an SSH banner,
+a host's stderr, an interface name (the kernel accepts ESC in one), a broker's error reply, a
+live-hash field, an HTTP error body. Printed raw, an escape sequence in any of them rewrites the
+operator's terminal (clears it, sets its title, hides the lines before it), and a carriage
+return or a backspace makes cron mail and Nagios text say something other than what was
+measured. So every string that enters a `Result` or a warning passes through `printable`, which
+replaces each control character with a visible escape (`\\x1b`, `\\u202e`) and keeps everything
+else, tab included. Renderers may still collapse whitespace; they never see a control byte.
+
+What counts as control: C0 (U+0000-U+001F) but tab, DEL, C1 (U+0080-U+009F), the Unicode line
+and paragraph separators, and the bidirectional formatting characters (which reorder what a
+terminal or browser shows, so a reason could read as something else).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_CONTROL = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """`text` with every control character replaced by a visible escape (tab kept).
+
+    Text without one comes back as the same object, so the common case costs one regex scan.
+    """
+    if _CONTROL.search(text) is None:
+        return text
+    return _CONTROL.sub(_escape, text)
+
+
+def one_line(text: str) -> str:
+    """`text` as one safe line: line breaks (LF, CRLF) become a space, then `printable`.
+
+    For summaries and warnings, which are one line by contract: a remote error message that
+    spans lines reads as one, while a lone CR (which would overwrite the line on a terminal)
+    still shows as an escape.
+    """
+    if "\n" in text:
+        text = text.replace("\r\n", " ").replace("\n", " ")
+    return printable(text)
+
+
+def printable_tree(value: Any) -> Any:
+    """`value` with `printable` applied to every string in it, dict keys included.
+
+    For evidence and metric maps: JSON-shaped data (dicts, lists, tuples, scalars). Containers
+    are copied only where a string in them changed, so clean data is returned as it came.
+    """
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        out = {}
+        changed = False
+        for key, item in value.items():
+            new_key = printable(key) if isinstance(key, str) else key
+            new_item = printable_tree(item)
+            changed = changed or new_key is not key or new_item is not item
+            out[new_key] = new_item
+        return out if changed else value
+    if isinstance(value, (list, tuple)):
+        items = [printable_tree(item) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return type(value)(items) if isinstance(value, tuple) else items
+    return value
