@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from dataclasses import dataclass
 from datetime import datetime
@@ -56,9 +57,27 @@ def _append(report: Report, path: Path, max_bytes: int) -> None:
             for r in report.results
         ],
     }
+    text = json.dumps(line, separators=(",", ":"), default=str) + "\n"
     with private_open(path) as f:
-        f.write(json.dumps(line, separators=(",", ":"), default=str) + "\n")
+        # A write cut short (disk full, a crash) leaves a last line with no newline: start a
+        # new line, or this round would be glued to the torn fragment and both lost on read.
+        if torn_tail(path):
+            text = "\n" + text
+        f.write(text)
     write_latest(report, latest_path(path))
+
+
+def torn_tail(path: Path) -> bool:
+    """Whether the file's last byte is not a newline (a line an earlier write left torn)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            if f.tell() == 0:
+                return False
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) != b"\n"
+    except FileNotFoundError:
+        return False
 
 
 def latest_path(history_path: Path) -> Path:
@@ -105,14 +124,32 @@ def load(path: Path, since: datetime | None = None) -> tuple[list[Round], int]:
         for line in text.splitlines():
             if not line.strip():
                 continue
-            try:
-                rounds.append(_round(json.loads(line)))
-            except (ValueError, KeyError, TypeError, AttributeError):
-                bad += 1
+            for piece in _pieces(line):
+                try:
+                    rounds.append(_round(json.loads(piece)))
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    bad += 1
     if since is not None:
         rounds = [r for r in rounds if r.started_at >= since]
     rounds.sort(key=lambda r: r.started_at)
     return rounds, bad
+
+
+ROUND_START = '{"started_at":'
+
+
+def _pieces(line: str) -> list[str]:
+    """A line as written, or, for a line that does not parse, the torn fragment and the
+    complete round(s) an older fleetcheck appended to it without starting a new line (each
+    round begins with ROUND_START): only the fragment is lost."""
+    try:
+        json.loads(line)
+    except ValueError:
+        starts = [m.start() for m in re.finditer(re.escape(ROUND_START), line)]
+        if len(starts) > 1 or (starts and starts[0] > 0):
+            bounds = ([0] if starts[0] > 0 else []) + starts + [len(line)]
+            return [line[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [line]
 
 
 def _round(data: dict[str, Any]) -> Round:

@@ -221,9 +221,16 @@ class StateFile:
     def _save(self, rows: dict[str, Any]) -> None:
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         tmp.unlink(missing_ok=True)
-        with private_open(tmp, "w") as f:
-            f.write(json.dumps({"schema": SCHEMA, "rows": rows}, indent=1, sort_keys=True))
-        os.replace(tmp, self.path)
+        text = json.dumps({"schema": SCHEMA, "rows": rows}, indent=1, sort_keys=True)
+        try:
+            with private_open(tmp, "w") as f:
+                f.write(text)
+            os.replace(tmp, self.path)
+        except BaseException:
+            # a full disk fails the write (or its flush at close): the old state stays, and
+            # no empty temp file is left for every later round to trip over
+            tmp.unlink(missing_ok=True)
+            raise
 
 
 def remember(report: Report, path: Path, memory: Memory, history: Path | None = None) -> Report:
