@@ -134,6 +134,61 @@ def systemd_quote(arg: str) -> str:
     return f'"{escaped}"'
 
 
+class UnitTextError(ValueError):
+    """A value `timer` cannot write into a unit or crontab line without changing its meaning."""
+
+
+def unit_value_problem(value: str) -> str | None:
+    """Why `value` cannot go into a unit file or a crontab line (None when it can).
+
+    Both are line-oriented: a newline (or any other control or line separator) in a path
+    would start a line of its own (`[Service]` `ExecStartPre=...`, another cron job), and
+    systemd reads the files as UTF-8."""
+    if not value.isprintable():
+        return "holds a control character or line break"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid UTF-8"
+    return None
+
+
+def description_text(config: str) -> str:
+    """The config path for a Description= value: `%` doubled (systemd expands specifiers
+    there: `%n` would be the unit's name). A backslash is refused by `build`: systemd does not
+    unescape Description=, and one at the end of the line continues it onto the next."""
+    return config.replace("%", "%%")
+
+
+SECRET_FIX = (
+    "ExecStart= and the crontab line are readable (systemctl show, ps): put the URL in "
+    "/etc/default/fleetcheck and name its variable in [outputs] {key}_env (docs/operations.md)"
+)
+
+
+def url_secret(option: str, url: str) -> str | None:
+    """Why a `run` output URL must not be written into the units (None when it may be): a
+    user name or password, a query (`?token=`), or, for a heartbeat, any path (a heartbeat
+    service knows its check by a secret in the path: healthchecks.io, Uptime Kuma, Cronitor),
+    where anyone who reads it can ping it. Never repeats the URL."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None  # run's own check names it
+    key = option.lstrip("-")
+    if parts.username is not None or parts.password is not None:
+        what = "holds a user name or password"
+    elif parts.query or parts.fragment:
+        what = "has a query (a token?)"
+    elif key == "heartbeat" and parts.path.strip("/"):
+        what = "has a path (a heartbeat URL's path is its secret)"
+    else:
+        return None
+    return f"{option} URL {what}: {SECRET_FIX.format(key=key)}"
+
+
 def cron_escape(command: str) -> str:
     """A shell command for a crontab line: cron turns an unescaped % into a newline."""
     return command.replace("%", "\\%")
@@ -158,6 +213,19 @@ def build(
     readable (ProtectHome=read-only instead of yes)."""
     config = str(Path(config_path).absolute())
     argv = [*(command or fleetcheck_command()), "run", "-c", config, *(run_args or [])]
+    for what, value in [("the config path", config), *(("a run option", a) for a in argv)]:
+        problem = unit_value_problem(value)
+        if problem is not None:
+            raise UnitTextError(f"{what} {value!r} {problem}: rename it")
+    for path in writable or []:
+        problem = unit_value_problem(path)
+        if problem is not None:
+            raise UnitTextError(f"the directory {path!r} {problem}: rename it")
+    if "\\" in config:
+        raise UnitTextError(
+            f"the config path {config!r} holds a backslash, which systemd would read as an "
+            "escape in Description=: rename it"
+        )
     exec_start = " ".join(systemd_quote(a) for a in argv)
     timeout = seconds_text(deadline + TIMEOUT_MARGIN)
     jitter = seconds_text(min(MAX_JITTER, every / 10))
@@ -165,7 +233,7 @@ def build(
 
     service = f"""\
 [Unit]
-Description=fleetcheck patrol of {config}
+Description=fleetcheck patrol of {description_text(config)}
 Wants=network-online.target
 After=network-online.target
 
@@ -191,7 +259,7 @@ StateDirectoryMode=0700
         )
     timer = f"""\
 [Unit]
-Description=fleetcheck patrol every {every_text} ({config})
+Description=fleetcheck patrol every {every_text} ({description_text(config)})
 
 [Timer]
 {schedule}RandomizedDelaySec={jitter}

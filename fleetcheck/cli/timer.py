@@ -76,16 +76,19 @@ def timer_cmd(
     params = check_run_args(fleet, list(run_args or []))
     service_user = None if user == "root" else user
     writable, home_read = timer.confinement(fleet, params, service_user)
-    units = timer.build(
-        fleet.path,
-        interval,
-        fleet.patrol.deadline,
-        name,
-        list(run_args or []),
-        user=service_user,
-        writable=writable,
-        home_read=home_read,
-    )
+    try:
+        units = timer.build(
+            fleet.path,
+            interval,
+            fleet.patrol.deadline,
+            name,
+            list(run_args or []),
+            user=service_user,
+            writable=writable,
+            home_read=home_read,
+        )
+    except timer.UnitTextError as e:
+        raise UsageFailure(str(e)) from None
     if not install:
         print(timer.units_text(units, service_user))
     else:
@@ -129,6 +132,15 @@ def check_run_args(fleet: "FleetConfig", args: list[str]) -> dict[str, Any]:
         )
     except patrol.OutputError as e:
         raise UsageFailure(f"run options after --: {e}") from None
+    from fleetcheck.timer import url_secret
+
+    urls = [("--alertmanager", u) for u in params.get("alertmanager") or []]
+    if params.get("heartbeat"):
+        urls.append(("--heartbeat", params["heartbeat"]))
+    for option, url in urls:
+        secret = url_secret(option, str(url))
+        if secret is not None:
+            raise UsageFailure(f"run options after --: {secret}")
     return params
 
 
