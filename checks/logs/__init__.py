@@ -155,6 +155,8 @@ logs = [
 
         own = host.settings(LogsHostConfig)
         facts = ctx.host_facts(host, self)
+        if facts.clock_problem is not None:  # no age on the host's clock can be computed
+            raise CheckError(facts.clock_problem)
         logs: list[LogFacts | JournalFacts] = []
         for i, spec in enumerate(own.logs):
             frag = facts.get(f"log{i}")

@@ -42,6 +42,7 @@ class HostFacts:
     local_epoch: float  # our clock halfway through the exec (round-trip corrected)
     problem: str | None  # why some fragments may be missing (deadline, byte bound)
     remote_resolution_s: float = 0.0  # 1.0 when the host's clock came in whole seconds
+    clock_problem: str | None = None  # the host printed a clock that is no time (nan, inf...)
 
     @property
     def clock_skew_s(self) -> float | None:
@@ -215,7 +216,7 @@ class HostSessions:
         import secrets
 
         # imported here: a broker-only patrol never builds or reads a gathered exec
-        from fleetcheck.parse.gathered import parse_gathered
+        from fleetcheck.parse.gathered import parse_clock, parse_gathered
         from fleetcheck.transport.gather import build_gather_script
 
         fragments = self._fragments(host)
@@ -250,6 +251,7 @@ class HostSessions:
             remote_resolution_s=1.0
             if remote_epoch is not None and remote_epoch.is_integer()
             else 0.0,
+            clock_problem=parse_clock(nonce, result.stdout)[1],
         )
 
     def _run(self, host: HostConfig, shell: Shell, script: str) -> tuple[float | None, ExecResult]:

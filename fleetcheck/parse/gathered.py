@@ -23,17 +23,47 @@ class Fragment:
         return self.output.decode("utf-8", "replace")
 
 
+MAX_EPOCH = 253402300799.0  # 9999-12-31T23:59:59Z: the last second a datetime can hold
+
+
+def epoch_problem(seconds: float) -> str | None:
+    """Why epoch seconds a host printed (stat's mtime, date's clock) cannot be a time (None
+    when they can): `nan`, `inf`, before 1970 or past the year 9999 make every age computed
+    from them fail or mean nothing. That is bad host data, not a fleetcheck bug."""
+    if seconds != seconds:
+        return "not a number"
+    if seconds in (float("inf"), float("-inf")):
+        return "infinite"
+    if seconds < 0:
+        return "before 1970"
+    if seconds > MAX_EPOCH:
+        return "after the year 9999"
+    return None
+
+
+def parse_clock(nonce: str, out: bytes) -> tuple[float | None, str | None]:
+    """The host's clock (epoch seconds) when the script started, None when it printed none
+    that can be read; and, when what it printed is a number but no time (`nan`, `inf`,
+    negative, huge), the row's reason: "host reported an unusable time: ..."."""
+    m = re.search(rb"@@" + re.escape(nonce.encode()) + rb" clock (\S+)", out)
+    if not m:
+        return None, None
+    text = m.group(1).decode("utf-8", "replace")
+    try:
+        seconds = float(text.rstrip("N").rstrip("."))
+    except ValueError:
+        return None, None
+    problem = epoch_problem(seconds)
+    if problem is not None:
+        return None, f"host reported an unusable time: {problem} (its clock read {text[:40]!r})"
+    return seconds, None
+
+
 def parse_gathered(nonce: str, out: bytes) -> tuple[dict[str, Fragment], float | None]:
     """The fragments by key, and the host's clock (epoch seconds) when the script started,
     None when it did not print a readable one."""
     n = re.escape(nonce.encode())
-    remote_epoch = None
-    m = re.search(rb"@@" + n + rb" clock (\S+)", out)
-    if m:
-        try:
-            remote_epoch = float(m.group(1).decode().rstrip("N").rstrip("."))
-        except ValueError:
-            remote_epoch = None
+    remote_epoch, _ = parse_clock(nonce, out)
     # One pass over the marker lines (linear in the output, also when a hostile fragment
     # prints thousands of begin markers): a fragment is the text between `begin KEY` and
     # the next `\n...end KEY RC` of the same key; a begin that never ends is ignored.

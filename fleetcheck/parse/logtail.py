@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleetcheck.parse.gathered import epoch_problem
 from fleetcheck.zones import zone_named
 
 
@@ -53,6 +54,15 @@ def parse_log_output(path: str, rc: int, out: bytes) -> LogFacts:
         mtime, size = float(mtime_s), int(size_s)
     except ValueError:
         return LogFacts(path, "error", f"cannot read stat output {first[:80]!r}")
+    problem = epoch_problem(mtime)
+    if problem is not None:
+        return LogFacts(
+            path,
+            "error",
+            f"host reported an unusable time: {problem} (stat mtime {mtime_s[:40]!r})",
+        )
+    if size < 0:
+        return LogFacts(path, "error", f"host reported an unusable size: {size_s[:40]!r} bytes")
     return LogFacts(path, "ok", "", mtime, size, tail)
 
 
