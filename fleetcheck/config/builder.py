@@ -12,7 +12,15 @@ from contextvars import ContextVar
 from functools import cache
 from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
-from fleetcheck.config.values import DURATION, ConfigError, InvalidValue
+from fleetcheck.config.values import (
+    DURATION,
+    IP_ADDRESS,
+    MAX_DURATION,
+    MAX_DURATION_TEXT,
+    ConfigError,
+    InvalidValue,
+    ip_address_problem,
+)
 from fleetcheck.parse.duration import parse_duration
 
 # ---------------------------------------------------------------- the generic builder
@@ -74,12 +82,22 @@ def convert(value: Any, hint: Any, file: str, table: str, key: str) -> Any:
                 seconds = parse_duration(value)
             except ValueError as e:
                 raise ConfigError(f"{file}: [{table}] {key}: {e}") from None
+            if seconds > MAX_DURATION:
+                raise ConfigError(
+                    f"{file}: [{table}] {key}: {value!r} is longer than {MAX_DURATION_TEXT}, "
+                    "the bound on any duration"
+                )
             bare = BARE_DURATIONS.get()
             if bare is not None and not isinstance(value, str):
                 note = f"[{table}] {key} {value:g}s (a bare number means seconds)"
                 bare.append((table, key, note))
             return seconds
-        return convert(value, base, file, table, key)
+        converted = convert(value, base, file, table, key)
+        if IP_ADDRESS in meta:
+            problem = ip_address_problem(converted)
+            if problem is not None:
+                raise ConfigError(f"{file}: [{table}] {key}: {problem}")
+        return converted
     if origin in (typing.Union, types.UnionType):
         options = [a for a in get_args(hint) if a is not type(None)]
         errors: list[ConfigError] = []

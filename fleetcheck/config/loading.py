@@ -23,6 +23,7 @@ from fleetcheck.config.builder import (
 )
 from fleetcheck.config.tables import FleetConfig, HostConfig
 from fleetcheck.config.values import (
+    MAX_HOST_NAME,
     SAFE_NAME,
     SAFE_NAME_TEXT,
     SEARCH_HINT,
@@ -207,7 +208,7 @@ def _build_hosts(
     for i, h in enumerate(raw_hosts):
         label = f"hosts[{i}]"
         name = h.get("name") if isinstance(h, dict) else None
-        if isinstance(name, str) and SAFE_NAME.fullmatch(name):
+        if isinstance(name, str) and len(name) <= MAX_HOST_NAME and SAFE_NAME.fullmatch(name):
             label = f"hosts[{i}] {h['name']}"
         if not isinstance(h, dict):
             raise ConfigError(f"{file}: [{label}] must be a table, not {kind_of(h)}")

@@ -11,13 +11,16 @@ from datetime import tzinfo
 from typing import Any, TypeVar
 
 from fleetcheck.config.values import (
+    MAX_HOST_NAME,
     SAFE_NAME,
     SAFE_NAME_TEXT,
     Duration,
     InvalidValue,
     LocalFile,
+    check_at_most,
     check_port,
     normalise_broker_url,
+    ssh_target_problem,
 )
 
 
@@ -86,6 +89,7 @@ class BrokerConfig:
         for key in ("connect_timeout", "socket_timeout"):
             if getattr(self, key) <= 0:
                 raise InvalidValue(key, "must be longer than 0s")
+            check_at_most(key, getattr(self, key), 600, "10m")
 
     @property
     def address(self) -> str:
@@ -193,6 +197,9 @@ class SshConfig:
         for key in ("connect_timeout", "command_timeout"):
             if getattr(self, key) <= 0:
                 raise InvalidValue(key, "must be longer than 0s")
+        check_at_most("connect_timeout", self.connect_timeout, 600, "10m")
+        check_at_most("command_timeout", self.command_timeout, 3600, "1h")
+        check_at_most("keep_alive_for", self.keep_alive_for, 86400, "1d")
         if self.max_output_bytes < 4096:
             raise InvalidValue("max_output_bytes", "must be at least 4096")
 
@@ -218,6 +225,8 @@ class PatrolConfig:
             raise InvalidValue("deadline", "must be longer than 0s")
         if self.every <= 0:
             raise InvalidValue("every", "must be longer than 0s")
+        check_at_most("deadline", self.deadline, 86400, "1d")
+        check_at_most("every", self.every, 7 * 86400, "7d")
         if not 1 <= self.concurrency <= 1024:
             raise InvalidValue("concurrency", "must be between 1 and 1024")
 
@@ -248,8 +257,20 @@ class HostConfig:
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip():
             raise InvalidValue("name", "must not be empty")
+        if len(self.name) > MAX_HOST_NAME:
+            raise InvalidValue(
+                "name", f"{len(self.name)} characters long (at most {MAX_HOST_NAME})"
+            )
         if not SAFE_NAME.fullmatch(self.name):
             raise InvalidValue("name", f"{self.name!r}: use only {SAFE_NAME_TEXT}")
+        if self.ssh is not None:
+            problem = ssh_target_problem(self.ssh)
+            if problem is not None:
+                raise InvalidValue("ssh", problem)
+        if self.user is not None and (
+            not self.user or any(c.isspace() or not c.isprintable() for c in self.user)
+        ):
+            raise InvalidValue("user", f"{self.user!r} is not a user name")
         check_port("port", self.port)
 
     def settings(self, cls: type[S]) -> S:

@@ -14,6 +14,17 @@ LOCAL_FILE = "local file"
 LocalFile = Annotated[str, LOCAL_FILE]
 """A path on the machine that runs fleetcheck (`config check` verifies it can be read)."""
 
+IP_ADDRESS = "ip address"
+IpAddress = Annotated[str, IP_ADDRESS]
+"""One IPv4 or IPv6 address (as a host shows it in CLIENT LIST); `[::1]` brackets allowed."""
+
+MAX_DURATION = 366 * 86400.0
+"""No duration in a config is longer than a year (and a day): past that a value is a typo
+(`99999999999h`, `1e300`) that would overflow the clock arithmetic or never end a wait."""
+MAX_DURATION_TEXT = "366d"
+MAX_HOST_NAME = 253  # a DNS name's limit: names go into labels, file names and status lines
+MAX_SSH_TARGET = 1024
+
 SEARCH_HINT = "--config/-c, $FLEETCHECK_CONFIG, ./hosts.toml, ~/.config/fleetcheck/hosts.toml"
 
 
@@ -101,3 +112,48 @@ def normalise_broker_url(url: str, key: str = "url") -> str:
     if db and not db.isdigit():
         raise InvalidValue(key, "the path must be a database number (/0)")
     return normal
+
+
+def check_at_most(key: str, seconds: float, limit: float, limit_text: str) -> None:
+    """InvalidValue when a duration is past the table's bound for it (documented in
+    docs/configuration.md)."""
+    if seconds > limit:
+        raise InvalidValue(key, f"must be at most {limit_text}")
+
+
+def ip_address_problem(text: str) -> str | None:
+    """Why `text` is not one IP address (None when it is). A network (`10.0.0.0/24`) is
+    named as one: CLIENT LIST shows single addresses, so a network would never match."""
+    import ipaddress
+
+    bare = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    try:
+        ipaddress.ip_address(bare)
+        return None
+    except ValueError:
+        pass
+    if "/" in bare:
+        try:
+            ipaddress.ip_network(bare, strict=False)
+        except ValueError:
+            return f"{text!r} is neither an IP address nor a valid network"
+        return (
+            f"{text!r} is a network: list the host's single addresses as CLIENT LIST shows "
+            "them (e.g. 192.168.1.20)"
+        )
+    return f"{text!r} is not an IP address (e.g. 192.168.1.20 or fd00::20)"
+
+
+def ssh_target_problem(value: str) -> str | None:
+    """Why `value` cannot be a host's `ssh` (None when it can): it becomes an ssh_config
+    lookup, a connection target and text in messages, so no spaces, controls or line breaks,
+    no leading '-' (an ssh client would read an option), and a bounded length."""
+    if not value:
+        return "must not be empty"
+    if len(value) > MAX_SSH_TARGET:
+        return f"is {len(value)} characters long (at most {MAX_SSH_TARGET})"
+    if any(c.isspace() or not c.isprintable() for c in value):
+        return f"{value!r} holds a space, control character or line break"
+    if value.startswith("-"):
+        return f"{value!r} starts with '-'"
+    return None

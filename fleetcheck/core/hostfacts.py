@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue
+from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue, IpAddress
 from fleetcheck.config import zone as config_zone
 from fleetcheck.core.judge import AgeLimit, check_count
 
@@ -19,7 +19,8 @@ from fleetcheck.core.judge import AgeLimit, check_count
 class ClientsHostConfig:
     """Keys of a [[hosts]] table (or [defaults], [groups.NAME])."""
 
-    addrs: tuple[str, ...] = ()  # the addresses it shows in CLIENT LIST (WSL2 NAT can add one)
+    # the addresses it shows in CLIENT LIST (WSL2 NAT can add one); config check: IPs only
+    addrs: tuple[IpAddress, ...] = ()
     min_clients: int = 1  # fewer broker connections: WARN; none: CRIT
 
     def __post_init__(self) -> None:
