@@ -14,7 +14,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from fleetcheck.lab.system import REGISTRY, kill_namespace, run
+from fleetcheck.lab.system import REGISTRY, kill_namespace, run, used_networks
+
+LAB_SPACE = ipaddress.IPv4Network("198.18.0.0/15")  # RFC 2544 benchmarking: the lab's own
+
+
+def pick_subnet(prefix: int, ns: str | None = None) -> ipaddress.IPv4Network:
+    """A random 198.18.x.0/`prefix` (aligned, never 198.18.0.x) that overlaps no prefix
+    already on the machine (or in namespace `ns`), by address math: a /16 on another bridge
+    covers every /24 in it, whatever its addresses read as text."""
+    used = [n for n in used_networks(ns) if n.overlaps(LAB_SPACE)]
+    span = 2 ** (24 - prefix)
+    # aligned to the prefix, never 198.18.0.x; chosen at random among the free ones so two
+    # labs starting at once rarely pick the same
+    candidates = [
+        ipaddress.IPv4Network(f"198.18.{third}.0/{prefix}")
+        for third in (range(1, 255) if span == 1 else range(span, 256, span))
+    ]
+    free = [net for net in candidates if not any(net.overlaps(u) for u in used)]
+    if free:
+        return secrets.choice(free)
+    raise RuntimeError(f"no free 198.18.x.0/{prefix} subnet for the lab")
 
 
 @dataclass
@@ -57,17 +77,7 @@ class LabBase:
 
     # ------------------------------------------------------------ bookkeeping
     def _pick_subnet(self) -> ipaddress.IPv4Network:
-        used = run("ip", "-4", "-o", "addr", "show").stdout.decode()
-        span = 2 ** (24 - self.prefix)
-        for _ in range(200):
-            if span == 1:
-                third = secrets.randbelow(254) + 1
-            else:  # aligned to the prefix, never 198.18.0.x
-                third = (secrets.randbelow(256 // span - 1) + 1) * span
-            net = ipaddress.IPv4Network(f"198.18.{third}.0/{self.prefix}")
-            if all(f" 198.18.{t}." not in used for t in range(third, third + span)):
-                return net
-        raise RuntimeError(f"no free 198.18.x.0/{self.prefix} subnet for the lab")
+        return pick_subnet(self.prefix)
 
     def _save_registry(self) -> None:
         REGISTRY.mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,7 @@ in REGISTRY)."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import shutil
@@ -74,6 +75,31 @@ def run(
         err = proc.stderr.decode(errors="replace").strip()
         raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}): {err}")
     return proc
+
+
+def used_networks(ns: str | None = None) -> list[ipaddress.IPv4Network]:
+    """Every IPv4 prefix already on the machine (or in namespace `ns`): each address with its
+    prefix length (`ip -j addr`) and each route's destination in every table (`ip -j route
+    show table all`), the default route left out. A lab subnet must overlap none of them; an
+    address seen only as text (the old picker) misses a /16 on another interface."""
+    where = ["-n", ns] if ns else []
+    nets: set[ipaddress.IPv4Network] = set()
+    for link in json.loads(run("ip", *where, "-j", "-4", "addr", "show").stdout or b"[]"):
+        for info in link.get("addr_info", []):
+            try:
+                nets.add(ipaddress.IPv4Interface(f"{info['local']}/{info['prefixlen']}").network)
+            except (KeyError, ValueError):
+                continue
+    routes = run("ip", *where, "-j", "-4", "route", "show", "table", "all").stdout
+    for route in json.loads(routes or b"[]"):
+        dst = route.get("dst")
+        if not isinstance(dst, str) or dst == "default":
+            continue
+        try:
+            nets.add(ipaddress.IPv4Network(dst, strict=False))
+        except ValueError:
+            continue
+    return sorted(nets)
 
 
 def port_open(addr: str, port: int, timeout: float = 0.2) -> bool:
