@@ -124,9 +124,14 @@ def load(path: Path, since: datetime | None = None) -> tuple[list[Round], int]:
         for line in text.splitlines():
             if not line.strip():
                 continue
-            for piece in _pieces(line):
+            try:
+                records: list[Any] = [json.loads(line)]
+            except ValueError:
+                records = _pieces(line)  # texts, parsed below
+            for record in records:
                 try:
-                    rounds.append(_round(json.loads(piece)))
+                    data = json.loads(record) if isinstance(record, str) else record
+                    rounds.append(_round(data))
                 except (ValueError, KeyError, TypeError, AttributeError):
                     bad += 1
     if since is not None:
@@ -139,17 +144,14 @@ ROUND_START = '{"started_at":'
 
 
 def _pieces(line: str) -> list[str]:
-    """A line as written, or, for a line that does not parse, the torn fragment and the
-    complete round(s) an older fleetcheck appended to it without starting a new line (each
-    round begins with ROUND_START): only the fragment is lost."""
-    try:
-        json.loads(line)
-    except ValueError:
-        starts = [m.start() for m in re.finditer(re.escape(ROUND_START), line)]
-        if len(starts) > 1 or (starts and starts[0] > 0):
-            bounds = ([0] if starts[0] > 0 else []) + starts + [len(line)]
-            return [line[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
-    return [line]
+    """A line that does not parse, split into the torn fragment and the complete round(s) an
+    older fleetcheck appended to it without starting a new line (each round begins with
+    ROUND_START), so only the fragment is lost."""
+    starts = [m.start() for m in re.finditer(re.escape(ROUND_START), line)]
+    if not starts or starts == [0]:
+        return [line]
+    bounds = ([0] if starts[0] > 0 else []) + starts + [len(line)]
+    return [line[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
 def _round(data: dict[str, Any]) -> Round:
