@@ -350,3 +350,22 @@ def test_parser_reads_the_hosts_compacted_form() -> None:
     assert read.count == 300 and read.rc == 0
     assert read.times_us == (us(NOW), us(NOW - timedelta(seconds=3)))
     assert read.priorities == (6, 3)
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    ["99999999999999999999", "253402300800000000", "1e300", "\u0661\u0662\u0663"],
+)
+def test_item14_a_journal_time_past_year_9999_is_skipped_with_a_note(stamp: str) -> None:
+    """Issue 22 item 14 for the journal: a realtime stamp no datetime can hold (or not ASCII
+    digits) is a note on the row, never a time and never an internal error."""
+    good = 1_700_000_000_000_000
+    text = (
+        f'{{"__REALTIME_TIMESTAMP":"{stamp}","PRIORITY":"3","MESSAGE":"x"}}\n'
+        f"e {stamp} 3\n"
+        f'{{"__REALTIME_TIMESTAMP":"{good}","PRIORITY":"6","MESSAGE":"ok"}}\n'
+        "@@rc 0"
+    )
+    read = parse_journal_output(text)
+    assert read.times_us == (good,)
+    assert all("unusable time" in n for n in read.notes) and read.notes

@@ -41,6 +41,21 @@ class JournalRead:
         return any(mark in text for mark in DENIED_MARKS)
 
 
+# The newest instant a journal entry may carry and still be read as a time: 9999-12-31 UTC in
+# microseconds (what a datetime holds). A host whose journal says later has a broken clock or
+# a corrupt journal; the entry is noted and skipped, never turned into an internal error.
+MAX_REALTIME_US = 253_402_300_799_000_000
+_DIGITS = re.compile(r"[0-9]{1,20}")
+
+
+def _usable_us(text: str, notes: list[str]) -> int | None:
+    """`text` as a realtime stamp in µs, or None (with a note) when it cannot be one."""
+    if _DIGITS.fullmatch(text) is None or int(text) > MAX_REALTIME_US:
+        notes.append(f"journal entry with an unusable time skipped: {text[:40]!r}")
+        return None
+    return int(text)
+
+
 def _entries(
     lines: list[str],
 ) -> tuple[list[int], list[int | None], str | None, list[str], int | None]:
@@ -50,14 +65,16 @@ def _entries(
     newest_message = None
     count = None
     for line in lines:
-        if line.startswith("n ") and line[2:].isdigit():  # the host's count of entries
+        if line.startswith("n ") and _DIGITS.fullmatch(line[2:]):  # the host's count of entries
             count = int(line[2:])
             continue
         if line.startswith("e "):  # compacted on the host: `e REALTIME PRIORITY`
             parts = line.split(" ")
-            if len(parts) == 3 and parts[1].isdigit():
-                times.append(int(parts[1]))
-                prios.append(int(parts[2]) if parts[2].isdigit() else None)
+            if len(parts) == 3 and parts[1]:
+                us = _usable_us(parts[1], notes)
+                if us is not None:
+                    times.append(us)
+                    prios.append(int(parts[2]) if _DIGITS.fullmatch(parts[2]) else None)
             continue
         if not line.startswith("{"):
             if line.strip() and not line.startswith("-- "):  # "-- No entries --" (old systemd)
@@ -68,7 +85,10 @@ def _entries(
         m = _REALTIME.search(line)
         if m is None:
             continue
-        times.append(int(m.group(1)))
+        us = _usable_us(m.group(1), notes)
+        if us is None:
+            continue
+        times.append(us)
         p = _PRIORITY.search(line)
         prios.append(int(p.group(1)) if p else None)
         if newest_message is None:
