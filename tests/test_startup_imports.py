@@ -51,6 +51,7 @@ OURS = {
     "fleetcheck.rounds.history",
     "fleetcheck.iso",
     "fleetcheck.core.model",
+    "fleetcheck.core.safe_text",
     "fleetcheck.parse",
     "fleetcheck.parse.clientlist",
     "fleetcheck.parse.duration",
