@@ -88,6 +88,9 @@ def serve_cmd(
         max_ages=console_mod.config_max_ages(fleet),
         auth=serve.Auth(secrets["token"], secrets["basic"]),
     )
+    from fleetcheck.console import httpd
+
+    httpd.raise_fd_limit()  # before the cap is derived from it: idle clients cost an fd each
     try:
         server = serve.make_server(app_console, host, port)
     except OSError as e:
