@@ -81,7 +81,10 @@ def serve_cmd(
     default_state, default_history = state_mod.default_paths(fleet.path)
     history_path = history or default_history
     app_console = serve.Console(
-        source=console_mod.Source(history_path),
+        source=console_mod.Source(
+            history_path,
+            warn=lambda text: print(f"fleetcheck: warning: {text}", file=sys.stderr, flush=True),
+        ),
         every=interval or fleet.patrol.every,
         window=window_s,
         window_text=window.text,
