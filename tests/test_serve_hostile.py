@@ -157,7 +157,7 @@ def test_item3_out_of_file_descriptors_neither_spins_nor_prints_tracebacks(
         before, t0 = srv.cpu_s(), time.monotonic()
         time.sleep(2)  # a measuring window, not a wait for anything: CPU used while held
         used = (srv.cpu_s() - before) / (time.monotonic() - t0)
-        assert used < 0.25, f"serve used {used:.0%} of a core holding 300 connections"
+        assert used < 0.15, f"serve used {used:.0%} of a core holding 300 connections"
         status, took = timed_healthz(srv.url)
         assert status == 200 and took < 1.0, (status, took)
     # serve()'s exit asserts: no traceback on stderr, at most 3 bounded lines
