@@ -244,7 +244,11 @@ class Server:
             )
             for key, mask in self._sel.select(timeout):
                 if key.data is None:
-                    self._accept()
+                    try:
+                        self._accept()
+                    except Exception as e:  # never the loop: note it, accept again shortly
+                        self._note(f"accept failed: {type(e).__name__}: {e}")
+                        self._pause_accepting(0.25)
                 elif key.data == "wake":
                     self._drain_wake()
                 else:
@@ -422,9 +426,16 @@ class Server:
     def _finish_done(self) -> None:
         while self._done:
             c, resp = self._done.popleft()
-            if self._conns.get(c.fd) is c:
-                req = c.request
+            if self._conns.get(c.fd) is not c:
+                continue  # closed meanwhile (server shutting down)
+            req = c.request
+            try:
                 self._respond(c, resp, resp.close or req is None or not req.keep_alive)
+            except OSError:
+                self._close(c)
+            except Exception as e:  # as in _ready: one connection and one line
+                self._note(f"connection failed: {type(e).__name__}: {e}")
+                self._close(c)
 
     # ------------------------------------------------------------ writing
 
