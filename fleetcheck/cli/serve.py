@@ -81,13 +81,19 @@ def serve_cmd(
     default_state, default_history = state_mod.default_paths(fleet.path)
     history_path = history or default_history
     app_console = serve.Console(
-        source=console_mod.Source(history_path),
+        source=console_mod.Source(
+            history_path,
+            warn=lambda text: print(f"fleetcheck: warning: {text}", file=sys.stderr, flush=True),
+        ),
         every=interval or fleet.patrol.every,
         window=window_s,
         window_text=window.text,
         max_ages=console_mod.config_max_ages(fleet),
         auth=serve.Auth(secrets["token"], secrets["basic"]),
     )
+    from fleetcheck.console import httpd
+
+    httpd.raise_fd_limit()  # before the cap is derived from it: idle clients cost an fd each
     try:
         server = serve.make_server(app_console, host, port)
     except OSError as e:

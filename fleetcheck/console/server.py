@@ -5,10 +5,9 @@ anything; it binds 127.0.0.1 unless told otherwise; with a token or a basic-auth
 path needs it (compared in constant time); every page carries a Content-Security-Policy that
 allows no script at all, so even a rendering bug cannot run a log line.
 
-stdlib `http.server.ThreadingHTTPServer`: the console serves a handful of small pages to a few
-operators and a Prometheus scraper; a framework would add a dependency and its own attack
-surface for nothing we need, and the thread-per-request model keeps one slow client from
-blocking the others.
+It runs on `console/httpd.py`, a small stdlib server built so that slow or idle clients
+cannot starve it (one socket thread, a few workers, whole-request deadlines, a connection cap);
+docs/console.md says why that rather than `http.server` or a WSGI server.
 """
 
 from __future__ import annotations
@@ -20,12 +19,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from fleetcheck.console import httpd
 from fleetcheck.console.source import Source
 from fleetcheck.core.context import utcnow
+from fleetcheck.core.safe_text import one_line
 
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; "
@@ -192,72 +192,53 @@ class Console:
         return 200, text_type, f"ok: newest round {format_duration(round(age))} ago\n".encode()
 
 
-class Handler(BaseHTTPRequestHandler):
-    server_version = "fleetcheck"
-    sys_version = ""
-    protocol_version = "HTTP/1.1"
-    timeout = 30  # a client that stops sending mid-request frees its thread
-    console: Console  # set on the subclass made by make_server
+def _headers(status: int, ctype: str, auth: Auth) -> list[tuple[str, str]]:
+    headers = [("Content-Type", ctype), *SECURITY_HEADERS.items()]
+    if status == 401:
+        headers.append(("WWW-Authenticate", auth.challenge()))
+    if status == 405:
+        headers.append(("Allow", "GET, HEAD"))
+    return headers
 
-    def _send(self, status: int, ctype: str, body: bytes, head: bool = False) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in SECURITY_HEADERS.items():
-            self.send_header(k, v)
-        if status == 401:
-            self.send_header("WWW-Authenticate", self.console.auth.challenge())
-        if status == 405:
-            self.send_header("Allow", "GET, HEAD")
-        self.end_headers()
-        if not head:
-            self.wfile.write(body)
 
-    def _get(self, head: bool) -> None:
-        if not self.console.auth.allows(self.headers.get("Authorization")):
-            self._send(401, "text/plain; charset=utf-8", b"authorization required\n", head)
-            return
-        url = urlsplit(self.path)
+@dataclass(frozen=True)
+class App:
+    """The console as the HTTP server sees it: `early` runs on the socket thread the moment a
+    request's head is in (cheap: auth, then the method), `respond` on a worker."""
+
+    console: Console
+
+    def early(self, req: httpd.Request) -> httpd.Response | None:
+        auth = self.console.auth
+        text = "text/plain; charset=utf-8"
+        if not auth.allows(req.header("authorization")):
+            body = b"authorization required\n"
+            return httpd.Response(401, _headers(401, text, auth), body, req.method == "HEAD")
+        if req.method not in ("GET", "HEAD"):
+            body = b"read-only: only GET and HEAD\n"
+            return httpd.Response(405, _headers(405, text, auth), body)
+        return None
+
+    def respond(self, req: httpd.Request) -> httpd.Response:
+        url = urlsplit(req.target)
         try:
             status, ctype, body = self.console.route(url.path, parse_qs(url.query))
         except Exception as e:  # a bug must be a 500 with one line, not a dropped connection
             status, ctype = 500, "text/plain; charset=utf-8"
-            body = f"internal error: {type(e).__name__}: {e}\n".encode()
-        self._send(status, ctype, body, head)
-
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-        self._get(head=False)
-
-    def do_HEAD(self) -> None:  # noqa: N802
-        self._get(head=True)
-
-    def _refuse(self) -> None:
-        self._send(405, "text/plain; charset=utf-8", b"read-only: only GET and HEAD\n")
-
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse  # noqa: N815
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass  # no access log: cron-style quiet; a proxy in front logs if wanted
-
-    def log_error(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass
+            body = (one_line(f"internal error: {type(e).__name__}: {e}") + "\n").encode()
+        headers = _headers(status, ctype, self.console.auth)
+        return httpd.Response(status, headers, body, req.method == "HEAD")
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 64
-
-
-def make_server(console: Console, host: str, port: int) -> Server:
+def make_server(
+    console: Console, host: str, port: int, limits: httpd.Limits | None = None
+) -> httpd.Server:
     """Bind (raises OSError) and return the server; call serve_forever() to run it."""
     import socket
 
-    handler = type("ConsoleHandler", (Handler,), {"console": console})
-    if ":" in host:
-        server_cls = type("Server6", (Server,), {"address_family": socket.AF_INET6})
-        return server_cls((host, port), handler)
-    return Server((host, port), handler)
+    app = App(console)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return httpd.Server((host, port), app.early, app.respond, limits, family)
 
 
 def start_patrols(

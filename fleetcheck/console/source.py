@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from fleetcheck.core.model import BROKER_WIDE, Report, Result, Status
+from fleetcheck.core.safe_text import one_line
 from fleetcheck.iso import iso_utc, parse_iso
 from fleetcheck.rounds import history as hist
 
@@ -77,6 +79,47 @@ def report_from_round(rnd: hist.Round) -> Report:
     return Report(started, rnd.duration_s, results)
 
 
+def clean_row(row: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """A history row with the types every page relies on. (row, None): as recorded;
+    (degraded row, why): a field of the wrong type dropped or made text; (None, why): the row
+    cannot be placed at all. One bad line must cost its own fields, never every page."""
+    if not isinstance(row, dict):
+        return None, f"a row is a {type(row).__name__}, not a map"
+    check, host = row.get("check"), row.get("host")
+    if not isinstance(check, str) or not (host is None or isinstance(host, str)):
+        return None, f"a row's check/host is {type(check).__name__}/{type(host).__name__}"
+    try:
+        Status.parse(str(row.get("status")))
+    except (KeyError, AttributeError):
+        return None, f"{check} on {host or 'the broker'}: status {str(row.get('status'))[:40]!r}"
+    why = []
+    out = dict(row)
+    for key in ("metrics", "limits"):
+        if key in out and out[key] is not None and not isinstance(out[key], dict):
+            why.append(f"{key} is a {type(out[key]).__name__}, not a map")
+            del out[key]
+    if "summary" in out and not isinstance(out["summary"], str):
+        why.append(f"summary is a {type(out['summary']).__name__}, not text")
+        out["summary"] = json.dumps(out["summary"], default=str)[:200]
+    if not why:
+        return row, None
+    return out, f"{check} on {host or 'the broker'}: {', '.join(why)}"
+
+
+def clean_round(rnd: hist.Round) -> tuple[hist.Round, list[str]]:
+    """`rnd` with each row through `clean_row`; and what was wrong, one phrase per row."""
+    rows, problems = [], []
+    for row in rnd.rows:
+        kept, why = clean_row(row)
+        if why is not None:
+            problems.append(why)
+        if kept is not None:
+            rows.append(kept)
+    if not problems:
+        return rnd, []
+    return replace(rnd, rows=tuple(rows)), problems
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """Everything one page is rendered from."""
@@ -117,6 +160,8 @@ class Source:
     """The history file (and the newest round beside it), re-read when either changes."""
 
     history: Path
+    warn: Callable[[str], None] | None = None  # told each new problem once (serve: stderr)
+    _warned: str | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _sig: tuple[tuple[int, int, int], ...] | None = field(default=None, repr=False)
     _snap: Snapshot = field(default_factory=lambda: Snapshot(None, []), repr=False)
@@ -134,22 +179,39 @@ class Source:
             if sig != self._sig:
                 self._snap = replace(self._load(), version=self._snap.version + 1)
                 self._sig = sig
+                problem = self._snap.problem
+                if problem and problem != self._warned and self.warn is not None:
+                    self.warn(problem)
+                self._warned = problem
             return self._snap
 
     def _load(self) -> Snapshot:
         rounds, bad = hist.load(self.history)
+        problems: list[str] = []
+        wrong: list[str] = []
+        for i, rnd in enumerate(rounds):
+            rounds[i], why = clean_round(rnd)
+            wrong += [f"round {iso_utc(rnd.started_at)}, {w}" for w in why]
+        if wrong:
+            problems.append(
+                f"{self.history}: {len(wrong)} history rows with wrong-typed fields shown "
+                f"without them or skipped (newest: {wrong[-1]})"
+            )
         report = None
-        problem = None
         try:
             report = report_from_dict(json.loads(self.latest.read_text(encoding="utf-8")))
         except FileNotFoundError:
             pass
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-            problem = f"{self.latest}: unreadable ({type(e).__name__}: {e})"
+            problems.insert(0, f"{self.latest}: unreadable ({type(e).__name__}: {e})")
         if rounds:
             newest = rounds[-1]
             if report is None or parse_iso(report.started_at) < newest.started_at:
-                report = report_from_round(newest)  # the whole-round file lags or is missing
+                try:  # the whole-round file lags or is missing
+                    report = report_from_round(newest)
+                except (ValueError, KeyError, TypeError, AttributeError) as e:
+                    problems.append(f"the newest round: unreadable ({type(e).__name__}: {e})")
+        problem = one_line("; ".join(problems))[:1000] if problems else None
         return Snapshot(report, rounds, bad, problem)
 
 
