@@ -43,10 +43,44 @@ def zone_for(host: HostConfig, facts: LogsFacts) -> tuple[tzinfo | None, str, st
 
 @cache
 def _zone_names() -> tuple[str, ...]:
-    """This machine's zone names (a walk of tzdata: once per process, not per evaluate)."""
-    from zoneinfo import available_timezones
+    """The canonical zone names, never tzdata's aliases (once per process)."""
+    from fleetcheck.zones import canonical_zones
 
-    return tuple(sorted(available_timezones()))
+    return canonical_zones()
+
+
+# zones most operators run in, first among those that fit (all canonical IANA names)
+PREFERRED_ZONES = (
+    "America/New_York",
+    "America/Chicago",
+    "America/Denver",
+    "America/Los_Angeles",
+    "Europe/London",
+    "Europe/Berlin",
+    "Europe/Moscow",
+    "Asia/Kolkata",
+    "Asia/Shanghai",
+    "Asia/Tokyo",
+    "Australia/Sydney",
+    "America/Toronto",
+    "America/Phoenix",
+    "America/Anchorage",
+    "America/Halifax",
+    "America/Sao_Paulo",
+    "America/Mexico_City",
+    "Europe/Paris",
+    "Europe/Dublin",
+    "Europe/Athens",
+    "Europe/Istanbul",
+    "Africa/Johannesburg",
+    "Africa/Lagos",
+    "Asia/Dubai",
+    "Asia/Singapore",
+    "Asia/Seoul",
+    "Australia/Perth",
+    "Pacific/Auckland",
+    "Pacific/Honolulu",
+)
 
 
 def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
@@ -55,19 +89,7 @@ def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
     if offset == timedelta(0):
         return ["UTC"]
     region = declared.split("/", 1)[0] if "/" in declared else ""
-    preferred = (
-        "America/New_York",
-        "America/Chicago",
-        "America/Denver",
-        "America/Los_Angeles",
-        "Europe/London",
-        "Europe/Berlin",
-        "Europe/Moscow",
-        "Asia/Kolkata",
-        "Asia/Shanghai",
-        "Asia/Tokyo",
-        "Australia/Sydney",
-    )
+    preferred = PREFERRED_ZONES
     matches = []
     for name in _zone_names():
         if "/" not in name or name.startswith(("Etc/", "SystemV/", "posix", "right")):
@@ -77,7 +99,8 @@ def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
                 matches.append(name)
         except Exception:
             continue
-    matches.sort(key=lambda n: (n not in preferred, not n.startswith(region + "/"), n))
+    rank = {name: i for i, name in enumerate(preferred)}
+    matches.sort(key=lambda n: (rank.get(n, len(rank)), not n.startswith(region + "/"), n))
     return matches[:2]
 
 

@@ -19,7 +19,8 @@ _STAMPISH = re.compile(r"\d[\d\-/.,:T ]*?\d{1,2}:\d{1,2}(?::\d{1,2})?(?:[.,:]\d+
 
 
 def _shape(text: str) -> str:
-    return re.sub(r"[A-Za-z]+", "a", re.sub(r"\d", "9", text))[:40]
+    """The line's look where a stamp usually sits: digits as 9, words as a, its first 20."""
+    return re.sub(r"[A-Za-z]+", "a", re.sub(r"\d", "9", text))[:20]
 
 
 def closest(detection: Detection, line: str, n: int = 3) -> list[str]:
@@ -53,11 +54,14 @@ def _guess_date(text: str) -> str:
     elif runs and len(runs[0]) == 4:
         names = ["%Y", "%m", "%d"]
     elif runs and len(runs[-1]) == 4:
-        names = ["%d", "%m", "%Y"] if len(runs) == 3 else ["%m", "%Y"]
+        us = "/" in text and int(runs[0]) <= 12  # 11/29/2026; 29.11.2026 and 29/11/2026 not
+        names = (
+            (["%m", "%d", "%Y"] if us else ["%d", "%m", "%Y"]) if len(runs) == 3 else ["%m", "%Y"]
+        )
     elif len(runs) == 3:
         names = ["%y", "%m", "%d"]
     else:
-        names = ["%m", "%d"]
+        names = ["%d", "%m"] if runs and int(runs[0]) > 12 else ["%m", "%d"]
     out, i = [], 0
     for t in tokens:
         if t.isdigit():

@@ -3,11 +3,11 @@
 Every format is tried on a sample of the newest lines that can hold a stamp (they have a
 digit and do not start with whitespace: a traceback's continuation lines cannot); the format
 that reads the most of them wins, the earlier in the catalog on a tie (the more specific
-shape). A stamp must parse on several lines before it is trusted: TRUST_LINES of them, and at
-least a third of the sample (a date quoted in one message of an unknown format is no stamp);
-only a strong format that reads every sampled line of a tail shorter than that is trusted on
-fewer. When the newest lines decide nothing (a long traceback at the end), the whole tail is
-sampled once more. Pure."""
+shape). A stamp must parse on several lines before it is trusted: TRUST_LINES of them, each
+starting its line (a record's header), or at least a third of the sample (a date quoted in
+one message of an unknown format is no stamp); only a strong format that reads every sampled
+line of a tail shorter than that is trusted on fewer. When the newest lines decide nothing
+(a long traceback at the end), the whole tail is sampled once more. Pure."""
 
 from __future__ import annotations
 
@@ -25,16 +25,22 @@ WIDE_SAMPLE_LINES = 200  # tried when those decide nothing
 TRUST_LINES = 3  # lines a format must read before it is trusted
 
 _CANDIDATE = re.compile(r"^\S.*\d")
+_HEAD = 2  # a stamp starting within this many characters starts its line (`[`, `<`, `(`)
+
+
+def _found(fmt: LogFormat, line: str) -> tuple[Stamp, int] | None:
+    for m in fmt.pattern.finditer(line):
+        stamp = stamp_from(fmt.name, m, line, fmt.date_known)
+        if stamp is not None:
+            return stamp, m.start()
+    return None
 
 
 def find_in(fmt: LogFormat, line: str) -> Stamp | None:
     """The first real time `fmt` reads in `line` (a match whose numbers are no date, such as
     month 13, is passed over), or None."""
-    for m in fmt.pattern.finditer(line):
-        stamp = stamp_from(fmt.name, m, line, fmt.date_known)
-        if stamp is not None:
-            return stamp
-    return None
+    found = _found(fmt, line)
+    return None if found is None else found[0]
 
 
 @dataclass(frozen=True)
@@ -42,12 +48,15 @@ class Tried:
     fmt: LogFormat
     hits: int  # sample lines it read
     sample: int  # out of this many
+    at_start: int = 0  # hits whose stamp starts the line
 
     @property
     def trusted(self) -> bool:
-        if self.hits * 3 < self.sample:
+        if self.fmt.strong and self.hits == self.sample:
+            return True
+        if self.hits < TRUST_LINES:
             return False
-        return self.hits >= TRUST_LINES or (self.fmt.strong and self.hits == self.sample)
+        return self.at_start == self.hits or self.hits * 3 >= self.sample
 
 
 @dataclass(frozen=True)
@@ -99,9 +108,14 @@ def _sample(lines: list[str], limit: int) -> list[str]:
 def _try(sample: list[str]) -> list[Tried]:
     tried = []
     for fmt in FORMATS:
-        hits = sum(1 for line in sample if find_in(fmt, line) is not None)
+        hits = at_start = 0
+        for line in sample:
+            found = _found(fmt, line)
+            if found is not None:
+                hits += 1
+                at_start += found[1] <= _HEAD
         if hits:
-            tried.append(Tried(fmt, hits, len(sample)))
+            tried.append(Tried(fmt, hits, len(sample), at_start))
     order = {f.name: i for i, f in enumerate(FORMATS)}
     tried.sort(key=lambda t: (-t.hits, order[t.fmt.name]))
     return tried
