@@ -82,9 +82,9 @@ def tails() -> dict[str, list[str]]:
 def format_cost(before: str, repeat: int) -> dict[str, Any]:
     """Per corpus format: microseconds of thread CPU per 200-line tail, new and old (medians
     of `repeat` runs, the two interleaved so both see the same machine), and the ratio."""
-    from bench.at_revision import module_at
     from fleetcheck.checks.logs.reading import newest_stamped
 
+    from bench.at_revision import module_at
     from fleetcheck.parse.logformats import detect
 
     old = module_at(before, "fleetcheck/parse/timestamps.py", "timestamps_before")
