@@ -182,7 +182,7 @@ def judge_log(
     if tail.detection is not None:
         evidence["format"] = tail.detection.evidence()
     elif not tail.json_lines:
-        evidence["format"] = {"name": "format" if spec.format else "regex", "set": True}
+        evidence["format"] = {"name": "setting", "format": spec.format, "regex": spec.regex}
     zone, zone_name, zone_problem = zone_for(host, facts)
     evidence["tz"] = zone_name
     stamped = newest_stamped(lines, tail.find)
