@@ -12,6 +12,14 @@ CPU, i.e. without the interpreter's start-up), the medians and their ratios.
 Not part of the test run. Needs root and the lab prerequisites. Run under the bench lock:
 
     flock /tmp/fleetcheck-bench.lock .venv/bin/python bench/bench_logs.py --hosts 40 --rounds 5
+
+`--formats` instead measures the format library's cost per tail (issue 25: at most 2x
+today's parser), no lab needed: for a 200-line tail of each format of the corpus
+(tests/log_corpus), the client CPU to find the newest stamps with the format detected from
+the tail (detection included) against the parser before the library (`find_stamp` on each
+line, taken from git at --before, run in the same process and the same run):
+
+    .venv/bin/python bench/bench_logs.py --formats --before 057231a
 """
 
 from __future__ import annotations
@@ -61,12 +69,77 @@ def wire_cost(journal: Path) -> dict[str, float]:
     return {"fragment_bytes": len(out), "parse_and_judge_us": statistics.median(times) * 1e6}
 
 
+def tails() -> dict[str, list[str]]:
+    """A 200-line tail of each corpus file: its lines repeated, CR stripped as judging does."""
+    corpus = ROOT / "tests" / "log_corpus"
+    out = {}
+    for path in sorted(corpus.glob("*.log")):
+        lines = [line.removesuffix("\r") for line in path.read_text().split("\n") if line]
+        out[path.stem] = (lines * (200 // len(lines) + 1))[:200]
+    return out
+
+
+def format_cost(before: str, repeat: int) -> dict[str, Any]:
+    """Per corpus format: microseconds of thread CPU per 200-line tail, new and old (medians
+    of `repeat` runs, the two interleaved so both see the same machine), and the ratio."""
+    from fleetcheck.checks.logs.reading import newest_stamped
+
+    from bench.at_revision import module_at
+    from fleetcheck.parse.logformats import detect
+
+    old = module_at(before, "fleetcheck/parse/timestamps.py", "timestamps_before")
+    rows: dict[str, Any] = {}
+    for name, lines in tails().items():
+        new_t, old_t = [], []
+        for _ in range(repeat):
+            t0 = time.thread_time()
+            newest_stamped(lines, detect(lines).find)
+            t1 = time.thread_time()
+            newest_stamped(lines, old.find_stamp)
+            t2 = time.thread_time()
+            new_t.append(t1 - t0)
+            old_t.append(t2 - t1)
+        new_us, old_us = statistics.median(new_t) * 1e6, statistics.median(old_t) * 1e6
+        rows[name] = {
+            "format": detect(lines).format.name if detect(lines).format else None,
+            "new_us": round(new_us, 1),
+            "old_us": round(old_us, 1),
+            "ratio": round(new_us / old_us, 3),
+        }
+    return rows
+
+
+def formats_main(before: str, repeat: int, json_path: str | None) -> None:
+    rows = format_cost(before, repeat)
+    print(f"# per 200-line tail, thread CPU, median of {repeat}; old = find_stamp at {before}")
+    print("| corpus file | detected | library us | old parser us | ratio |")
+    print("|---|---|---|---|---|")
+    for name, r in rows.items():
+        print(
+            f"| {name} | {r['format']} | {r['new_us']:.0f} | {r['old_us']:.0f} | {r['ratio']:.2f} |"
+        )
+    ratios = [r["ratio"] for r in rows.values()]
+    worst = max(ratios)
+    print(
+        f"# ratio median x{statistics.median(ratios):.2f}, worst x{worst:.2f}; "
+        "target <= x2: " + ("MET" if worst <= 2 else "MISSED")
+    )
+    if json_path:
+        Path(json_path).write_text(json.dumps({"before": before, "tails": rows}, indent=1) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--hosts", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", help="also write the numbers to this file")
+    ap.add_argument("--formats", action="store_true", help="the format library's cost per tail")
+    ap.add_argument("--before", default="057231a", help="--formats: the parser to compare with")
+    ap.add_argument("--repeat", type=int, default=200, help="--formats: runs per tail")
     a = ap.parse_args()
+    if a.formats:
+        formats_main(a.before, a.repeat, a.json)
+        return
     with Lab() as lab:
         hosts = [lab.add_host(f"h{i:03d}") for i in range(a.hosts)]
         now = datetime.now(UTC)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from datetime import UTC, tzinfo
+from functools import cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 UTC_NAMES = ("UTC", "Etc/UTC", "Z")
@@ -23,3 +24,34 @@ def zone_named(name: str) -> tzinfo:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
         raise UnknownZone(name) from None
+
+
+@cache
+def canonical_zones() -> tuple[str, ...]:
+    """The canonical IANA zone names (tzdata's `Z` entries, never its links such as
+    America/Atikokan, a link to America/Panama): what a suggestion names. Read from the
+    `tzdata` wheel, else the system's tzdata.zi; when neither is there, every zone this
+    machine knows (links included) rather than none."""
+    text = _tzdata_zi()
+    if text is None:
+        from zoneinfo import available_timezones
+
+        return tuple(sorted(available_timezones()))
+    names = {line.split()[1] for line in text.splitlines() if line.startswith("Z ")}
+    return tuple(sorted(names))
+
+
+def _tzdata_zi() -> str | None:
+    try:
+        from importlib.resources import files
+
+        return files("tzdata").joinpath("zoneinfo", "tzdata.zi").read_text(encoding="utf-8")
+    except (ImportError, OSError, ModuleNotFoundError):
+        pass
+    for path in ("/usr/share/zoneinfo/tzdata.zi", "/usr/lib/zoneinfo/tzdata.zi"):
+        try:
+            with open(path, encoding="utf-8") as f:
+                return f.read()
+        except OSError:
+            continue
+    return None

@@ -291,3 +291,52 @@ def test_fleet_failures_each_get_their_own_verdict(lab: Lab) -> None:
     assert status == "UNKNOWN" and "authentication refused by" in summary
     assert code == 2
     lab.thaw_sshd(hosts["frozen"])
+
+
+def test_library_formats_over_ssh(lab: Lab, clock: ShiftedClock) -> None:
+    """Formats the parser before the library could not read (klog's year-less `I1129`,
+    HDFS's `YYMMDD HHMMSS`, logcat) written a minute ago in New York, read right over real
+    SSH with no format set, in either DST season; a syslog file last written a year ago is
+    read as last year's (CRIT), not as a zone 8,760 hours off."""
+    box = lab.add_host("box")
+    now = clock.now().replace(microsecond=0)
+    ny = ZoneInfo("America/New_York")
+    written = (now - timedelta(minutes=1)).astimezone(ny)
+    times = [written - timedelta(seconds=s) for s in (20, 10, 0)]
+    files = {
+        "klog": [f"I{t:%m%d %H:%M:%S}.000000    4242 main.go:42] synced" for t in times],
+        "yymmdd-hhmmss": [f"{t:%y%m%d %H%M%S} 148 INFO dfs.DataNode: served" for t in times],
+        "logcat": [f"{t:%m-%d %H:%M:%S}.000  1702  2395 D WindowManager: relayout" for t in times],
+    }
+    paths = {}
+    for name, lines in files.items():
+        paths[name] = box.log_path(f"{name}.log")
+        write_log(paths[name], lines, mtime=written)
+    year_ago = (now - timedelta(days=365, minutes=1)).astimezone(ny)
+    stale = box.log_path("old-syslog")
+    write_log(stale, [f"{year_ago:%b} {year_ago.day:2d} {year_ago:%H:%M:%S} box x: y"], year_ago)
+    config = lab.config(
+        checks="[checks.logs]\n",
+        host_extra={
+            "box": host_lines("America/New_York", *(log_table(p) for p in [*paths.values(), stale]))
+        },
+    )
+    _, rows = patrol(config)
+    r = rows[("box", "logs")]
+    by_path = {e["path"]: e for e in r["evidence"]["logs"]}
+    metrics = r["metrics"]["logs"]
+    for name, path in paths.items():
+        ev = by_path[str(path)]
+        assert ev["format"]["name"] == name, ev
+        assert ev["last_line_at"] == f"{written.astimezone(UTC):%Y-%m-%dT%H:%M:%S}Z", ev
+        assert ev["age_from"] == "line"
+        assert 59 <= metrics[str(path)]["age_s"] <= 120, metrics[str(path)]
+        if name != "yymmdd-hhmmss":
+            assert (
+                ev["note"] == f"no year in the line: read as {written.year} (by the file's mtime)"
+            )
+    ev = by_path[str(stale)]
+    assert r["status"] == "CRIT", r["summary"]
+    assert f"no year in the line: read as {year_ago.year} (by the file's mtime)" in r["summary"]
+    assert "zone" not in r["summary"].split(";")[0], r["summary"]
+    assert ev["last_line_at"] == f"{year_ago.astimezone(UTC):%Y-%m-%dT%H:%M:%S}Z"

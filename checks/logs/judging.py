@@ -19,7 +19,14 @@ from fleetcheck.checks.logs.reading import (
     unreadable_tail,
     utc_times,
 )
-from fleetcheck.checks.logs.zones import time_label, zone_for, zone_mismatch, zone_offset_halves
+from fleetcheck.checks.logs.zones import (
+    date_mixup,
+    date_shift_halves,
+    time_label,
+    zone_for,
+    zone_mismatch,
+    zone_offset_halves,
+)
 
 from fleetcheck.config import HostConfig
 from fleetcheck.core.hostfacts import LogsHostConfig, LogSpec
@@ -162,7 +169,7 @@ def judge_log(
     unreadable = unreadable_tail(lf, spec, mtime_age)
     if unreadable:
         return verdict(Status.UNKNOWN, unreadable)
-    lines = complete_lines(lf.tail, lf.size)
+    lines = [line.removesuffix("\r") for line in complete_lines(lf.tail, lf.size)]  # CRLF files
     if not lines:
         return verdict(
             Status.UNKNOWN,
@@ -172,17 +179,25 @@ def judge_log(
     tail = read_lines(lines, spec)
     if tail.json_lines:
         evidence["source"] = "json"
+    if tail.detection is not None:
+        evidence["format"] = tail.detection.evidence()
+    elif not tail.json_lines:
+        evidence["format"] = {"name": "setting", "format": spec.format, "regex": spec.regex}
     zone, zone_name, zone_problem = zone_for(host, facts)
     evidence["tz"] = zone_name
     stamped = newest_stamped(lines, tail.find)
     if not stamped:
-        return verdict(Status.UNKNOWN, no_stamp(lines, spec, tail.json_lines, len(lf.tail)))
+        return verdict(
+            Status.UNKNOWN,
+            no_stamp(lines, spec, tail.json_lines, len(lf.tail), tail.detection),
+        )
     if zone is None and any(s.offset is None and s.kind != "epoch" for _, s in stamped):
         return verdict(Status.UNKNOWN, zone_problem or "no zone for this host")
     utc_zone: tzinfo = zone or UTC
     newest_line, newest_stamp, newest = newest_of(stamped, utc_zone, zone_name, now, mtime)
     age = (host_now - newest.utc).total_seconds()
     evidence["last_line_at"] = iso_utc(newest.utc, "auto")
+    evidence["age_from"] = "line"
     metrics["age_s"] = round(age, 3)
     evidence["last_line"] = newest_line[:200]
     evidence["zone"] = newest.zone
@@ -203,8 +218,18 @@ def judge_log(
         errors_text += f", file {size_text(lf.size)}"
 
     halves = zone_offset_halves(newest_stamp, newest, mtime) if config.zone_check else 0
-    if halves:
-        summary, evidence["zone_check"] = zone_mismatch(halves, newest, mtime, zone_name)
+    shift = 0 if halves or not config.zone_check else date_shift_halves(newest_stamp, newest, mtime)
+    if halves or shift:
+        if halves:
+            summary, evidence["zone_check"] = zone_mismatch(halves, newest, mtime, zone_name)
+        else:
+            summary, evidence["date_check"] = date_mixup(shift, newest, mtime)
+        # the line's time is distrusted: every age and time of the row is the mtime's
+        evidence["line_at"] = evidence["last_line_at"]
+        evidence["line_age_s"] = metrics["age_s"]
+        evidence["last_line_at"] = evidence["mtime"]
+        evidence["age_from"] = "mtime"
+        metrics["age_s"] = metrics["mtime_age_s"]
         status = worst([Status.WARN, spec.age_limit.status(mtime_age), *statuses])
         summary += f"; by mtime the log is {format_duration(mtime_age)} old"
         return verdict(status, summary + note + errors_text)
@@ -358,7 +383,11 @@ def host_row(
     metrics["clock_skew_s"] = None if skew is None else round(skew, 3)
     metrics["logs"] = {v.path: v.metrics for v in verdicts}
     evidence: dict[str, Any] = {
-        **{k: lead.evidence[k] for k in ("tz", "last_line_at", "source") if k in lead.evidence},
+        **{
+            k: lead.evidence[k]
+            for k in ("tz", "last_line_at", "age_from", "source", "format")
+            if k in lead.evidence
+        },
         "logs": [v.evidence for v in verdicts],
     }
     if facts.zone is not None:

@@ -16,6 +16,7 @@ from fleetcheck.core.hostfacts import LogSpec
 from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:  # the parsers load only when a patrol reads a log
+    from fleetcheck.parse.logformats import Detection
     from fleetcheck.parse.logtail import LogFacts
     from fleetcheck.parse.timestamps import Resolved, Stamp
 
@@ -76,11 +77,13 @@ class Lines:
     errors: list[int]  # indexes of the error lines
     records: list[tuple[int, Stamp]]  # the error records placed in time
     find: Callable[[str], Stamp | None]
+    detection: Detection | None = None  # the library format, when no format/regex is set
 
 
 def read_lines(lines: list[str], spec: LogSpec) -> Lines:
     """Which lines are errors (the same `error_regex` on every host; for JSON lines their
-    level too) and each error record's stamp."""
+    level too) and each error record's stamp. A text tail with no `format`/`regex` is read
+    in the library format detected from the tail itself."""
     from fleetcheck.parse import jsonlog
     from fleetcheck.parse.timestamps import find_with
 
@@ -89,14 +92,24 @@ def read_lines(lines: list[str], spec: LogSpec) -> Lines:
         spec.format is None and spec.regex is None and jsonlog.looks_like_json(lines)
     )
     if not json_lines:
-        rx = re.compile(spec.regex) if spec.regex else None
+        detection = None
+        find_text: Callable[[str], Stamp | None]
+        if spec.format is None and spec.regex is None:
+            from fleetcheck.parse.logformats import detect
 
-        def find_text(line: str) -> Stamp | None:
-            return find_with(line, spec.format, rx)
+            detection = detect(lines)
+            find_text = detection.find
+        else:
+            rx = re.compile(spec.regex) if spec.regex else None
+
+            def find_override(line: str) -> Stamp | None:
+                return find_with(line, spec.format, rx)
+
+            find_text = find_override
 
         errors = [i for i, line in enumerate(lines) if err_rx.search(line)]
         records, _ = record_stamps(lines, errors, find_text)
-        return Lines(False, errors, records, find_text)
+        return Lines(False, errors, records, find_text, detection)
     objects = [jsonlog.parse_object(line) for line in lines]
     errors = []
     for i, (line, obj) in enumerate(zip(lines, objects, strict=True)):
@@ -131,7 +144,15 @@ def newest_stamped(
     return stamped
 
 
-def no_stamp(lines: list[str], spec: LogSpec, json_lines: bool, tail_size: int) -> str:
+def no_stamp(
+    lines: list[str],
+    spec: LogSpec,
+    json_lines: bool,
+    tail_size: int,
+    detection: Detection | None = None,
+) -> str:
+    """Why no line could be placed in time; for a tail in no library format, the formats
+    nearest to it and the `format`/`regex` setting to add, written from its last line."""
     from fleetcheck.parse import jsonlog
     from fleetcheck.parse.logtail import size_text
 
@@ -139,9 +160,15 @@ def no_stamp(lines: list[str], spec: LogSpec, json_lines: bool, tail_size: int) 
         what = f"JSON time field ({spec.time_field or ', '.join(jsonlog.TIME_FIELDS)})"
     else:
         what = f"format {spec.format!r}" if spec.format else "regex" if spec.regex else "format"
+    advice = ""
+    if detection is not None:
+        from fleetcheck.parse.logformats.advice import closest, suggestion
+
+        last = next((line for line in reversed(lines) if line.strip()), lines[-1])
+        advice = f"; closest tried: {', '.join(closest(detection, last))}; {suggestion(last)}"
     return (
         f"no parseable timestamp in the last {len(lines)} lines "
-        f"({size_text(tail_size)}; no recognised {what}); last line: {lines[-1][:80]!r}"
+        f"({size_text(tail_size)}; no recognised {what}){advice}; last line: {lines[-1][:80]!r}"
     )
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from fleetcheck.parse.timestamps import Resolved, Stamp
 
 ZONE_TOLERANCE_S = 90.0  # how far from a whole half hour a line/mtime gap may be
+UTC_OFFSETS = (timedelta(hours=-12), timedelta(hours=14))  # the offsets zones really have
 
 
 def zone_for(host: HostConfig, facts: LogsFacts) -> tuple[tzinfo | None, str, str | None]:
@@ -42,10 +43,44 @@ def zone_for(host: HostConfig, facts: LogsFacts) -> tuple[tzinfo | None, str, st
 
 @cache
 def _zone_names() -> tuple[str, ...]:
-    """This machine's zone names (a walk of tzdata: once per process, not per evaluate)."""
-    from zoneinfo import available_timezones
+    """The canonical zone names, never tzdata's aliases (once per process)."""
+    from fleetcheck.zones import canonical_zones
 
-    return tuple(sorted(available_timezones()))
+    return canonical_zones()
+
+
+# zones most operators run in, first among those that fit (all canonical IANA names)
+PREFERRED_ZONES = (
+    "America/New_York",
+    "America/Chicago",
+    "America/Denver",
+    "America/Los_Angeles",
+    "Europe/London",
+    "Europe/Berlin",
+    "Europe/Moscow",
+    "Asia/Kolkata",
+    "Asia/Shanghai",
+    "Asia/Tokyo",
+    "Australia/Sydney",
+    "America/Toronto",
+    "America/Phoenix",
+    "America/Anchorage",
+    "America/Halifax",
+    "America/Sao_Paulo",
+    "America/Mexico_City",
+    "Europe/Paris",
+    "Europe/Dublin",
+    "Europe/Athens",
+    "Europe/Istanbul",
+    "Africa/Johannesburg",
+    "Africa/Lagos",
+    "Asia/Dubai",
+    "Asia/Singapore",
+    "Asia/Seoul",
+    "Australia/Perth",
+    "Pacific/Auckland",
+    "Pacific/Honolulu",
+)
 
 
 def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
@@ -54,19 +89,7 @@ def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
     if offset == timedelta(0):
         return ["UTC"]
     region = declared.split("/", 1)[0] if "/" in declared else ""
-    preferred = (
-        "America/New_York",
-        "America/Chicago",
-        "America/Denver",
-        "America/Los_Angeles",
-        "Europe/London",
-        "Europe/Berlin",
-        "Europe/Moscow",
-        "Asia/Kolkata",
-        "Asia/Shanghai",
-        "Asia/Tokyo",
-        "Australia/Sydney",
-    )
+    preferred = PREFERRED_ZONES
     matches = []
     for name in _zone_names():
         if "/" not in name or name.startswith(("Etc/", "SystemV/", "posix", "right")):
@@ -76,7 +99,8 @@ def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
                 matches.append(name)
         except Exception:
             continue
-    matches.sort(key=lambda n: (n not in preferred, not n.startswith(region + "/"), n))
+    rank = {name: i for i, name in enumerate(preferred)}
+    matches.sort(key=lambda n: (rank.get(n, len(rank)), not n.startswith(region + "/"), n))
     return matches[:2]
 
 
@@ -89,15 +113,66 @@ def time_label(r: Resolved) -> str:
     return f"{r.local_label} = {r.utc:%H:%M:%S} UTC"
 
 
-def zone_offset_halves(stamp: Stamp, newest: Resolved, mtime: datetime) -> int:
-    """How many half hours the line's UTC is off the zone-free mtime, when that gap is a
-    whole number of half hours (within ZONE_TOLERANCE_S) and the line carries no offset or
-    epoch of its own: the declared zone is then wrong by that much. 0: no sign of that."""
-    if stamp.offset is not None or stamp.kind == "epoch":
-        return 0
+def _whole_halves(newest: Resolved, mtime: datetime) -> int:
+    """The line-to-mtime gap in half hours when it is a whole number of them (within
+    ZONE_TOLERANCE_S), else 0."""
     diff = (mtime - newest.utc).total_seconds()
     halves = round(diff / 1800)
     return halves if abs(diff - halves * 1800) <= ZONE_TOLERANCE_S else 0
+
+
+def _implied_offset(halves: int, newest: Resolved) -> timedelta:
+    return (newest.local.utcoffset() or timedelta(0)) - timedelta(seconds=halves * 1800)
+
+
+def zone_offset_halves(stamp: Stamp, newest: Resolved, mtime: datetime) -> int:
+    """How many half hours the line's UTC is off the zone-free mtime, when that gap is a
+    whole number of half hours, the line carries no offset or epoch of its own and the zone
+    it implies is a real one (UTC-12 to UTC+14): the declared zone is then wrong by that
+    much. 0: no sign of that (a gap of whole days is a date mix-up, see date_shift_halves)."""
+    if stamp.offset is not None or stamp.kind == "epoch":
+        return 0
+    halves = _whole_halves(newest, mtime)
+    if not halves:
+        return 0
+    low, high = UTC_OFFSETS
+    return halves if low <= _implied_offset(halves, newest) <= high else 0
+
+
+def date_shift_halves(stamp: Stamp, newest: Resolved, mtime: datetime) -> int:
+    """The gap in half hours between the line and the mtime when it is whole half hours but
+    more than any zone could explain (a year, a month, days): the line's date is wrong, not
+    its zone. 0 otherwise, and always for an epoch (it has no date to mix up)."""
+    if stamp.kind == "epoch":
+        return 0
+    halves = _whole_halves(newest, mtime)
+    if not halves or zone_offset_halves(stamp, newest, mtime):
+        return 0
+    if stamp.offset is None:
+        low, high = UTC_OFFSETS
+        return 0 if low <= _implied_offset(halves, newest) <= high else halves
+    return halves if abs(halves) > 28 else 0  # an explicit offset: only beyond 14 h
+
+
+def date_mixup(halves: int, newest: Resolved, mtime: datetime) -> tuple[str, dict[str, Any]]:
+    """The summary and evidence of a line whose date is off the mtime by whole days."""
+    from fleetcheck.iso import iso_utc
+
+    gap = timedelta(seconds=halves * 1800)
+    days = abs(gap.total_seconds()) / 86400
+    span = f"{days:.0f} days" if abs(days - round(days)) < 0.01 else f"{days:.1f} days"
+    kind = "a year" if abs(days - 365) <= 1.5 or abs(days - 366) <= 0.5 else "a date"
+    summary = (
+        f"the line's date looks wrong: last line reads {newest.utc:%Y-%m-%d %H:%M} UTC, file "
+        f"modified {mtime:%Y-%m-%d %H:%M} UTC, {span} apart ({kind} mix-up, not a zone)"
+    )
+    evidence = {
+        "line_utc": iso_utc(newest.utc, "auto"),
+        "mtime_utc": iso_utc(mtime, "auto"),
+        "gap_days": round(gap.total_seconds() / 86400, 3),
+        "verdict": f"{kind} mix-up",
+    }
+    return summary, evidence
 
 
 def zone_mismatch(

@@ -77,6 +77,10 @@ class Stamp:
     wall: datetime
     offset: timedelta | None  # explicit offset in the text (epoch: 0)
     year_known: bool = True
+    date_known: bool = True  # False: a time of day only (its date comes from the mtime)
+    fmt: str = ""  # the library format that read it (fleetcheck.parse.logformats), if any
+    zone_text: str | None = None  # a zone abbreviation written in the line (PDT, CET)
+    year_from: str | None = None  # the text elsewhere on the line its year was taken from
 
 
 @dataclass(frozen=True)
@@ -266,32 +270,57 @@ def find_with(line: str, fmt: str | None, regex: re.Pattern[str] | None) -> Stam
 # ---------------------------------------------------------------- placing in time
 
 
-def infer_year(stamp: Stamp, zone: tzinfo, now: datetime) -> tuple[datetime, str | None]:
-    """The wall time with the year that puts it nearest to `now`, and never more than a day
-    in the future (syslog has no year: a December line read in January is last year's)."""
-    if stamp.year_known:
+YEAR_SLACK = timedelta(days=1)  # a line may sit this far after its reference (zones, clocks)
+
+
+def infer_year(
+    stamp: Stamp, zone: tzinfo, now: datetime, hint: datetime | None = None
+) -> tuple[datetime, str | None]:
+    """The wall time with the year (or, for a time of day alone, the date) that puts it at or
+    just before the reference: the file's mtime `hint` when there is one (a log's newest
+    line is written at its mtime, so a file last written a year ago reads as last year's),
+    else `now`; never more than a day after it. The note states the assumption, every time."""
+    if stamp.year_known and stamp.date_known:
         return stamp.wall, None
-    local_now = now.astimezone(zone)
+    ref = hint if hint is not None else now
+    local_ref = ref.astimezone(zone)
+    if stamp.date_known:
+        candidates = []
+        for year in (local_ref.year - 1, local_ref.year, local_ref.year + 1):
+            try:
+                candidates.append(stamp.wall.replace(year=year))
+            except ValueError:  # Feb 29 in a common year
+                continue
+        if not candidates:  # Feb 29 with no leap year near: the last one before
+            year = local_ref.year - 1
+            while not _leap(year):
+                year -= 1
+            candidates = [stamp.wall.replace(year=year)]
+    else:
+        day = local_ref.date()
+        candidates = [
+            datetime.combine(day + timedelta(days=k), stamp.wall.time()) for k in (-1, 0, 1)
+        ]
     best: tuple[float, datetime] | None = None
-    for year in (local_now.year - 1, local_now.year, local_now.year + 1):
-        try:
-            wall = stamp.wall.replace(year=year)
-        except ValueError:  # Feb 29 in a common year
-            continue
-        moment = wall.replace(tzinfo=zone) if stamp.offset is None else wall
+    for wall in candidates:
         if stamp.offset is not None:
             moment = wall.replace(tzinfo=UTC) - stamp.offset
-        ahead = (moment - now).total_seconds()
-        if ahead > 86400:
+        else:
+            moment = wall.replace(tzinfo=zone)
+        ahead = (moment - ref).total_seconds()
+        if ahead > YEAR_SLACK.total_seconds():
             continue
         if best is None or abs(ahead) < best[0]:
             best = (abs(ahead), wall)
-    if best is None:
-        return stamp.wall.replace(year=local_now.year - 1), None
-    note = None
-    if best[1].year != local_now.year:
-        note = f"no year in the line: read as {best[1].year} (nearest to now)"
-    return best[1], note
+    chosen = best[1] if best is not None else min(candidates)
+    by = "the file's mtime" if hint is not None else "now"
+    if not stamp.date_known:
+        return chosen, f"no date in the line: read as {chosen:%Y-%m-%d} (by {by})"
+    return chosen, f"no year in the line: read as {chosen.year} (by {by})"
+
+
+def _leap(year: int) -> bool:
+    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
 
 
 def resolve(
@@ -303,7 +332,9 @@ def resolve(
 ) -> Resolved:
     """Place `stamp` in time. `zone` applies only when the text has no offset; `hint` (the
     file's mtime, UTC) picks the occurrence of a wall time repeated by a DST change."""
-    wall, year_note = infer_year(stamp, zone, now)
+    wall, year_note = infer_year(stamp, zone, now, hint)
+    if stamp.year_from:
+        year_note = f"year {wall.year} taken from {stamp.year_from!r} on the line"
     if stamp.kind == "epoch":
         utc = wall.replace(tzinfo=UTC)
         return Resolved(utc, utc.astimezone(zone), "epoch", None)
@@ -344,6 +375,12 @@ def resolve(
                 f"{when} does not exist in {zone_name} (clocks skipped it for DST): read with "
                 f"the offset before the change, UTC{first:%z}"
             )
+    if stamp.zone_text and chosen.tzname() != stamp.zone_text:
+        named = (
+            f"the line names zone {stamp.zone_text}, read in {zone_name} ({chosen.tzname()}): "
+            "abbreviations are ambiguous, the declared zone decides"
+        )
+        note = f"{note}; {named}" if note else named
     return Resolved(chosen.astimezone(UTC), chosen, zone_name, note)
 
 

@@ -1,0 +1,133 @@
+"""Which library format a tail is written in, decided from the tail itself.
+
+Every format is tried on a sample of the newest lines that can hold a stamp (they have a
+digit and do not start with whitespace: a traceback's continuation lines cannot); the format
+that reads the most of them wins, the earlier in the catalog on a tie (the more specific
+shape). A stamp must parse on several lines before it is trusted: TRUST_LINES of them, each
+starting its line (a record's header), or at least a third of the sample (a date quoted in
+one message of an unknown format is no stamp); only a strong format that reads every sampled
+line of a tail shorter than that is trusted on fewer. When the newest lines decide nothing
+(a long traceback at the end), the whole tail is sampled once more. Pure."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from fleetcheck.parse.logformats.catalog import FORMATS, LogFormat
+from fleetcheck.parse.logformats.fields import stamp_from
+from fleetcheck.parse.timestamps import Stamp
+
+SAMPLE_LINES = 16  # newest candidate lines tried first
+WIDE_SAMPLE_LINES = 200  # tried when those decide nothing
+TRUST_LINES = 3  # lines a format must read before it is trusted
+
+_CANDIDATE = re.compile(r"^\S.*\d")
+_HEAD = 2  # a stamp starting within this many characters starts its line (`[`, `<`, `(`)
+
+
+def _found(fmt: LogFormat, line: str) -> tuple[Stamp, int] | None:
+    for m in fmt.pattern.finditer(line):
+        stamp = stamp_from(fmt.name, m, line, fmt.date_known)
+        if stamp is not None:
+            return stamp, m.start()
+    return None
+
+
+def find_in(fmt: LogFormat, line: str) -> Stamp | None:
+    """The first real time `fmt` reads in `line` (a match whose numbers are no date, such as
+    month 13, is passed over), or None."""
+    found = _found(fmt, line)
+    return None if found is None else found[0]
+
+
+@dataclass(frozen=True)
+class Tried:
+    fmt: LogFormat
+    hits: int  # sample lines it read
+    sample: int  # out of this many
+    at_start: int = 0  # hits whose stamp starts the line
+
+    @property
+    def trusted(self) -> bool:
+        if self.fmt.strong and self.hits == self.sample:
+            return True
+        if self.hits < TRUST_LINES:
+            return False
+        return self.at_start == self.hits or self.hits * 3 >= self.sample
+
+
+@dataclass(frozen=True)
+class Detection:
+    """The format a tail is read with (None: no format was trusted), how many lines decided
+    it and what else was tried (best first, only formats that read a line)."""
+
+    format: LogFormat | None
+    sample: int
+    tried: tuple[Tried, ...]
+
+    @property
+    def find(self) -> Callable[[str], Stamp | None]:
+        if self.format is None:
+            return _nothing
+        return partial(find_in, self.format)
+
+    @property
+    def hits(self) -> int:
+        return next((t.hits for t in self.tried if t.fmt is self.format), 0)
+
+    def evidence(self) -> dict[str, object]:
+        """What the row's evidence says about the format: its name and how it was chosen."""
+        out: dict[str, object] = {"sampled_lines": self.sample}
+        if self.format is not None:
+            out.update(name=self.format.name, title=self.format.title, read=self.hits)
+            if self.format.quirks:
+                out["quirks"] = list(self.format.quirks)
+        runners_up = [f"{t.fmt.name} ({t.hits})" for t in self.tried if t.fmt is not self.format]
+        if runners_up:
+            out["also_read"] = runners_up[:3]
+        return out
+
+
+def _nothing(line: str) -> Stamp | None:
+    return None
+
+
+def _sample(lines: list[str], limit: int) -> list[str]:
+    out: list[str] = []
+    for line in reversed(lines):
+        if _CANDIDATE.match(line):
+            out.append(line)
+            if len(out) >= limit:
+                break
+    return out
+
+
+def _try(sample: list[str]) -> list[Tried]:
+    tried = []
+    for fmt in FORMATS:
+        hits = at_start = 0
+        for line in sample:
+            found = _found(fmt, line)
+            if found is not None:
+                hits += 1
+                at_start += found[1] <= _HEAD
+        if hits:
+            tried.append(Tried(fmt, hits, len(sample), at_start))
+    order = {f.name: i for i, f in enumerate(FORMATS)}
+    tried.sort(key=lambda t: (-t.hits, order[t.fmt.name]))
+    return tried
+
+
+def detect(lines: list[str]) -> Detection:
+    """The format of a tail's lines (see the module's docstring for the rule)."""
+    sample = _sample(lines, SAMPLE_LINES)
+    tried = _try(sample)
+    if not any(t.trusted for t in tried) and len(lines) > len(sample):
+        wide = _sample(lines, WIDE_SAMPLE_LINES)
+        if len(wide) > len(sample):
+            sample, tried = wide, _try(wide)
+    chosen = next((t.fmt for t in tried if t.trusted), None)
+    return Detection(chosen, len(sample), tuple(tried))

@@ -1,0 +1,115 @@
+"""A library format's match turned into a Stamp: the quirks of how stamps are written.
+
+Named groups a format's pattern may use: `Y` (four-digit year), `y` (two-digit year: 69 and
+below are 20xx), `m` (month number) or `b` (month name), `d`, `H`, `M`, `S` (any of them
+unpadded), `f` (a fraction after `.`, `,` or `:`, its digits as written: `.5` is half a
+second), `ms` (milliseconds as a number, `:6` is 6 ms, not 600), `p` (AM/PM), `z` (an offset:
+`Z`, `UTC`, `GMT`, `+05:30`, `+0530`, `-05`), `zn` (a zone abbreviation: kept, never trusted),
+`e` (epoch seconds, or milliseconds when 13 digits). Pure."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from fleetcheck.parse.timestamps import MONTHS, Stamp, parse_offset
+
+EPOCH_YEARS = (2000, 2100)  # an epoch field outside this is a number, not a time
+
+# a year written elsewhere on the line (`2005.11.09` beside a syslog stamp)
+_LINE_DATE = re.compile(r"(?<![\d.])(?P<Y>(?:19|20)\d\d)[.\-/](?P<m>\d\d)[.\-/](?P<d>\d\d)(?!\d)")
+
+
+def _num(groups: dict[str, str | None], key: str, default: int = 0) -> int:
+    v = groups.get(key)
+    return int(v) if v else default
+
+
+def _micro(groups: dict[str, str | None]) -> int:
+    frac = groups.get("f")
+    if frac:
+        return int(frac[:6].ljust(6, "0"))
+    ms = groups.get("ms")
+    return int(ms) * 1000 if ms else 0
+
+
+def _year(groups: dict[str, str | None]) -> int | None:
+    if groups.get("Y"):
+        return int(groups["Y"] or 0)
+    yy = groups.get("y")
+    if yy:
+        return (2000 if int(yy) <= 69 else 1900) + int(yy)
+    return None
+
+
+def stamp_from(fmt: str, m: re.Match[str], line: str, date_known: bool = True) -> Stamp | None:
+    """The Stamp a format's match describes; None when the numbers are not a real time."""
+    g = m.groupdict()
+    try:
+        if g.get("e"):
+            return _epoch(fmt, g, m.group("e"))
+        year = _year(g)
+        if not date_known:
+            month = 1
+        else:
+            month = int(g["m"]) if g.get("m") else _month(g.get("b"))
+        day = _num(g, "d", 1)
+        hour = _num(g, "H")
+        ampm = (g.get("p") or "").upper()
+        if ampm:
+            if not 1 <= hour <= 12:
+                return None
+            hour = hour % 12 + (12 if ampm == "PM" else 0)
+        wall = datetime(
+            year if year is not None else 2000,  # 2000 is a leap year: Feb 29 survives
+            month if date_known else 1,
+            day if date_known else 1,
+            hour,
+            _num(g, "M"),
+            _num(g, "S"),
+            _micro(g),
+        )
+        z = g.get("z")
+        offset = parse_offset(z) if z else None
+        year_from = None
+        if year is None and date_known:
+            found = _year_elsewhere(line, month, day)
+            if found is not None:
+                wall, year_from = wall.replace(year=found[0]), found[1]
+        return Stamp(
+            "epoch" if fmt.startswith("epoch") else fmt,
+            m.group("ts") if "ts" in m.re.groupindex and m.group("ts") else m.group(0),
+            wall,
+            offset,
+            year_known=year is not None or year_from is not None,
+            date_known=date_known,
+            fmt=fmt,
+            zone_text=g.get("zn") or None,
+            year_from=year_from,
+        )
+    except (ValueError, OverflowError, KeyError):
+        return None
+
+
+def _epoch(fmt: str, g: dict[str, str | None], digits: str) -> Stamp | None:
+    seconds = int(digits) / (1000 if len(digits) == 13 else 1)
+    moment = datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
+    if not EPOCH_YEARS[0] <= moment.year < EPOCH_YEARS[1]:
+        return None
+    if len(digits) == 10 and g.get("f"):
+        moment = moment.replace(microsecond=_micro(g))
+    return Stamp("epoch", digits, moment, UTC.utcoffset(None), fmt=fmt)
+
+
+def _month(name: str | None) -> int:
+    if not name:
+        raise ValueError("no month")
+    return MONTHS.index(name[:3].lower()) + 1
+
+
+def _year_elsewhere(line: str, month: int, day: int) -> tuple[int, str] | None:
+    """A full date elsewhere on the line with the same month and day: its year."""
+    for m in _LINE_DATE.finditer(line):
+        if int(m.group("m")) == month and int(m.group("d")) == day:
+            return int(m.group("Y")), m.group(0)
+    return None
