@@ -391,11 +391,12 @@ def test_discover_output_is_clean(world: World) -> None:
 @LAB
 def test_warnings_and_errors_on_stderr_are_clean(world: World, tmp_path: Path) -> None:
     """Patrol and state warnings, main's error line: paths and OS errors are text too."""
-    odd = tmp_path / ("dir" + PAYLOAD)
+    odd = tmp_path / ("dir" + PAYLOAD.replace("/", ""))
     odd.mkdir()
     state = odd / "state.json"
     state.write_text("{not json" + PAYLOAD_C0)
-    history = odd / "missing" / ("h" + PAYLOAD + ".jsonl")
+    (odd / "a-file").write_text("")
+    history = odd / "a-file" / "h.jsonl"  # its parent is a file: the history cannot be written
     proc = fleetcheck(
         "run", "-c", str(world.config), "--only", "routes", "--host", "ifname",
         "--state", str(state), "--history", str(history), "--format", "json",
@@ -404,7 +405,7 @@ def test_warnings_and_errors_on_stderr_are_clean(world: World, tmp_path: Path) -
     assert proc.stderr.count("fleetcheck: warning: ") >= 2, proc.stderr
     assert "dir\\x1b]0;PWNED" in proc.stderr, proc.stderr
     assert_clean("--format json", proc.stdout)
-    proc = fleetcheck("run", "-c", str(tmp_path / ("missing" + PAYLOAD + ".toml")))
+    proc = fleetcheck("run", "-c", str(tmp_path / ("missing" + PAYLOAD.replace("/", "") + ".toml")))
     assert proc.returncode == 3
     assert_clean("main's error line", proc.stderr)
     assert proc.stderr.startswith("fleetcheck: error: ") and "\\x1b" in proc.stderr
@@ -450,7 +451,7 @@ def test_serve_patrol_failure_warning_is_clean(capfd: pytest.CaptureFixture[str]
 def test_config_check_ssh_is_clean(tmp_path: Path) -> None:
     """`config check --ssh` prints what ssh_config says (a ProxyCommand, a HostName)."""
     ssh_config = tmp_path / "ssh_config"
-    ssh_config.write_text(f"Host w1\n  ProxyCommand nc %h %p # {PAYLOAD}\n")
+    ssh_config.write_text(f"Host w1\n  ProxyCommand nc %h %p {PAYLOAD}\n")
     cfg = tmp_path / "hosts.toml"
     cfg.write_text(
         '[broker]\nurl = "redis://127.0.0.1:1/0"\n\n'
