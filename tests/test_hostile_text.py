@@ -111,7 +111,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         for i in range(4):  # four stale entries, every one hostile in its name and owner
             r.hset(
                 LIVE_KEY,
-                f"match-{i}{PAYLOAD_C0}",
+                f"match-{i}{PAYLOAD_C0}\nFAKE line {i}",  # and a line feed: one line each
                 json.dumps({"started_at": now - 7200, "host": f"owner{i}{PAYLOAD_C0}"}),
             )
         r.hset(LIVE_KEY, "fresh", json.dumps({"started_at": now, "host": "ok"}))
@@ -367,8 +367,9 @@ def test_reap_live_output_is_clean(world: World) -> None:
     assert "match-0\\x1b]0;PWNED" in proc.stdout and "owner0\\x1b]0;PWNED" in proc.stdout
     assert "\\x0d" in proc.stdout  # the CR became visible, it did not rewrite the line
     # one line per entry: a field name cannot start a line of its own
-    listed = [line for line in proc.stdout.splitlines() if line.startswith("  match-")]
+    listed = [line for line in proc.stdout.split("\n") if line.startswith("  match-")]
     assert len(listed) == 4, proc.stdout
+    assert not any(line.startswith("FAKE") for line in proc.stdout.split("\n")), proc.stdout
     # against the hostile broker: its error reply, on stderr
     proc = fleetcheck("reap-live", "-c", str(world.broker_config))
     assert proc.returncode == 3
