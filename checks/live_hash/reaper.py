@@ -53,8 +53,8 @@ def reap_live_command(
         stderr.error(message)
         return 3
 
-    def say(line: str) -> None:  # field names and owners are the workers' text: made safe
-        print(printable(line), file=out)
+    def say(line: str) -> None:
+        _say(out, line)
 
     try:
         r = connect(fleet.broker)
@@ -127,11 +127,10 @@ def _listing(
     keep_malformed: bool,
     show: int,
 ) -> None:
-    """The counts, then the stale entries oldest first (`show` of them; 0: all). Each line
-    goes through `printable`: a field name or an owner is whatever a worker wrote."""
+    """The counts, then the stale entries oldest first (`show` of them; 0: all)."""
 
     def say(line: str) -> None:
-        print(printable(line), file=out)
+        _say(out, line)
 
     malformed = sum(1 for s in stale if s.reason.startswith("malformed"))
     say(
@@ -147,3 +146,9 @@ def _listing(
         say(f"  {s.name}  age {age}{owner}  {s.reason}")
     if len(listed) < len(ordered):
         say(f"  ... and {len(ordered) - len(listed)} more (--show 0 lists all)")
+
+
+def _say(out: TextIO, line: str) -> None:
+    """One line of reap-live's output, through `printable`: a field name or an owner is
+    whatever a worker wrote (a line feed in one must not start a line of its own)."""
+    print(printable(line), file=out)
