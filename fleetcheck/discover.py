@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetcheck.config import BrokerConfig, FleetConfig
+from fleetcheck.core.safe_text import printable
 from fleetcheck.iso import parse_iso
 from fleetcheck.parse.clientlist import Client, normalise_ip
 
@@ -411,8 +412,9 @@ def toml_str(text: str) -> str:
 
 
 def comment(text: str) -> str:
-    """Text safe inside a TOML comment: one line, no control characters."""
-    return "".join(ch if ch.isprintable() else "?" for ch in text)
+    """Text safe inside a TOML comment: one line, no control characters (`printable`'s
+    visible escapes, then `?` for anything else a terminal would not show as itself)."""
+    return "".join(ch if ch.isprintable() else "?" for ch in printable(text))
 
 
 def broker_table(broker: BrokerConfig) -> list[str]:

@@ -51,7 +51,8 @@ OURS = {
     "fleetcheck.rounds.history",
     "fleetcheck.iso",
     "fleetcheck.core.model",
-    "fleetcheck.core.safe_text",
+    "fleetcheck.core.safe_text",  # the model makes its text safe, and warnings are
+    "fleetcheck.core.stderr",  # written through it
     "fleetcheck.parse",
     "fleetcheck.parse.clientlist",
     "fleetcheck.parse.duration",

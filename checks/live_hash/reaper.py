@@ -16,6 +16,8 @@ from fleetcheck.checks.live_hash import LiveHashConfig
 from fleetcheck.checks.live_hash.scan import Stale, describe_kind, find_stale, guard, key_type, reap
 
 from fleetcheck.config import zone
+from fleetcheck.core import stderr
+from fleetcheck.core.safe_text import printable
 from fleetcheck.parse.duration import format_duration
 from fleetcheck.transport.redis import connect, describe_error
 
@@ -48,8 +50,11 @@ def reap_live_command(
     tz = zone(cfg.naive_tz, "naive_tz") if cfg.naive_tz else None
 
     def error(message: str) -> int:
-        print(f"fleetcheck: error: {message}", file=sys.stderr)
+        stderr.error(message)
         return 3
+
+    def say(line: str) -> None:
+        _say(out, line)
 
     try:
         r = connect(fleet.broker)
@@ -65,7 +70,7 @@ def reap_live_command(
         try:
             kind = key_type(r, key)
             if kind == "none":
-                print(f"{key}: absent, nothing to reap", file=out)
+                say(f"{key}: absent, nothing to reap")
                 return 0
             if kind != "hash":
                 return error(describe_kind(key, kind) + ": nothing deleted")
@@ -87,17 +92,12 @@ def reap_live_command(
             total, stale, age_limit, cfg.match_wall, cfg.started_field, not keep_malformed
         )
         for line in seen:
-            print(f"guard: {line}", file=out)
+            say(f"guard: {line}")
         for line in refusals:
-            print(
-                f"guard: REFUSES: {line}" + (" (overridden by --force)" if force else ""), file=out
-            )
+            say(f"guard: REFUSES: {line}" + (" (overridden by --force)" if force else ""))
         if not apply:
             hint = " (add --force: the guard refuses)" if refusals and not force else ""
-            print(
-                f"dry run: nothing deleted (run with --apply to delete these {len(stale)}){hint}",
-                file=out,
-            )
+            say(f"dry run: nothing deleted (run with --apply to delete these {len(stale)}){hint}")
             return 0
         if refusals and not force and stale:
             return error(
@@ -112,7 +112,7 @@ def reap_live_command(
             return error(f"deleting from {key}: {describe_error(e, fleet.broker)}")
         kept = len(stale) - removed
         note = f" ({kept} changed since the scan and were kept)" if kept else ""
-        print(f"removed {removed} of {len(stale)} stale entries from {key}{note}", file=out)
+        say(f"removed {removed} of {len(stale)} stale entries from {key}{note}")
         return 0
     finally:
         r.close()
@@ -128,18 +128,27 @@ def _listing(
     show: int,
 ) -> None:
     """The counts, then the stale entries oldest first (`show` of them; 0: all)."""
+
+    def say(line: str) -> None:
+        _say(out, line)
+
     malformed = sum(1 for s in stale if s.reason.startswith("malformed"))
-    print(
+    say(
         f"{key}: {total} entries scanned, {len(stale)} stale "
         f"({len(stale) - malformed} older than {format_duration(age_limit)}, "
-        f"{malformed} malformed{', malformed kept' if keep_malformed else ''})",
-        file=out,
+        f"{malformed} malformed{', malformed kept' if keep_malformed else ''})"
     )
     ordered = sorted(stale, key=lambda s: (s.age_s is None, -(s.age_s or 0.0)))
     listed = ordered if show <= 0 else ordered[:show]
     for s in listed:
         age = format_duration(s.age_s) if s.age_s is not None else "-"
         owner = f"  owner {s.owner}" if s.owner else ""
-        print(f"  {s.name}  age {age}{owner}  {s.reason}", file=out)
+        say(f"  {s.name}  age {age}{owner}  {s.reason}")
     if len(listed) < len(ordered):
-        print(f"  ... and {len(ordered) - len(listed)} more (--show 0 lists all)", file=out)
+        say(f"  ... and {len(ordered) - len(listed)} more (--show 0 lists all)")
+
+
+def _say(out: TextIO, line: str) -> None:
+    """One line of reap-live's output, through `printable`: a field name or an owner is
+    whatever a worker wrote (a line feed in one must not start a line of its own)."""
+    print(printable(line), file=out)

@@ -122,7 +122,9 @@ def _root(
 
 
 def fail(message: str) -> NoReturn:
-    print(f"fleetcheck: error: {message}", file=sys.stderr)
+    from fleetcheck.core.stderr import error
+
+    error(message)  # made safe there: a usage failure can quote a broker's reply
     sys.exit(EXIT_USAGE)
 
 

@@ -1,7 +1,6 @@
 """`fleetcheck config check` (validate, check the files, show the effective settings) and
 `fleetcheck config discover` (a hosts.toml draft from the broker)."""
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -48,8 +47,10 @@ def config_check(
     from fleetcheck.config.report import config_report
 
     out, warnings, code = config_report(fleet, elsewhere)
+    from fleetcheck.core.stderr import say
+
     for line in warnings:
-        print(line, file=sys.stderr)
+        say(line)
     if out:
         print(out)
     if code:
@@ -97,10 +98,9 @@ def config_discover(
             try:
                 fleet = load_fleet(str(found))
             except UsageFailure as e:
-                print(
-                    f"fleetcheck: warning: {e}; the addresses it claims are not marked",
-                    file=sys.stderr,
-                )
+                from fleetcheck.core.stderr import warn
+
+                warn(f"{e}; the addresses it claims are not marked")
     if url is not None:
         from fleetcheck.config import InvalidValue
 

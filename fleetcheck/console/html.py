@@ -28,6 +28,7 @@ from fleetcheck.console.source import (
     since_from_history,
 )
 from fleetcheck.core.model import Report, Result, Status
+from fleetcheck.core.safe_text import printable
 from fleetcheck.parse.duration import format_duration
 from fleetcheck.render import host_verdicts, since_text
 
@@ -84,7 +85,10 @@ $body
 
 
 def e(value: Any) -> str:
-    return escape(str(value), quote=True)
+    """`value` as HTML text: control characters made visible (a history file can hold raw
+    ones; line breaks stay, for the evidence's <pre>), then escaped."""
+    text = "\n".join(printable(line) for line in str(value).split("\n"))
+    return escape(text, quote=True)
 
 
 def page(title: str, body: str) -> str:

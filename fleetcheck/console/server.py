@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import hmac
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -252,7 +251,9 @@ def start_patrols(
             try:
                 return round_fn()
             except Exception as e:  # keep serving; the stale banner will show it
-                print(f"fleetcheck: warning: patrol failed: {e}", file=sys.stderr)
+                from fleetcheck.core.stderr import warn
+
+                warn(f"patrol failed: {e}")
                 return None
 
         patrol.repeat(safe_round, every, None, lambda report, nxt: None, stop=stop)

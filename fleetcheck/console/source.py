@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck.core.model import BROKER_WIDE, Report, Result, Status
-from fleetcheck.core.safe_text import one_line
+from fleetcheck.core.safe_text import one_line, printable, printable_tree
 from fleetcheck.iso import iso_utc, parse_iso
 from fleetcheck.rounds import history as hist
 
@@ -44,7 +44,7 @@ def report_from_dict(data: dict[str, Any]) -> Report:
                 duration_s=float(r.get("duration_s") or 0.0),
                 limits=dict(r.get("limits") or {}),
                 headline=None if r.get("headline") is None else str(r["headline"]),
-                since=r.get("since") if has_state else None,
+                since=str(r["since"]) if has_state and r.get("since") is not None else None,
                 bad_rounds=int(r.get("bad_rounds") or 0),
                 alerting=bool(r.get("alerting")) if has_state else None,
                 flapping=bool(r.get("flapping")),
@@ -66,7 +66,7 @@ def report_from_round(rnd: hist.Round) -> Report:
     results = tuple(
         Result(
             check=str(r["check"]),
-            host=r.get("host"),
+            host=None if r.get("host") is None else str(r["host"]),
             status=Status.parse(str(r["status"])),
             summary=str(r.get("summary", "")),
             metrics=dict(r.get("metrics") or {}),
@@ -259,6 +259,11 @@ class Point:
     summary: str = ""
     metrics: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # read straight from a history line, which can be old or hostile: safe as a Result's
+        object.__setattr__(self, "summary", one_line(self.summary))
+        object.__setattr__(self, "metrics", printable_tree(self.metrics))
+
 
 def row_timeline(rounds: list[hist.Round], check: str, host: str | None) -> list[Point]:
     out = []
@@ -320,6 +325,10 @@ class Series:
     label: str
     points: list[tuple[float, float]]  # (Unix time, value)
     reference: bool = False  # a limit (cap, max_age) rather than a measurement
+
+    def __post_init__(self) -> None:
+        # a host's name as a history line spells it: made safe for the chart's text
+        object.__setattr__(self, "label", printable(self.label))
 
 
 @dataclass(frozen=True)

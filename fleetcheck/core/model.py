@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fleetcheck.core.safe_text import one_line, printable_tree
+from fleetcheck.core.safe_text import one_line, printable, printable_tree
 
 
 class Status(enum.Enum):
@@ -103,10 +103,20 @@ class Result:
 
     def __post_init__(self) -> None:
         # Summary, evidence and metric names carry text remote parties control: made safe
-        # here, once, so no output can print a control character (see core.safe_text)
+        # here, once, so no output can print a control character (see core.safe_text). The
+        # other text fields too: a row rebuilt from an old history or state file (the console,
+        # `history`) has whatever that file holds in its check, host and limits
         object.__setattr__(self, "summary", one_line(self.summary))
         object.__setattr__(self, "evidence", printable_tree(self.evidence))
         object.__setattr__(self, "metrics", printable_tree(self.metrics))
+        object.__setattr__(self, "limits", printable_tree(self.limits))
+        object.__setattr__(self, "check", printable(self.check))
+        if self.host is not None:
+            object.__setattr__(self, "host", printable(self.host))
+        if self.headline is not None:
+            object.__setattr__(self, "headline", printable(self.headline))
+        if self.since is not None:
+            object.__setattr__(self, "since", printable(self.since))
 
     @property
     def should_alert(self) -> bool:
@@ -156,6 +166,12 @@ class Report:
     duration_s: float
     results: tuple[Result, ...]
     notes: tuple[str, ...] = ()  # about the patrol itself (e.g. it had to slow down)
+
+    def __post_init__(self) -> None:
+        # Notes quote the patrol's transports (a throttled host's words) and a rebuilt
+        # report's times come from a file: made safe like a Result's text
+        object.__setattr__(self, "notes", tuple(one_line(n) for n in self.notes))
+        object.__setattr__(self, "started_at", printable(self.started_at))
 
     @property
     def status(self) -> Status:

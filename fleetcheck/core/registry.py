@@ -16,6 +16,7 @@ import sys
 from collections.abc import Collection, Iterable
 from functools import cache
 
+from fleetcheck.core import stderr
 from fleetcheck.core.check import Check, CheckCommand
 
 ENTRY_POINT_GROUP = "fleetcheck.checks"
@@ -55,7 +56,7 @@ def plugins() -> dict[str, Check]:
             if not isinstance(check, Check):
                 raise TypeError("not a fleetcheck Check")
         except Exception as e:  # a broken plugin must not take the patrol down
-            print(f"fleetcheck: warning: check plugin {ep.name!r} not loaded: {e}", file=sys.stderr)
+            stderr.warn(f"check plugin {ep.name!r} not loaded: {e}")
             continue
         found.setdefault(check.name, check)
     return found

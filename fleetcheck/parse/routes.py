@@ -122,7 +122,10 @@ def _json(text: str, what: str) -> Any:
     if not text:
         return []
     try:
-        return json.loads(text)
+        # strict=False: iproute2 writes an interface name's control characters raw (the
+        # kernel accepts ESC in a name), which strict JSON refuses; the name is made safe
+        # where it is printed (core.safe_text), and the route table is still read
+        return json.loads(text, strict=False)
     except ValueError:
         raise RouteParseError(f"{what}: not JSON ({text[:60]!r})") from None
 
@@ -161,7 +164,7 @@ def parse_ip_routes(text: str, family: int) -> list[DefaultRoute]:
 def _json_arrays(text: str, what: str) -> list[Any]:
     """One or more JSON arrays one after another (one `ip -j addr show dev X` per
     interface), as one list."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # raw controls in a name: see _json
     out: list[Any] = []
     pos, text = 0, text.strip()
     while pos < len(text):
@@ -371,7 +374,7 @@ def parse_ip_batch(text: str) -> list[IpAnswer]:
         elif s.startswith("["):
             if i >= len(names):
                 raise RouteParseError(f"ip -batch: more answers than the {len(names)} asked")
-            first = json.loads(s) if s != "[]" else []
+            first = json.loads(s, strict=False) if s != "[]" else []
             key = _ANSWER_KEY.get(names[i])
             if first and key and (not isinstance(first[0], dict) or key not in first[0]):
                 raise RouteParseError(f"ip -batch: the answer for {names[i]} has no {key!r}")

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.text import Text
 
 from fleetcheck.core.model import Status
+from fleetcheck.core.safe_text import printable
 
 # Severity orders the prominence: the worse the status, the taller and bolder its cell, so a
 # CRIT round stands out of a row of OKs even without colour. The legend is printed from the
@@ -46,9 +47,11 @@ def render(
         legend.append(f"={status.label} ")
     legend.append("blank = not checked)")
     console.print(legend, soft_wrap=True)
-    width = max(len(h) for h, _ in lines) if lines else 0
+    # host names as the history file spells them (an old or hostile file can hold controls)
+    shown = {host: printable(host) for host, _ in lines}
+    width = max(len(h) for h in shown.values()) if lines else 0
     for host, statuses in lines:
-        text = Text(host.ljust(width) + "  ")
+        text = Text(shown[host].ljust(width) + "  ")
         for s in statuses:
             if s is None:
                 text.append(" ")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck.config import FleetConfig, HostConfig
+from fleetcheck.core import stderr
 from fleetcheck.core.model import Report
 from fleetcheck.core.runner import Planned, run_patrol
 from fleetcheck.rounds.state import Memory, StateFile, carried, remember
@@ -117,7 +117,8 @@ def in_shard(host: HostConfig | None, shard: tuple[int, int]) -> bool:
 
 
 def warn(message: str) -> None:
-    print(f"fleetcheck: warning: {message}", file=sys.stderr)
+    """A warning on stderr, made safe there (a delivery error can quote a server's words)."""
+    stderr.warn(message)
 
 
 def one_round(

@@ -16,7 +16,6 @@ import fcntl
 import hashlib
 import json
 import os
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from fleetcheck.core import stderr
 from fleetcheck.core.model import Report, Status
 from fleetcheck.files import private_open
 from fleetcheck.iso import parse_iso
@@ -149,7 +149,8 @@ def default_paths(config_path: str) -> tuple[Path, Path]:
 
 
 def warn(message: str) -> None:
-    print(f"fleetcheck: warning: {message}", file=sys.stderr)
+    """A warning on stderr, made safe there (a path or an OS error can hold any byte)."""
+    stderr.warn(message)
 
 
 class StateFile:

@@ -8,6 +8,7 @@ import os
 from typing import TYPE_CHECKING
 
 from fleetcheck.core.errors import TransportError
+from fleetcheck.core.safe_text import printable
 from fleetcheck.transport.ssh.connect import Connector
 from fleetcheck.transport.ssh.hostkeys import known_hosts_paths
 
@@ -51,4 +52,6 @@ def describe_targets(fleet: FleetConfig) -> tuple[str, bool]:
             f"      connect timeout {timeout:g}s; unknown host keys "
             + ("added (accept-new)" if accept else "refused")
         )
-    return "\n".join(lines), ok
+    # ssh_config values (a ProxyCommand, a HostName) and resolution errors are printed as
+    # read: made safe line by line, the block's own line breaks kept
+    return "\n".join(printable(line) for line in lines), ok

@@ -1,0 +1,35 @@
+"""The one way fleetcheck writes a warning or an error line on stderr.
+
+A warning carries text remote parties control as often as a row does: a broker's error reply
+inside a delivery failure, a state file's path, a plugin's exception text, a patrol's crash
+reason. stderr is cron mail and the operator's terminal, so every line goes through
+`core.safe_text.one_line` here, once, rather than at each of the places that warn: one line,
+every control character a visible escape. Import-light (no third-party module): `--help` and
+the plugin loader use it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from fleetcheck.core.safe_text import one_line
+
+PREFIX = "fleetcheck"
+
+
+def say(message: str, stream: TextIO | None = None) -> None:
+    """`message` as one safe line on stderr (or `stream`), flushed: for lines that have their
+    own prefix (`fleetcheck: interrupted`, a config report's warning lines)."""
+    out = stream if stream is not None else sys.stderr
+    print(one_line(message), file=out, flush=True)
+
+
+def warn(message: str, stream: TextIO | None = None) -> None:
+    """`fleetcheck: warning: MESSAGE` on stderr, MESSAGE made safe (see the module doc)."""
+    say(f"{PREFIX}: warning: {message}", stream)
+
+
+def error(message: str, stream: TextIO | None = None) -> None:
+    """`fleetcheck: error: MESSAGE` on stderr, MESSAGE made safe (see the module doc)."""
+    say(f"{PREFIX}: error: {message}", stream)
