@@ -294,8 +294,10 @@ def test_algorithms_follow_what_known_hosts_holds(tmp_path: Path) -> None:
     f = KnownHostsFile(str(kh))
     found = Lookup()
     f.lookup(["h"], found)
+    # OpenSSH's order_hostkeyalgs: the known types first in the CLIENT's order (not the
+    # file's: issue 23, the file order let a right RSA line hide a wrong ed25519 one)
     assert found.host_key_algorithms(available) == (
-        "rsa-sha2-512", "rsa-sha2-256", "ecdsa-sha2-nistp256", "ssh-ed25519",
+        "ecdsa-sha2-nistp256", "rsa-sha2-512", "rsa-sha2-256", "ssh-ed25519",
         "ssh-ed25519-cert-v01@openssh.com",
     )  # fmt: skip
     ca_only = Lookup()
