@@ -25,6 +25,7 @@ from typing import Any
 
 from fleetcheck.transport.filecache import ParsedFiles
 from fleetcheck.transport.host_certs import (  # noqa: F401  (re-exported)
+    CA_SIGNATURE_ALGORITHMS,
     CERT_SUFFIX,
     KEY_FIELDS,
     CertProblem,
@@ -107,8 +108,16 @@ class Lookup:
         algorithms whose key type known_hosts holds (certificate ones too), and every
         certificate algorithm when a @cert-authority line matches, come first, each group in
         `available`'s order. So the server negotiates what OpenSSH's would: a wrong ed25519
-        line is never hidden behind a right RSA line."""
-        known = {k.keytype for k in self.keys}
+        line is never hidden behind a right RSA line. A type counts as known when its first
+        line is not @revoked (lookup_key_in_hostkeys_by_type checks the key it found)."""
+        known: set[str] = set()
+        first_seen: set[str] = set()
+        revoked = {r.blob for r in self.revoked}
+        for k in self.keys:
+            if k.keytype not in first_seen:
+                first_seen.add(k.keytype)
+                if k.blob not in revoked:
+                    known.add(k.keytype)
         if not known and not self.cas:
             return available
         if available and plain_type(available[0]) in known:

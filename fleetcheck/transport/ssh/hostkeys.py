@@ -85,7 +85,9 @@ def verify_host_key(
             raise TransportError(
                 f"host certificate of {who} refused: {e}: not connecting", status=Status.CRIT
             ) from None
-        if not known_hosts.verify_ca_signature(cert):
+        # (a CA signature algorithm OpenSSH does not allow drops the certificate anyway)
+        allowed = cert.signature_alg in known_hosts.CA_SIGNATURE_ALGORITHMS
+        if allowed and not known_hosts.verify_ca_signature(cert):
             raise TransportError(
                 f"host certificate of {who} refused: certificate {cert.key_id!r} has a bad "
                 "CA signature: not connecting",
