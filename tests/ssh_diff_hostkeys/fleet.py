@@ -15,13 +15,18 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fleetcheck.config import HostConfig, SshConfig
 from fleetcheck.core.errors import TransportError
 from fleetcheck.transport.ssh import open_shell
 from tests.lab import Lab, LabHost
 
+if TYPE_CHECKING:
+    from tests.ssh_diff_hostkeys.corpus import Case
+
 CONNECT = 5.0
+Outcome = tuple[tuple[bool, str], tuple[bool, str]]  # (ssh: ok, stderr), (ours: ok, reason)
 
 
 def keygen(path: Path, kind: str) -> str:
@@ -230,6 +235,13 @@ class Fleet:
         finally:
             shell.close()
         return ok, "" if ok else "command failed"
+
+
+def run_case(fleet: Fleet, case: Case) -> Outcome:
+    """Both sides of one case."""
+    kh = case.known_hosts(fleet.k)
+    args = (case.id, case.target, kh, case.port, case.alias, case.jump, case.strict)
+    return fleet.openssh(*args), fleet.ours(*args)
 
 
 def _env() -> dict[str, str]:

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ssh_diff_hostkeys.conftest import Outcome
 from tests.ssh_diff_hostkeys.corpus import BY_ID, CASES, CONNECT, REFUSE, Case
-from tests.ssh_diff_hostkeys.fleet import category
+from tests.ssh_diff_hostkeys.fleet import Outcome, category
+
+Outcomes = dict[str, Outcome | BaseException]
 
 
-def check_case(outcome: Outcome, case: Case) -> None:
+def check_case(outcome: Outcome | BaseException, case: Case) -> None:
+    if isinstance(outcome, BaseException):
+        raise outcome
     (ssh_ok, ssh_err), (our_ok, our_why) = outcome
     ssh_tail = " | ".join(ssh_err.strip().splitlines()[-3:])
     assert (CONNECT if ssh_ok else REFUSE) == case.openssh, (
@@ -32,7 +35,7 @@ def check_case(outcome: Outcome, case: Case) -> None:
 
 @pytest.mark.lab
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_case_agrees_with_openssh(outcomes: dict[str, Outcome], case: Case) -> None:
+def test_case_agrees_with_openssh(outcomes: Outcomes, case: Case) -> None:
     check_case(outcomes[case.id], case)
 
 
@@ -43,43 +46,43 @@ def test_case_agrees_with_openssh(outcomes: dict[str, Outcome], case: Case) -> N
 # otherwise; 29 of the corpus cases disagreed then).
 
 
-def _security(outcomes: dict[str, Outcome], case_id: str) -> None:
+def _security(outcomes: Outcomes, case_id: str) -> None:
     case = BY_ID[case_id]
     assert case.security, case_id
     check_case(outcomes[case_id], case)
 
 
 @pytest.mark.lab
-def test_certificate_with_critical_options_is_refused(outcomes: dict[str, Outcome]) -> None:
+def test_certificate_with_critical_options_is_refused(outcomes: Outcomes) -> None:
     _security(outcomes, "cert-critical-options")
 
 
 @pytest.mark.lab
-def test_upper_case_cert_authority_marker_is_ignored(outcomes: dict[str, Outcome]) -> None:
+def test_upper_case_cert_authority_marker_is_ignored(outcomes: Outcomes) -> None:
     _security(outcomes, "marker-cert-authority-upper-case")
 
 
 @pytest.mark.lab
-def test_revoked_ca_counts_without_a_cert_authority_line(outcomes: dict[str, Outcome]) -> None:
+def test_revoked_ca_counts_without_a_cert_authority_line(outcomes: Outcomes) -> None:
     _security(outcomes, "revoked-ca-without-cert-authority")
 
 
 @pytest.mark.lab
-def test_openssh_preference_order_decides_the_key_checked(outcomes: dict[str, Outcome]) -> None:
+def test_openssh_preference_order_decides_the_key_checked(outcomes: Outcomes) -> None:
     _security(outcomes, "order-rsa-right-ed25519-wrong")
     _security(outcomes, "order-rsa-wrong-ecdsa-right")
 
 
 @pytest.mark.lab
-def test_host_key_alias_gets_no_port(outcomes: dict[str, Outcome]) -> None:
+def test_host_key_alias_gets_no_port(outcomes: Outcomes) -> None:
     _security(outcomes, "alias-no-port-added")
 
 
 @pytest.mark.lab
-def test_host_key_alias_is_lower_cased(outcomes: dict[str, Outcome]) -> None:
+def test_host_key_alias_is_lower_cased(outcomes: Outcomes) -> None:
     _security(outcomes, "alias-hashed-as-written")
 
 
 @pytest.mark.lab
-def test_cr_only_line_endings_are_one_line(outcomes: dict[str, Outcome]) -> None:
+def test_cr_only_line_endings_are_one_line(outcomes: Outcomes) -> None:
     _security(outcomes, "cr-only-host-on-second-line")
