@@ -75,7 +75,6 @@ def verify_host_key(
     from fleetcheck.transport import known_hosts
 
     name, bare, principal = hostfile_names(target)
-    offered = f"{server_key.get_name()} {server_key.fingerprint}"
     pb = getattr(server_key, "public_blob", None)
     cert = None
     if pb is not None and pb.key_type.endswith(known_hosts.CERT_SUFFIX):
@@ -102,6 +101,7 @@ def verify_host_key(
     d = known_hosts.decide(blob, cert, found, principal, fallback)
     if d.status == "ok":
         return
+    offered = f"{server_key.get_name()} {server_key.fingerprint}"
     paths = known_hosts_paths(cfg, target)
     where = ", ".join(p for i, p in enumerate(paths) if i == 0 or os.path.exists(p))
     if d.status == "revoked":
