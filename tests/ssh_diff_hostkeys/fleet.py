@@ -23,7 +23,7 @@ from fleetcheck.transport.ssh import open_shell
 from tests.lab import Lab, LabHost
 
 if TYPE_CHECKING:
-    from tests.ssh_diff_hostkeys.corpus import Case
+    from tests.ssh_diff_hostkeys.case import Case
 
 CONNECT = 5.0
 Outcome = tuple[tuple[bool, str], tuple[bool, str]]  # (ssh: ok, stderr), (ours: ok, reason)
