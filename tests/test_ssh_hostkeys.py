@@ -259,6 +259,10 @@ def test_revoked_ca_is_crit(lab: Lab, ca: tuple[Path, str], tmp_path: Path) -> N
         ("[10.0.0.3]:2222", ["[10.0.0.3]:2222"], True),
         ("10.0.0.3", ["[10.0.0.3]:2222"], False),
         ("[10.0.0.3]:2222", ["[10.0.0.*]:2222"], True),
+        ("[10.0.0.3]:2222", ["[10.0.0.?]:2222"], True),  # issue 23: wildcards in brackets
+        ("[10.0.0.3]:2222", ["[10.0.0.?]:2200"], False),
+        ("10.0.0.3", ["10.0.0.[0-9]"], False),  # `[` is literal for OpenSSH
+        ("web1", ["WEB*"], True),
         ("x", ["!y"], False),  # negation alone never matches
     ],
 )
@@ -294,8 +298,10 @@ def test_algorithms_follow_what_known_hosts_holds(tmp_path: Path) -> None:
     f = KnownHostsFile(str(kh))
     found = Lookup()
     f.lookup(["h"], found)
+    # OpenSSH's order_hostkeyalgs: the known types first in the CLIENT's order (not the
+    # file's: issue 23, the file order let a right RSA line hide a wrong ed25519 one)
     assert found.host_key_algorithms(available) == (
-        "rsa-sha2-512", "rsa-sha2-256", "ecdsa-sha2-nistp256", "ssh-ed25519",
+        "ecdsa-sha2-nistp256", "rsa-sha2-512", "rsa-sha2-256", "ssh-ed25519",
         "ssh-ed25519-cert-v01@openssh.com",
     )  # fmt: skip
     ca_only = Lookup()
@@ -309,3 +315,105 @@ def test_unreadable_known_hosts_is_unknown_and_named(lab: Lab, tmp_path: Path) -
     h = lab.add_host("a")
     got = ours(h, ssh_cfg(lab, tmp_path))  # a directory: cannot be read as a file
     assert got.startswith("UNKNOWN: cannot read known_hosts") and str(tmp_path) in got, got
+
+
+# ---------------------------------------------------------------- pure: OpenSSH's rules (issue 23)
+# The lab harness (tests/ssh_diff_hostkeys) checks these against the real client; here the
+# same rules without a lab, so a regression shows in the fast suite too.
+
+
+def _ed25519(seed: int) -> str:
+    import base64
+    import struct
+
+    blob = struct.pack(">I", 11) + b"ssh-ed25519" + struct.pack(">I", 32) + bytes([seed]) * 32
+    return "ssh-ed25519 " + base64.b64encode(blob).decode()
+
+
+def _found(text: str, tmp_path: Path, name: str) -> Lookup:
+    kh = tmp_path / "kh"
+    kh.write_bytes(text.encode())
+    out = Lookup()
+    KnownHostsFile(str(kh)).lookup([name], out)
+    return out
+
+
+def test_a_bare_cr_does_not_end_a_line(tmp_path: Path) -> None:
+    a, b = _ed25519(1), _ed25519(2)
+    assert not _found(f"x {a}\rh {b}\r", tmp_path, "h").keys
+    assert not _found(f"h {a}\rx {b}\r", tmp_path, "h").keys  # the blob runs into line 2
+    assert len(_found(f"h {a} comment\rx {b}\r", tmp_path, "h").keys) == 1
+    assert len(_found(f"h {a}\r\nx {b}\r\n", tmp_path, "h").keys) == 1  # CRLF is fine
+
+
+def test_markers_are_case_sensitive(tmp_path: Path) -> None:
+    a = _ed25519(1)
+    found = _found(
+        f"@CERT-AUTHORITY * {a}\n@REVOKED * {a}\n@revoked @revoked * {a}\n", tmp_path, "h"
+    )
+    assert not found.cas and not found.revoked and not found.keys
+    found = _found(f"@cert-authority * {a}\n@revoked  * {a}\n", tmp_path, "h")
+    assert len(found.cas) == 1 and len(found.revoked) == 1
+
+
+def test_key_lines_as_sshkey_read_takes_them(tmp_path: Path) -> None:
+    import base64
+
+    a = _ed25519(1)
+    b64 = a.split()[1]
+    trailing = base64.b64encode(base64.b64decode(b64) + bytes(4)).decode()
+    for bad in (
+        f"h SSH-ED25519 {b64}",
+        f"h ssh-ed25519 {trailing}",
+        f"h ecdsa-sha2-nistp256 {b64}",
+    ):
+        assert not _found(bad + "\n", tmp_path, "h").keys, bad
+    assert _found(f"\t h\t{a}\t c\n", tmp_path, "h").keys
+
+
+def test_order_follows_the_client_list_and_skips_revoked_first_lines(tmp_path: Path) -> None:
+    from fleetcheck.transport.known_hosts import OPENSSH_HOSTKEY_ALGS as ALGS
+
+    ed = _ed25519(1)
+    rsa = keygen(tmp_path / "r", "rsa")
+    both = _found(f"h {rsa}\nh {ed}\n", tmp_path, "h")
+    assert both.host_key_algorithms(ALGS) == ALGS  # ed25519 known: the list as it is
+    revoked = _found(f"h {ed}\nh {rsa}\n@revoked * {ed}\n", tmp_path, "h")
+    order = revoked.host_key_algorithms(ALGS)
+    assert order[:4] == (
+        "rsa-sha2-512-cert-v01@openssh.com", "rsa-sha2-256-cert-v01@openssh.com",
+        "rsa-sha2-512", "rsa-sha2-256",
+    )  # fmt: skip
+
+
+def test_verdicts_as_check_host_key_gives_them(tmp_path: Path) -> None:
+    import base64
+
+    from fleetcheck.transport.known_hosts import decide
+
+    a, b = _ed25519(1), _ed25519(2)
+    blob = base64.b64decode(a.split()[1])
+    assert decide(blob, None, _found(f"h {a}\n", tmp_path, "h"), "h").status == "ok"
+    assert decide(blob, None, _found(f"h {b}\n", tmp_path, "h"), "h").status == "changed"
+    assert decide(blob, None, _found("", tmp_path, "h"), "h").status == "new"
+    revoked = _found(f"h {a}\n@revoked * {a}\n", tmp_path, "h")
+    assert decide(blob, None, revoked, "h").status == "revoked"
+    # a non-default port: nothing under [h]:2222, the bare name is asked
+    bare = _found(f"h {a}\n", tmp_path, "h")
+    port = Lookup()
+    assert decide(blob, None, port, "h", lambda: bare).status == "ok"
+    wrong = _found(f"h {b}\n", tmp_path, "h")
+    assert decide(blob, None, port, "h", lambda: wrong).status == "new"
+
+
+def test_host_key_alias_is_lower_cased_and_gets_no_port() -> None:
+    from fleetcheck.transport.ssh.hostkeys import hostfile_names
+    from fleetcheck.transport.ssh.target import Target
+
+    t = Target(alias="x", hostname="10.0.0.1", port=2222, user="u", identity_files=())
+    assert hostfile_names(t) == ("[10.0.0.1]:2222", "10.0.0.1", "10.0.0.1")
+    aliased = Target(
+        alias="x", hostname="10.0.0.1", port=2222, user="u", identity_files=(),
+        host_key_alias="Web-Alias",
+    )  # fmt: skip
+    assert hostfile_names(aliased) == ("web-alias", None, "web-alias")

@@ -1,35 +1,79 @@
-"""known_hosts the way OpenSSH reads it: several files, markers, patterns, hashed names.
+"""known_hosts the way OpenSSH 9.2 reads and weighs it: several files, markers, patterns,
+hashed names, the host-key algorithm order, and check_host_key's verdict.
 
 Our own reader because paramiko.HostKeys refuses a whole file over one `@cert-authority` or
-`@revoked` line and knows no wildcard or negated patterns. A lookup returns everything OpenSSH
-weighs for a host (plain keys, CAs, revoked keys whose patterns match); patterns follow
-OpenSSH's match_hostname_list. A line OpenSSH would skip is skipped here too: it never blinds
-the other lines. Each file is read once per change (`KnownHostsCache`)."""
+`@revoked` line and knows no wildcard or negated patterns. Every rule here is OpenSSH's
+(hostfile.c, match.c, sshkey.c, sshconnect.c, sshconnect2.c), checked against the real client
+by tests/ssh_diff_hostkeys: lines end at "\\n" only (a bare CR is part of the line), fields are
+split on space and tab only, markers are case-sensitive, patterns know `*` and `?` only, a
+line OpenSSH would skip is skipped here too (it never blinds the other lines). Each file is
+read once per change (`KnownHostsCache`), plain names are indexed: a lookup is a dict probe
+plus a scan of the wildcard and hashed lines."""
 
 from __future__ import annotations
 
 import base64
 import binascii
-import fnmatch
 import hashlib
 import hmac
+import re
 import struct
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from fleetcheck.transport.filecache import ParsedFiles
+from fleetcheck.transport.host_certs import (  # noqa: F401  (re-exported)
+    CA_SIGNATURE_ALGORITHMS,
+    CERT_SUFFIX,
+    KEY_FIELDS,
+    CertProblem,
+    HostCert,
+    blob_type,
+    cert_problem,
+    parse_cert,
+    verify_ca_signature,
+)
 
-# host-key algorithms per key type found in known_hosts (an RSA key is used with SHA-2
-# signatures; paramiko never offers SHA-1 `ssh-rsa` host keys)
-_ALGS_FOR_TYPE: dict[str, tuple[str, ...]] = {
-    "ssh-ed25519": ("ssh-ed25519",),
-    "ecdsa-sha2-nistp256": ("ecdsa-sha2-nistp256",),
-    "ecdsa-sha2-nistp384": ("ecdsa-sha2-nistp384",),
-    "ecdsa-sha2-nistp521": ("ecdsa-sha2-nistp521",),
-    "ssh-rsa": ("rsa-sha2-512", "rsa-sha2-256"),
-}
-CERT_SUFFIX = "-cert-v01@openssh.com"
+# OpenSSH 9.2's HostKeyAlgorithms default (KEX_DEFAULT_PK_ALG) less the security-key types
+# paramiko cannot verify: what we offer, reordered per host as order_hostkeyalgs does
+OPENSSH_HOSTKEY_ALGS = (
+    "ssh-ed25519-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp256-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp384-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp521-cert-v01@openssh.com",
+    "rsa-sha2-512-cert-v01@openssh.com",
+    "rsa-sha2-256-cert-v01@openssh.com",
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "rsa-sha2-512",
+    "rsa-sha2-256",
+)
+# the key type names sshkey_read accepts at the start of a key (exactly, case included)
+_PLAIN_TYPES = (
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "ssh-rsa",
+    "ssh-dss",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+    "sk-ssh-ed25519@openssh.com",
+)
+_KEY_TYPES = frozenset(
+    [*_PLAIN_TYPES, *(t.removesuffix("@openssh.com") + CERT_SUFFIX for t in _PLAIN_TYPES)]
+)
+_SPACE = re.compile(r"[ \t]+")
+_B64_WS = str.maketrans("", "", " \t\n\v\f\r")  # b64_pton skips isspace()
+
+
+def plain_type(alg: str) -> str:
+    """The key type an algorithm is used with (rsa-sha2-512-cert-v01@openssh.com: ssh-rsa)."""
+    base = alg.removesuffix(CERT_SUFFIX)
+    return "ssh-rsa" if base.startswith("rsa-sha2-") else base
 
 
 @dataclass(frozen=True)
@@ -59,19 +103,29 @@ class Lookup:
     revoked: list[KnownEntry] = field(default_factory=list)
 
     def host_key_algorithms(self, available: tuple[str, ...]) -> tuple[str, ...]:
-        """`available` (the client's algorithms, in its order) with those this host is known
-        by moved to the front, as OpenSSH's order_hostkeyalgs does: certificate algorithms
-        first when a CA vouches for the host, then every plain type known for it. A host is
-        never "changed" because the server preferred a type we do not hold."""
-        front: list[str] = []
-        if self.cas:
-            front += [a for a in available if a.endswith(CERT_SUFFIX)]
-        for entry in self.keys:
-            for alg in _ALGS_FOR_TYPE.get(entry.keytype, (entry.keytype,)):
-                if alg in available and alg not in front:
-                    front.append(alg)
-        rest = [a for a in available if a not in front]
-        return tuple(front + rest)
+        """OpenSSH's order_hostkeyalgs over `available` (the client's list, in its order):
+        used as it is when a plain key of the first algorithm's type is known; otherwise the
+        algorithms whose key type known_hosts holds (certificate ones too), and every
+        certificate algorithm when a @cert-authority line matches, come first, each group in
+        `available`'s order. So the server negotiates what OpenSSH's would: a wrong ed25519
+        line is never hidden behind a right RSA line. A type counts as known when its first
+        line is not @revoked (lookup_key_in_hostkeys_by_type checks the key it found)."""
+        known: set[str] = set()
+        first_seen: set[str] = set()
+        revoked = {r.blob for r in self.revoked}
+        for k in self.keys:
+            if k.keytype not in first_seen:
+                first_seen.add(k.keytype)
+                if k.blob not in revoked:
+                    known.add(k.keytype)
+        if not known and not self.cas:
+            return available
+        if available and plain_type(available[0]) in known:
+            return available
+        first = [
+            a for a in available if (self.cas and a.endswith(CERT_SUFFIX)) or plain_type(a) in known
+        ]
+        return tuple(first + [a for a in available if a not in first])
 
     def revoked_entry(self, blob: bytes) -> KnownEntry | None:
         for entry in self.revoked:
@@ -80,26 +134,43 @@ class Lookup:
         return None
 
 
+@lru_cache(maxsize=4096)
+def _wildcard(pattern: str) -> re.Pattern[str]:
+    """match.c's match_pattern: `*` any run, `?` one character, everything else literal."""
+    return re.compile(
+        "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern),
+        re.S,
+    )
+
+
 def _match_pattern(name: str, pattern: str) -> bool:
-    if pattern.startswith("|1|"):
-        try:
-            _, _, salt_b64, hash_b64 = pattern.split("|", 3)
-            salt = base64.b64decode(salt_b64)
-            want = base64.b64decode(hash_b64)
-        except (ValueError, binascii.Error):
-            return False
-        return hmac.compare_digest(hmac.new(salt, name.encode(), hashlib.sha1).digest(), want)
-    if "*" in pattern or "?" in pattern or "[" in pattern:
-        if pattern.startswith("[") and "]:" in pattern and "*" not in pattern:
-            return pattern.lower() == name.lower()
-        # OpenSSH wildcards are * and ? only; escape fnmatch's character classes
-        escaped = pattern.lower().replace("[", "[[]")
-        return fnmatch.fnmatchcase(name.lower(), escaped)
-    return pattern.lower() == name.lower()
+    """`name` is already lower-cased (as OpenSSH lower-cases the host name and alias); the
+    pattern is lower-cased here as match_hostname does."""
+    pattern = pattern.lower()
+    if "*" in pattern or "?" in pattern:
+        return _wildcard(pattern).fullmatch(name) is not None
+    return pattern == name
+
+
+def _match_hashed(name: str, field_: str) -> bool | None:
+    """A `|1|salt|hash` field (the whole field: no comma list). None: malformed, which makes
+    OpenSSH skip the line."""
+    try:
+        magic, salt_b64, hash_b64 = field_[1:].split("|")
+        if magic != "1":
+            return None
+        salt = base64.b64decode(salt_b64, validate=True)
+        want = base64.b64decode(hash_b64, validate=True)
+    except (ValueError, binascii.Error):
+        return None
+    if len(salt) != 20:
+        return None
+    return hmac.compare_digest(hmac.new(salt, name.encode(), hashlib.sha1).digest(), want)
 
 
 def match_host_list(name: str, patterns: list[str]) -> bool:
     """OpenSSH's match_hostname_list: a negated pattern that matches excludes the name."""
+    name = name.lower()
     hit = False
     for p in patterns:
         if p.startswith("!"):
@@ -110,44 +181,58 @@ def match_host_list(name: str, patterns: list[str]) -> bool:
     return hit
 
 
+# (marker, host field, keytype, blob, lineno)
+_Line = tuple[str | None, str, str, bytes, int]
+
+
 class KnownHostsFile:
     """A known_hosts file: plain names indexed, everything else (hashed, wildcards) scanned."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        # (marker, patterns, keytype, blob, lineno)
-        self._plain: dict[str, list[tuple[str | None, list[str], str, bytes, int]]] = {}
-        self._scan: list[tuple[str | None, list[str], str, bytes, int]] = []
+        self._plain: dict[str, list[_Line]] = {}
+        self._scan: list[_Line] = []
         self.skipped = 0
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for lineno, raw in enumerate(f, 1):
-                line = raw.strip()
-                if not line or line[0] == "#":
-                    continue
-                parsed = _parse_line(line, lineno)
-                if parsed is None:
-                    self.skipped += 1
-                    continue
-                _, patterns, _, _, _ = parsed
-                simple = all(
-                    not p.startswith(("!", "|")) and not any(c in p for c in "*?") for p in patterns
-                )
-                if simple:
-                    for p in patterns:
-                        self._plain.setdefault(p.lower(), []).append(parsed)
-                else:
-                    self._scan.append(parsed)
+        with open(path, "rb") as f:
+            data = f.read()
+        # getline(3) and strcspn(line, "\n"): a bare CR does not end a line
+        for lineno, raw in enumerate(data.decode("utf-8", "replace").split("\n"), 1):
+            line = raw.lstrip(" \t")
+            if not line or line[0] == "#":
+                continue
+            parsed = _parse_line(line, lineno)
+            if parsed is None:
+                self.skipped += 1
+                continue
+            hosts = parsed[1]
+            patterns = hosts.split(",")
+            simple = not hosts.startswith("|") and all(
+                not p.startswith("!") and "*" not in p and "?" not in p for p in patterns
+            )
+            if simple:
+                for p in dict.fromkeys(p.lower() for p in patterns):
+                    self._plain.setdefault(p, []).append(parsed)
+            else:
+                self._scan.append(parsed)
 
     def lookup(self, names: list[str], into: Lookup) -> None:
         seen: set[int] = set()
-        found: list[tuple[str | None, list[str], str, bytes, int]] = []
+        found: list[_Line] = []
         for name in names:
-            for e in self._plain.get(name.lower(), ()):
+            name = name.lower()
+            for e in self._plain.get(name, ()):
                 if e[4] not in seen:
                     seen.add(e[4])
                     found.append(e)
             for e in self._scan:
-                if e[4] not in seen and match_host_list(name, e[1]):
+                if e[4] in seen:
+                    continue
+                hosts = e[1]
+                if hosts.startswith("|"):
+                    hit = _match_hashed(name, hosts) is True
+                else:
+                    hit = match_host_list(name, hosts.split(","))
+                if hit:
                     seen.add(e[4])
                     found.append(e)
         for marker, _, keytype, blob, lineno in sorted(found, key=lambda e: e[4]):
@@ -160,28 +245,72 @@ class KnownHostsFile:
                 into.keys.append(entry)
 
 
-def _parse_line(line: str, lineno: int) -> tuple[str | None, list[str], str, bytes, int] | None:
-    fields = line.split()
-    marker = None
-    if fields and fields[0].startswith("@"):
-        marker = fields[0][1:].lower()
-        if marker not in ("revoked", "cert-authority"):
-            return None  # OpenSSH skips a line with an unknown marker
-        fields = fields[1:]
-    if len(fields) < 3:
+def _marker(line: str) -> tuple[str | None, str] | None:
+    """hostfile.c's check_markers: `@cert-authority` or `@revoked`, exactly (an upper-case
+    or unknown marker, or two markers, make OpenSSH skip the line)."""
+    if not line.startswith("@"):
+        return None, line
+    end = line.find(" ")  # the first space anywhere, a tab only when there is no space
+    if end < 0:
+        end = line.find("\t")
+    if end < 0:
         return None
-    hosts, keytype, b64 = fields[0], fields[1], fields[2]
+    word = line[:end]
+    if word not in ("@cert-authority", "@revoked"):
+        return None
+    rest = line[end:].lstrip(" \t")
+    if rest.startswith("@"):
+        return None
+    return word[1:], rest
+
+
+def _valid_blob(keytype: str, blob: bytes) -> bool:
+    """sshkey_fromb: the blob names the line's key type, holds that type's fields and
+    nothing after them (an ECDSA key names its own curve)."""
+    r = 0
+    fields: list[bytes] = []
+    while r < len(blob):
+        if r + 4 > len(blob):
+            return False
+        (n,) = struct.unpack(">I", blob[r : r + 4])
+        if r + 4 + n > len(blob):
+            return False
+        fields.append(blob[r + 4 : r + 4 + n])
+        r += 4 + n
+    if not fields or fields[0] != keytype.encode():
+        return False
+    want = KEY_FIELDS.get(keytype)
+    if want is None:
+        return True  # security-key and certificate types: the header is what we check
+    if len(fields) != 1 + want:
+        return False
+    if keytype == "ssh-ed25519":
+        return len(fields[1]) == 32
+    if keytype.startswith("ecdsa-sha2-"):
+        return fields[1] == keytype.removeprefix("ecdsa-sha2-").encode()
+    return True
+
+
+def _parse_line(line: str, lineno: int) -> _Line | None:
+    """One line (leading blanks and comments already dropped) as OpenSSH's
+    hostkeys_foreach_file and sshkey_read parse it; None when OpenSSH skips it."""
+    got = _marker(line)
+    if got is None:
+        return None
+    marker, rest = got
+    parts = _SPACE.split(rest, maxsplit=3)
+    if len(parts) < 3 or parts[1].startswith("#"):
+        return None
+    hosts, keytype, b64 = parts[0], parts[1], parts[2]
+    if keytype not in _KEY_TYPES or not b64:
+        return None
     try:
-        blob = base64.b64decode(b64, validate=True)
+        blob = base64.b64decode(b64.translate(_B64_WS), validate=True)
     except (binascii.Error, ValueError):
         return None
-    # the blob names its own type: a line whose type field disagrees is skipped
-    if len(blob) < 4:
+    if not _valid_blob(keytype, blob):
         return None
-    (n,) = struct.unpack(">I", blob[:4])
-    if blob[4 : 4 + n].decode("ascii", "replace") != keytype:
-        return None
-    return marker, hosts.split(","), keytype, blob, lineno
+    return marker, hosts, keytype, blob, lineno
 
 
 class KnownHostsCache(ParsedFiles[KnownHostsFile]):
@@ -202,133 +331,74 @@ def lookup(cache: KnownHostsCache, paths: list[str], names: list[str]) -> Lookup
     return out
 
 
-# ---------------------------------------------------------------- host certificates
+# ---------------------------------------------------------------- the verdict
 
 
 @dataclass(frozen=True)
-class HostCert:
-    keytype: str  # e.g. ssh-ed25519-cert-v01@openssh.com
-    serial: int
-    cert_type: int  # 1 user, 2 host
-    key_id: str
-    principals: tuple[str, ...]
-    valid_after: int
-    valid_before: int
-    ca_blob: bytes
-    signed: bytes  # what the CA signed: the certificate up to and including the CA key
-    signature: bytes
+class Decision:
+    """check_host_key's outcome: `status` ok, new (unknown), changed or revoked; `entry` the
+    line that decided (the matching key or CA, the @revoked line, a differing key);
+    `cert_problem` why a presented certificate was dropped for its plain key."""
+
+    status: str
+    entry: KnownEntry | None = None
+    cert_problem: str | None = None
+    via_cert: bool = False
+    ca_revoked: bool = False
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def u32(self) -> int:
-        (v,) = struct.unpack(">I", self.data[self.pos : self.pos + 4])
-        self.pos += 4
-        return int(v)
-
-    def u64(self) -> int:
-        (v,) = struct.unpack(">Q", self.data[self.pos : self.pos + 8])
-        self.pos += 8
-        return int(v)
-
-    def string(self) -> bytes:
-        n = self.u32()
-        if self.pos + n > len(self.data):
-            raise ValueError("truncated certificate")
-        v = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return v
+def _status(found: Lookup, blob: bytes, cert: HostCert | None) -> tuple[str, KnownEntry | None]:
+    """hostfile.c's check_hostkeys_by_key_or_type, revocation included: any @revoked line
+    equal to the key (a certificate's own key or its CA) wins, CA listed or not."""
+    for r in found.revoked:
+        if r.blob == blob or (cert is not None and r.blob == cert.ca_blob):
+            return "revoked", r
+    if cert is not None:
+        ca = next((c for c in found.cas if c.blob == cert.ca_blob), None)
+        return ("ok", ca) if ca is not None else ("new", None)
+    key = next((k for k in found.keys if k.blob == blob), None)
+    if key is not None:
+        return "ok", key
+    if found.keys:  # a key of any type is known and none is this one
+        return "changed", found.keys[-1]
+    return "new", None
 
 
-_KEY_FIELDS = {  # how many string/mpint fields the public key has inside a certificate
-    "ssh-ed25519": 1,
-    "ecdsa-sha2-nistp256": 2,
-    "ecdsa-sha2-nistp384": 2,
-    "ecdsa-sha2-nistp521": 2,
-    "ssh-rsa": 2,
-}
-
-
-def parse_cert(blob: bytes) -> HostCert:
-    """An OpenSSH certificate (PROTOCOL.certkeys). Raises ValueError when malformed."""
-    try:
-        r = _Reader(blob)
-        keytype = r.string().decode()
-        base = keytype.removesuffix(CERT_SUFFIX)
-        if base == keytype or base not in _KEY_FIELDS:
-            raise ValueError(f"not a known certificate type: {keytype}")
-        r.string()  # nonce
-        for _ in range(_KEY_FIELDS[base]):
-            r.string()
-        serial = r.u64()
-        cert_type = r.u32()
-        key_id = r.string().decode("utf-8", "replace")
-        pr = _Reader(r.string())
-        principals = []
-        while pr.pos < len(pr.data):
-            principals.append(pr.string().decode("utf-8", "replace"))
-        valid_after, valid_before = r.u64(), r.u64()
-        r.string()  # critical options
-        r.string()  # extensions
-        r.string()  # reserved
-        ca_blob = r.string()
-        signed = blob[: r.pos]
-        signature = r.string()
-    except (struct.error, UnicodeDecodeError) as e:
-        raise ValueError(f"malformed certificate: {e}") from None
-    return HostCert(
-        keytype, serial, cert_type, key_id, tuple(principals), valid_after, valid_before,
-        ca_blob, signed, signature,
-    )  # fmt: skip
-
-
-class CertProblem(Exception):
-    """Why a host certificate is not accepted; `mitm` when it points at an impostor."""
-
-    def __init__(self, reason: str, mitm: bool = False) -> None:
-        super().__init__(reason)
-        self.reason, self.mitm = reason, mitm
-
-
-def check_host_cert(cert_blob: bytes, name: str, found: Lookup, now: float | None = None) -> str:
-    """Verify a host certificate against the CAs known_hosts lists for `name` (as OpenSSH's
-    check_host_cert does: host type, CA listed and not revoked, CA signature, principal,
-    validity window). Returns the CA's description; raises CertProblem."""
-    from paramiko.message import Message
-
-    try:
-        cert = parse_cert(cert_blob)
-    except ValueError as e:
-        raise CertProblem(str(e)) from None
-    if cert.cert_type != 2:
-        raise CertProblem(f"certificate {cert.key_id!r} is not a host certificate", mitm=True)
-    ca = next((c for c in found.cas if c.blob == cert.ca_blob), None)
-    if ca is None:
-        raise CertProblem(f"certificate {cert.key_id!r} is signed by a CA not listed for {name}")
-    revoked = found.revoked_entry(cert.ca_blob)
-    if revoked is not None:
-        raise CertProblem(
-            f"the CA of certificate {cert.key_id!r} is @revoked ({revoked.where})", mitm=True
-        )
-    try:
-        ok = ca.key().verify_ssh_sig(cert.signed, Message(cert.signature))
-    except Exception:
-        ok = False
-    if not ok:
-        raise CertProblem(
-            f"certificate {cert.key_id!r} has a bad CA signature (listed CA {ca.fingerprint()})",
-            mitm=True,
-        )
-    if cert.principals and name not in cert.principals:
-        raise CertProblem(
-            f"certificate {cert.key_id!r} is not valid for {name} "
-            f"(principals: {', '.join(cert.principals)})"
-        )
-    t = int(time.time() if now is None else now)
-    if t < cert.valid_after:
-        raise CertProblem(f"certificate {cert.key_id!r} is not valid yet")
-    if t >= cert.valid_before:
-        raise CertProblem(f"certificate {cert.key_id!r} has expired")
-    return f"certificate {cert.key_id!r} signed by CA {ca.fingerprint()} ({ca.where})"
+def decide(
+    blob: bytes,
+    cert: HostCert | None,
+    found: Lookup,
+    name: str,
+    fallback: Callable[[], Lookup] | None = None,
+    now: float | None = None,
+) -> Decision:
+    """OpenSSH's check_host_key for the key the server presented (`blob`, its plain public
+    key; `cert` when it came as a certificate), against `found` (what known_hosts says
+    under the host's name) and, for a non-default port without HostKeyAlias, `fallback`
+    (the same files under the bare host name, tried when nothing is known under
+    `[host]:port`). A certificate that is not good enough is dropped and its plain key
+    judged, as OpenSSH does, unless it or its CA is @revoked. `name` is what certificate
+    principals must hold."""
+    problem: str | None = None
+    while True:
+        st, entry = _status(found, blob, cert)
+        if st == "revoked":
+            ca = cert is not None and entry is not None and entry.blob == cert.ca_blob
+            return Decision("revoked", entry, problem, ca_revoked=ca)
+        if st == "ok":
+            if cert is None:
+                return Decision("ok", entry, problem)
+            problem = cert_problem(cert, name, now)
+            if problem is None:
+                return Decision("ok", entry, None, via_cert=True)
+        else:
+            if cert is not None and found.cas and problem is None:
+                problem = f"certificate {cert.key_id!r} is signed by a CA not listed for {name}"
+            if st == "new" and fallback is not None:
+                sub = decide(blob, cert, fallback(), name, None, now)
+                if sub.status == "ok":
+                    return sub
+                problem = problem or sub.cert_problem
+        if cert is None:
+            return Decision(st, entry, problem)
+        cert = None  # "No matching CA found. Retry with plain key"

@@ -13,8 +13,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.core.errors import TransportError
+from fleetcheck.transport.known_hosts import OPENSSH_HOSTKEY_ALGS
 from fleetcheck.transport.ssh.auth import authenticate
-from fleetcheck.transport.ssh.hostkeys import CERT_ALGS, known_keys, verify_host_key
+from fleetcheck.transport.ssh.hostkeys import known_keys, verify_host_key
 from fleetcheck.transport.ssh.lazy import load_paramiko
 from fleetcheck.transport.ssh.streams import tcp_connect
 from fleetcheck.transport.ssh.util import describe, quiet_close
@@ -97,12 +98,13 @@ def _handshake(target: Target, cfg: SshConfig, budget: Budget, sock: Any, who: s
     opts = transport.get_security_options()
     opts.ciphers = _first(opts.ciphers, PREFERRED_CIPHERS)
     opts.digests = _first(opts.digests, PREFERRED_MACS)
-    # ask for the key types known_hosts holds for this host first, as OpenSSH does; the
-    # certificate types only when a CA vouches for it (paramiko offers none by default)
-    algs = tuple(opts.key_types)
-    if known.cas:
-        algs = algs + tuple(a for a in CERT_ALGS if a not in algs)
-    opts.key_types = known.host_key_algorithms(algs)
+    # OpenSSH's host-key algorithms (certificate types included) in the order its
+    # order_hostkeyalgs gives for what known_hosts holds: the server then presents the key
+    # OpenSSH's client would get, and the verdict on it is OpenSSH's
+    supported = transport._key_info
+    opts.key_types = known.host_key_algorithms(
+        tuple(a for a in OPENSSH_HOSTKEY_ALGS if a in supported)
+    )
     try:
         transport.start_client(timeout=budget.left())
     except Exception as e:

@@ -7,6 +7,8 @@ files are parsed once per patrol while unchanged (fleetcheck.transport.known_hos
 
 from __future__ import annotations
 
+import base64
+import functools
 import os
 import threading
 from pathlib import Path
@@ -21,16 +23,6 @@ if TYPE_CHECKING:
     from fleetcheck.transport.known_hosts import Lookup
     from fleetcheck.transport.ssh.target import Target
 
-# the certificate host-key types, asked for only when a CA vouches for the host (paramiko
-# offers none by default)
-CERT_ALGS = (
-    "ssh-ed25519-cert-v01@openssh.com",
-    "ecdsa-sha2-nistp256-cert-v01@openssh.com",
-    "ecdsa-sha2-nistp384-cert-v01@openssh.com",
-    "ecdsa-sha2-nistp521-cert-v01@openssh.com",
-    "rsa-sha2-512-cert-v01@openssh.com",
-    "rsa-sha2-256-cert-v01@openssh.com",
-)
 _known_hosts_lock = threading.Lock()  # accept_new appends one line at a time
 _known_hosts_cache = KnownHostsCache()
 
@@ -42,13 +34,32 @@ def known_hosts_paths(cfg: SshConfig, target: Target) -> list[str]:
     return list(dict.fromkeys(str(Path(p).expanduser()) for p in files if p.lower() != "none"))
 
 
+def hostfile_names(target: Target) -> tuple[str, str | None, str]:
+    """The names OpenSSH looks the host up by (get_hostfile_hostname_ipaddr): the
+    HostKeyAlias as it is (lower-cased, never a port added), else `[host]:port` for a port
+    other than 22 with the bare host as the fallback check_host_key tries when nothing is
+    known under it; and the name certificate principals must hold."""
+    if target.host_key_alias:
+        alias = target.host_key_alias.lower()
+        return alias, None, alias
+    host = target.hostname.lower()
+    if target.port == 22:
+        return host, None, host
+    return f"[{host}]:{target.port}", host, host
+
+
 def known_keys(cfg: SshConfig, target: Target) -> Lookup:
-    """What known_hosts says about the target (each file parsed once while unchanged)."""
+    """What known_hosts says about the target under its name (each file parsed once while
+    unchanged): what orders the host-key algorithms offered."""
+    return _lookup(cfg, target, hostfile_names(target)[0])
+
+
+def _lookup(cfg: SshConfig, target: Target, name: str) -> Lookup:
     from fleetcheck.transport import known_hosts
 
     paths = known_hosts_paths(cfg, target)
     try:
-        return known_hosts.lookup(_known_hosts_cache, paths, [target.known_hosts_name])
+        return known_hosts.lookup(_known_hosts_cache, paths, [name])
     except OSError as e:
         raise TransportError(f"cannot read known_hosts {e.filename}: {e.strerror}") from None
 
@@ -56,66 +67,84 @@ def known_keys(cfg: SshConfig, target: Target) -> Lookup:
 def verify_host_key(
     target: Target, cfg: SshConfig, found: Lookup, server_key: Any, who: str
 ) -> None:
-    """OpenSSH's check_host_key: revoked keys refused, certificates checked against the
-    listed CAs, plain keys compared; unknown is UNKNOWN, changed is CRIT, neither is added
-    unless accept_new (unknown only)."""
+    """OpenSSH's check_host_key (fleetcheck.transport.known_hosts.decide): @revoked keys and
+    CAs refused, a certificate checked against the listed CAs and else dropped for its plain
+    key, plain keys compared, a non-default port falling back to the bare host name;
+    unknown is UNKNOWN, changed or revoked is CRIT, nothing is added unless accept_new
+    (unknown only)."""
     from fleetcheck.transport import known_hosts
 
+    name, bare, principal = hostfile_names(target)
+    pb = getattr(server_key, "public_blob", None)
+    cert = None
+    if pb is not None and pb.key_type.endswith(known_hosts.CERT_SUFFIX):
+        try:
+            cert = known_hosts.parse_cert(pb.key_blob)
+        except ValueError as e:
+            raise TransportError(
+                f"host certificate of {who} refused: {e}: not connecting", status=Status.CRIT
+            ) from None
+        # (a CA signature algorithm OpenSSH does not allow drops the certificate anyway)
+        allowed = cert.signature_alg in known_hosts.CA_SIGNATURE_ALGORITHMS
+        if allowed and not known_hosts.verify_ca_signature(cert):
+            raise TransportError(
+                f"host certificate of {who} refused: certificate {cert.key_id!r} has a bad "
+                "CA signature: not connecting",
+                status=Status.CRIT,
+            )
+        blob = cert.plain_blob
+    else:
+        blob = server_key.asbytes()
+    fallback = None
+    if bare is not None:
+        fallback = functools.cache(lambda: _lookup(cfg, target, bare))
+    d = known_hosts.decide(blob, cert, found, principal, fallback)
+    if d.status == "ok":
+        return
+    offered = f"{server_key.get_name()} {server_key.fingerprint}"
     paths = known_hosts_paths(cfg, target)
     where = ", ".join(p for i, p in enumerate(paths) if i == 0 or os.path.exists(p))
-    blob = server_key.asbytes()
-    offered = f"{server_key.get_name()} {server_key.fingerprint}"
-    revoked = found.revoked_entry(blob)
-    if revoked is not None:
+    if d.status == "revoked":
+        assert d.entry is not None
+        if d.ca_revoked and cert is not None:
+            raise TransportError(
+                f"host certificate of {who} refused: the CA of certificate {cert.key_id!r} "
+                f"is @revoked ({d.entry.where}): not connecting",
+                status=Status.CRIT,
+            )
         raise TransportError(
-            f"host key of {who} is REVOKED ({offered} is marked @revoked in {revoked.where}): "
+            f"host key of {who} is REVOKED ({offered} is marked @revoked in {d.entry.where}): "
             "not connecting",
             status=Status.CRIT,
         )
-    cert = getattr(server_key, "public_blob", None)
-    cert_problem: str | None = None
-    if cert is not None and cert.key_type.endswith(known_hosts.CERT_SUFFIX):
-        name = target.known_hosts_host
-        try:
-            known_hosts.check_host_cert(cert.key_blob, name, found)
-            return
-        except known_hosts.CertProblem as e:
-            if e.mitm:
-                raise TransportError(
-                    f"host certificate of {who} refused: {e.reason}: not connecting",
-                    status=Status.CRIT,
-                ) from None
-            cert_problem = e.reason
-    same_type = [k for k in found.keys if k.keytype == server_key.get_name()]
-    if any(k.blob == blob for k in same_type):
-        return
-    if found.keys:
+    if d.status == "changed":
         expected = "; ".join(f"{k.fingerprint()} ({k.where})" for k in found.keys)
         raise TransportError(
             f"host key changed for {who}: possible man-in-the-middle; not connecting "
             f"(server offered {offered}, known_hosts has {expected})",
             status=Status.CRIT,
         )
-    if cert_problem is not None:
+    if d.cert_problem is not None:
         raise TransportError(
-            f"host certificate of {who} refused: {cert_problem}; its plain key {offered} is "
+            f"host certificate of {who} refused: {d.cert_problem}; its plain key {offered} is "
             f"not in {where} either: not connecting"
         )
     if not (cfg.accept_new or target.accept_new):
         ca_note = (
             " (a CA is listed for it, but the server presented no certificate)"
-            if (found.cas)
+            if found.cas and cert is None
             else ""
         )
         raise TransportError(
-            f"host key of {who} ({target.known_hosts_name}) is not in {where}{ca_note}: not "
+            f"host key of {who} ({name}) is not in {where}{ca_note}: not "
             f"connecting (server offered {offered}; verify it and add it, or set "
             "accept_new = true)"
         )
     if not paths:
         raise TransportError(f"accept_new: no known_hosts file to add the host key of {who} to")
     path = Path(paths[0])
-    line = f"{target.known_hosts_name} {server_key.get_name()} {server_key.get_base64()}\n"
+    plain = f"{known_hosts.blob_type(blob)} {base64.b64encode(blob).decode()}"
+    line = f"{name} {plain}\n"
     with _known_hosts_lock:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
