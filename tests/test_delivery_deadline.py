@@ -150,8 +150,7 @@ def echo_redirect(conn: socket.socket, request: bytes, stop: threading.Event) ->
     auth = re.search(rb"(?im)^authorization: *basic (.*?)\r?$", head)
     token = (auth.group(1) if auth else b"none").rstrip(b"=")
     conn.sendall(
-        b"HTTP/1.1 302 Found\r\nLocation: http://" + token + b"/again\r\n"
-        b"Content-Length: 0\r\n\r\n"
+        b"HTTP/1.1 302 Found\r\nLocation: http://" + token + b"/again\r\nContent-Length: 0\r\n\r\n"
     )
 
 
