@@ -127,9 +127,9 @@ def push_alerts(
     alerts = build_alerts(report, resolved, expires_after=expires_after, extra_labels=extra_labels)
     if not alerts:
         return
-    endpoint = url.rstrip("/") + "/api/v2/alerts"
     body = json.dumps(alerts).encode()
-    deliver("alertmanager", endpoint, body, timeout, {"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"}
+    deliver("alertmanager", url, body, timeout, headers, suffix="/api/v2/alerts")
 
 
 def ping_heartbeat(url: str, timeout: float = 5) -> None:

@@ -190,15 +190,23 @@ def _phrase(code: int) -> str:
 
 
 def deliver(
-    what: str, url: str, data: bytes | None, timeout: float, headers: dict[str, str]
+    what: str,
+    url: str,
+    data: bytes | None,
+    timeout: float,
+    headers: dict[str, str],
+    suffix: str = "",
 ) -> None:
-    """GET (`data` None) or POST `url`, the whole exchange within `timeout` seconds.
+    """GET (`data` None) or POST `url` + `suffix` (an API path such as /api/v2/alerts: it is
+    no secret, `url`'s own path may be), the whole exchange within `timeout` seconds.
 
     Raises DeliveryError: `what`, the target as scheme://host:port and why, on one line."""
     check_url(url, what)
+    secrets = _secrets(url, _split_userinfo(url)[1])
+    if suffix:
+        url = url.rstrip("/") + suffix
     shown = redact(url)
     plain_url, auth = _split_userinfo(url)
-    secrets = _secrets(url, auth)
     request = urllib.request.Request(
         plain_url, data=data, method="POST" if data is not None else "GET"
     )
