@@ -221,7 +221,9 @@ class HostSessions:
 
         fragments = self._fragments(host)
         nonce = secrets.token_hex(8)
-        script = build_gather_script(nonce, fragments)
+        # the host kills the exec at command_timeout itself: closing our channel signals
+        # nothing there, and a command hung on the host would outlive the patrol
+        script = build_gather_script(nonce, fragments, timeout=self.fleet.ssh.command_timeout)
         shell = self._open(host)
         before = time.time()
         replaced_at, result = self._run(host, shell, script)

@@ -6,59 +6,29 @@ row and severity is sent resolved. Severity is a label, so a row going WARN -> C
 warning alert. The heartbeat is one GET after each completed patrol, whatever the fleet's
 status: it says fleetcheck is patrolling, not that the fleet is well.
 
-Redirects are never followed (urllib would drop a POST's body and forward credentials).
-Every failure is a DeliveryError of one line without secrets: URLs shown as scheme://host:port."""
+Each delivery (fleetcheck.rounds.delivery) is bounded as a whole by its `timeout`, not per
+socket read, so a server that drips or stalls costs a patrol that long and no more; redirects
+are never followed; every failure is a DeliveryError of one line without secrets or anything
+the server sent but its status code: URLs shown as scheme://host:port."""
 
 from __future__ import annotations
 
-import base64
 import json
-import socket
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fleetcheck.core.model import Report, Result, Status, place
 from fleetcheck.iso import iso_utc, parse_iso
+from fleetcheck.rounds.delivery import USER_AGENT as USER_AGENT
+from fleetcheck.rounds.delivery import DeliveryError as DeliveryError
+from fleetcheck.rounds.delivery import check_url as check_url
+from fleetcheck.rounds.delivery import deliver
+from fleetcheck.rounds.delivery import redact as redact
 
 ALERTNAME = "FleetcheckCheck"
 SEVERITIES = {Status.WARN: "warning", Status.CRIT: "critical", Status.UNKNOWN: "unknown"}
 DEFAULT_EXPIRES_AFTER = 2700.0  # 3 x the default 15-minute patrol interval
-USER_AGENT = "fleetcheck"
-
-
-class DeliveryError(Exception):
-    """An alert or heartbeat could not be delivered. `str()` is one secret-free line."""
-
-
-def redact(url: str) -> str:
-    """`https://user:pw@hc-ping.com/uuid?k=v` -> `https://hc-ping.com/...`."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port
-    except ValueError:
-        return "(unparsable URL)"
-    if not parts.scheme or not host:
-        return "(not an http:// URL)"
-    if ":" in host:
-        host = f"[{host}]"
-    shown = f"{parts.scheme}://{host}" + (f":{port}" if port else "")
-    if parts.path.strip("/") or parts.query or parts.fragment:
-        shown += "/..."
-    return shown
-
-
-def check_url(url: str, what: str = "URL") -> None:
-    """Raise DeliveryError unless `url` is an http(s) URL with a host (for early validation)."""
-    from fleetcheck.config import http_url_problem
-
-    problem = http_url_problem(url)
-    if problem is not None:
-        raise DeliveryError(f"{what}: {problem}")
 
 
 def _labels(
@@ -144,80 +114,6 @@ def _firing(
     }
 
 
-def _split_userinfo(url: str) -> tuple[str, str | None]:
-    """(URL without user:password@, Basic Authorization header or None): urllib would take the
-    userinfo for part of the host name."""
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url, None
-    userinfo, _, hostport = parts.netloc.rpartition("@")
-    user, _, password = userinfo.partition(":")
-    token = base64.b64encode(
-        f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()
-    ).decode()
-    return urllib.parse.urlunsplit(parts._replace(netloc=hostport)), f"Basic {token}"
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Refuse every redirect: the 3xx reaches the caller as an HTTPError."""
-
-    def redirect_request(
-        self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str
-    ) -> None:
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirect)
-
-
-def _request(
-    what: str, url: str, data: bytes | None, timeout: float, headers: dict[str, str]
-) -> None:
-    check_url(url, what)
-    shown = redact(url)
-    url, auth = _split_userinfo(url)
-    request = urllib.request.Request(url, data=data, method="POST" if data is not None else "GET")
-    request.add_header("User-Agent", USER_AGENT)
-    if auth is not None:
-        request.add_header("Authorization", auth)
-    for key, value in headers.items():
-        request.add_header(key, value)
-    try:
-        with _OPENER.open(request, timeout=timeout) as response:
-            response.read(65536)
-    except urllib.error.HTTPError as e:
-        if 300 <= e.code < 400:
-            target = urllib.parse.urljoin(url, e.headers.get("Location") or "")
-            raise DeliveryError(
-                f"{what} {shown}: HTTP {e.code} redirect to {redact(target)} not followed "
-                "(a redirected POST loses its body): configure the final URL"
-            ) from None
-        detail = ""
-        try:
-            body = e.read(2048).decode("utf-8", "replace")
-            detail = " ".join(body.split())[:200]
-        except OSError:
-            pass
-        raise DeliveryError(
-            f"{what} {shown}: HTTP {e.code} {e.reason}" + (f": {detail}" if detail else "")
-        ) from None
-    except urllib.error.URLError as e:
-        reason = e.reason
-        if isinstance(reason, TimeoutError | socket.timeout):
-            message = f"timed out after {timeout:g}s"
-        elif isinstance(reason, OSError):
-            message = reason.strerror or type(reason).__name__
-        else:
-            message = " ".join(str(reason).split())
-        raise DeliveryError(f"{what} {shown}: {message}") from None
-    except TimeoutError:
-        raise DeliveryError(f"{what} {shown}: timed out after {timeout:g}s") from None
-    except OSError as e:
-        raise DeliveryError(f"{what} {shown}: {e.strerror or type(e).__name__}") from None
-    except ValueError as e:  # e.g. a malformed URL urllib cannot open
-        raise DeliveryError(f"{what} {shown}: {' '.join(str(e).split())[:120]}") from None
-
-
 def push_alerts(
     url: str,
     report: Report,
@@ -227,16 +123,17 @@ def push_alerts(
     extra_labels: Mapping[str, str] | None = None,
 ) -> None:
     """POST the report's alerts (firing and resolved) to Alertmanager at `url` (its base URL,
-    e.g. http://alertmanager:9093). Raises DeliveryError."""
+    e.g. http://alertmanager:9093), within `timeout` seconds in all. Raises DeliveryError."""
     alerts = build_alerts(report, resolved, expires_after=expires_after, extra_labels=extra_labels)
     if not alerts:
         return
-    endpoint = url.rstrip("/") + "/api/v2/alerts"
     body = json.dumps(alerts).encode()
-    _request("alertmanager", endpoint, body, timeout, {"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"}
+    deliver("alertmanager", url, body, timeout, headers, suffix="/api/v2/alerts")
 
 
 def ping_heartbeat(url: str, timeout: float = 5) -> None:
     """GET the dead man's switch `url` after a completed patrol, whatever the fleet's status
-    (it proves the patrol ran, not that the fleet is well). Raises DeliveryError."""
-    _request("heartbeat", url, None, timeout, {})
+    (it proves the patrol ran, not that the fleet is well), within `timeout` seconds in all.
+    Raises DeliveryError."""
+    deliver("heartbeat", url, None, timeout, {})

@@ -5,7 +5,11 @@ The watchdog closes the channel at the deadline (and the connection a second lat
 that hangs), so a host that stops answering costs command_timeout and no more; an ended
 session says as precisely as it can why (the account's shell refused the login, the server
 closed the connection, ...). A connection that cannot open a channel raises
-StaleConnection, the sign for a kept connection to be replaced."""
+StaleConnection, the sign for a kept connection to be replaced.
+
+Closing the channel ends our wait, not the command: without a pty the host signals nothing
+to it. The gathered script therefore carries its own watchdog (fleetcheck.transport.gather),
+which kills the exec on the host at the same command_timeout."""
 
 from __future__ import annotations
 
