@@ -32,6 +32,7 @@ class LiveHashConfig:
     key: str = "arena:live"  # the hash of running matches
     max_age: Duration = 900.0  # older than this: certainly dead (match wall + margin)
     match_wall: Duration = 600.0  # the longest a match may run; reap-live refuses a lower max_age
+    max_clock_skew: Duration = 60.0  # reap-live refuses past this skew from the broker's TIME
     started_field: str = "started_at"  # JSON field holding the start (epoch or ISO 8601)
     owner_field: str = "host"  # JSON field naming the worker's host ("" for none)
     naive_tz: str | None = None  # zone of ISO starts written without offset (else malformed)
@@ -45,6 +46,7 @@ class LiveHashConfig:
             raise InvalidValue("key", "must not be empty")
         check_duration("max_age", self.max_age)
         check_duration("match_wall", self.match_wall)
+        check_duration("max_clock_skew", self.max_clock_skew)
         if not self.started_field:
             raise InvalidValue("started_field", "must not be empty")
         if self.naive_tz is not None:
@@ -110,6 +112,7 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
 key = "arena:live"               # the hash of running matches (HSCANned, never fetched whole)
 max_age = "900s"                 # older than this: certainly dead (match wall + margin)
 match_wall = "600s"              # the longest a match runs: reap-live refuses a max_age below it
+max_clock_skew = "60s"           # reap-live refuses when our clock and the broker's differ more
 started_field = "started_at"     # JSON field holding the start (epoch or ISO 8601)
 owner_field = "host"             # JSON field naming the worker's host ("" for none)
 # naive_tz = "UTC"               # zone of ISO starts written without offset (unset: malformed)
