@@ -9,6 +9,7 @@ as malformed. Read with HSCAN, never HGETALL. `fleetcheck reap-live` removes the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -63,6 +64,9 @@ class LiveHashFacts:
     owners_connected: dict[str, bool | None]  # owner -> has broker connections (None: unknown)
     hexpire: bool  # the server has per-field TTLs
     server: str  # "redis 7.0.15" for the advice line
+    # the broker's clock minus the patrol's (TIME; None: unreadable, ages on the patrol's):
+    # entry ages are judged on the broker's clock, as reap-live judges them (issue 22, item 2)
+    clock_offset_s: float | None = 0.0
 
 
 def owner_presence(
@@ -87,6 +91,10 @@ def owner_presence(
                 addrs = {ip}
         out[owner] = None if addrs is None else bool(addrs & connected)
     return out
+
+
+def _patrol_clock(ctx: PatrolContext) -> Callable[[], float]:
+    return lambda: ctx.clock().timestamp()
 
 
 def _is_ip(text: str) -> bool:
@@ -145,12 +153,19 @@ show = 5                         # stale entries listed as evidence
     def probe(
         self, ctx: PatrolContext, host: HostConfig | None, config: LiveHashConfig
     ) -> LiveHashFacts:
+        from fleetcheck.checks.live_hash.evidence import read_broker_clock
         from fleetcheck.checks.live_hash.scan import any_stale, read_live
 
         from fleetcheck.transport.redis import server_identity, supports
 
         r = ctx.broker()
         tz = zone(config.naive_tz, "naive_tz") if config.naive_tz else None
+        offset: float | None = None
+        try:  # once per patrol, as CLIENT LIST and INFO are
+            clock = ctx.once("broker_clock", lambda: read_broker_clock(r, _patrol_clock(ctx)))
+            offset = clock.offset_s
+        except Exception:
+            pass  # ages on the patrol's clock, and the evidence says so
         try:
             scan = read_live(
                 r,
@@ -167,7 +182,7 @@ show = 5                         # stale entries listed as evidence
         presence: dict[str, bool | None] = {o: None for o in owners}
         # CLIENT LIST costs the server tens of ms with 10k clients: read it (or share the
         # patrol's copy) only when some stale entry has an owner to look for
-        if owners and any_stale(scan, ctx.clock().timestamp(), config.max_age):
+        if owners and any_stale(scan, ctx.clock().timestamp() + (offset or 0.0), config.max_age):
             try:
                 connected = ctx.client_table().hosts()
                 presence = owner_presence(owners, ctx.fleet.hosts, connected)
@@ -180,7 +195,9 @@ show = 5                         # stale entries listed as evidence
             pass
         server, version = server_identity(info)
         label = f"{server} {'.'.join(map(str, version))}" if version else server
-        return LiveHashFacts(scan, presence, bool(info) and supports(info, "hexpire"), label)
+        return LiveHashFacts(
+            scan, presence, bool(info) and supports(info, "hexpire"), label, offset
+        )
 
     def evaluate(
         self, facts: LiveHashFacts, config: LiveHashConfig, host: HostConfig | None, now: datetime
@@ -193,7 +210,7 @@ show = 5                         # stale entries listed as evidence
             return self.result(host, Status.UNKNOWN, describe_kind(key, scan.kind))
         from fleetcheck.checks.live_hash.scan import stale_counts, stale_flags
 
-        t = now.timestamp()
+        t = now.timestamp() + (facts.clock_offset_s or 0.0)  # on the broker's clock
         max_age = config.max_age
         old, future, stale_by_owner = stale_counts(scan, t, max_age)
         oldest_start = min(scan.starts) if scan.starts else None
@@ -240,6 +257,13 @@ show = 5                         # stale entries listed as evidence
         }
         if future:
             evidence["future_starts"] = future
+        if facts.clock_offset_s is None:
+            evidence["clock"] = "broker's TIME unreadable: ages on the patrol machine's clock"
+        elif abs(facts.clock_offset_s) >= 1.0:
+            evidence["clock"] = (
+                f"ages on the broker's clock, {format_duration(abs(facts.clock_offset_s))} "
+                f"{'behind' if facts.clock_offset_s < 0 else 'ahead of'} the patrol machine's"
+            )
         age_text = format_duration(max_age)
         if stale == 0:
             oldest = f", oldest {format_duration(oldest_age)}" if oldest_age is not None else ""

@@ -218,7 +218,7 @@ def _reap(
                 file=out,
             )
             return 0
-        if refusals and not force and stale:
+        if refusals and not force and (stale or skewed is not None):  # a bad clock: always
             return error(
                 f"reap-live refuses: {refusals[0]}; nothing deleted (check the settings; "
                 "--force overrides)"
