@@ -19,8 +19,9 @@ import threading
 from types import TracebackType
 
 
-def _reply(args: list[bytes]) -> bytes:
-    """A plausible answer to one command, enough for redis-py to carry on."""
+def _reply(args: list[bytes], kind: bytes = b"hash") -> bytes:
+    """A plausible answer to one command, enough for redis-py to carry on; every key is of
+    type `kind`."""
     name = b" ".join(a.upper() for a in args[:2])
     head = args[0].upper() if args else b""
     if head == b"PING":
@@ -28,7 +29,7 @@ def _reply(args: list[bytes]) -> bytes:
     if head == b"TIME":
         return b"*2\r\n$10\r\n1700000000\r\n$1\r\n0\r\n"
     if head == b"TYPE":
-        return b"+hash\r\n"
+        return b"+" + kind + b"\r\n"
     if head in (b"HSCAN", b"SCAN"):
         return b"*2\r\n$1\r\n0\r\n*0\r\n"
     if name == b"CLIENT ID":
@@ -74,9 +75,11 @@ def _commands(buf: bytearray) -> list[list[bytes]]:
 
 
 class DripServer:
-    def __init__(self, mode: str = "drip", interval: float = 2.0, fast: int = 0) -> None:
+    def __init__(
+        self, mode: str = "drip", interval: float = 2.0, fast: int = 0, kind: str = "hash"
+    ) -> None:
         assert mode in ("silent", "drip", "stall_mid_reply", "stall_after_auth"), mode
-        self.mode, self.interval, self.fast = mode, interval, fast
+        self.mode, self.interval, self.fast, self.kind = mode, interval, fast, kind.encode()
         self._stop = threading.Event()
         self._sock = socket.socket()
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -102,12 +105,13 @@ class DripServer:
         self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._stop.set()
-        self._sock.close()
-        for c in list(self._conns):
+        # shutdown, not close alone: it wakes a thread blocked in accept() or recv()
+        for sock in [self._sock, *self._conns]:
             try:
-                c.close()
+                sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+            sock.close()
         for t in self._threads:
             t.join(timeout=5)
 
@@ -147,7 +151,7 @@ class DripServer:
                     self.commands.append(args)
                     if self.mode == "silent" or stalled:
                         continue
-                    reply = _reply(args)
+                    reply = _reply(args, self.kind)
                     if self.mode == "stall_mid_reply" and answered >= self.fast:
                         conn.sendall(reply[: max(1, len(reply) // 2)])
                         stalled = True
