@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     import redis
     from fleetcheck.checks.live_hash.scan import Stale
 
-    from fleetcheck.config import HostConfig
-
 
 @dataclass(frozen=True)
 class BrokerClock:
@@ -76,25 +74,16 @@ def clock_refusal(clock: BrokerClock, max_skew: float) -> str | None:
     )
 
 
-def connected_owners(
-    r: redis.Redis, owners: Iterable[str], hosts: tuple[HostConfig, ...]
-) -> dict[str, bool | None]:
-    """For each owner: whether it holds broker connections right now (None: fleetcheck
-    cannot relate that name to an address), from one CLIENT LIST without our own
-    connection; the same relation as the live_hash check's (`owner_presence`)."""
-    from fleetcheck.checks.live_hash import owner_presence
-
+def connected_addresses(r: redis.Redis) -> set[str]:
+    """The addresses holding broker connections right now, from one CLIENT LIST without our
+    own connection; owners are related to them by the check's `owner_presence`."""
     from fleetcheck.parse.clientlist import read_client_table
 
-    names = sorted(set(owners))
-    if not names:
-        return {}
     pipe = r.pipeline(transaction=False)
     pipe.client_id()
     pipe.execute_command("CLIENT", "LIST")
     own_id, raw = pipe.execute()
-    connected = read_client_table(raw).without_own(own_id).hosts()
-    return owner_presence(names, hosts, connected)
+    return read_client_table(raw).without_own(own_id).hosts()
 
 
 def split_live(

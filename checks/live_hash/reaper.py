@@ -19,10 +19,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from fleetcheck.checks.live_hash import LiveHashConfig
+from fleetcheck.checks.live_hash import LiveHashConfig, owner_presence
 from fleetcheck.checks.live_hash.evidence import (
     clock_refusal,
-    connected_owners,
+    connected_addresses,
     live_owner_line,
     read_broker_clock,
     split_live,
@@ -185,7 +185,11 @@ def _reap(
         try:
             run.phase = "reading CLIENT LIST"
             owners = [s.owner for s in stale if s.owner is not None]
-            presence = connected_owners(r, owners, fleet.hosts) if owners else {}
+            presence = (
+                owner_presence(sorted(set(owners)), fleet.hosts, connected_addresses(r))
+                if owners
+                else {}
+            )
         except Exception as e:
             return error(
                 f"reading CLIENT LIST (which owners are connected): "
