@@ -250,7 +250,7 @@ def live_fields(samples: Iterable[str]) -> tuple[str, str | None] | None:
     for s in samples:
         try:
             v = json.loads(s)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
             continue
         if isinstance(v, dict):
             objs.append(v)
@@ -295,7 +295,7 @@ def queue_guesses(keys: Iterable[KeyInfo]) -> list[KeyInfo]:
         if k.sample:
             try:
                 head_json = isinstance(json.loads(k.sample[0]), dict)
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
         if _has_word(k.key, QUEUE_WORDS) or head_json:
             out.append(k)
