@@ -368,26 +368,22 @@ def sample_broker(r: Any, db: int, scan_limit: int = 10000, count: int = 500) ->
 
 
 def sample_within(broker: BrokerConfig, seconds: float, scan_limit: int = 10000) -> Sample:
-    """`sample_broker` over a connection of its own, the connecting (and asking the
-    sentinels) included, all within one overall deadline: a socket timeout bounds one read,
-    and a broker that drips its replies a byte at a time would keep every read within it
-    (issue 22, item 11). Raises fleetcheck.transport.deadline.DeadlineExpired at the
-    deadline (the connection closed), else what connecting and sampling raise."""
+    """`sample_broker`, connecting included, within one overall deadline (DeadlineExpired): a
+    broker dripping a byte per socket timeout never trips a timeout (issue 22, item 11)."""
     from fleetcheck.transport.deadline import run_within
     from fleetcheck.transport.redis import connect
 
     clients: list[Any] = []
 
     def work() -> Sample:
-        r = connect(broker)
-        clients.append(r)
+        clients.append(connect(broker))
         try:
-            db = int(r.connection_pool.connection_kwargs.get("db") or 0)
-            return sample_broker(r, db, scan_limit=scan_limit)
+            db = int(clients[0].connection_pool.connection_kwargs.get("db") or 0)
+            return sample_broker(clients[0], db, scan_limit=scan_limit)
         finally:
-            r.close()
+            clients[0].close()
 
-    def abandon() -> None:
+    def abandon() -> None:  # the blocked read fails at once
         for r in clients:
             r.close()
 
