@@ -251,7 +251,7 @@ def live_fields(samples: Iterable[str]) -> tuple[str, str | None] | None:
     for s in samples:
         try:
             v = json.loads(s)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
             continue
         if isinstance(v, dict):
             objs.append(v)
@@ -296,7 +296,7 @@ def queue_guesses(keys: Iterable[KeyInfo]) -> list[KeyInfo]:
         if k.sample:
             try:
                 head_json = isinstance(json.loads(k.sample[0]), dict)
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
         if _has_word(k.key, QUEUE_WORDS) or head_json:
             out.append(k)
@@ -366,6 +366,29 @@ def sample_broker(r: Any, db: int, scan_limit: int = 10000, count: int = 500) ->
             keys.append(KeyInfo(k.decode("utf-8", "replace"), t, int(size)))
     keys = _with_samples(r, keys)
     return Sample(clients, info, keys, len(seen), complete, db_keys)
+
+
+def sample_within(broker: BrokerConfig, seconds: float, scan_limit: int = 10000) -> Sample:
+    """`sample_broker`, connecting included, within one overall deadline (DeadlineExpired): a
+    broker dripping a byte per socket timeout never trips a timeout (issue 22, item 11)."""
+    from fleetcheck.transport.deadline import run_within
+    from fleetcheck.transport.redis import connect
+
+    clients: list[Any] = []
+
+    def work() -> Sample:
+        clients.append(connect(broker))
+        try:
+            db = int(clients[0].connection_pool.connection_kwargs.get("db") or 0)
+            return sample_broker(clients[0], db, scan_limit=scan_limit)
+        finally:
+            clients[0].close()
+
+    def abandon() -> None:  # the blocked read fails at once
+        for r in clients:
+            r.close()
+
+    return run_within(seconds, work, abandon)
 
 
 def _with_samples(r: Any, keys: list[KeyInfo]) -> list[KeyInfo]:

@@ -151,6 +151,8 @@ DURATION_OPTIONS = [
     ["history", "--since"],
     ["probe-rater", "--timeout"],
     ["reap-live", "--max-age"],
+    ["reap-live", "--deadline"],
+    ["config", "discover", "--deadline"],
 ]
 
 

@@ -50,12 +50,14 @@ def test_dry_run_lists_and_changes_nothing(lab: Lab) -> None:
     assert "owner mini  older than max_age" in lines[1]
     assert lines[4] == "  ... and 216 more (--show 0 lists all)"
     # what the guard saw: the incident itself is most of the hash, so --apply needs --force
-    assert lines[5:9] == [
+    assert lines[5:8] == [
         "guard: 219 of 263 entries would be deleted (83%; the limit is 50%)",
         "guard: started_at present in 252 of 263 entries",
         "guard: max_age 900s against the match wall 600s",
-        "guard: REFUSES: it would delete 83% of the hash (more than 50%)",
     ]
+    # issue 22, item 2: the clock the ages were judged on is one of the guard's reasons
+    assert lines[8].startswith("guard: ages on the broker's clock: the patrol machine's clock ")
+    assert lines[9] == "guard: REFUSES: it would delete 83% of the hash (more than 50%)"
     assert lines[-1] == (
         "dry run: nothing deleted (run with --apply to delete these 219) "
         "(add --force: the guard refuses)"
@@ -68,7 +70,8 @@ def test_apply_leaves_exactly_the_fresh_entries(lab: Lab) -> None:
     proc = cli(lab.config(checks="", hosts=[]), "--apply", "--force", "--show", "0")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "removed 219 of 219 stale entries from arena:live"
-    assert len(proc.stdout.splitlines()) == 1 + 219 + 4 + 1  # header, entries, guard, result
+    # header, entries, guard (with the broker clock's line, issue 22 item 2), result
+    assert len(proc.stdout.splitlines()) == 1 + 219 + 5 + 1
     assert (
         "guard: REFUSES: it would delete 83% of the hash (more than 50%) (overridden by --force)"
         in proc.stdout

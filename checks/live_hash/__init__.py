@@ -9,6 +9,7 @@ as malformed. Read with HSCAN, never HGETALL. `fleetcheck reap-live` removes the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ class LiveHashConfig:
     key: str = "arena:live"  # the hash of running matches
     max_age: Duration = 900.0  # older than this: certainly dead (match wall + margin)
     match_wall: Duration = 600.0  # the longest a match may run; reap-live refuses a lower max_age
+    max_clock_skew: Duration = 60.0  # reap-live refuses past this skew from the broker's TIME
     started_field: str = "started_at"  # JSON field holding the start (epoch or ISO 8601)
     owner_field: str = "host"  # JSON field naming the worker's host ("" for none)
     naive_tz: str | None = None  # zone of ISO starts written without offset (else malformed)
@@ -45,6 +47,7 @@ class LiveHashConfig:
             raise InvalidValue("key", "must not be empty")
         check_duration("max_age", self.max_age)
         check_duration("match_wall", self.match_wall)
+        check_duration("max_clock_skew", self.max_clock_skew)
         if not self.started_field:
             raise InvalidValue("started_field", "must not be empty")
         if self.naive_tz is not None:
@@ -61,6 +64,9 @@ class LiveHashFacts:
     owners_connected: dict[str, bool | None]  # owner -> has broker connections (None: unknown)
     hexpire: bool  # the server has per-field TTLs
     server: str  # "redis 7.0.15" for the advice line
+    # the broker's clock minus the patrol's (TIME; None: unreadable, ages on the patrol's):
+    # entry ages are judged on the broker's clock, as reap-live judges them (issue 22, item 2)
+    clock_offset_s: float | None = 0.0
 
 
 def owner_presence(
@@ -87,6 +93,10 @@ def owner_presence(
     return out
 
 
+def _patrol_clock(ctx: PatrolContext) -> Callable[[], float]:
+    return lambda: ctx.clock().timestamp()
+
+
 def _is_ip(text: str) -> bool:
     import ipaddress
 
@@ -110,6 +120,7 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
 key = "arena:live"               # the hash of running matches (HSCANned, never fetched whole)
 max_age = "900s"                 # older than this: certainly dead (match wall + margin)
 match_wall = "600s"              # the longest a match runs: reap-live refuses a max_age below it
+max_clock_skew = "60s"           # reap-live refuses when our clock and the broker's differ more
 started_field = "started_at"     # JSON field holding the start (epoch or ISO 8601)
 owner_field = "host"             # JSON field naming the worker's host ("" for none)
 # naive_tz = "UTC"               # zone of ISO starts written without offset (unset: malformed)
@@ -142,12 +153,19 @@ show = 5                         # stale entries listed as evidence
     def probe(
         self, ctx: PatrolContext, host: HostConfig | None, config: LiveHashConfig
     ) -> LiveHashFacts:
+        from fleetcheck.checks.live_hash.evidence import read_broker_clock
         from fleetcheck.checks.live_hash.scan import any_stale, read_live
 
         from fleetcheck.transport.redis import server_identity, supports
 
         r = ctx.broker()
         tz = zone(config.naive_tz, "naive_tz") if config.naive_tz else None
+        offset: float | None = None
+        try:  # once per patrol, as CLIENT LIST and INFO are
+            clock = ctx.once("broker_clock", lambda: read_broker_clock(r, _patrol_clock(ctx)))
+            offset = clock.offset_s
+        except Exception:
+            pass  # ages on the patrol's clock, and the evidence says so
         try:
             scan = read_live(
                 r,
@@ -164,7 +182,7 @@ show = 5                         # stale entries listed as evidence
         presence: dict[str, bool | None] = {o: None for o in owners}
         # CLIENT LIST costs the server tens of ms with 10k clients: read it (or share the
         # patrol's copy) only when some stale entry has an owner to look for
-        if owners and any_stale(scan, ctx.clock().timestamp(), config.max_age):
+        if owners and any_stale(scan, ctx.clock().timestamp() + (offset or 0.0), config.max_age):
             try:
                 connected = ctx.client_table().hosts()
                 presence = owner_presence(owners, ctx.fleet.hosts, connected)
@@ -177,7 +195,9 @@ show = 5                         # stale entries listed as evidence
             pass
         server, version = server_identity(info)
         label = f"{server} {'.'.join(map(str, version))}" if version else server
-        return LiveHashFacts(scan, presence, bool(info) and supports(info, "hexpire"), label)
+        return LiveHashFacts(
+            scan, presence, bool(info) and supports(info, "hexpire"), label, offset
+        )
 
     def evaluate(
         self, facts: LiveHashFacts, config: LiveHashConfig, host: HostConfig | None, now: datetime
@@ -190,7 +210,7 @@ show = 5                         # stale entries listed as evidence
             return self.result(host, Status.UNKNOWN, describe_kind(key, scan.kind))
         from fleetcheck.checks.live_hash.scan import stale_counts, stale_flags
 
-        t = now.timestamp()
+        t = now.timestamp() + (facts.clock_offset_s or 0.0)  # on the broker's clock
         max_age = config.max_age
         old, future, stale_by_owner = stale_counts(scan, t, max_age)
         oldest_start = min(scan.starts) if scan.starts else None
@@ -237,6 +257,13 @@ show = 5                         # stale entries listed as evidence
         }
         if future:
             evidence["future_starts"] = future
+        if facts.clock_offset_s is None:
+            evidence["clock"] = "broker's TIME unreadable: ages on the patrol machine's clock"
+        elif abs(facts.clock_offset_s) >= 1.0:
+            evidence["clock"] = (
+                f"ages on the broker's clock, {format_duration(abs(facts.clock_offset_s))} "
+                f"{'behind' if facts.clock_offset_s < 0 else 'ahead of'} the patrol machine's"
+            )
         age_text = format_duration(max_age)
         if stale == 0:
             oldest = f", oldest {format_duration(oldest_age)}" if oldest_age is not None else ""

@@ -20,7 +20,8 @@ COMMANDS = (
             CommandOption(
                 "--force",
                 "Delete even when the guard refuses (more than half the hash, started_field "
-                "in no entry, max_age below the match wall).",
+                "in no entry, max_age below the match wall, our clock off the broker's) and "
+                "the stale entries of owners connected to the broker now.",
                 "flag",
                 default=False,
             ),
@@ -29,6 +30,13 @@ COMMANDS = (
                 "--keep-malformed", "Leave entries without a start time.", "flag", default=False
             ),
             CommandOption("--show", "Entries listed (0: all).", "count", "N", default=20),
+            CommandOption(
+                "--deadline",
+                "Give up on the broker after this long, deleting nothing more (default: the "
+                "patrol deadline).",
+                "duration",
+                "DURATION",
+            ),
         ),
     ),
 )

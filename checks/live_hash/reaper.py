@@ -3,26 +3,57 @@
 Settings are the live_hash check's (`[checks.live_hash]`, else LiveHashConfig's defaults),
 overridden by the options. Dry run by default; `--apply` deletes only what the guard allows
 (`--force` overrides it), each field only if its value is unchanged since the scan.
+
+Ages are judged on the broker's clock (checks/live_hash/evidence.py): reap-live refuses when
+this machine's clock and the broker's differ by more than `max_clock_skew`, and keeps the
+stale entries of owners connected to the broker right now unless `--force` (issue 22, item
+2). All of the broker talk has one overall deadline (`--deadline`, default the patrol's), so
+a broker that drips its replies cannot hold the command (item 11).
 """
 
 from __future__ import annotations
 
+import io
 import sys
-import time
+import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from fleetcheck.checks.live_hash import LiveHashConfig
+from fleetcheck.checks.live_hash import LiveHashConfig, owner_presence
+from fleetcheck.checks.live_hash.evidence import (
+    clock_refusal,
+    connected_addresses,
+    live_owner_line,
+    read_broker_clock,
+    split_live,
+)
 from fleetcheck.checks.live_hash.scan import Stale, describe_kind, find_stale, guard, key_type, reap
 
 from fleetcheck.config import zone
 from fleetcheck.core import stderr
 from fleetcheck.core.safe_text import printable
 from fleetcheck.parse.duration import format_duration
+from fleetcheck.transport.deadline import DeadlineExpired, run_within
 from fleetcheck.transport.redis import connect, describe_error
 
 if TYPE_CHECKING:
     from fleetcheck.config import FleetConfig
+
+
+class _Run:
+    """What the command's worker thread is doing, for the one line the deadline gives, and
+    its client, which the deadline closes (a blocked read then fails at once)."""
+
+    def __init__(self) -> None:
+        self.phase = "connecting to the broker"
+        self.client: Any = None
+        self.cancelled = threading.Event()  # set at the deadline: nothing may be deleted then
+        self.deleting = False
+
+    def abandon(self) -> None:
+        self.cancelled.set()
+        if self.client is not None:
+            self.client.close()
 
 
 def reap_live_command(
@@ -34,14 +65,74 @@ def reap_live_command(
     force: bool = False,
     keep_malformed: bool = False,
     show: int = 20,
+    deadline: float | None = None,
     out: TextIO | None = None,
     now: float | None = None,
     between: Callable[[list[Stale]], None] | None = None,
 ) -> int:
     """List (and with `apply`, delete) the stale live-hash entries; the exit code: 0 done,
-    3 when the broker or the key could not be read or the guard refuses, with the message on
-    stderr. `between` runs after the scan and before the delete (tests play the race)."""
+    3 when the broker or the key could not be read, the guard refuses or the deadline
+    passed, with the message on stderr. `now`: the patrol machine's clock (tests move it;
+    default fleetcheck.core.context.utcnow). `between` runs after the scan and before the
+    delete (tests play the race)."""
     out = out or sys.stdout
+    limit = fleet.patrol.deadline if deadline is None else deadline
+    run = _Run()
+    buffered, errors = io.StringIO(), io.StringIO()
+    try:
+        code = run_within(
+            limit,
+            lambda: _reap(
+                fleet,
+                run,
+                key,
+                max_age,
+                apply,
+                force,
+                keep_malformed,
+                show,
+                buffered,
+                errors,
+                now,
+                between,
+            ),
+            abandon=run.abandon,
+        )
+    except DeadlineExpired:
+        code = 3
+        done = (
+            "some stale entries may have been deleted (run reap-live again to see)"
+            if run.deleting
+            else "nothing deleted"
+        )
+        stderr.error(
+            f"broker {fleet.broker.address}: {run.phase} did not finish "
+            f"within the deadline ({format_duration(limit)}; --deadline sets it): {done}",
+            errors,
+        )
+    finally:
+        out.write(buffered.getvalue())
+    sys.stderr.write(errors.getvalue())  # each line went through core.stderr or one_line
+    return code
+
+
+def _reap(
+    fleet: FleetConfig,
+    run: _Run,
+    key: str | None,
+    max_age: float | None,
+    apply: bool,
+    force: bool,
+    keep_malformed: bool,
+    show: int,
+    out: TextIO,
+    err: TextIO,
+    now: float | None,
+    between: Callable[[list[Stale]], None] | None,
+) -> int:
+    """The command's work, in the deadline's worker thread (see reap_live_command)."""
+    from fleetcheck.core.context import utcnow
+
     cfg = fleet.checks.get("live_hash")
     if not isinstance(cfg, LiveHashConfig):
         cfg = LiveHashConfig()
@@ -50,14 +141,14 @@ def reap_live_command(
     tz = zone(cfg.naive_tz, "naive_tz") if cfg.naive_tz else None
 
     def error(message: str) -> int:
-        stderr.error(message)
+        stderr.error(message, err)
         return 3
 
     def say(line: str) -> None:
         _say(out, line)
 
     try:
-        r = connect(fleet.broker)
+        r = run.client = connect(fleet.broker)
     except Exception as e:
         return error(f"broker {fleet.broker.address}: {describe_error(e, fleet.broker)}")
     try:
@@ -68,16 +159,25 @@ def reap_live_command(
                 f"broker {fleet.broker.address} unreachable: {describe_error(e, fleet.broker)}"
             )
         try:
+            run.phase = "reading the broker's clock (TIME)"
+            local = (lambda: now) if now is not None else (lambda: utcnow().timestamp())
+            clock = read_broker_clock(r, local)
+        except Exception as e:
+            return error(f"reading the broker's clock (TIME): {describe_error(e, fleet.broker)}")
+        try:
+            run.phase = f"reading {key}"
             kind = key_type(r, key)
             if kind == "none":
                 say(f"{key}: absent, nothing to reap")
                 return 0
             if kind != "hash":
                 return error(describe_kind(key, kind) + ": nothing deleted")
+            # the broker's time, less the reading's error: an entry is never judged older
+            # than it may be
             total, stale = find_stale(
                 r,
                 key,
-                time.time() if now is None else now,
+                clock.now(local()) - clock.error_s,
                 age_limit,
                 count=cfg.scan_count,
                 started_field=cfg.started_field,
@@ -87,10 +187,33 @@ def reap_live_command(
             )
         except Exception as e:
             return error(f"reading {key}: {describe_error(e, fleet.broker)}")
+        try:
+            run.phase = "reading CLIENT LIST"
+            owners = [s.owner for s in stale if s.owner is not None]
+            presence = (
+                owner_presence(sorted(set(owners)), fleet.hosts, connected_addresses(r))
+                if owners
+                else {}
+            )
+        except Exception as e:
+            return error(
+                f"reading CLIENT LIST (which owners are connected): "
+                f"{describe_error(e, fleet.broker)}; nothing deleted"
+            )
+        run.phase = f"judging {key}"
         _listing(out, key, total, stale, age_limit, keep_malformed, show)
+        dead, live = split_live(stale, presence)
+        if not force:
+            stale = dead  # the entries of connected owners are named and kept
         seen, refusals = guard(
             total, stale, age_limit, cfg.match_wall, cfg.started_field, not keep_malformed
         )
+        seen.append(f"ages on the broker's clock: {clock.describe()}")
+        if live:
+            seen.append(live_owner_line(live, force))
+        skewed = clock_refusal(clock, cfg.max_clock_skew)
+        if skewed is not None:
+            refusals.insert(0, skewed)
         for line in seen:
             say(f"guard: {line}")
         for line in refusals:
@@ -99,13 +222,17 @@ def reap_live_command(
             hint = " (add --force: the guard refuses)" if refusals and not force else ""
             say(f"dry run: nothing deleted (run with --apply to delete these {len(stale)}){hint}")
             return 0
-        if refusals and not force and stale:
+        if refusals and not force and (stale or skewed is not None):  # a bad clock: always
             return error(
                 f"reap-live refuses: {refusals[0]}; nothing deleted (check the settings; "
                 "--force overrides)"
             )
         if between is not None:
             between(stale)
+        run.phase = f"deleting from {key}"
+        run.deleting = True  # before the check: a deadline from here on says "may have"
+        if run.cancelled.is_set():
+            return 3  # the deadline passed: its line is the caller's
         try:
             removed = reap(r, key, stale)
         except Exception as e:

@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from fleetcheck.cli.app import command, config_app
-from fleetcheck.cli.common import ConfigOpt, Opt, UsageFailure, load_fleet
+from fleetcheck.cli.common import (
+    ConfigOpt,
+    DurationArg,
+    Opt,
+    UsageFailure,
+    duration,
+    load_fleet,
+)
 
 if TYPE_CHECKING:
     from fleetcheck.config import FleetConfig
@@ -81,10 +88,19 @@ def config_discover(
         int,
         Opt("--scan-limit", metavar="N", min=1, help="Look at no more than N keys."),
     ] = 10000,
+    deadline: Annotated[
+        DurationArg | None,
+        Opt(
+            "--deadline",
+            metavar="DURATION",
+            parser=duration,
+            help="Give up on the broker after this long (default: the patrol deadline).",
+        ),
+    ] = None,
 ) -> None:
     """A hosts.toml draft from the broker's CLIENT LIST, INFO and a bounded SCAN (read-only)."""
     from fleetcheck.config import BrokerConfig, ConfigError, SshConfig, find_config
-    from fleetcheck.transport.redis import connect, describe_error
+    from fleetcheck.transport.redis import describe_error
 
     fleet: FleetConfig | None = None
     if config is not None or url is None:
@@ -117,21 +133,25 @@ def config_discover(
     import redis
 
     from fleetcheck import discover
+    from fleetcheck.config import PatrolConfig
+    from fleetcheck.parse.duration import format_duration
+    from fleetcheck.transport.deadline import DeadlineExpired
     from fleetcheck.transport.redis import BrokerSetupError
 
-    try:
-        r = connect(broker)
+    limit = (fleet.patrol if fleet else PatrolConfig()).deadline
+    if deadline is not None and deadline.seconds is not None:
+        limit = deadline.seconds
+    try:  # connecting included: one overall deadline, whatever the broker drips (item 11)
+        sample = discover.sample_within(broker, limit, scan_limit=scan_limit)
     except BrokerSetupError as e:
         raise UsageFailure(f"broker: {e}") from None
-    except redis.RedisError as e:  # Sentinel: no master found
+    except DeadlineExpired:
+        raise UsageFailure(
+            f"broker {broker.address}: no complete answer within the deadline "
+            f"({format_duration(limit)}; --deadline sets it)"
+        ) from None
+    except redis.RedisError as e:  # Sentinel: no master found; a failed read
         raise UsageFailure(f"broker: {describe_error(e, broker)}") from None
-    try:
-        db = int(r.connection_pool.connection_kwargs.get("db") or 0)
-        sample = discover.sample_broker(r, db, scan_limit=scan_limit)
-    except redis.RedisError as e:
-        raise UsageFailure(f"broker: {describe_error(e, broker)}") from None
-    finally:
-        r.close()
     claimed = discover.claimed_addresses(fleet) if fleet is not None else {}
     addrs = {c.host for c in sample.clients}
     aliases = discover.ssh_aliases(ssh_path, addrs)
