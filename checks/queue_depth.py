@@ -81,6 +81,8 @@ def read_head(raw: bytes | None, enqueued_field: str, assume_tz: Any = None) -> 
         doc = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         return Head(None, "not JSON")
+    except RecursionError:  # nested past the parser's depth: a worker's data, not our bug
+        return Head(None, "not JSON (nested too deep)")
     if not isinstance(doc, dict):
         return Head(None, "not a JSON object")
     if enqueued_field not in doc:

@@ -99,7 +99,7 @@ def _entries(
 def _message(line: str) -> str:
     try:
         value = json.loads(line).get("MESSAGE")
-    except ValueError:
+    except (ValueError, RecursionError, AttributeError):
         return ""
     if isinstance(value, list):  # binary-safe form: a list of byte values
         try:

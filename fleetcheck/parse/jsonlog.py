@@ -51,7 +51,7 @@ def parse_object(line: str) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(s)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
         return None
     return value if isinstance(value, dict) else None
 

@@ -104,7 +104,14 @@ def _guarded(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 return fn(*args, **kwargs)
             except RouteParseError:
                 raise
-            except (TypeError, AttributeError, KeyError, ValueError, IndexError) as e:
+            except (
+                TypeError,
+                AttributeError,
+                KeyError,
+                ValueError,
+                IndexError,
+                RecursionError,
+            ) as e:
                 raise RouteParseError(
                     f"{what}: unexpected output ({type(e).__name__}: {e})"
                 ) from None
@@ -126,7 +133,7 @@ def _json(text: str, what: str) -> Any:
         # kernel accepts ESC in a name), which strict JSON refuses; the name is made safe
         # where it is printed (core.safe_text), and the route table is still read
         return json.loads(text, strict=False)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise RouteParseError(f"{what}: not JSON ({text[:60]!r})") from None
 
 
@@ -374,7 +381,10 @@ def parse_ip_batch(text: str) -> list[IpAnswer]:
         elif s.startswith("["):
             if i >= len(names):
                 raise RouteParseError(f"ip -batch: more answers than the {len(names)} asked")
-            first = json.loads(s, strict=False) if s != "[]" else []
+            try:
+                first = json.loads(s, strict=False) if s != "[]" else []
+            except (ValueError, RecursionError):
+                raise RouteParseError(f"ip -batch: the answer for {names[i]} is not JSON") from None
             key = _ANSWER_KEY.get(names[i])
             if first and key and (not isinstance(first[0], dict) or key not in first[0]):
                 raise RouteParseError(f"ip -batch: the answer for {names[i]} has no {key!r}")
