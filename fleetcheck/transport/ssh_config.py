@@ -377,7 +377,7 @@ class Resolver:
                 except OSError as e:
                     raise SshConfigError(f"{line.where}: cannot read {path}: {e}") from None
                 if lines is None:
-                    raise SshConfigError(f"{line.where}: cannot open {path} (dangling link?)")
+                    continue  # a dangling link: glob(3) finds nothing either
                 st.sources.append(path)
                 try:
                     self._read(lines, host, st, active, not was_active or never, depth + 1)
@@ -426,10 +426,10 @@ class Resolver:
             arg, cp = strdelim(cp)
             if arg is None or arg == "" or arg.startswith("#"):
                 raise SshConfigError(f"{bad}: Match {crit} needs an argument")
-            if crit == "host":
-                ok = match_pattern_list(match_host, arg, lower=True)
+            if crit == "host":  # match_hostname: both sides lower-cased
+                ok = match_pattern_list(match_host.lower(), arg, lower=True)
             elif crit == "originalhost":
-                ok = match_pattern_list(host, arg, lower=True)
+                ok = match_pattern_list(host.lower(), arg, lower=True)
             elif crit == "user":
                 ok = match_pattern_list(ruser, arg, lower=False)
             elif crit == "localuser":
