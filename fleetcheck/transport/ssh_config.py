@@ -12,7 +12,6 @@ the Match exec commands it runs."""
 
 from __future__ import annotations
 
-import fnmatch
 import glob
 import hashlib
 import os
@@ -167,12 +166,12 @@ def tokenize(path: str) -> list[Line]:
         rest = (rest or "").lstrip(WHITESPACE)
         if not rest:
             why = _NO_ARGUMENT.get(keyword, "")
-            error = f'no argument after keyword "{keyword}"{why}'
-            lines.append(Line(keyword, (), path, lineno, "", error))
+            missing = f'no argument after keyword "{keyword}"{why}'
+            lines.append(Line(keyword, (), path, lineno, "", missing))
             continue
+        error: str | None = None
         try:
             args = tuple(argv_split(rest))
-            error = None
         except SyntaxRefusal:
             args, error = (), "unterminated quote (invalid quotes)"
         lines.append(Line(keyword, args, path, lineno, rest, error))
@@ -451,8 +450,9 @@ class Resolver:
                 )
             if ok == negate:
                 result = False
-        if attributes == 0 and not (line.rest.split() and line.rest.split()[0].lower()
-                                    in ("all", "!all")):
+        if attributes == 0 and not (
+            line.rest.split() and line.rest.split()[0].lower() in ("all", "!all")
+        ):
             raise SshConfigError(f"{bad}: Match without criteria")
         if cp:
             raise SshConfigError(f"{line.where}: keyword match extra arguments at end of line")
@@ -497,7 +497,9 @@ class Resolver:
         try:
             _percent_expand(arg.replace("%", "%%"), {}, "", self.env)
         except ExpandError as e:
-            raise SshConfigError(f"{line.where}: Invalid environment expansion {arg}: {e}") from None
+            raise SshConfigError(
+                f"{line.where}: Invalid environment expansion {arg}: {e}"
+            ) from None
 
     def _option(self, line: Line, st: _State) -> None:
         kw, args = line.keyword, line.args
@@ -519,8 +521,8 @@ class Resolver:
                 st.values["proxyjump"] = jump
         elif kw == "proxycommand":
             text = line.rest.lstrip(WHITESPACE + "=")
-            jump = st.values.get("proxyjump")
-            if "proxycommand" not in st.values and (jump is None or jump == "none"):
+            set_jump = st.values.get("proxyjump")
+            if "proxycommand" not in st.values and set_jump in (None, "none"):
                 st.values["proxycommand"] = text
         elif kw in ("connecttimeout", "serveraliveinterval"):
             st.first(kw, None if one == "none" else convtime(one))

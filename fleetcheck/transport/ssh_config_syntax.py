@@ -142,8 +142,7 @@ _MULTI: dict[str, tuple[str, ...]] = {
     "dsaauthentication": (*_FLAG, "unbound", "host-bound"),
     "compression": ("yes", "no"),
     "loglevel": tuple(
-        x.lower()
-        for x in "QUIET FATAL ERROR INFO VERBOSE DEBUG DEBUG1 DEBUG2 DEBUG3".split()
+        x.lower() for x in "QUIET FATAL ERROR INFO VERBOSE DEBUG DEBUG1 DEBUG2 DEBUG3".split()
     ),
 }
 _FLAGS = set(
@@ -200,9 +199,11 @@ _IGNORED = set(
 )
 _STRUCTURE = {"host", "match", "include"}
 
-KEYWORDS = frozenset(
-    set(_MULTI) | _FLAGS | _TIMES | _INTS | _STRINGS | _ARRAYS | _COMMANDS | set(_LOOSE)
-) | _IGNORED | _STRUCTURE
+KEYWORDS = (
+    frozenset(set(_MULTI) | _FLAGS | _TIMES | _INTS | _STRINGS | _ARRAYS | _COMMANDS | set(_LOOSE))
+    | _IGNORED
+    | _STRUCTURE
+)
 
 
 def is_keyword(keyword: str) -> bool:

@@ -44,6 +44,7 @@ GROUP_WRITABLE = (
     "Debian's ssh (the oracle here) accepts a file its owner's private group may write; "
     "upstream OpenSSH and fleetcheck refuse any file writable by group or others"
 )
+# fmt: off
 CASES: list[Case] = [
     # ------------------------------------------------------------------ Host patterns
     c("host", "first value wins", "Host web\n User a\n Port 2201\nHost *\n User b\n Port 2202\n",
@@ -316,3 +317,4 @@ CASES: list[Case] = [
     c("syntax", "command line beats the file",
       "Host a\n User file\n Port 2000\n", "-l cli -p 3000 a", "ssh://u@a:4000"),
 ]
+# fmt: on
