@@ -119,3 +119,13 @@ def test_match_host_equals_syntax(tmp_path: Path) -> None:
 def test_host_key_alias_is_lower_cased(tmp_path: Path) -> None:
     conf = _conf(tmp_path, "HostKeyAlias Web-Prod\n")
     assert resolver(conf).resolve("h").host_key_alias == "web-prod"
+
+
+def test_proxy_command_tokens_as_ssh_expands_them(tmp_path: Path) -> None:
+    """sshconnect.c: %h %k %n %p %r and %% (the old reader knew no %k and left it as is)."""
+    from fleetcheck.config.tables import SshConfig
+    from fleetcheck.transport.ssh.target import resolve_target
+
+    conf = _conf(tmp_path, "Host a\n  HostName 10.0.0.9\n  ProxyCommand nc %h %p %k %n %r %%\n")
+    t = resolve_target("a", SshConfig(user="u"), resolver(conf))
+    assert t.proxy_command == "nc 10.0.0.9 22 a a u %"

@@ -121,12 +121,12 @@ def _local_user() -> tuple[str, str, int]:
     return pw.pw_name, pw.pw_dir, pw.pw_uid
 
 
-def expand_tilde(path: str, home: str) -> str:
+def expand_tilde(path: str, home: str, where: str = "") -> str:
     """`~` as ssh expands it; an unknown `~user` is refused."""
     try:
         return _expand_tilde(path, home)
     except ExpandError as e:
-        raise SshConfigError(str(e)) from None
+        raise SshConfigError(f"{where}: {e}" if where else str(e)) from None
 
 
 def percent_expand(
@@ -207,6 +207,7 @@ class _State:
         if port is not None:
             self.values["port"] = port
         self.identity_files: list[str] = []
+        self.where: dict[str, str] = {}  # where a value was set, for messages
         self.sources: list[str] = []
         self.want_final = False
         self.final = False
@@ -361,7 +362,7 @@ class Resolver:
                 raise SshConfigError(f"{line.where}: keyword include empty argument")
             if not arg.startswith(("/", "~")):
                 arg = f"~/.ssh/{arg}"
-            pattern = expand_tilde(arg, home)
+            pattern = expand_tilde(arg, home, line.where)
             for path in sorted(glob.glob(pattern)):
                 if depth + 1 > MAX_INCLUDE_DEPTH:
                     raise SshConfigError(
@@ -513,6 +514,7 @@ class Resolver:
                 raise SshConfigError(f"{line.where}: Too many identity files specified")
             if one not in st.identity_files:
                 st.identity_files.append(one)
+                st.where[f"identityfile {one}"] = line.where
         elif kw == "identitiesonly":
             st.first("identitiesonly", one.lower() in ("yes", "true"))
         elif kw == "proxyjump":
@@ -524,12 +526,17 @@ class Resolver:
             set_jump = st.values.get("proxyjump")
             if "proxycommand" not in st.values and set_jump in (None, "none"):
                 st.values["proxycommand"] = text
+                if text.lower() != "none":  # ssh expands only these when it connects
+                    tokens = dict.fromkeys("hknpr", "")
+                    percent_expand(text, tokens, f"{line.where}: ProxyCommand")
         elif kw in ("connecttimeout", "serveraliveinterval"):
             st.first(kw, None if one == "none" else convtime(one))
         elif kw == "serveralivecountmax":
             st.first(kw, int(one))
         elif kw in ("userknownhostsfile", "globalknownhostsfile", "canonicaldomains",
                     "canonicalizepermittedcnames"):  # fmt: skip
+            if kw not in st.values:
+                st.where[kw] = line.where
             st.first(kw, list(args))
         elif kw == "stricthostkeychecking":
             v = one.lower()
@@ -555,7 +562,12 @@ class Resolver:
         tokens = self.tokens(hostname, user, port, host, alias_s or host)
         raw_ids = tuple(st.identity_files) or DEFAULT_IDENTITY_FILES
         ids = tuple(
-            percent_expand(expand_tilde(p, self.home), tokens, f"{where}: IdentityFile", self.env)
+            percent_expand(
+                expand_tilde(p, self.home, f"{st.where.get('identityfile ' + p, where)}"),
+                tokens,
+                f"{st.where.get('identityfile ' + p, where)}: IdentityFile",
+                self.env,
+            )
             for p in raw_ids
             if p.lower() != "none"
         )
@@ -566,7 +578,10 @@ class Resolver:
         else:
             ukh = tuple(
                 percent_expand(
-                    expand_tilde(p, self.home), tokens, f"{where}: UserKnownHostsFile", self.env
+                    expand_tilde(p, self.home, st.where.get("userknownhostsfile", where)),
+                    tokens,
+                    f"{st.where.get('userknownhostsfile', where)}: UserKnownHostsFile",
+                    self.env,
                 )
                 for p in (ukh_list or DEFAULT_USER_KNOWN_HOSTS)
             )

@@ -223,6 +223,8 @@ def check_args(keyword: str, args: list[str]) -> None:
         if any(a == "" for a in args):
             raise SyntaxRefusal(f"keyword {keyword} empty argument")
         lowered = [a.lower() for a in args]
+        if keyword == "setenv" and any("=" not in a for a in args):
+            raise SyntaxRefusal("Invalid SetEnv (each argument is NAME=VALUE)")
         if "none" in lowered and len(args) > 1 and keyword != "setenv":
             raise SyntaxRefusal(f'keyword {keyword} "none" argument must appear alone')
         return
@@ -246,6 +248,8 @@ def check_args(keyword: str, args: list[str]) -> None:
             ) from None
     if keyword in _INTS:
         atoi(first)
+    if keyword in _ALGO_KEYWORDS:
+        _check_algorithms(keyword, first)
     if keyword == "port":
         try:
             a2port(first)
@@ -253,6 +257,76 @@ def check_args(keyword: str, args: list[str]) -> None:
             raise SyntaxRefusal(
                 f"Port {first!r} is not a port number (Bad port: 1-65535 or a service name)"
             ) from None
+
+
+# OpenSSH 9.2's algorithm names (`ssh -Q cipher|mac|kex|key-sig`): a list naming one it does
+# not know is refused by ssh, so it is refused here too, though paramiko negotiates its own
+_CIPHERS = frozenset(
+    """3des-cbc aes128-cbc aes192-cbc aes256-cbc aes128-ctr aes192-ctr aes256-ctr
+    aes128-gcm@openssh.com aes256-gcm@openssh.com chacha20-poly1305@openssh.com""".split()
+)
+_MACS = frozenset(
+    """hmac-sha1 hmac-sha1-96 hmac-sha2-256 hmac-sha2-512 hmac-md5 hmac-md5-96
+    umac-64@openssh.com umac-128@openssh.com hmac-sha1-etm@openssh.com
+    hmac-sha1-96-etm@openssh.com hmac-sha2-256-etm@openssh.com hmac-sha2-512-etm@openssh.com
+    hmac-md5-etm@openssh.com hmac-md5-96-etm@openssh.com umac-64-etm@openssh.com
+    umac-128-etm@openssh.com""".split()
+)
+_KEX = frozenset(
+    """diffie-hellman-group1-sha1 diffie-hellman-group14-sha1 diffie-hellman-group14-sha256
+    diffie-hellman-group16-sha512 diffie-hellman-group18-sha512
+    diffie-hellman-group-exchange-sha1 diffie-hellman-group-exchange-sha256 ecdh-sha2-nistp256
+    ecdh-sha2-nistp384 ecdh-sha2-nistp521 curve25519-sha256 curve25519-sha256@libssh.org
+    sntrup761x25519-sha512 sntrup761x25519-sha512@openssh.com""".split()
+)
+_KEY_ALGOS = tuple(
+    """ssh-ed25519 ssh-ed25519-cert-v01@openssh.com sk-ssh-ed25519@openssh.com
+    sk-ssh-ed25519-cert-v01@openssh.com ecdsa-sha2-nistp256
+    ecdsa-sha2-nistp256-cert-v01@openssh.com ecdsa-sha2-nistp384
+    ecdsa-sha2-nistp384-cert-v01@openssh.com ecdsa-sha2-nistp521
+    ecdsa-sha2-nistp521-cert-v01@openssh.com sk-ecdsa-sha2-nistp256@openssh.com
+    sk-ecdsa-sha2-nistp256-cert-v01@openssh.com webauthn-sk-ecdsa-sha2-nistp256@openssh.com
+    ssh-dss ssh-dss-cert-v01@openssh.com ssh-rsa ssh-rsa-cert-v01@openssh.com rsa-sha2-256
+    rsa-sha2-256-cert-v01@openssh.com rsa-sha2-512 rsa-sha2-512-cert-v01@openssh.com""".split()
+)
+_ALGO_KEYWORDS = {
+    "ciphers": ("cipher", _CIPHERS),
+    "macs": ("MAC", _MACS),
+    "kexalgorithms": ("KEX algorithm", _KEX),
+    "hostkeyalgorithms": ("key type", None),
+    "pubkeyacceptedalgorithms": ("key type", None),
+    "pubkeyacceptedkeytypes": ("key type", None),
+    "hostbasedacceptedalgorithms": ("key type", None),
+    "hostbasedkeytypes": ("key type", None),
+    "casignaturealgorithms": ("key type", None),
+}
+
+
+def _check_algorithms(keyword: str, value: str) -> None:
+    """readconf.c: a list starting with '-' is not checked; '+' and '^' are stripped; every
+    name must be known (key types may be patterns that match at least one, either way)."""
+    if value.startswith("-"):
+        return
+    kind, known = _ALGO_KEYWORDS[keyword]
+    names = value[1:] if value[:1] in "+^" else value
+    if not names:
+        raise SyntaxRefusal(f"Bad {kind} list {value!r}")
+    for name in names.split(","):
+        if name == "":
+            break  # strsep stops at an empty name
+        if known is not None:
+            ok = name in known
+        else:
+            ok = name in _KEY_ALGOS or any(
+                match_pattern_list(k, name, lower=False) or _negated_hit(k, name)
+                for k in _KEY_ALGOS
+            )
+        if not ok:
+            raise SyntaxRefusal(f"Bad {kind} {name!r} in {value!r} (OpenSSH 9.2 does not know it)")
+
+
+def _negated_hit(name: str, patterns: str) -> bool:
+    return any(p.startswith("!") and match_pattern(name, p[1:]) for p in patterns.split(","))
 
 
 _NAMES = {

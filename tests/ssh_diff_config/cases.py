@@ -40,6 +40,10 @@ def c(family: str, name: str, config: str, *argvs: str, **kw: object) -> Case:
 
 
 NOBODY = 65534
+EXPANDED_LATE = (
+    "ssh -G prints IdentityFile unexpanded and fails only when it loads the key; fleetcheck "
+    "expands while resolving, so it refuses the host at once"
+)
 GROUP_WRITABLE = (
     "Debian's ssh (the oracle here) accepts a file its owner's private group may write; "
     "upstream OpenSSH and fleetcheck refuse any file writable by group or others"
@@ -203,9 +207,12 @@ CASES: list[Case] = [
     c("tokens", "HostName unknown token", "HostName %p.x\n", "h"),
     c("tokens", "trailing percent", "HostName h%\n", "h"),
     c("tokens", "unknown token in IdentityFile", "IdentityFile ~/.ssh/%z\n", "h",
-      refusal="unknown token %z",
-      why="ssh -G prints IdentityFile unexpanded and fails only when it loads the key; "
-      "fleetcheck expands while resolving, so it refuses the host at once"),
+      refusal="unknown token %z", why=EXPANDED_LATE),
+    c("tokens", "IdentityFile of an unknown ~user", "IdentityFile ~nosuchuser/k\n", "h",
+      refusal="no such user", why=EXPANDED_LATE),
+    c("tokens", "UserKnownHostsFile of an unknown ~user", "UserKnownHostsFile ~nosuchuser/k\n",
+      "h"),
+    c("tokens", "IdentityFile of ~root", "IdentityFile ~root/k\n", "h"),
     c("tokens", "unknown token in UserKnownHostsFile", "UserKnownHostsFile ~/%z\n", "h"),
     c("tokens", "GlobalKnownHostsFile printed as written",
       "GlobalKnownHostsFile ~/g1 /etc/g2\n", "h"),
@@ -246,6 +253,11 @@ CASES: list[Case] = [
     c("proxy", "ProxyCommand kept as written",
       'ProxyCommand sh -c "nc %h %p"  # c\n', "h"),
     c("proxy", "ProxyCommand none", "ProxyCommand none\n", "h"),
+    c("proxy", "ProxyCommand tokens", "ProxyCommand nc %h %p %r %n %k %%\n", "h"),
+    c("proxy", "ProxyCommand unknown token", "ProxyCommand nc %d\n", "h",
+      refusal="unknown token %d",
+      why="ssh -G prints ProxyCommand unexpanded and fails only when it connects (it knows "
+      "%h %k %n %p %r there); fleetcheck refuses the host while resolving"),
     c("proxy", "ProxyCommand with = syntax", "ProxyCommand=nc %h %p\n", "h"),
     # ------------------------------------------------------------------ HostKeyAlias
     c("hostkeyalias", "lower-cased", "Host a\n HostKeyAlias Web-Prod\n", "a", "b"),
@@ -316,5 +328,63 @@ CASES: list[Case] = [
     c("syntax", "hash inside a word", "User a#b\n", "h"),
     c("syntax", "command line beats the file",
       "Host a\n User file\n Port 2000\n", "-l cli -p 3000 a", "ssh://u@a:4000"),
+    # ------------------------------------------------------------------ more lexical and value rules
+    c("syntax", "keyword=value=more", "Host=a\nUser=x=y\n", "a"),
+    c("syntax", "quote in the middle of a word", 'User  "a"b\n', "h"),
+    c("syntax", "hash at the end of a pattern", "Host a\n User x #c\nHost b#\n User y\n", "b#"),
+    c("syntax", "empty quoted HostName", 'Hostname ""\n', "h"),
+    c("syntax", "empty quoted User", 'User ""\n', "h"),
+    c("match", "exec then user", 'Match exec "true"  user root\n User m\n', "h"),
+    c("match", "quoted host with a space", 'Match host "a b"\n User m\n', "a"),
+    c("match", "exec and negated exec", 'Match exec "exit 0" !exec "exit 1"\n User m\n', "h"),
+    c("match", "Match inside a Host block", "Host a\n Match host a\n User m\n", "a"),
+    c("match", "negated final", "Match !final\n User nf\nMatch final\n Port 2\n", "h"),
+    c("match", "final then all", "Match final all\n User m\n", "h"),
+    c("match", "keyword and criterion case", "Match Host a\n  User m\nmatch HOST=b\n User n\n",
+      "a", "b"),
+    c("match", "originalhost then host after HostName",
+      "Match originalhost h\n HostName x\nMatch host x\n User y\n", "h"),
+    c("validation", "ConnectTimeout 0", "Host *\n ConnectTimeout 0\n", "h"),
+    c("validation", "ConnectTimeout negative", "ConnectTimeout -1\n", "h"),
+    c("validation", "ConnectTimeout unit in capitals", "ConnectTimeout 5S\n", "h"),
+    c("validation", "ServerAliveInterval with units", "ServerAliveInterval 1m\n", "h"),
+    c("validation", "CanonicalizeMaxDots not an integer", "CanonicalizeMaxDots 1.5\n", "h"),
+    c("validation", "empty UserKnownHostsFile", 'UserKnownHostsFile ""\n', "h"),
+    c("validation", "GlobalKnownHostsFile NONE with another", "GlobalKnownHostsFile /a NONE\n",
+      "h"),
+    c("validation", "IgnoreUnknown everything", "IgnoreUnknown *\nWhatever 1\n", "h"),
+    c("validation", "IgnoreUnknown in an inactive block",
+      "Host zzz\n IgnoreUnknown Junk\nJunk 1\n", "h"),
+    c("validation", "SetEnv without =", "SetEnv A=b none\n", "h"),
+    c("validation", "LogLevel unknown", "LogLevel loud\n", "h"),
+    c("validation", "AddressFamily unknown", "AddressFamily inet4\n", "h"),
+    c("validation", "ForwardAgent a path", "ForwardAgent /tmp/x\n", "h"),
+    c("validation", "ForwardAgent undefined ${VAR}", "ForwardAgent ${NO_SUCH_VAR}\n", "h"),
+    c("validation", "Ciphers unknown", "Ciphers nosuchcipher\n", "h"),
+    c("validation", "Ciphers removal is not checked", "Ciphers -nosuchcipher\n", "h"),
+    c("validation", "Ciphers appended", "Ciphers +aes128-cbc,\n", "h"),
+    c("validation", "MACs unknown", "MACs hmac-nope\n", "h"),
+    c("validation", "KexAlgorithms known", "KexAlgorithms curve25519-sha256,ecdh-sha2-nistp256\n",
+      "h"),
+    c("validation", "HostKeyAlgorithms unknown", "HostKeyAlgorithms nosuch\n", "h"),
+    c("validation", "HostKeyAlgorithms pattern", "HostKeyAlgorithms ^ssh-ed25519*,rsa-sha2-*\n",
+      "h"),
+    c("validation", "PubkeyAcceptedAlgorithms pattern matching none",
+      "PubkeyAcceptedAlgorithms +nosuch*\n", "h"),
+    c("port", "signed port", "Port +22\n", "h"),
+    c("port", "port with trailing letters", "Port 22x\n", "h"),
+    c("canonical", "numeric HostName", "HostName 1\n", "h"),
+    c("canonical", "HostName lower-cased", "HostName FOO.bar\n", "h"),
+    c("canonical", "HostName address with leading zeros", "Host a\n HostName 127.0.0.01\n", "a"),
+    c("canonical", "yes with a HostName in capitals",
+      "CanonicalizeHostname yes\nHost h\n HostName Big.Example\nHost big.example\n User c\n",
+      "h"),
+    c("proxy", "ProxyJump empty first hop", "ProxyJump ,j\n", "h"),
+    c("proxy", "ProxyJump empty last hop", "ProxyJump j,\n", "h"),
+    c("proxy", "ProxyJump empty user", "ProxyJump @j\n", "h"),
+    c("proxy", "ProxyJump NONE in capitals", "Host h\n ProxyJump NONE\n", "h"),
+    c("include", "Include of the home directory", "Include ~\n", "h"),
+    c("include", "Include after a tab", "Include\t{home}/x\nUser u\n", "h",
+      files={"x": "User from-x\n"}),
 ]
 # fmt: on

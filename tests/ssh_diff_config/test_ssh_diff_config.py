@@ -1,6 +1,11 @@
-"""Every case of the corpus agrees with the real `ssh -G` (or is a documented refusal)."""
+"""Every case of the corpus agrees with the real `ssh -G` (or is a documented refusal).
+
+The cases run on a few threads at once (each is mostly waiting for `ssh -G` subprocesses),
+once per session; each case is still its own test, with its own failure message."""
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -10,15 +15,25 @@ from tests.ssh_diff_config.harness import SSH, case_home, compare
 pytestmark = pytest.mark.skipif(SSH is None, reason="needs the OpenSSH client as the oracle")
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_case_agrees_with_ssh(case: Case) -> None:
+def run_case(case: Case) -> list[str]:
+    """The disagreements of one case, one line per host argument that disagrees."""
     with case_home(case) as home:
-        problems = [
+        return [
             f"{' '.join(argv)}: {why}"
             for argv in case.argvs
             if (why := compare(case, home, list(argv))) is not None
         ]
-    assert not problems, problems
+
+
+@pytest.fixture(scope="session")
+def results() -> dict[str, list[str]]:
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(zip([c.id for c in CASES], pool.map(run_case, CASES), strict=True))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_case_agrees_with_ssh(case: Case, results: dict[str, list[str]]) -> None:
+    assert not results[case.id], results[case.id]
 
 
 def test_corpus_size_and_ids() -> None:
