@@ -328,7 +328,7 @@ CASES: list[Case] = [
     c("syntax", "hash inside a word", "User a#b\n", "h"),
     c("syntax", "command line beats the file",
       "Host a\n User file\n Port 2000\n", "-l cli -p 3000 a", "ssh://u@a:4000"),
-    # ------------------------------------------------------------------ more lexical and value rules
+    # ------------------------------------------------------------------ more rules, each family
     c("syntax", "keyword=value=more", "Host=a\nUser=x=y\n", "a"),
     c("syntax", "quote in the middle of a word", 'User  "a"b\n', "h"),
     c("syntax", "hash at the end of a pattern", "Host a\n User x #c\nHost b#\n User y\n", "b#"),
