@@ -129,3 +129,10 @@ def test_proxy_command_tokens_as_ssh_expands_them(tmp_path: Path) -> None:
     conf = _conf(tmp_path, "Host a\n  HostName 10.0.0.9\n  ProxyCommand nc %h %p %k %n %r %%\n")
     t = resolve_target("a", SshConfig(user="u"), resolver(conf))
     assert t.proxy_command == "nc 10.0.0.9 22 a a u %"
+
+
+def test_dev_null_as_the_config_file_is_an_empty_config() -> None:
+    """The lab and many users say `config_file = "/dev/null"`: a device, not a file anyone
+    could write rules into; the permission check is for regular files."""
+    r = resolver("/dev/null").resolve("h", user="u")
+    assert (r.hostname, r.user, r.sources) == ("h", "u", ("/dev/null",))

@@ -279,7 +279,8 @@ class Resolver:
         lines = _cache.get(self.path) if self.path is not None else None
         if lines is None or self.path is None:
             return
-        check_permissions(self.path, f"{self.path}")
+        if os.path.isfile(self.path):  # `-F /dev/null` style: nothing anyone can write
+            check_permissions(self.path, f"{self.path}")
         st.sources.append(self.path)
         self._read(lines, host, st, [True], never=False, depth=0)
 
