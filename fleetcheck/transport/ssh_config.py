@@ -76,6 +76,8 @@ class Line:
     lineno: int
     rest: str = ""  # the text after the keyword, as ssh hands it to Match/ProxyCommand
     error: str | None = None  # why ssh refuses this line before looking at its keyword
+    known: bool = True  # a keyword of OpenSSH 9.2
+    refusal: str | None = None  # why ssh refuses its arguments (checked once per file change)
 
     @property
     def where(self) -> str:
@@ -174,7 +176,16 @@ def tokenize(path: str) -> list[Line]:
             args = tuple(argv_split(rest))
         except SyntaxRefusal:
             args, error = (), "unterminated quote (invalid quotes)"
-        lines.append(Line(keyword, args, path, lineno, rest, error))
+        known = is_keyword(keyword)
+        refusal = None
+        if known and error is None:
+            try:
+                check_args(keyword, list(args))
+                if keyword == "proxyjump":  # checked applied or not
+                    parse_jump(rest.lstrip(WHITESPACE + "="))
+            except SyntaxRefusal as e:
+                refusal = str(e)
+        lines.append(Line(keyword, args, path, lineno, rest, error, known, refusal))
     return lines
 
 
@@ -182,19 +193,21 @@ _NO_ARGUMENT = {"include": " (Include without a file)", "match": " (Match withou
 _cache: ParsedFiles[list[Line]] = ParsedFiles(tokenize)
 
 
-def check_permissions(path: str, where: str) -> None:
+def check_permissions(path: str, where: str) -> os.stat_result | None:
     """readconf.c's check for ~/.ssh/config and every Included file: owned by root or by us,
     and not writable by group or others. Otherwise anyone who can write it could make the
-    patrol run a ProxyCommand: ssh stops with "Bad owner or permissions", and so do we."""
+    patrol run a ProxyCommand: ssh stops with "Bad owner or permissions", and so do we.
+    Returns the file's stat (None when it cannot be stat'ed: opening it tells why)."""
     try:
         st = os.stat(path)
     except OSError:
-        return  # opening it reports what is wrong
+        return None
     if (st.st_uid not in (0, os.getuid())) or (st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
         raise SshConfigError(
             f"{where}: Bad owner or permissions on {path} (owner uid {st.st_uid}, mode "
             f"{stat.S_IMODE(st.st_mode):04o}; ssh refuses it: make it yours and chmod go-w)"
         )
+    return st
 
 
 class _State:
@@ -311,23 +324,24 @@ class Resolver:
         self, lines: list[Line], host: str, st: _State, active: list[bool], never: bool, depth: int
     ) -> None:
         active[0] = not never
+        name = st.final_host if st.final else host  # what Host patterns are matched against
         for line in lines:
-            kw, args = line.keyword, line.args
-            if line.error and line.error.startswith("no argument"):
-                raise SshConfigError(f"{line.where}: {line.error}")
-            if not is_keyword(kw):
-                ignored = st.values.get("ignoreunknown")
-                if isinstance(ignored, str) and match_pattern_list(kw, ignored, lower=True):
-                    continue
-                raise SshConfigError(f"{line.where}: Bad configuration option: {kw}")
-            if line.error:
-                raise SshConfigError(f"{line.where}: {line.error}")
-            try:
-                check_args(kw, list(args))
-            except SyntaxRefusal as e:
-                raise SshConfigError(f"{line.where}: {e}") from None
-            if kw == "host":
-                active[0] = self._host_line(line, st.final_host if st.final else host, never)
+            kw = line.keyword
+            if (line.error or line.refusal or not line.known) and self._ignored(line, st):
+                continue
+            if kw == "host":  # inlined: the hot path of a big config
+                if "" in line.args:
+                    raise SshConfigError(f"{line.where}: keyword host empty argument")
+                value = False
+                if not never:
+                    for pattern in line.args:
+                        if pattern[:1] == "!":
+                            if match_pattern(name, pattern[1:]):
+                                value = False
+                                break
+                        elif not value and match_pattern(name, pattern):
+                            value = True
+                active[0] = value
             elif kw == "match":
                 value = self._match(line, host, st)
                 active[0] = value and not never
@@ -335,23 +349,20 @@ class Resolver:
                 self._include(line, host, st, active, never, depth)
             elif active[0]:
                 self._option(line, st)
-            else:
-                self._check_inactive(line)
+            elif kw in ("identityagent", "forwardagent"):
+                self._check_env(line)  # what ssh checks even where the line does not apply
 
     @staticmethod
-    def _host_line(line: Line, name: str, never: bool) -> bool:
-        if any(a == "" for a in line.args):
-            raise SshConfigError(f"{line.where}: keyword host empty argument")
-        if never:
-            return False
-        value = False
-        for pattern in line.args:
-            if pattern.startswith("!"):
-                if match_pattern(name, pattern[1:]):
-                    return False
-            elif match_pattern(name, pattern):
-                value = True
-        return value
+    def _ignored(line: Line, st: _State) -> bool:
+        """A line ssh refuses raises here, in ssh's order; True: an IgnoreUnknown keyword."""
+        if line.error and line.error.startswith("no argument"):
+            raise SshConfigError(f"{line.where}: {line.error}")
+        if not line.known:
+            ignored = st.values.get("ignoreunknown")
+            if isinstance(ignored, str) and match_pattern_list(line.keyword, ignored, lower=True):
+                return True
+            raise SshConfigError(f"{line.where}: Bad configuration option: {line.keyword}")
+        raise SshConfigError(f"{line.where}: {line.error or line.refusal}")
 
     def _include(
         self, line: Line, host: str, st: _State, active: list[bool], never: bool, depth: int
@@ -370,8 +381,8 @@ class Resolver:
                         f"{line.where}: too many nested Includes (Include {path}: "
                         f"more than {MAX_INCLUDE_DEPTH} deep, a loop?)"
                     )
-                check_permissions(path, line.where)
-                if os.path.isdir(path):
+                st_file = check_permissions(path, line.where)
+                if st_file is not None and stat.S_ISDIR(st_file.st_mode):
                     continue  # ssh reads nothing from it
                 try:
                     lines = _cache.get(path)
@@ -476,14 +487,6 @@ class Resolver:
         except OSError as e:
             raise SshConfigError(f"Match exec {cmd!r}: cannot run {shell}: {e}") from None
         return rc == 0
-
-    def _check_inactive(self, line: Line) -> None:
-        """What ssh checks of a line even where it does not apply."""
-        kw = line.keyword
-        if kw == "proxyjump":
-            self._jump(line)
-        elif kw in ("identityagent", "forwardagent"):
-            self._check_env(line)
 
     @staticmethod
     def _jump(line: Line) -> str:

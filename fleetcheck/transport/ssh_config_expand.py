@@ -81,6 +81,8 @@ def percent_expand(
 def canonical_address(host: str) -> str | None:
     """The numeric form ssh gives an address it is handed (`10.1` is 10.0.0.1, `FE80::1`
     fe80::1), without any name lookup; None when `host` is not an address."""
+    if ":" not in host and host.strip("0123456789.xXabcdefABCDEF"):
+        return None  # cannot be an address (spares the call for every name)
     try:
         infos = socket.getaddrinfo(host, None, flags=socket.AI_NUMERICHOST)
     except (OSError, UnicodeError, ValueError):
