@@ -48,8 +48,10 @@ def section(version: str | None = None) -> str:
         "",
         *counts_table(),
         "",
-        "Differences from OpenSSH (documented refusals: ssh accepts, fleetcheck refuses and "
-        "says why):",
+        "##### Differences from OpenSSH (documented refusals)",
+        "",
+        "Where fleetcheck deliberately does less than ssh it refuses the host with one line "
+        "saying why; it never accepts a config ssh refuses. The corpus's cases of this kind:",
         "",
     ]
     seen: set[str] = set()
@@ -57,7 +59,15 @@ def section(version: str | None = None) -> str:
         if case.refusal is not None and case.why not in seen:
             seen.add(case.why)
             lines.append(f"- {case.name}: {case.why}.")
-    lines.append(END)
+    lines += [
+        "",
+        "Outside the corpus: a `Match exec` command gets 10 s (then it does not match), where "
+        "ssh waits for it; a `config_file` that does not exist is an empty config, as ssh "
+        "treats a missing ~/.ssh/config (fleetcheck's default), not as `ssh -F` would; "
+        "forwarding specs (`LocalForward`, ...) are not validated; `StrictHostKeyChecking no` "
+        "is strict (see known_hosts below).",
+        END,
+    ]
     return "\n".join(lines)
 
 
