@@ -81,7 +81,10 @@ def test_config_check_ssh_names_an_unresolvable_host(lab: Lab) -> None:
     )
     shown = fleetcheck("config", "check", "--ssh", "-c", str(config))
     assert shown.returncode == 3
-    assert "a: cannot resolve" in shown.stdout and "line 1: Bad configuration option: junk" in shown.stdout
+    assert (
+        "a: cannot resolve" in shown.stdout
+        and "line 1: Bad configuration option: junk" in shown.stdout
+    )
 
 
 def test_accept_new_and_known_hosts_file_from_ssh_config(lab: Lab) -> None:
