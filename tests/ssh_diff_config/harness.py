@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -74,45 +75,86 @@ def _env(case: Case, home: str) -> dict[str, str]:
     return env
 
 
-def _ssh(home: Path, case: Case, extra: list[str], argv: list[str]) -> tuple[int, str, str]:
+def ssh_batch(
+    home: Path, case: Case, calls: list[tuple[list[str], list[str]]]
+) -> list[tuple[int, str, str]]:
+    """(exit status, stdout, stderr) of `ssh -G [-F main] EXTRA ARGV` for each call, all in
+    one private mount and network namespace (one unshare per batch, not per call)."""
     assert SSH is not None
-    # the private home over the real one and an empty system config, no network
-    script = (
-        'mount --bind "$1" "$2" && mount --bind /dev/null /etc/ssh/ssh_config 2>/dev/null; '
-        'shift 2; exec "$@"'
-    )
-    cfg = [] if case.default_config else ["-F", str(home / case.main)]
-    cmd = ["unshare", "--mount", "--net", "--propagation", "private", "sh", "-c", script,
-           "sh", str(home), PW.pw_dir, SSH, "-G", *cfg, *extra, *argv]  # fmt: skip
-    p = subprocess.run(cmd, capture_output=True, timeout=30, stdin=subprocess.DEVNULL,
-                       env=_env(case, PW.pw_dir))  # fmt: skip
-    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+    out_dir = Path(tempfile.mkdtemp(prefix="fleetcheck-sshdiff-out-"))
+    try:
+        cfg = [] if case.default_config else ["-F", str(home / case.main)]
+        # the private home over the real one and an empty system config, no network
+        lines = [
+            f"mount --bind {shlex.quote(str(home))} {shlex.quote(PW.pw_dir)} || exit 99",
+            "mount --bind /dev/null /etc/ssh/ssh_config 2>/dev/null",
+        ]
+        for i, (extra, argv) in enumerate(calls):
+            cmd = " ".join(shlex.quote(a) for a in [SSH, "-G", *cfg, *extra, *argv])
+            o = shlex.quote(str(out_dir / str(i)))
+            lines.append(f"{cmd} </dev/null >{o}.out 2>{o}.err; echo $? >{o}.rc")
+        p = subprocess.run(
+            ["unshare", "--mount", "--net", "--propagation", "private", "sh", "-c",
+             "\n".join(lines)],
+            capture_output=True, timeout=60, stdin=subprocess.DEVNULL,
+            env=_env(case, PW.pw_dir),
+        )  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        return [
+            (
+                int((out_dir / f"{i}.rc").read_text()),
+                (out_dir / f"{i}.out").read_text(errors="replace"),
+                (out_dir / f"{i}.err").read_text(errors="replace"),
+            )
+            for i in range(len(calls))
+        ]
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
 
 
-def oracle(home: Path, case: Case, argv: list[str]) -> Outcome:
-    rc, out, err = _ssh(home, case, [], argv)
-    if rc != 0:
-        return Outcome(None, err.strip().splitlines()[-1] if err.strip() else f"exit {rc}")
-    got: dict[str, object] = {"identityfile": []}
-    for line in out.splitlines():
-        key, _, value = line.partition(" ")
-        if key == "identityfile":
-            got["identityfile"].append(value)  # type: ignore[union-attr]
-        elif key in FIELDS:
-            got[key] = value
-    fields = {k: got.get(k) for k in FIELDS}
-    expanded = None
+def _refusal(rc: int, err: str) -> str:
+    return err.strip().splitlines()[-1] if err.strip() else f"exit {rc}"
+
+
+def oracles(home: Path, case: Case) -> list[Outcome]:
+    """ssh's answer for each of the case's host arguments."""
+    answers = ssh_batch(home, case, [([], list(argv)) for argv in case.argvs])
+    outcomes: list[Outcome] = []
+    for rc, out, err in answers:
+        if rc != 0:
+            outcomes.append(Outcome(None, _refusal(rc, err)))
+            continue
+        got: dict[str, object] = {"identityfile": []}
+        for line in out.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "identityfile":
+                got["identityfile"].append(value)  # type: ignore[union-attr]
+            elif key in FIELDS:
+                got[key] = value
+        outcomes.append(Outcome({k: got.get(k) for k in FIELDS}, None))
     if case.expand_ids:
         # ssh -G prints IdentityFile unexpanded; IdentityAgent gets the same expansion
         # (~, %-tokens, ${VAR}) with the same values, so ssh itself expands each one for us
-        expanded = []
-        for raw in fields["identityfile"]:  # type: ignore[union-attr]
-            rc, out, err = _ssh(home, case, ["-o", f"IdentityAgent={raw}"], argv)
+        calls: list[tuple[list[str], list[str]]] = []
+        owners: list[int] = []
+        for n, (argv, outcome) in enumerate(zip(case.argvs, outcomes, strict=True)):
+            if outcome.fields is None:
+                continue
+            outcome.expanded_ids = []
+            for raw in outcome.fields["identityfile"]:  # type: ignore[union-attr]
+                value = f'"{raw}"' if " " in raw else raw  # one argument, as in the file
+                calls.append((["-o", f"IdentityAgent={value}"], list(argv)))
+                owners.append(n)
+        for n, (rc, out, err) in zip(owners, ssh_batch(home, case, calls), strict=True):
+            outcome = outcomes[n]
             if rc != 0:
-                return Outcome(None, err.strip().splitlines()[-1] if err.strip() else "exit")
+                outcomes[n] = Outcome(None, _refusal(rc, err))
+                continue
+            if outcome.expanded_ids is None:  # already refused by an earlier one
+                continue
             agent = [x for x in out.splitlines() if x.startswith("identityagent ")]
-            expanded.append(agent[0].partition(" ")[2] if agent else "")
-    return Outcome(fields, None, expanded)
+            outcome.expanded_ids.append(agent[0].partition(" ")[2] if agent else "")
+    return outcomes
 
 
 def parse_argv(argv: list[str]) -> tuple[str, str | None, int | None]:
@@ -176,9 +218,9 @@ def ours(home: Path, case: Case, argv: list[str]) -> Outcome:
     return Outcome(fields, None, expanded)
 
 
-def compare(case: Case, home: Path, argv: list[str]) -> str | None:
-    """None when the two agree (or the case's documented refusal holds), else why not."""
-    want = oracle(home, case, argv)
+def compare(case: Case, home: Path, argv: list[str], want: Outcome) -> str | None:
+    """None when ssh's answer `want` and ours agree (or the case's documented refusal
+    holds), else why not."""
     got = ours(home, case, argv)
     if case.refusal is not None:
         if want.refusal is not None:

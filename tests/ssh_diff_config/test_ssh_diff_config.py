@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tests.ssh_diff_config.cases import CASES, Case
-from tests.ssh_diff_config.harness import SSH, case_home, compare
+from tests.ssh_diff_config.harness import SSH, case_home, compare, oracles
 
 pytestmark = pytest.mark.skipif(SSH is None, reason="needs the OpenSSH client as the oracle")
 
@@ -18,10 +18,11 @@ pytestmark = pytest.mark.skipif(SSH is None, reason="needs the OpenSSH client as
 def run_case(case: Case) -> list[str]:
     """The disagreements of one case, one line per host argument that disagrees."""
     with case_home(case) as home:
+        wanted = oracles(home, case)
         return [
             f"{' '.join(argv)}: {why}"
-            for argv in case.argvs
-            if (why := compare(case, home, list(argv))) is not None
+            for argv, want in zip(case.argvs, wanted, strict=True)
+            if (why := compare(case, home, list(argv), want)) is not None
         ]
 
 
