@@ -5,6 +5,8 @@ once per session; each case is still its own test, with its own failure message.
 
 from __future__ import annotations
 
+import os
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -12,7 +14,13 @@ import pytest
 from tests.ssh_diff_config.cases import CASES, Case
 from tests.ssh_diff_config.harness import SSH, case_home, compare, oracles
 
-pytestmark = pytest.mark.skipif(SSH is None, reason="needs the OpenSSH client as the oracle")
+pytestmark = [
+    pytest.mark.skipif(SSH is None, reason="needs the OpenSSH client as the oracle"),
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("unshare") is None,
+        reason="needs root and unshare(1): ssh -G runs in a private mount/network namespace",
+    ),
+]
 
 
 def run_case(case: Case) -> list[str]:
