@@ -280,7 +280,7 @@ class Resolver:
                 canon = str(state.values.get("canonicalizehostname", "no"))
                 state.want_final = canon != "no"
             if state.want_final:
-                self._refuse_dns_canonicalisation(state)
+                self._refuse_dns_canonicalisation(host, state)
                 state.final = True
                 state.final_host = self._hostname(host, state)
                 state.values["hostname"] = state.final_host
@@ -297,18 +297,45 @@ class Resolver:
         st.sources.append(self.path)
         self._read(lines, host, st, [True], never=False, depth=0)
 
-    def _refuse_dns_canonicalisation(self, st: _State) -> None:
-        canon = str(st.values.get("canonicalizehostname", "no"))
-        if canon == "no" or not (
-            st.values.get("canonicaldomains") or st.values.get("canonicalizepermittedcnames")
-        ):
+    def _refuse_dns_canonicalisation(self, host: str, st: _State) -> None:
+        """ssh.c resolve_canonicalize, without its lookups: where ssh would ask DNS for a
+        name (a trailing dot, CanonicalDomains, CanonicalizePermittedCNAMEs) we refuse
+        rather than guess its answer; where it would find nothing and fall back, so do we."""
+        v = st.values
+        canon = str(v.get("canonicalizehostname", "no"))
+        name = self._hostname(host, st)
+        if canon == "no" or canonical_address(name) is not None:
             return
-        raise SshConfigError(
-            f"{st.values.get('canonicalizehostname_where', self.path)}: CanonicalizeHostname "
-            f"{canon} with CanonicalDomains/CanonicalizePermittedCNAMEs is not supported by "
-            "fleetcheck (it needs DNS lookups while reading the config); write the full "
-            "names in HostName instead"
+        direct = v.get("proxycommand") in (None, "none") and "proxyjump" not in v
+        if not direct and canon != "always":
+            return  # ssh leaves names for a proxy or jump host alone
+        where = v.get("canonicalizehostname_where", self.path)
+        domains = list(v.get("canonicaldomains") or ())  # type: ignore[call-overload]
+        domains = (
+            domains[: [d.lower() for d in domains].index("none")]
+            if any(d.lower() == "none" for d in domains)
+            else domains
         )
+        ndots = name.count(".")
+        needs_dns = (
+            name.endswith(".")
+            or (ndots <= int(v.get("canonicalizemaxdots", 1)) and bool(domains))  # type: ignore[call-overload]
+            or bool(v.get("canonicalizepermittedcnames"))
+        )
+        if needs_dns:
+            raise SshConfigError(
+                f"{where}: CanonicalizeHostname {canon} with CanonicalDomains/"
+                "CanonicalizePermittedCNAMEs (or a name ending in a dot) is not supported by "
+                "fleetcheck (it needs DNS lookups while reading the config); write the full "
+                "names in HostName instead"
+            )
+        if ndots <= int(v.get("canonicalizemaxdots", 1)) and not v.get(  # type: ignore[call-overload]
+            "canonicalizefallbacklocal", True
+        ):
+            raise SshConfigError(
+                f"{where}: Could not resolve host {name!r} (CanonicalizeHostname {canon}, "
+                "no CanonicalDomains and CanonicalizeFallbackLocal no: ssh stops here too)"
+            )
 
     def _hostname(self, host: str, st: _State) -> str:
         """ssh.c: HostName with %h expanded, lower-cased unless it is an address, which is
@@ -535,8 +562,10 @@ class Resolver:
                     percent_expand(text, tokens, f"{line.where}: ProxyCommand")
         elif kw in ("connecttimeout", "serveraliveinterval"):
             st.first(kw, None if one == "none" else convtime(one))
-        elif kw == "serveralivecountmax":
+        elif kw in ("serveralivecountmax", "canonicalizemaxdots"):
             st.first(kw, int(one))
+        elif kw == "canonicalizefallbacklocal":
+            st.first(kw, one.lower() in ("yes", "true"))
         elif kw in ("userknownhostsfile", "globalknownhostsfile", "canonicaldomains",
                     "canonicalizepermittedcnames"):  # fmt: skip
             if kw not in st.values:

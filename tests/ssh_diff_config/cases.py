@@ -44,6 +44,11 @@ EXPANDED_LATE = (
     "ssh -G prints IdentityFile unexpanded and fails only when it loads the key; fleetcheck "
     "expands while resolving, so it refuses the host at once"
 )
+CANON_DNS = (
+    "canonicalising with CanonicalDomains, CanonicalizePermittedCNAMEs or a name ending in a "
+    "dot needs DNS lookups while the config is read; fleetcheck refuses rather than guess "
+    "which name ssh would pick"
+)
 GROUP_WRITABLE = (
     "Debian's ssh (the oracle here) accepts a file its owner's private group may write; "
     "upstream OpenSSH and fleetcheck refuse any file writable by group or others"
@@ -288,9 +293,18 @@ CASES: list[Case] = [
     c("canonical", "bad value", "CanonicalizeHostname maybe\n", "h"),
     c("canonical", "with CanonicalDomains",
       "CanonicalizeHostname yes\nCanonicalDomains example.invalid\n", "h",
-      refusal="CanonicalDomains",
-      why="canonicalising with CanonicalDomains needs DNS lookups while the config is read; "
-      "fleetcheck refuses rather than guess which name ssh would pick"),
+      refusal="CanonicalDomains", why=CANON_DNS),
+    c("canonical", "name with a trailing dot", "CanonicalizeHostname yes\nHostName box.\n", "h",
+      refusal="CanonicalizeHostname", why=CANON_DNS),
+    c("canonical", "no fallback to the local name",
+      "CanonicalizeHostname yes\nCanonicalizeFallbackLocal no\n", "h"),
+    c("canonical", "enough dots: domains not tried",
+      "CanonicalizeHostname yes\nCanonicalDomains example.invalid\nHostName a.b.c\n", "h"),
+    c("canonical", "CanonicalDomains none first",
+      "CanonicalizeHostname yes\nCanonicalDomains none\nUser u\n", "h"),
+    c("canonical", "yes leaves a jump host's target alone",
+      "Host h\n CanonicalizeHostname yes\n CanonicalDomains example.invalid\n ProxyJump j\n",
+      "h"),
     c("canonical", "address put in numeric form", "User u\n", "10.1", "FE80:0::1"),
     # ------------------------------------------------------------------ Port
     c("port", "service name", "Port ssh\n", "h"),
