@@ -1,8 +1,10 @@
 """One test per ssh_config difference issue 23 found between fleetcheck and OpenSSH 9.2.
 
-Each was seen to FAIL on the reader before this change (ssh_config.py at 057231a swapped in:
-every test below failed there) and passes now; the differential harness in
-tests/ssh_diff_config checks the same things against the real `ssh -G`."""
+Each was seen to FAIL on the reader before this change (ssh_config.py and ssh/target.py at
+057231a swapped in: 18 of the 19 tests below failed there; the last one, /dev/null as the
+config file, is a guard that the new permission check leaves it alone) and passes now; the
+differential harness in tests/ssh_diff_config checks the same things against the real
+`ssh -G`."""
 
 from __future__ import annotations
 
