@@ -1,27 +1,55 @@
-"""ssh_config read the way OpenSSH's `ssh -F FILE` reads it, for the keywords fleets use.
+"""ssh_config read the way OpenSSH 9.2's `ssh -F FILE` reads it, for the keywords fleets use.
 
 Our own reader because paramiko.SSHConfig ignores `Include`, lets a later value win and knows
-no `Match user/localuser/originalhost`. The rules are OpenSSH 9's (readconf.c), checked
-against the real `ssh -G` over a corpus of configs: the FIRST value of a keyword wins
-(IdentityFile accumulates); the caller's `user`/`port` act like ssh's command line; a Match
-criterion we do not implement is refused with a clear error, never guessed. Files are
-tokenised once per change (inode, size, mtime); resolution is pure."""
+no `Match user/localuser/originalhost`. The rules are OpenSSH's (readconf.c, ssh.c), checked
+against the real `ssh -G` by tests/ssh_diff_config: every line of every file read is checked
+as ssh checks it, applied or not (a line ssh refuses refuses the whole config, with the file
+and line); the FIRST value of a keyword wins (IdentityFile accumulates); the caller's
+`user`/`port` act like ssh's command line; `Match final`/`canonical` and CanonicalizeHostname
+get ssh's second pass; what would need DNS (CanonicalDomains) is refused, never guessed.
+Files are tokenised once per change (inode, size, mtime); resolution reads nothing else but
+the Match exec commands it runs."""
 
 from __future__ import annotations
 
-import fnmatch
 import glob
 import hashlib
 import os
 import pwd
 import socket
+import stat
 import subprocess
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 
 from fleetcheck.transport.filecache import ParsedFiles
+from fleetcheck.transport.ssh_config_expand import (
+    ExpandError,
+    canonical_address,
+)
+from fleetcheck.transport.ssh_config_expand import (
+    expand_tilde as _expand_tilde,
+)
+from fleetcheck.transport.ssh_config_expand import (
+    percent_expand as _percent_expand,
+)
+from fleetcheck.transport.ssh_config_model import Line, Resolved, SshConfigError, check_permissions
+from fleetcheck.transport.ssh_config_syntax import (
+    WHITESPACE,
+    SyntaxRefusal,
+    a2port,
+    argv_split,
+    check_args,
+    convtime,
+    is_keyword,
+    match_pattern,
+    match_pattern_list,
+    parse_jump,
+    strdelim,
+)
 
 MAX_INCLUDE_DEPTH = 16
+MAX_IDENTITY_FILES = 100
 DEFAULT_IDENTITY_FILES = (
     "~/.ssh/id_rsa",
     "~/.ssh/id_ecdsa",
@@ -36,176 +64,79 @@ DEFAULT_GLOBAL_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_ho
 _STRICT = {"yes": "true", "true": "true", "no": "false", "false": "false", "off": "false"}
 
 
-class SshConfigError(ValueError):
-    """A config line we cannot honour; the message names the file and line."""
-
-
-@dataclass(frozen=True)
-class Line:
-    keyword: str  # lower case
-    args: tuple[str, ...]
-    file: str
-    lineno: int
-
-    @property
-    def where(self) -> str:
-        return f"{self.file} line {self.lineno}"
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """What ssh would use for one host argument (like `ssh -G`), tokens not yet expanded in
-    `identity_files_raw` (as `ssh -G` prints them) and expanded everywhere else."""
-
-    host: str  # the argument as given (ssh -G's `host`)
-    hostname: str
-    user: str
-    port: int
-    identity_files_raw: tuple[str, ...]  # as written (ssh -G shows them so)
-    identity_files: tuple[str, ...]  # tokens and ~ expanded
-    identity_files_set: bool  # False: OpenSSH's default list
-    identities_only: bool
-    proxy_jump: str | None  # raw, e.g. "j1,alice@j2:2222"
-    proxy_command: str | None
-    connect_timeout: float | None
-    host_key_alias: str | None
-    user_known_hosts: tuple[str, ...]  # expanded
-    user_known_hosts_set: bool
-    global_known_hosts: tuple[str, ...]
-    strict_host_key_checking: str  # true, false, ask, accept-new
-    user_set: bool = False  # by the command line or the file (not the local default)
-    port_set: bool = False
-    sources: tuple[str, ...] = field(default=(), compare=False)  # files read
-
-    @property
-    def jumps(self) -> tuple[str, ...]:
-        if not self.proxy_jump or self.proxy_jump.lower() == "none":
-            return ()
-        return tuple(j.strip() for j in self.proxy_jump.split(",") if j.strip())
-
-
 def _local_user() -> tuple[str, str, int]:
     pw = pwd.getpwuid(os.getuid())
     return pw.pw_name, pw.pw_dir, pw.pw_uid
 
 
-def expand_tilde(path: str, home: str) -> str:
-    if path == "~" or path.startswith("~/"):
-        return home + path[1:]
-    if path.startswith("~"):
-        name, _, rest = path[1:].partition("/")
-        try:
-            return pwd.getpwnam(name).pw_dir + ("/" + rest if rest else "")
-        except KeyError:
-            return path
-    return path
+def expand_tilde(path: str, home: str, where: str = "") -> str:
+    """`~` as ssh expands it; an unknown `~user` is refused."""
+    try:
+        return _expand_tilde(path, home)
+    except ExpandError as e:
+        raise SshConfigError(f"{where}: {e}" if where else str(e)) from None
 
 
-def percent_expand(text: str, tokens: dict[str, str], where: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        c = text[i]
-        if c != "%":
-            out.append(c)
-            i += 1
-            continue
-        if i + 1 >= len(text):
-            raise SshConfigError(f"{where}: invalid trailing % in {text!r}")
-        t = text[i + 1]
-        if t == "%":
-            out.append("%")
-        elif t in tokens:
-            out.append(tokens[t])
-        else:
-            raise SshConfigError(f"{where}: unknown token %{t} in {text!r}")
-        i += 2
-    return "".join(out)
+def percent_expand(
+    text: str, tokens: Mapping[str, str], where: str, env: Mapping[str, str] | None = None
+) -> str:
+    try:
+        return _percent_expand(text, tokens, where, env)
+    except ExpandError as e:
+        raise SshConfigError(str(e)) from None
 
 
 def split_args(text: str, where: str) -> list[str]:
     """OpenSSH's argv_split: whitespace-separated words, '' and "" quotes, backslash escapes
     of quotes/backslash/space, and a word starting with # ends the line (a comment)."""
-    args: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        while i < n and text[i] in " \t\r\n":
-            i += 1
-        if i >= n:
-            break
-        if text[i] == "#":
-            break
-        word: list[str] = []
-        quote: str | None = None
-        while i < n:
-            c = text[i]
-            if quote is None and c in " \t\r\n":
-                break
-            if (
-                c == "\\"
-                and i + 1 < n
-                and text[i + 1] in "\\'\" "
-                and (quote is None or text[i + 1] in ("\\", quote))
-            ):
-                word.append(text[i + 1])
-                i += 2
-                continue
-            if quote is None and c in "'\"":
-                quote = c
-            elif quote is not None and c == quote:
-                quote = None
-            else:
-                word.append(c)
-            i += 1
-        if quote is not None:
-            raise SshConfigError(f"{where}: unterminated quote")
-        args.append("".join(word))
-    return args
+    try:
+        return argv_split(text)
+    except SyntaxRefusal:
+        raise SshConfigError(f"{where}: unterminated quote (invalid quotes)") from None
 
 
 def tokenize(path: str) -> list[Line]:
-    """One file's lines as (keyword, args); `Keyword=value` and `Keyword = value` accepted."""
+    """One file's lines as (keyword, args). Lines end at LF only (getline); `Keyword=value`
+    and `Keyword = value` accepted; a line ssh refuses outright keeps its reason in `error`."""
     lines: list[Line] = []
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for lineno, raw in enumerate(f, 1):
-            text = raw.strip()
-            if not text or text.startswith("#"):
-                continue
-            # the keyword ends at whitespace or '='
-            k = 0
-            while k < len(text) and text[k] not in " \t=":
-                k += 1
-            keyword = text[:k].lower()
-            rest = text[k:].lstrip(" \t")
-            if rest.startswith("="):
-                rest = rest[1:].lstrip(" \t")
-            where = f"{path} line {lineno}"
-            lines.append(Line(keyword, tuple(split_args(rest, where)), path, lineno))
+    with open(path, "rb") as f:
+        data = f.read().decode("utf-8", errors="replace")
+    for lineno, raw in enumerate(data.split("\n"), 1):
+        text = raw.rstrip(WHITESPACE + "\f")
+        if not text:
+            continue
+        keyword, rest = strdelim(text)
+        if keyword == "":
+            keyword, rest = strdelim(rest)
+        if not keyword or keyword.startswith("#"):
+            continue
+        keyword = keyword.lower()
+        rest = (rest or "").lstrip(WHITESPACE)
+        if not rest:
+            why = _NO_ARGUMENT.get(keyword, "")
+            missing = f'no argument after keyword "{keyword}"{why}'
+            lines.append(Line(keyword, (), path, lineno, "", missing))
+            continue
+        error: str | None = None
+        try:
+            args = tuple(argv_split(rest))
+        except SyntaxRefusal:
+            args, error = (), "unterminated quote (invalid quotes)"
+        known = is_keyword(keyword)
+        refusal = None
+        if known and error is None:
+            try:
+                check_args(keyword, list(args))
+                if keyword == "proxyjump":  # checked applied or not
+                    parse_jump(rest.lstrip(WHITESPACE + "="))
+            except SyntaxRefusal as e:
+                refusal = str(e)
+        lines.append(Line(keyword, args, path, lineno, rest, error, known, refusal))
     return lines
 
 
+_NO_ARGUMENT = {"include": " (Include without a file)", "match": " (Match without criteria)"}
 _cache: ParsedFiles[list[Line]] = ParsedFiles(tokenize)
-
-
-def _match_pattern(s: str, pattern: str) -> bool:
-    """OpenSSH's match_pattern: only * and ? are special."""
-    return fnmatch.fnmatchcase(s, pattern.replace("[", "[[]"))
-
-
-def match_pattern_list(s: str, patterns: str, lower: bool) -> bool:
-    """OpenSSH's match_pattern_list: comma-separated, a matching !pattern vetoes."""
-    if lower:
-        s = s.lower()
-    hit = False
-    for p in patterns.split(","):
-        if lower:
-            p = p.lower()
-        if p.startswith("!"):
-            if _match_pattern(s, p[1:]):
-                return False
-        elif _match_pattern(s, p):
-            hit = True
-    return hit
 
 
 class _State:
@@ -218,19 +149,29 @@ class _State:
         if port is not None:
             self.values["port"] = port
         self.identity_files: list[str] = []
+        self.where: dict[str, str] = {}  # where a value was set, for messages
         self.sources: list[str] = []
-        self.exec_cache: dict[str, bool] = {}
+        self.want_final = False
+        self.final = False
+        self.final_host = ""
 
     def first(self, key: str, value: object) -> None:
         self.values.setdefault(key, value)
 
 
 class Resolver:
-    """Resolves host arguments against one config file (as `ssh -F FILE`)."""
+    """Resolves host arguments against one config file (as `ssh -F FILE`).
 
-    def __init__(self, path: str | None) -> None:
+    `home` and `env` default to the local user's and this process's; the differential
+    tests give the real ssh and us the same private ones."""
+
+    def __init__(
+        self, path: str | None, home: str | None = None, env: Mapping[str, str] | None = None
+    ) -> None:
         self.path = path
-        self.local_user, self.home, self.uid = _local_user()
+        self.local_user, pw_home, self.uid = _local_user()
+        self.home = home or pw_home
+        self.env: Mapping[str, str] = os.environ if env is None else env
         self._host_fqdn: str | None = None
 
     # ------------------------------------------------------------ tokens
@@ -239,7 +180,9 @@ class Resolver:
             self._host_fqdn = socket.gethostname()  # no DNS: what `hostname` says
         return self._host_fqdn, self._host_fqdn.split(".")[0]
 
-    def tokens(self, hostname: str, user: str, port: int, original: str, alias: str | None) -> dict:
+    def tokens(self, hostname: str, user: str, port: int, original: str, alias: str) -> dict:
+        """The tokens of ssh's DEFAULT_CLIENT_PERCENT_EXPAND_ARGS; `alias` is %k (the
+        HostKeyAlias, else the host argument for files, the host name for Match exec)."""
         long_host, short_host = self._local_host()
         c = hashlib.sha1(f"{long_host}{hostname}{port}{user}".encode()).hexdigest()
         return {
@@ -247,7 +190,7 @@ class Resolver:
             "d": self.home,
             "h": hostname,
             "i": str(self.uid),
-            "k": alias or hostname,
+            "k": alias,
             "L": short_host,
             "l": long_host,
             "n": original,
@@ -261,57 +204,148 @@ class Resolver:
         """`host` as ssh's argument; `user`/`port` as its `-l`/`-p` (they win)."""
         state = _State(user, port)
         if self.path is not None:
-            lines = _cache.get(self.path)
-            if lines is not None:
-                state.sources.append(self.path)
-                active = [True]
-                self._read(lines, host, state, active, never=False, depth=0)
+            self._read_main(host, state)
+            if not state.want_final:
+                canon = str(state.values.get("canonicalizehostname", "no"))
+                state.want_final = canon != "no"
+            if state.want_final:
+                self._refuse_dns_canonicalisation(host, state)
+                state.final = True
+                state.final_host = self._hostname(host, state)
+                state.values["hostname"] = state.final_host
+                state.sources.clear()
+                self._read_main(host, state)
         return self._finish(host, state)
+
+    def _read_main(self, host: str, st: _State) -> None:
+        lines = _cache.get(self.path) if self.path is not None else None
+        if lines is None or self.path is None:
+            return
+        if os.path.isfile(self.path):  # `-F /dev/null` style: nothing anyone can write
+            check_permissions(self.path, f"{self.path}")
+        st.sources.append(self.path)
+        self._read(lines, host, st, [True], never=False, depth=0)
+
+    def _refuse_dns_canonicalisation(self, host: str, st: _State) -> None:
+        """ssh.c resolve_canonicalize, without its lookups: where ssh would ask DNS for a
+        name (a trailing dot, CanonicalDomains, CanonicalizePermittedCNAMEs) we refuse
+        rather than guess its answer; where it would find nothing and fall back, so do we."""
+        v = st.values
+        canon = str(v.get("canonicalizehostname", "no"))
+        name = self._hostname(host, st)
+        if canon == "no" or canonical_address(name) is not None:
+            return
+        direct = v.get("proxycommand") in (None, "none") and "proxyjump" not in v
+        if not direct and canon != "always":
+            return  # ssh leaves names for a proxy or jump host alone
+        where = v.get("canonicalizehostname_where", self.path)
+        domains = list(v.get("canonicaldomains") or ())  # type: ignore[call-overload]
+        domains = (
+            domains[: [d.lower() for d in domains].index("none")]
+            if any(d.lower() == "none" for d in domains)
+            else domains
+        )
+        ndots = name.count(".")
+        needs_dns = (
+            name.endswith(".")
+            or (ndots <= int(v.get("canonicalizemaxdots", 1)) and bool(domains))  # type: ignore[call-overload]
+            or bool(v.get("canonicalizepermittedcnames"))
+        )
+        if needs_dns:
+            raise SshConfigError(
+                f"{where}: CanonicalizeHostname {canon} with CanonicalDomains/"
+                "CanonicalizePermittedCNAMEs (or a name ending in a dot) is not supported by "
+                "fleetcheck (it needs DNS lookups while reading the config); write the full "
+                "names in HostName instead"
+            )
+        if ndots <= int(v.get("canonicalizemaxdots", 1)) and not v.get(  # type: ignore[call-overload]
+            "canonicalizefallbacklocal", True
+        ):
+            raise SshConfigError(
+                f"{where}: Could not resolve host {name!r} (CanonicalizeHostname {canon}, "
+                "no CanonicalDomains and CanonicalizeFallbackLocal no: ssh stops here too)"
+            )
+
+    def _hostname(self, host: str, st: _State) -> str:
+        """ssh.c: HostName with %h expanded, lower-cased unless it is an address, which is
+        put in its numeric form (no lookup)."""
+        raw = st.values.get("hostname")
+        name = host
+        if isinstance(raw, str):
+            name = raw if st.final else percent_expand(raw, {"h": host}, f"{self.path}: HostName")
+        address = canonical_address(name)
+        return address if address is not None else name.lower()
 
     def _read(
         self, lines: list[Line], host: str, st: _State, active: list[bool], never: bool, depth: int
     ) -> None:
-        if depth > MAX_INCLUDE_DEPTH:
-            raise SshConfigError(f"{lines[0].file if lines else '?'}: too many nested Includes")
         active[0] = not never
+        name = st.final_host if st.final else host  # what Host patterns are matched against
         for line in lines:
-            kw, args = line.keyword, line.args
-            if kw == "host":
-                value = False
-                for pattern in args:
-                    if pattern.startswith("!"):
-                        if _match_pattern(host, pattern[1:]):
-                            value = False
-                            break
-                    elif _match_pattern(host, pattern):
-                        value = True
-                active[0] = value and not never
+            kw = line.keyword
+            if (line.error or line.refusal or not line.known) and self._ignored(line, st):
                 continue
-            if kw == "match":
+            if kw == "host":  # inlined: the hot path of a big config
+                if "" in line.args:
+                    raise SshConfigError(f"{line.where}: keyword host empty argument")
+                value = False
+                if not never:
+                    for pattern in line.args:
+                        if pattern[:1] == "!":
+                            if match_pattern(name, pattern[1:]):
+                                value = False
+                                break
+                        elif not value and match_pattern(name, pattern):
+                            value = True
+                active[0] = value
+            elif kw == "match":
                 value = self._match(line, host, st)
                 active[0] = value and not never
-                continue
-            if kw == "include":
+            elif kw == "include":
                 self._include(line, host, st, active, never, depth)
-                continue
-            if active[0]:
+            elif active[0]:
                 self._option(line, st)
+            elif kw in ("identityagent", "forwardagent"):
+                self._check_env(line)  # what ssh checks even where the line does not apply
+
+    @staticmethod
+    def _ignored(line: Line, st: _State) -> bool:
+        """A line ssh refuses raises here, in ssh's order; True: an IgnoreUnknown keyword."""
+        if line.error and line.error.startswith("no argument"):
+            raise SshConfigError(f"{line.where}: {line.error}")
+        if not line.known:
+            ignored = st.values.get("ignoreunknown")
+            if isinstance(ignored, str) and match_pattern_list(line.keyword, ignored, lower=True):
+                return True
+            raise SshConfigError(f"{line.where}: Bad configuration option: {line.keyword}")
+        raise SshConfigError(f"{line.where}: {line.error or line.refusal}")
 
     def _include(
         self, line: Line, host: str, st: _State, active: list[bool], never: bool, depth: int
     ) -> None:
-        if not line.args:
-            raise SshConfigError(f"{line.where}: Include without a file")
         was_active = active[0]
+        home = self.env.get("HOME") or self.home  # glob(GLOB_TILDE) uses $HOME
         for arg in line.args:
-            if arg.startswith(("/", "~")):
-                pattern = expand_tilde(arg, self.home)
-            else:
-                pattern = f"{self.home}/.ssh/{arg}"
+            if arg == "":
+                raise SshConfigError(f"{line.where}: keyword include empty argument")
+            if not arg.startswith(("/", "~")):
+                arg = f"~/.ssh/{arg}"
+            pattern = expand_tilde(arg, home, line.where)
             for path in sorted(glob.glob(pattern)):
-                lines = _cache.get(path)
+                if depth + 1 > MAX_INCLUDE_DEPTH:
+                    raise SshConfigError(
+                        f"{line.where}: too many nested Includes (Include {path}: "
+                        f"more than {MAX_INCLUDE_DEPTH} deep, a loop?)"
+                    )
+                st_file = check_permissions(path, line.where)
+                if st_file is not None and stat.S_ISDIR(st_file.st_mode):
+                    continue  # ssh reads nothing from it
+                try:
+                    lines = _cache.get(path)
+                except OSError as e:
+                    raise SshConfigError(f"{line.where}: cannot read {path}: {e}") from None
                 if lines is None:
-                    continue
+                    continue  # a dangling link: glob(3) finds nothing either
                 st.sources.append(path)
                 try:
                     self._read(lines, host, st, active, not was_active or never, depth + 1)
@@ -319,166 +353,207 @@ class Resolver:
                     active[0] = was_active  # a Match in the include does not leak out
 
     def _match(self, line: Line, host: str, st: _State) -> bool:
-        args = list(line.args)
-        if not args:
-            raise SshConfigError(f"{line.where}: Match without criteria")
-        result = True
-        i = 0
-        hostname = st.values.get("hostname")
-        if isinstance(hostname, str):
-            match_host = percent_expand(hostname, {"h": host}, line.where)
+        """readconf.c match_cfg_line: criteria read with strdelim (double quotes only), all
+        evaluated (exec skipped once the line cannot match), `all` alone or after one."""
+        if st.final:
+            match_host = st.final_host
         else:
-            match_host = host
+            raw = st.values.get("hostname")
+            match_host = (
+                percent_expand(raw, {"h": host}, line.where) if isinstance(raw, str) else host
+            )
         ruser = str(st.values.get("user", self.local_user))
-        while i < len(args):
-            raw = args[i]
-            i += 1
-            negate = raw.startswith("!")
-            crit = raw[1:].lower() if negate else raw.lower()
+        result = True
+        attributes = 0
+        cp: str | None = line.rest
+        bad = f"{line.where}: Bad Match condition"
+        while True:
+            attrib, cp = strdelim(cp)
+            if attrib is None or attrib == "":
+                break
+            if attrib.startswith("#"):
+                cp = None
+                break
+            negate = attrib.startswith("!")
+            crit = (attrib[1:] if negate else attrib).lower()
             if crit == "all":
-                if len(args) > 1 and not all(a.lower() in ("all",) for a in args):
-                    raise SshConfigError(f"{line.where}: Match all must stand alone")
-                return not negate
+                arg, after = strdelim(cp)
+                if attributes > 1 or (arg is not None and arg != "" and not arg.startswith("#")):
+                    raise SshConfigError(f"{bad}: '{attrib}' cannot be combined with others")
+                cp = None if arg is not None and arg.startswith("#") else after
+                if result:
+                    result = not negate
+                break
+            attributes += 1
             if crit in ("canonical", "final"):
-                raise SshConfigError(
-                    f"{line.where}: Match {crit} is not supported by fleetcheck (it needs "
-                    "hostname canonicalisation); use Host or Match host"
-                )
-            if i >= len(args):
-                raise SshConfigError(f"{line.where}: Match {crit} needs an argument")
-            arg = args[i]
-            i += 1
-            if crit == "host":
-                ok = match_pattern_list(match_host, arg, lower=True)
+                if crit == "final":
+                    st.want_final = True
+                if st.final == negate:
+                    result = False
+                continue
+            arg, cp = strdelim(cp)
+            if arg is None or arg == "" or arg.startswith("#"):
+                raise SshConfigError(f"{bad}: Match {crit} needs an argument")
+            if crit == "host":  # match_hostname: both sides lower-cased
+                ok = match_pattern_list(match_host.lower(), arg, lower=True)
             elif crit == "originalhost":
-                ok = match_pattern_list(host, arg, lower=True)
+                ok = match_pattern_list(host.lower(), arg, lower=True)
             elif crit == "user":
                 ok = match_pattern_list(ruser, arg, lower=False)
             elif crit == "localuser":
                 ok = match_pattern_list(self.local_user, arg, lower=False)
             elif crit == "exec":
-                if not result:
-                    continue  # OpenSSH skips exec once the line cannot match
                 port = int(st.values.get("port", 22))  # type: ignore[call-overload]
-                cmd = percent_expand(
-                    arg,
-                    self.tokens(match_host, ruser, port, host, None),
-                    line.where,
+                alias = st.values.get("hostkeyalias")
+                tokens = self.tokens(
+                    match_host, ruser, port, host, alias if isinstance(alias, str) else match_host
                 )
-                if cmd not in st.exec_cache:
-                    try:
-                        rc = subprocess.run(
-                            ["/bin/sh", "-c", cmd],
-                            stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL,
-                            timeout=10,
-                        ).returncode
-                    except subprocess.TimeoutExpired:
-                        rc = 1
-                    st.exec_cache[cmd] = rc == 0
-                ok = st.exec_cache[cmd]
+                cmd = percent_expand(arg, tokens, line.where)
+                if not result:
+                    continue  # ssh skips exec once the line cannot match
+                ok = self._exec(cmd)
             else:
                 raise SshConfigError(
-                    f"{line.where}: Match {crit} is not supported by fleetcheck "
-                    "(supported: all, host, originalhost, user, localuser, exec)"
+                    f"{bad}: Match {crit} is not supported (OpenSSH 9.2 has all, canonical, "
+                    "final, exec, host, originalhost, user, localuser)"
                 )
             if ok == negate:
                 result = False
+        if attributes == 0 and not (
+            line.rest.split() and line.rest.split()[0].lower() in ("all", "!all")
+        ):
+            raise SshConfigError(f"{bad}: Match without criteria")
+        if cp:
+            raise SshConfigError(f"{line.where}: keyword match extra arguments at end of line")
         return result
+
+    def _exec(self, cmd: str) -> bool:
+        shell = self.env.get("SHELL") or "/bin/sh"
+        try:
+            rc = subprocess.run(
+                [shell, "-c", cmd],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=10,
+                env=dict(self.env),
+            ).returncode
+        except subprocess.TimeoutExpired:
+            rc = 1
+        except OSError as e:
+            raise SshConfigError(f"Match exec {cmd!r}: cannot run {shell}: {e}") from None
+        return rc == 0
+
+    @staticmethod
+    def _jump(line: Line) -> str:
+        try:
+            return parse_jump(line.rest.lstrip(WHITESPACE + "="))
+        except SyntaxRefusal as e:
+            raise SshConfigError(f"{line.where}: {e}") from None
+
+    def _check_env(self, line: Line) -> None:
+        arg = line.args[0] if line.args else ""
+        if line.keyword == "forwardagent" and arg.lower() in ("yes", "no", "true", "false"):
+            return
+        try:
+            _percent_expand(arg.replace("%", "%%"), {}, "", self.env)
+        except ExpandError as e:
+            raise SshConfigError(
+                f"{line.where}: Invalid environment expansion {arg}: {e}"
+            ) from None
 
     def _option(self, line: Line, st: _State) -> None:
         kw, args = line.keyword, line.args
-
-        def one() -> str:
-            if not args:
-                raise SshConfigError(f"{line.where}: {kw} needs a value")
-            return args[0]
-
-        if kw == "hostname":
-            st.first("hostname", one())
-        elif kw == "user":
-            st.first("user", one())
+        one = args[0] if args else ""
+        if kw in ("hostname", "user", "hostkeyalias", "ignoreunknown"):
+            st.first(kw, one)
         elif kw == "port":
-            v = one()
-            if not v.isdigit() or not 0 < int(v) < 65536:
-                raise SshConfigError(f"{line.where}: Port {v!r} is not a port number")
-            st.first("port", int(v))
-        elif kw == "identityfile":
-            st.identity_files.append(one())
+            st.first("port", a2port(one))
+        elif kw in ("identityfile", "identityfile2"):
+            if len(st.identity_files) >= MAX_IDENTITY_FILES:
+                raise SshConfigError(f"{line.where}: Too many identity files specified")
+            if one not in st.identity_files:
+                st.identity_files.append(one)
+                st.where[f"identityfile {one}"] = line.where
         elif kw == "identitiesonly":
-            st.first("identitiesonly", _yes_no(one(), line))
+            st.first("identitiesonly", one.lower() in ("yes", "true"))
         elif kw == "proxyjump":
-            v = one()
+            jump = self._jump(line)
             if "proxyjump" not in st.values and "proxycommand" not in st.values:
-                st.values["proxyjump"] = v
+                st.values["proxyjump"] = jump
         elif kw == "proxycommand":
-            text = " ".join(args)
-            if not text:
-                raise SshConfigError(f"{line.where}: ProxyCommand needs a value")
-            jump = st.values.get("proxyjump")
-            if "proxycommand" not in st.values and (jump is None or jump == "none"):
+            text = line.rest.lstrip(WHITESPACE + "=")
+            set_jump = st.values.get("proxyjump")
+            if "proxycommand" not in st.values and set_jump in (None, "none"):
                 st.values["proxycommand"] = text
-        elif kw == "connecttimeout":
-            v = one()
-            if v.lower() == "none":
-                st.first("connecttimeout", None)
-            else:
-                from fleetcheck.parse.duration import parse_duration
-
-                try:
-                    st.first("connecttimeout", float(parse_duration(v)))
-                except ValueError:
-                    raise SshConfigError(
-                        f"{line.where}: ConnectTimeout {v!r} is not a time"
-                    ) from None
-        elif kw == "hostkeyalias":
-            st.first("hostkeyalias", one())
-        elif kw == "userknownhostsfile":
-            one()
-            st.first("userknownhostsfile", args)
-        elif kw == "globalknownhostsfile":
-            one()
-            st.first("globalknownhostsfile", args)
+                if text.lower() != "none":  # ssh expands only these when it connects
+                    tokens = dict.fromkeys("hknpr", "")
+                    percent_expand(text, tokens, f"{line.where}: ProxyCommand")
+        elif kw in ("connecttimeout", "serveraliveinterval"):
+            st.first(kw, None if one == "none" else convtime(one))
+        elif kw in ("serveralivecountmax", "canonicalizemaxdots"):
+            st.first(kw, int(one))
+        elif kw == "canonicalizefallbacklocal":
+            st.first(kw, one.lower() in ("yes", "true"))
+        elif kw in ("userknownhostsfile", "globalknownhostsfile", "canonicaldomains",
+                    "canonicalizepermittedcnames"):  # fmt: skip
+            if kw not in st.values:
+                st.where[kw] = line.where
+            st.first(kw, list(args))
         elif kw == "stricthostkeychecking":
-            v = one().lower()
-            if v not in ("yes", "no", "ask", "accept-new", "off", "true", "false"):
-                raise SshConfigError(f"{line.where}: StrictHostKeyChecking {v!r} is not valid")
-            st.first("stricthostkeychecking", _STRICT.get(v, v))
-        # every other keyword is ssh's business, not ours: ignored
+            v = one.lower()
+            st.first(kw, _STRICT.get(v, v))
+        elif kw == "canonicalizehostname":
+            v = one.lower()
+            if kw not in st.values:
+                st.values["canonicalizehostname_where"] = line.where
+            st.first(kw, {"true": "yes", "false": "no"}.get(v, v))
+        elif kw in ("identityagent", "forwardagent"):
+            self._check_env(line)
+        # every other keyword is ssh's business, not ours: checked by check_args, ignored
 
     # ------------------------------------------------------------ the result
     def _finish(self, host: str, st: _State) -> Resolved:
         v = st.values
-        raw_hostname = v.get("hostname")
         where = self.path or "ssh config"
-        if isinstance(raw_hostname, str):
-            hostname = percent_expand(raw_hostname, {"h": host}, f"{where}: HostName")
-        else:
-            hostname = host
-        hostname = hostname.lower()
+        hostname = st.final_host if st.final else self._hostname(host, st)
         user = str(v.get("user", self.local_user))
         port = int(v.get("port", 22))  # type: ignore[call-overload]
         alias = v.get("hostkeyalias")
-        alias_s = alias if isinstance(alias, str) else None
-        tokens = self.tokens(hostname, user, port, host, alias_s)
+        alias_s = alias.lower() if isinstance(alias, str) else None
+        tokens = self.tokens(hostname, user, port, host, alias_s or host)
         raw_ids = tuple(st.identity_files) or DEFAULT_IDENTITY_FILES
         ids = tuple(
-            expand_tilde(percent_expand(p, tokens, f"{where}: IdentityFile"), self.home)
+            percent_expand(
+                expand_tilde(p, self.home, f"{st.where.get('identityfile ' + p, where)}"),
+                tokens,
+                f"{st.where.get('identityfile ' + p, where)}: IdentityFile",
+                self.env,
+            )
             for p in raw_ids
             if p.lower() != "none"
         )
         ukh_raw = v.get("userknownhostsfile")
         ukh_list = list(ukh_raw) if isinstance(ukh_raw, list | tuple) else []
-        ukh = tuple(
-            expand_tilde(percent_expand(p, tokens, f"{where}: UserKnownHostsFile"), self.home)
-            for p in (ukh_list or DEFAULT_USER_KNOWN_HOSTS)
-        )
+        if ukh_list and ukh_list[0].lower() == "none":
+            ukh: tuple[str, ...] = ("none",)
+        else:
+            ukh = tuple(
+                percent_expand(
+                    expand_tilde(p, self.home, st.where.get("userknownhostsfile", where)),
+                    tokens,
+                    f"{st.where.get('userknownhostsfile', where)}: UserKnownHostsFile",
+                    self.env,
+                )
+                for p in (ukh_list or DEFAULT_USER_KNOWN_HOSTS)
+            )
         gkh_raw = v.get("globalknownhostsfile")
         gkh = tuple(gkh_raw) if isinstance(gkh_raw, list | tuple) else DEFAULT_GLOBAL_KNOWN_HOSTS
         jump = v.get("proxyjump")
         command = v.get("proxycommand")
         timeout = v.get("connecttimeout")
+        alive = v.get("serveraliveinterval")
+        count = v.get("serveralivecountmax")
         return Resolved(
             host=host,
             hostname=hostname,
@@ -500,17 +575,10 @@ class Resolver:
             strict_host_key_checking=str(v.get("stricthostkeychecking", "ask")),
             user_set="user" in v,
             port_set="port" in v,
-            sources=tuple(st.sources),
+            server_alive_interval=int(alive) if isinstance(alive, int) else 0,
+            server_alive_count_max=int(count) if isinstance(count, int) else 3,
+            sources=tuple(dict.fromkeys(st.sources)),
         )
-
-
-def _yes_no(v: str, line: Line) -> bool:
-    low = v.lower()
-    if low in ("yes", "true"):
-        return True
-    if low in ("no", "false"):
-        return False
-    raise SshConfigError(f"{line.where}: expected yes or no, got {v!r}")
 
 
 def resolver(path: str | None) -> Resolver:

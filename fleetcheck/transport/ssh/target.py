@@ -135,14 +135,20 @@ def resolve_target(
         via = tuple(chain)
     proxy_command = r.proxy_command if not via else None
     if proxy_command:
-        proxy_command = (
-            proxy_command.replace("%%", "\0")
-            .replace("%h", r.hostname)
-            .replace("%p", str(final_port))
-            .replace("%r", final_user)
-            .replace("%n", host)
-            .replace("\0", "%")
-        )
+        # sshconnect.c expand_proxy_command: %h %k %n %p %r and %%; any other token refuses
+        from fleetcheck.transport.ssh_config import percent_expand
+
+        tokens = {
+            "h": r.hostname,
+            "k": r.host_key_alias or host,
+            "n": host,
+            "p": str(final_port),
+            "r": final_user,
+        }
+        try:
+            proxy_command = percent_expand(proxy_command, tokens, "ProxyCommand")
+        except SshConfigError as e:
+            raise TransportError(f"ssh config: {e}") from None
     return Target(
         alias=alias,
         hostname=r.hostname,
