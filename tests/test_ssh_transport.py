@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -251,6 +252,8 @@ def test_resolve_target_precedence(tmp_path: Path) -> None:
     t = resolve_target("admin@web:2201", cfg, conf)
     assert (t.hostname, t.user, t.port) == ("198.18.0.9", "admin", 2201)
     assert t.known_hosts_name == "[198.18.0.9]:2201"
+    # a HostKeyAlias is looked up as OpenSSH does: lower-cased, never with a port
+    assert replace(t, host_key_alias="Web-Key").known_hosts_name == "web-key"
     t = resolve_target("other", cfg, conf)
     assert (t.hostname, t.user, t.port) == ("other", "root", 2022)  # [ssh] when nothing else
 

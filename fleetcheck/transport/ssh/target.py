@@ -55,7 +55,11 @@ class Target:
 
     @property
     def known_hosts_name(self) -> str:
-        h = self.known_hosts_host
+        """The name this host is looked up by in known_hosts, as OpenSSH does: a HostKeyAlias
+        as it is, lower-cased and never with a port; otherwise `[host]:port` off port 22."""
+        if self.host_key_alias:
+            return self.host_key_alias.lower()
+        h = self.hostname
         return h if self.port == 22 else f"[{h}]:{self.port}"
 
     @property
