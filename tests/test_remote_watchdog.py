@@ -127,6 +127,19 @@ def test_a_script_done_in_time_stops_its_watchdog(argv: list[str]) -> None:
         wait_for(lambda: session_members(proc.pid) == [], timeout=5, what="the session to end")
 
 
+def test_a_host_without_sleep_keeps_its_exec() -> None:
+    """A host whose PATH has no `sleep` (the lab's host with `SetEnv PATH=/nonexistent`): the
+    watchdog cannot count, so it gives up; it must never kill the exec at once (its loop
+    would otherwise run through command_timeout in no time)."""
+    busy = "i=0; while [ $i -lt 30000 ]; do i=$((i + 1)); done; echo done"
+    script = "PATH=/nonexistent\n" + build_gather_script(NONCE, {"a.busy": busy}, 30)
+    with as_sshd_runs_it(["/bin/sh"], script) as proc:
+        out, _ = proc.communicate(timeout=20)
+        assert proc.returncode == 0
+        parsed, _ = parse_gathered(NONCE, out)
+        assert parsed["a.busy"].text == "done\n"
+
+
 def test_a_shell_that_does_not_lead_its_group_gets_no_watchdog() -> None:
     """Under an SSH server that does not start a session per exec, the script's process
     group is not its own (it might hold the server): the watchdog must not kill it. Here an

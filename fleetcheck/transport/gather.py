@@ -47,7 +47,7 @@ def build_gather_script(nonce: str, fragments: dict[str, str], timeout: float | 
         lines.append(f"( {body}\n) </dev/null")
         lines.append(f"printf '\\n@@{nonce} end {key} %d\\n' $?")
     if dog:
-        lines.append('[ -z "$fc_dog" ] || kill "$fc_dog" 2>/dev/null')
+        lines.append('[ -z "$fc_dog" ] || kill "$fc_dog" 2>/dev/null || :')
     return "\n".join(lines) + "\n"
 
 
@@ -69,7 +69,7 @@ def watchdog_lines(timeout: float) -> list[str]:
         "set -- $fc_pg; fc_pg=${3-}",
         "else fc_pg=$(ps -o pgid= -p $$ 2>/dev/null); set -- $fc_pg; fc_pg=${1-}; fi",
         'if [ "$fc_pg" = "$$" ]; then',
-        f'  ( {first}n={whole}; while [ "$n" -gt 0 ]; do sleep 1; n=$((n - 1)); done; '
+        f'  ( {first}n={whole}; while [ "$n" -gt 0 ]; do sleep 1 || exit 0; n=$((n - 1)); done; '
         "kill -s KILL 0 ) </dev/null >/dev/null 2>&1 &",
         "  fc_dog=$!",
         "fi",
