@@ -7,8 +7,9 @@ shape). A stamp must parse on several lines before it is trusted: TRUST_LINES of
 starting its line (a record's header), or at least a third of the sample (a date quoted in
 one message of an unknown format is no stamp); only a strong format that reads every sampled
 line of a tail shorter than that, or that starts at least half of a short tail's lines (a
-stamped record and its message line: the rater's ack log), is trusted on fewer. When the newest lines decide nothing
-(a long traceback at the end), the whole tail is sampled once more. Pure."""
+stamped record and its message line: the rater's ack log), is trusted on fewer. When the
+newest lines decide nothing (a long traceback at the end), the whole tail is sampled once
+more. Pure."""
 
 from __future__ import annotations
 
