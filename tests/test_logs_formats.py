@@ -217,12 +217,15 @@ def test_a_zone_abbreviation_that_disagrees_with_the_declared_zone_is_noted() ->
     assert "the line names zone PDT, read in America/New_York (EST)" in r.summary
 
 
-def test_a_short_tail_half_of_it_stamped_records_is_read() -> None:
+def test_a_stamped_record_between_message_lines_is_read() -> None:
     """The demo's rater log: one ISO-stamped line and one message line (2 lines) is read by
     its stamp, as it always was; a quoted date inside a message still is not a stamp."""
     from fleetcheck.parse.logformats.detect import detect
 
     d = detect(["2026-03-01T10:00:00Z ack 1", "processed 2538a9f3-5d74-409e-801b-b153cfa1e650"])
+    assert d.format is not None and d.format.name.startswith("iso")
+    more = ["2026-03-01T10:00:00Z ack 1"] + [f"processed job {i}" for i in range(10)]
+    d = detect(more)
     assert d.format is not None and d.format.name.startswith("iso")
     d = detect(["processed job 7 (queued 2026-03-01T10:00:00Z)", "processed 2538a9f3-5d74"])
     assert d.format is None

@@ -6,8 +6,9 @@ that reads the most of them wins, the earlier in the catalog on a tie (the more 
 shape). A stamp must parse on several lines before it is trusted: TRUST_LINES of them, each
 starting its line (a record's header), or at least a third of the sample (a date quoted in
 one message of an unknown format is no stamp); only a strong format that reads every sampled
-line of a tail shorter than that, or that starts at least half of a short tail's lines (a
-stamped record and its message line: the rater's ack log), is trusted on fewer. When the
+line of a tail shorter than that, or whose every hit starts its line (a stamped record
+header between message lines that carry digits of their own: ids, counts), is trusted on
+fewer. When the
 newest lines decide nothing (a long traceback at the end), the whole tail is sampled once
 more. Pure."""
 
@@ -56,8 +57,8 @@ class Tried:
     def trusted(self) -> bool:
         if self.fmt.strong and self.hits == self.sample:
             return True
-        if self.fmt.strong and self.at_start == self.hits and self.hits * 2 >= self.sample:
-            return True  # a short tail, half of it record headers (a stamped line, a message)
+        if self.fmt.strong and self.at_start == self.hits:
+            return True  # record headers of a specific shape: lines between are messages
         if self.hits < TRUST_LINES:
             return False
         return self.at_start == self.hits or self.hits * 3 >= self.sample
