@@ -215,3 +215,48 @@ def test_logs_of_other_systems_read_right(line: str, fmt: str, utc: str) -> None
 def test_a_zone_abbreviation_that_disagrees_with_the_declared_zone_is_noted() -> None:
     r = judge("2026-11-29 06:04:00 PDT x\n" * 3, tz="America/New_York", mtime=NOW)
     assert "the line names zone PDT, read in America/New_York (EST)" in r.summary
+
+
+# ---------------------------------------------------------------- numbers that are no time
+
+
+def _written_a_minute_ago(lines: list[str]) -> Result:
+    return judge("".join(line + "\n" for line in lines), mtime=NOW - timedelta(minutes=1))
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # the review's case: order ids in the fourth field gave CRIT "(epoch) on 2001-09-09"
+        [f"job {i} order {1000000000 + i} shipped" for i in range(7, 12)],
+        # byte sizes of an access log in a leading field, up and down
+        [f"198.18.0.9 GET 200 {n} /blob" for n in (1048576000, 2147483000, 1500000000)] * 2,
+        # a row counter that only grows, far from any time near the mtime
+        [f"worker 3 processed {1200000000 + 977 * i} rows" for i in range(6)],
+        # a session id next to an address and port
+        [f"conn {i} session {3000000000 + i} from 198.18.0.7:6379 open" for i in range(4)],
+    ],
+)
+def test_ids_sizes_and_counters_in_leading_fields_are_no_epoch_time(lines: list[str]) -> None:
+    """Numbers in a line's first fields were read as epoch seconds (the epoch-field pattern
+    matched at 0, so each hit "started its line"): a minute-old log came back CRIT at a time
+    years ago. Honest UNKNOWN instead, never a wrong time. Fails before the fix (CRIT)."""
+    r = _written_a_minute_ago(lines)
+    assert r.status is Status.UNKNOWN, r.summary
+    assert "no parseable timestamp" in r.summary and "(epoch)" not in r.summary, r.summary
+    assert r.evidence["last_line_at"] is None
+
+
+def test_an_epoch_field_stamp_starts_where_its_digits_do() -> None:
+    """The position of a hit is the stamp's own, not the pattern's (which skips fields)."""
+    d = detect([f"job 7 order {1800000000 + i} shipped" for i in range(5)])
+    tried = {t.fmt.name: t for t in d.tried}
+    assert tried["epoch-field"].at_start == 0
+
+
+def test_an_epoch_field_near_the_mtime_is_still_read() -> None:
+    base = int((NOW - timedelta(minutes=1)).timestamp())
+    lines = [f"- {base - 20 + 10 * i} 2026.11.29 R02 RAS KERNEL INFO tick" for i in range(3)]
+    r = _written_a_minute_ago(lines)
+    assert r.status is Status.OK, r.summary
+    assert r.evidence["last_line_at"] == "2026-11-29T11:04:00Z"

@@ -176,7 +176,7 @@ def judge_log(
             f"no complete line in the last {size_text(len(lf.tail))} (a single line longer "
             f"than tail_bytes {spec.tail_bytes}); cannot see a timestamp",
         )
-    tail = read_lines(lines, spec)
+    tail = read_lines(lines, spec, lf.mtime)
     if tail.json_lines:
         evidence["source"] = "json"
     if tail.detection is not None:
