@@ -229,3 +229,114 @@ def test_a_stamped_record_between_message_lines_is_read() -> None:
     assert d.format is not None and d.format.name.startswith("iso")
     d = detect(["processed job 7 (queued 2026-03-01T10:00:00Z)", "processed 2538a9f3-5d74"])
     assert d.format is None
+
+
+# ---------------------------------------------------------------- numbers that are no time
+
+
+def _written_a_minute_ago(lines: list[str]) -> Result:
+    return judge("".join(line + "\n" for line in lines), mtime=NOW - timedelta(minutes=1))
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # the review's case: order ids in the fourth field gave CRIT "(epoch) on 2001-09-09"
+        [f"job {i} order {1000000000 + i} shipped" for i in range(7, 12)],
+        # byte sizes of an access log in a leading field, up and down
+        [f"198.18.0.9 GET 200 {n} /blob" for n in (1048576000, 2147483000, 1500000000)] * 2,
+        # a row counter that only grows, far from any time near the mtime
+        [f"worker 3 processed {1200000000 + 977 * i} rows" for i in range(6)],
+        # a session id next to an address and port
+        [f"conn {i} session {3000000000 + i} from 198.18.0.7:6379 open" for i in range(4)],
+    ],
+)
+def test_ids_sizes_and_counters_in_leading_fields_are_no_epoch_time(lines: list[str]) -> None:
+    """Numbers in a line's first fields were read as epoch seconds (the epoch-field pattern
+    matched at 0, so each hit "started its line"): a minute-old log came back CRIT at a time
+    years ago. Honest UNKNOWN instead, never a wrong time. Fails before the fix (CRIT)."""
+    r = _written_a_minute_ago(lines)
+    assert r.status is Status.UNKNOWN, r.summary
+    assert "no parseable timestamp" in r.summary and "(epoch)" not in r.summary, r.summary
+    assert r.evidence["last_line_at"] is None
+
+
+def test_an_epoch_field_stamp_starts_where_its_digits_do() -> None:
+    """The position of a hit is the stamp's own, not the pattern's (which skips fields)."""
+    d = detect([f"job 7 order {1800000000 + i} shipped" for i in range(5)])
+    tried = {t.fmt.name: t for t in d.tried}
+    assert tried["epoch-field"].at_start == 0
+
+
+def test_an_epoch_field_near_the_mtime_is_still_read() -> None:
+    base = int((NOW - timedelta(minutes=1)).timestamp())
+    lines = [f"- {base - 20 + 10 * i} 2026.11.29 R02 RAS KERNEL INFO tick" for i in range(3)]
+    r = _written_a_minute_ago(lines)
+    assert r.status is Status.OK, r.summary
+    assert r.evidence["last_line_at"] == "2026-11-29T11:04:00Z"
+
+
+# ---------------------------------------------------------------- date mix-ups, not any gap
+
+
+def _iso_offset_tail(newest: datetime) -> str:
+    stamped = [newest - timedelta(seconds=s) for s in (20, 10, 0)]
+    lines = [f"{t:%Y-%m-%dT%H:%M:%S}+00:00 ERROR job failed" for t in stamped]
+    return "\n".join(lines) + "\nTraceback (most recent call last):\n  File x\nValueError: y\n"
+
+
+@pytest.mark.parametrize(
+    "gap", [timedelta(hours=15, minutes=30), timedelta(hours=37.5), timedelta(days=3, hours=7)]
+)
+def test_a_line_with_its_own_offset_is_judged_by_the_line_whatever_the_gap(
+    gap: timedelta,
+) -> None:
+    """Any gap over 14 h of whole half hours was a "date mix-up" (~1 in 10 random gaps): an
+    ISO +00:00 log whose newest stamped line is 15 h 30 m before the mtime came back WARN
+    "the line's date looks wrong". A line carrying its offset is believed; the mtime is
+    noted. Fails before the fix (WARN, a date mix-up)."""
+    mtime = NOW - timedelta(minutes=1)
+    line = mtime - gap
+    r = judge(_iso_offset_tail(line), mtime=mtime)
+    assert "mix-up" not in r.summary and "date_check" not in ev(r), r.summary
+    assert r.status is Status.CRIT, r.summary
+    assert r.evidence["age_from"] == "line"
+    assert r.evidence["last_line_at"] == f"{line:%Y-%m-%dT%H:%M:%S}Z"
+    assert r.metrics["age_s"] == (NOW - line).total_seconds()
+    assert ev(r)["mtime_after_line_s"] == gap.total_seconds()
+    assert f"file modified {format_duration(gap.total_seconds())} after" in r.summary
+
+
+@pytest.mark.parametrize("gap", [timedelta(hours=15, minutes=30), timedelta(days=3, minutes=7)])
+def test_a_gap_no_real_zone_and_whole_days_explain_is_no_date_mix_up(gap: timedelta) -> None:
+    """A zone-free line 15 h 30 m off its mtime: no zone is 15.5 h off UTC and no day shift
+    plus a real offset (+08:30 is none) makes it; 3 days and 7 minutes is no zone's either.
+    Judged by the line. The 15.5 h case fails before the fix (a date mix-up)."""
+    mtime = NOW - timedelta(minutes=1)
+    line = mtime - gap
+    tail = "".join(f"{line - timedelta(seconds=s):%Y-%m-%d %H:%M:%S} tick\n" for s in (20, 0))
+    r = judge(tail, mtime=mtime)
+    assert "mix-up" not in r.summary and "declared zone" not in r.summary, r.summary
+    assert r.status is Status.CRIT and r.evidence["age_from"] == "line", r.summary
+
+
+def test_a_zone_free_line_a_day_off_its_mtime_is_a_date_mix_up() -> None:
+    mtime = NOW - timedelta(minutes=1)
+    line = mtime - timedelta(days=1)
+    tail = "".join(f"{line - timedelta(seconds=s):%Y-%m-%d %H:%M:%S} tick\n" for s in (20, 0))
+    r = judge(tail, mtime=mtime)
+    assert r.status is Status.WARN, r.summary
+    assert "1 days apart (a date mix-up, not a zone)" in r.summary, r.summary
+    check = ev(r)["date_check"]
+    assert isinstance(check, dict) and check["gap_days"] == 1
+    assert r.evidence["age_from"] == "mtime" and r.metrics["age_s"] == 60
+
+
+def test_a_year_less_line_a_day_before_its_mtime_is_a_date_mix_up() -> None:
+    """A syslog line dated the day before the file was written (its clock's date wrong)."""
+    mtime = NOW - timedelta(minutes=1)
+    r = judge(syslog(mtime - timedelta(days=1)), mtime=mtime)
+    assert r.status is Status.WARN, r.summary
+    assert "a date mix-up, not a zone" in r.summary, r.summary
+    check = ev(r)["date_check"]
+    assert isinstance(check, dict) and check["gap_days"] == 1

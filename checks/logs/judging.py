@@ -21,7 +21,7 @@ from fleetcheck.checks.logs.reading import (
 )
 from fleetcheck.checks.logs.zones import (
     date_mixup,
-    date_shift_halves,
+    date_shift_s,
     time_label,
     zone_for,
     zone_mismatch,
@@ -176,7 +176,7 @@ def judge_log(
             f"no complete line in the last {size_text(len(lf.tail))} (a single line longer "
             f"than tail_bytes {spec.tail_bytes}); cannot see a timestamp",
         )
-    tail = read_lines(lines, spec)
+    tail = read_lines(lines, spec, lf.mtime)
     if tail.json_lines:
         evidence["source"] = "json"
     if tail.detection is not None:
@@ -218,7 +218,7 @@ def judge_log(
         errors_text += f", file {size_text(lf.size)}"
 
     halves = zone_offset_halves(newest_stamp, newest, mtime) if config.zone_check else 0
-    shift = 0 if halves or not config.zone_check else date_shift_halves(newest_stamp, newest, mtime)
+    shift = 0.0 if halves or not config.zone_check else date_shift_s(newest_stamp, newest, mtime)
     if halves or shift:
         if halves:
             summary, evidence["zone_check"] = zone_mismatch(halves, newest, mtime, zone_name)
@@ -234,6 +234,11 @@ def judge_log(
         summary += f"; by mtime the log is {format_duration(mtime_age)} old"
         return verdict(status, summary + note + errors_text)
     where = f"last line {time_label(newest)}"
+    after = (mtime - newest.utc).total_seconds()
+    if (newest_stamp.offset is not None or newest_stamp.kind == "epoch") and after > 3600:
+        # a stamp with its own offset is believed; a file touched long after it is noted
+        evidence["mtime_after_line_s"] = round(after, 3)
+        note += f"; file modified {format_duration(after)} after its last stamped line"
     if newest.utc.date() != host_now.date():
         where += f" on {newest.utc:%Y-%m-%d}"
     return verdict(*recency(age, where, spec, note + errors_text, statuses))

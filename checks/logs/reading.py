@@ -80,7 +80,7 @@ class Lines:
     detection: Detection | None = None  # the library format, when no format/regex is set
 
 
-def read_lines(lines: list[str], spec: LogSpec) -> Lines:
+def read_lines(lines: list[str], spec: LogSpec, mtime: float | None = None) -> Lines:
     """Which lines are errors (the same `error_regex` on every host; for JSON lines their
     level too) and each error record's stamp. A text tail with no `format`/`regex` is read
     in the library format detected from the tail itself."""
@@ -97,7 +97,7 @@ def read_lines(lines: list[str], spec: LogSpec) -> Lines:
         if spec.format is None and spec.regex is None:
             from fleetcheck.parse.logformats import detect
 
-            detection = detect(lines)
+            detection = detect(lines, mtime)
             find_text = detection.find
         else:
             rx = re.compile(spec.regex) if spec.regex else None

@@ -129,7 +129,7 @@ def zone_offset_halves(stamp: Stamp, newest: Resolved, mtime: datetime) -> int:
     """How many half hours the line's UTC is off the zone-free mtime, when that gap is a
     whole number of half hours, the line carries no offset or epoch of its own and the zone
     it implies is a real one (UTC-12 to UTC+14): the declared zone is then wrong by that
-    much. 0: no sign of that (a gap of whole days is a date mix-up, see date_shift_halves)."""
+    much. 0: no sign of that (a gap of whole days is a date mix-up, see date_shift_s)."""
     if stamp.offset is not None or stamp.kind == "epoch":
         return 0
     halves = _whole_halves(newest, mtime)
@@ -139,26 +139,43 @@ def zone_offset_halves(stamp: Stamp, newest: Resolved, mtime: datetime) -> int:
     return halves if low <= _implied_offset(halves, newest) <= high else 0
 
 
-def date_shift_halves(stamp: Stamp, newest: Resolved, mtime: datetime) -> int:
-    """The gap in half hours between the line and the mtime when it is whole half hours but
-    more than any zone could explain (a year, a month, days): the line's date is wrong, not
-    its zone. 0 otherwise, and always for an epoch (it has no date to mix up)."""
-    if stamp.kind == "epoch":
-        return 0
-    halves = _whole_halves(newest, mtime)
-    if not halves or zone_offset_halves(stamp, newest, mtime):
-        return 0
-    if stamp.offset is None:
-        low, high = UTC_OFFSETS
-        return 0 if low <= _implied_offset(halves, newest) <= high else halves
-    return halves if abs(halves) > 28 else 0  # an explicit offset: only beyond 14 h
+# the UTC offsets zones really have, in hours: every whole hour from -12 to +14 and the
+# half and quarter hours of India, Nepal, Iran, Newfoundland, Chatham, Lord Howe and others
+REAL_OFFSETS_H = frozenset(
+    [float(h) for h in range(-12, 15)]
+    + [-9.5, -3.5, -2.5, 3.5, 4.5, 5.5, 5.75, 6.5, 8.75, 9.5, 10.5, 12.75, 13.75]
+)
+DAY_S = 86400
 
 
-def date_mixup(halves: int, newest: Resolved, mtime: datetime) -> tuple[str, dict[str, Any]]:
+def date_shift_s(stamp: Stamp, newest: Resolved, mtime: datetime) -> float:
+    """The line-to-mtime gap in seconds when the line's date is wrong (a year, a month,
+    days), else 0: the gap, less a zone error that leaves a real UTC offset (or none), is a
+    whole number of days (at least one) within ZONE_TOLERANCE_S. A stamp carrying its own
+    offset, or an epoch, is never distrusted for a gap alone: a writer that stopped long ago
+    in a file touched since is judged by its line (any whole half hours passed ~1 in 10)."""
+    if stamp.kind == "epoch" or stamp.offset is not None:
+        return 0.0
+    gap = (mtime - newest.utc).total_seconds()
+    declared_h = (newest.local.utcoffset() or timedelta(0)).total_seconds() / 3600
+    days = round(gap / DAY_S)
+    for k in (days - 1, days, days + 1):
+        if k == 0:
+            continue
+        zone_error = gap - k * DAY_S
+        quarters = round(zone_error / 900)
+        if abs(zone_error - quarters * 900) > ZONE_TOLERANCE_S:
+            continue
+        if quarters == 0 or declared_h - quarters / 4 in REAL_OFFSETS_H:
+            return float(k * DAY_S + quarters * 900)
+    return 0.0
+
+
+def date_mixup(gap_s: float, newest: Resolved, mtime: datetime) -> tuple[str, dict[str, Any]]:
     """The summary and evidence of a line whose date is off the mtime by whole days."""
     from fleetcheck.iso import iso_utc
 
-    gap = timedelta(seconds=halves * 1800)
+    gap = timedelta(seconds=gap_s)
     days = abs(gap.total_seconds()) / 86400
     span = f"{days:.0f} days" if abs(days - round(days)) < 0.01 else f"{days:.1f} days"
     kind = "a year" if abs(days - 365) <= 1.5 or abs(days - 366) <= 0.5 else "a date"

@@ -26,7 +26,9 @@ def _shape(text: str) -> str:
 def closest(detection: Detection, line: str, n: int = 3) -> list[str]:
     """Up to `n` formats nearest the tail, each with why: `klog (read 1 of 16 lines)`."""
     out = [
-        f"{t.fmt.name} (read {t.hits} of {t.sample} lines, needs {TRUST_LINES})"
+        f"{t.fmt.name} (read {t.hits} of {t.sample} lines, {t.doubt})"
+        if t.doubt
+        else f"{t.fmt.name} (read {t.hits} of {t.sample} lines, needs {TRUST_LINES})"
         for t in detection.tried[:n]
     ]
     if len(out) < n:

@@ -5,10 +5,11 @@ digit and do not start with whitespace: a traceback's continuation lines cannot)
 that reads the most of them wins, the earlier in the catalog on a tie (the more specific
 shape). A stamp must parse on several lines before it is trusted: TRUST_LINES of them, each
 starting its line (a record's header), or at least a third of the sample (a date quoted in
-one message of an unknown format is no stamp); only a strong format that reads every sampled
-line of a tail shorter than that, or whose every hit starts its line (a stamped record
-header between message lines that carry digits of their own: ids, counts), is trusted on
-fewer. When the
+one message of an unknown format is no stamp); numbers read as epoch seconds must also
+run forward line to line and end near the file's mtime (ids, sizes and counters in a
+line's first fields are no time); only a strong format that reads every sampled line of a
+tail shorter than that, or whose every hit starts its line (a stamped record header between
+message lines that carry digits of their own: ids, counts), is trusted on fewer. When the
 newest lines decide nothing (a long traceback at the end), the whole tail is sampled once
 more. Pure."""
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import partial
 
 from fleetcheck.parse.logformats.catalog import FORMATS, LogFormat
@@ -26,16 +28,41 @@ from fleetcheck.parse.timestamps import Stamp
 SAMPLE_LINES = 16  # newest candidate lines tried first
 WIDE_SAMPLE_LINES = 200  # tried when those decide nothing
 TRUST_LINES = 3  # lines a format must read before it is trusted
+EPOCH_NEAR_MTIME_S = 86400.0  # an epoch reading's newest line farther from the mtime: ids
+EPOCH_BACKSTEP_S = 300.0  # how far an epoch line may fall behind the one before it
 
 _CANDIDATE = re.compile(r"^\S.*\d")
 _HEAD = 2  # a stamp starting within this many characters starts its line (`[`, `<`, `(`)
+
+
+def _stamp_start(m: re.Match[str]) -> int:
+    """Where the stamp itself starts: its own group's position, not the match's (a pattern
+    that skips leading fields matches at 0 on every line)."""
+    for group in ("ts", "e"):
+        if group in m.re.groupindex and m.start(group) >= 0:
+            return m.start(group)
+    return m.start()
 
 
 def _found(fmt: LogFormat, line: str) -> tuple[Stamp, int] | None:
     for m in fmt.pattern.finditer(line):
         stamp = stamp_from(fmt.name, m, line, fmt.date_known)
         if stamp is not None:
-            return stamp, m.start()
+            return stamp, _stamp_start(m)
+    return None
+
+
+def _epoch_doubt(stamps: list[Stamp], mtime: float | None) -> str | None:
+    """Why numbers read as epoch seconds are more likely ids, sizes or counters: they run
+    backwards from one line to the next, or the newest is far from the file's mtime (a log
+    is written when its lines are). `stamps` are newest line first. None: no doubt."""
+    times = [s.wall.replace(tzinfo=UTC).timestamp() for s in stamps]
+    for newer, older in zip(times, times[1:], strict=False):
+        if older - newer > EPOCH_BACKSTEP_S:
+            return "numbers run backwards, not times"
+    if mtime is not None and abs(max(times) - mtime) > EPOCH_NEAR_MTIME_S:
+        when = datetime.fromtimestamp(max(times), UTC)
+        return f"as epoch the newest is {when:%Y-%m-%d}, far from the file's mtime: ids?"
     return None
 
 
@@ -52,9 +79,12 @@ class Tried:
     hits: int  # sample lines it read
     sample: int  # out of this many
     at_start: int = 0  # hits whose stamp starts the line
+    doubt: str | None = None  # why its readings are not times after all (epoch readings)
 
     @property
     def trusted(self) -> bool:
+        if self.doubt is not None:
+            return False
         if self.fmt.strong and self.hits == self.sample:
             return True
         if self.fmt.strong and self.at_start == self.hits:
@@ -110,29 +140,35 @@ def _sample(lines: list[str], limit: int) -> list[str]:
     return out
 
 
-def _try(sample: list[str]) -> list[Tried]:
+def _try(sample: list[str], mtime: float | None) -> list[Tried]:
     tried = []
     for fmt in FORMATS:
         hits = at_start = 0
+        stamps: list[Stamp] = []
         for line in sample:
             found = _found(fmt, line)
             if found is not None:
                 hits += 1
                 at_start += found[1] <= _HEAD
+                stamps.append(found[0])
         if hits:
-            tried.append(Tried(fmt, hits, len(sample), at_start))
+            doubt = None
+            if all(s.kind == "epoch" for s in stamps):
+                doubt = _epoch_doubt(stamps, mtime)
+            tried.append(Tried(fmt, hits, len(sample), at_start, doubt))
     order = {f.name: i for i, f in enumerate(FORMATS)}
     tried.sort(key=lambda t: (-t.hits, order[t.fmt.name]))
     return tried
 
 
-def detect(lines: list[str]) -> Detection:
-    """The format of a tail's lines (see the module's docstring for the rule)."""
+def detect(lines: list[str], mtime: float | None = None) -> Detection:
+    """The format of a tail's lines (see the module's docstring for the rule); `mtime`
+    (epoch seconds), when known, lets an epoch reading be checked against the file."""
     sample = _sample(lines, SAMPLE_LINES)
-    tried = _try(sample)
+    tried = _try(sample, mtime)
     if not any(t.trusted for t in tried) and len(lines) > len(sample):
         wide = _sample(lines, WIDE_SAMPLE_LINES)
         if len(wide) > len(sample):
-            sample, tried = wide, _try(wide)
+            sample, tried = wide, _try(wide, mtime)
     chosen = next((t.fmt for t in tried if t.trusted), None)
     return Detection(chosen, len(sample), tuple(tried))
