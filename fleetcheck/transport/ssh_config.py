@@ -34,6 +34,7 @@ from fleetcheck.transport.ssh_config_expand import (
     percent_expand as _percent_expand,
 )
 from fleetcheck.transport.ssh_config_model import Line, Resolved, SshConfigError, check_permissions
+from fleetcheck.transport.ssh_config_strict import STRICTER, refusal, refuses
 from fleetcheck.transport.ssh_config_syntax import (
     WHITESPACE,
     SyntaxRefusal,
@@ -510,12 +511,18 @@ class Resolver:
             st.first(kw, {"true": "yes", "false": "no"}.get(v, v))
         elif kw in ("identityagent", "forwardagent"):
             self._check_env(line)
-        # every other keyword is ssh's business, not ours: checked by check_args, ignored
+        elif kw in STRICTER:  # first value wins; refused in _finish if it can refuse
+            st.first(f"stricter {kw}", (line.where, list(args)))
+        # every other keyword cannot make ssh refuse: checked by check_args, then ignored
 
     # ------------------------------------------------------------ the result
     def _finish(self, host: str, st: _State) -> Resolved:
         v = st.values
         where = self.path or "ssh config"
+        for kw in STRICTER:
+            set_at = v.get(f"stricter {kw}")
+            if isinstance(set_at, tuple) and refuses(kw, set_at[1]):
+                raise SshConfigError(refusal(kw, set_at[1], set_at[0]))
         hostname = st.final_host if st.final else self._hostname(host, st)
         user = str(v.get("user", self.local_user))
         port = int(v.get("port", 22))  # type: ignore[call-overload]

@@ -53,6 +53,11 @@ GROUP_WRITABLE = (
     "Debian's ssh (the oracle here) accepts a file its owner's private group may write; "
     "upstream OpenSSH and fleetcheck refuse any file writable by group or others"
 )
+STRICTER = (
+    "the keyword can make ssh refuse a connection or a host key and fleetcheck does not carry "
+    "it out, so it refuses the host (one line naming keyword, file and line) rather than "
+    "connect where ssh may refuse"
+)
 # fmt: off
 CASES: list[Case] = [
     # ------------------------------------------------------------------ Host patterns
@@ -391,13 +396,40 @@ CASES: list[Case] = [
     c("validation", "ForwardAgent a path", "ForwardAgent /tmp/x\n", "h"),
     c("validation", "ForwardAgent undefined ${VAR}", "ForwardAgent ${NO_SUCH_VAR}\n", "h"),
     c("validation", "Ciphers unknown", "Ciphers nosuchcipher\n", "h"),
-    c("validation", "Ciphers removal is not checked", "Ciphers -nosuchcipher\n", "h"),
+    c("validation", "Ciphers removal is not checked", "Ciphers -nosuchcipher\n", "h",
+      refusal="Ciphers -nosuchcipher", why=STRICTER),
     c("validation", "Ciphers appended", "Ciphers +aes128-cbc,\n", "h"),
     c("validation", "MACs unknown", "MACs hmac-nope\n", "h"),
     c("validation", "KexAlgorithms known", "KexAlgorithms curve25519-sha256,ecdh-sha2-nistp256\n",
-      "h"),
+      "h", refusal="KexAlgorithms curve25519-sha256", why=STRICTER),
     c("validation", "HostKeyAlgorithms unknown", "HostKeyAlgorithms nosuch\n", "h"),
     c("validation", "HostKeyAlgorithms pattern", "HostKeyAlgorithms ^ssh-ed25519*,rsa-sha2-*\n",
+      "h", refusal="HostKeyAlgorithms ^ssh-ed25519", why=STRICTER),
+    # ------------------------------------------------------------------ keywords that can refuse
+    c("stricter", "RevokedHostKeys", "Host h\n RevokedHostKeys ~/.ssh/revoked\n", "h",
+      refusal="config line 2: RevokedHostKeys", why=STRICTER),
+    c("stricter", "RevokedHostKeys none", "RevokedHostKeys none\n", "h"),
+    c("stricter", "first value wins: none first",
+      "Host h\n RevokedHostKeys none\nHost *\n RevokedHostKeys /x\n", "h"),
+    c("stricter", "KnownHostsCommand", "KnownHostsCommand /bin/cat %H\n", "h",
+      refusal="KnownHostsCommand", why=STRICTER),
+    c("stricter", "HostKeyAlgorithms appended", "HostKeyAlgorithms +ssh-rsa\n", "h",
+      refusal="HostKeyAlgorithms +ssh-rsa", why=STRICTER),
+    c("stricter", "CASignatureAlgorithms", "CASignatureAlgorithms ssh-ed25519\n", "h",
+      refusal="CASignatureAlgorithms", why=STRICTER),
+    c("stricter", "CASignatureAlgorithms appended", "CASignatureAlgorithms +ssh-rsa\n", "h"),
+    c("stricter", "Ciphers reordered", "Ciphers ^aes256-ctr\n", "h"),
+    c("stricter", "MACs", "MACs hmac-sha2-512\n", "h", refusal="MACs", why=STRICTER),
+    c("stricter", "CheckHostIP yes", "CheckHostIP yes\n", "h",
+      refusal="CheckHostIP", why=STRICTER),
+    c("stricter", "CheckHostIP no", "CheckHostIP no\n", "h"),
+    c("stricter", "VerifyHostKeyDNS ask", "VerifyHostKeyDNS ask\n", "h",
+      refusal="VerifyHostKeyDNS", why=STRICTER),
+    c("stricter", "VerifyHostKeyDNS no", "VerifyHostKeyDNS no\n", "h"),
+    c("stricter", "RequiredRSASize above the default", "RequiredRSASize 3072\n", "h",
+      refusal="RequiredRSASize", why=STRICTER),
+    c("stricter", "RequiredRSASize the default", "RequiredRSASize 1024\n", "h"),
+    c("stricter", "in an inactive block", "Host zzz\n CheckHostIP yes\n HostKeyAlgorithms x\n",
       "h"),
     c("validation", "PubkeyAcceptedAlgorithms pattern matching none",
       "PubkeyAcceptedAlgorithms +nosuch*\n", "h"),

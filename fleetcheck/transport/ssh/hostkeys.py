@@ -27,9 +27,18 @@ _known_hosts_lock = threading.Lock()  # accept_new appends one line at a time
 _known_hosts_cache = KnownHostsCache()
 
 
+# `[ssh] known_hosts` as fleetcheck's config spells its default, and what OpenSSH's own
+# default UserKnownHostsFile is: a @revoked line in known_hosts2 must not be missed
+_DEFAULT_KNOWN_HOSTS = ("~/.ssh/known_hosts",)
+_OPENSSH_USER_KNOWN_HOSTS = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
+
+
 def known_hosts_paths(cfg: SshConfig, target: Target) -> list[str]:
-    """The files to read, user files first (the first one is where accept_new writes)."""
+    """The files to read, user files first (the first one is where accept_new writes).
+    `[ssh] known_hosts` at its default reads known_hosts2 too, as ssh's default does."""
     user = target.user_known_hosts or cfg.known_hosts_files
+    if tuple(user) == _DEFAULT_KNOWN_HOSTS:
+        user = _OPENSSH_USER_KNOWN_HOSTS
     files = [*user, *target.global_known_hosts]
     return list(dict.fromkeys(str(Path(p).expanduser()) for p in files if p.lower() != "none"))
 
