@@ -2,7 +2,12 @@
 fleetcheck does not carry out: a host whose resolved options set one of them (to a value that
 can refuse) is refused with one line naming the keyword, file and line, never connected to
 as if the keyword were not there (issue 23: never connect where ssh refuses). docs/ssh.md
-lists each one as a documented refusal."""
+lists each one as a documented refusal.
+
+Not here: Ciphers, KexAlgorithms and MACs. They choose the transport's cryptography, not whom
+to trust, and a hardened `Host *` sets them on every host: refusing them would turn a whole
+fleet UNKNOWN. fleetcheck negotiates paramiko's own lists instead (docs/ssh.md says so); a
+server ssh would refuse for want of a listed cipher can still be reached by fleetcheck."""
 
 from __future__ import annotations
 
@@ -18,9 +23,6 @@ STRICTER: dict[str, tuple[str, str]] = {
         "CASignatureAlgorithms",
         "ssh refuses a host certificate signed with another algorithm",
     ),
-    "kexalgorithms": ("KexAlgorithms", "ssh refuses a server without one of those"),
-    "ciphers": ("Ciphers", "ssh refuses a server without one of those"),
-    "macs": ("MACs", "ssh refuses a server without one of those"),
     "checkhostip": (
         "CheckHostIP",
         "ssh also checks the address's key in known_hosts and refuses a changed one",
@@ -41,7 +43,7 @@ def refuses(keyword: str, args: list[str]) -> bool:
         return v != "none"
     if keyword == "hostkeyalgorithms":
         return True
-    if keyword in ("casignaturealgorithms", "kexalgorithms", "ciphers", "macs"):
+    if keyword == "casignaturealgorithms":
         return not one.startswith(("+", "^"))
     if keyword == "checkhostip":
         return v in _YES
