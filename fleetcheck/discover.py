@@ -17,6 +17,7 @@ from typing import Any
 
 from fleetcheck.config import BrokerConfig, FleetConfig
 from fleetcheck.core.safe_text import printable
+from fleetcheck.discover_ssh import ssh_aliases as ssh_aliases  # the alias step, bounded
 from fleetcheck.iso import parse_iso
 from fleetcheck.parse.clientlist import Client, normalise_ip
 
@@ -79,56 +80,6 @@ def guess_names(names_by_addr: dict[str, list[str]]) -> dict[str, str | None]:
 
 
 # ---------------------------------------------------------------- ssh config
-
-
-def ssh_aliases(path: str, addrs: Iterable[str]) -> dict[str, str]:
-    """addr -> the first `Host` alias (no wildcards, in file order, Includes followed) that
-    resolves, as `ssh -G` would resolve it (fleetcheck.transport.ssh_config), to a HostName that
-    is one of `addrs`. An unreadable file or entry is skipped: this only suggests names."""
-    import glob
-    import os
-
-    from fleetcheck.transport.ssh_config import resolver, tokenize
-
-    wanted = set(addrs)
-    main = os.path.expanduser(path)
-    if not os.path.isfile(main):
-        return {}
-    home = os.path.expanduser("~")
-    order: list[str] = []
-    files: list[str] = [main]
-    seen: set[str] = set()
-    while files and len(seen) < 64:
-        current = files.pop(0)
-        if current in seen:
-            continue
-        seen.add(current)
-        try:
-            lines = tokenize(current)
-        except (OSError, ValueError):
-            continue
-        for line in lines:
-            if line.keyword == "host":
-                order += [a for a in line.args if a not in order]
-            elif line.keyword == "include":
-                for arg in line.args:
-                    base = os.path.expanduser(arg) if arg.startswith(("/", "~")) else arg
-                    if not base.startswith("/"):
-                        base = f"{home}/.ssh/{arg}"
-                    files += sorted(glob.glob(base))
-    res = resolver(main)
-    out: dict[str, str] = {}
-    for alias in order:
-        if not alias or any(ch in alias for ch in "*?!"):
-            continue
-        try:
-            hostname = res.resolve(alias).hostname
-        except (OSError, ValueError):  # e.g. a Match criterion the reader refuses
-            continue
-        addr = normalise_ip(hostname)
-        if addr in wanted and addr != alias:
-            out.setdefault(addr, alias)
-    return out
 
 
 # ---------------------------------------------------------------- grouping

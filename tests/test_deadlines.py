@@ -148,6 +148,55 @@ def test_item11_config_discover_command_ends_with_one_line(tmp_path: Path) -> No
     assert proc2.returncode == 3 and "within the deadline (1s;" in proc2.stderr
 
 
+def _sleepers(marker: str) -> list[int]:
+    """Pids of processes whose command line holds `marker` (our Match exec commands)."""
+    import os
+
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            found.append(int(pid))
+    return found
+
+
+@pytest.mark.lab
+def test_config_discover_ends_at_its_deadline_also_in_the_ssh_alias_step(tmp_path: Path) -> None:
+    """A real redis-server that answers at once, and an ssh_config whose aliases each run a
+    `Match exec "sleep 30"` (a local command): the whole command ends within --deadline plus
+    a small margin, says the aliases were not resolved, and leaves no sleep behind. Before
+    the fix the alias step ran outside the deadline, 10 s per exec (seen failing so: 20 s+)."""
+    from tests.lab import wait_for
+    from tests.servers import Server
+
+    marker = "30.0417"  # a sleep of ours, findable in /proc
+    ssh = tmp_path / "ssh_config"
+    ssh.write_text(
+        "".join(f"Host a{i}\n  HostName 127.0.0.{i + 2}\n" for i in range(3))
+        + f'Match exec "sleep {marker}"\n  User nobody\n'
+    )
+    with Server() as server:
+        cfg = tmp_path / "hosts.toml"
+        cfg.write_text(f'[broker]\nurl = "{server.url}"\n[patrol]\ndeadline = "20s"\n')
+        t0 = time.monotonic()
+        proc = subprocess.run(
+            [FLEETCHECK, "config", "discover", "-c", str(cfg), "--ssh-config", str(ssh),
+             "--deadline", "2s"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        elapsed = time.monotonic() - t0
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert elapsed < 2 + 5, elapsed
+    assert "ssh alias(es) not resolved within the deadline (2s; --deadline sets it)" in (
+        proc.stderr
+    ), proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    wait_for(lambda: not _sleepers(marker), 5, what="the Match exec sleeps to be gone")
+
+
 # ---------------------------------------------------------------- probe-rater
 def test_probe_rater_ends_at_its_patrol_deadline(tmp_path: Path) -> None:
     """probe-rater runs as a patrol of one check, so the runner's deadline (probe_deadline:

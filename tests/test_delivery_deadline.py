@@ -346,3 +346,25 @@ def test_item4_and_12_run_leaves_in_time_and_prints_no_secret() -> None:
         f"fleetcheck: warning: heartbeat http://{beat}/...: timed out after 5s",
     ], proc.stderr
     assert_clean(proc.stderr.replace("\n", " "))
+
+
+def test_a_secret_straddling_the_message_limit_is_redacted_not_cut() -> None:
+    """A redirect whose target puts our password across the 120-character cut of the
+    message's peer text: it is replaced whole. Before the fix (cut, then redact) the cut
+    left "sekr" at the end, which no longer matched the secret (seen failing so)."""
+    padding = b"a" * (116 - len("http://"))  # the password starts 4 characters before the cut
+
+    def redirect(conn: socket.socket, request: bytes, stop: threading.Event) -> None:
+        location = b"http://" + padding + PASSWORD.encode() + b"/again"
+        conn.sendall(
+            b"HTTP/1.1 302 Found\r\nLocation: " + location + b"\r\nContent-Length: 0\r\n\r\n"
+        )
+
+    with serve(redirect) as hostport:
+        url = secret_url("http", hostport)
+        error, _ = bounded_call(lambda: alerting.ping_heartbeat(url, timeout=5), 10)
+    assert isinstance(error, DeliveryError), error
+    message = str(error)
+    assert "a(red" in message, message  # replaced whole, then the cut
+    assert PASSWORD[:4].lower() not in message.lower(), message
+    assert_clean(message)

@@ -40,7 +40,10 @@ def cli(cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_dry_run_lists_and_changes_nothing(lab: Lab) -> None:
     before = seed(lab)
-    proc = cli(lab.config(checks="", hosts=[]), "--show", "3")
+    # mini is configured and not connected: its entries are dead (an owner related to no
+    # connection at all would be kept, see test_reap_clock)
+    mini = lab.add_host("mini", sshd=False)
+    proc = cli(lab.config(checks="", hosts=[mini]), "--show", "3")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == (
@@ -67,7 +70,8 @@ def test_dry_run_lists_and_changes_nothing(lab: Lab) -> None:
 
 def test_apply_leaves_exactly_the_fresh_entries(lab: Lab) -> None:
     before = seed(lab)
-    proc = cli(lab.config(checks="", hosts=[]), "--apply", "--force", "--show", "0")
+    mini = lab.add_host("mini", sshd=False)  # configured, not connected: see above
+    proc = cli(lab.config(checks="", hosts=[mini]), "--apply", "--force", "--show", "0")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "removed 219 of 219 stale entries from arena:live"
     # header, entries, guard (with the broker clock's line, issue 22 item 2), result
@@ -121,7 +125,8 @@ def test_settings_from_the_live_hash_table(lab: Lab) -> None:
     fresh = json.dumps({"t0": int(time.time() - 10)})
     r.hset("other:live", mapping={"a": '{"t0": 1, "node": "x"}', "b": fresh})
     checks = '[checks.live_hash]\nkey = "other:live"\nstarted_field = "t0"\nowner_field = "node"\n'
-    proc = cli(lab.config(checks=checks, hosts=[]), "--apply")
+    node = lab.add_host("x", sshd=False)  # owner x: configured, not connected
+    proc = cli(lab.config(checks=checks, hosts=[node]), "--apply")
     assert proc.returncode == 0, proc.stderr
     assert "  a  age " in proc.stdout and "owner x" in proc.stdout
     assert r.hkeys("other:live") == [b"b"]

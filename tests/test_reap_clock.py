@@ -179,6 +179,58 @@ def test_item2_worker_clock_behind_connected_owner_is_kept(lab: Lab) -> None:
         lab.stop(workers)
 
 
+@pytest.mark.lab
+def test_review_owner_related_by_client_name_or_to_nothing_is_kept(lab: Lab) -> None:
+    """worker-17 is not in hosts.toml and not an IP; its clock is 6 minutes behind, so its
+    ten running matches look old. A broker connection named `worker:worker-17:3` relates
+    it: kept as connected. ghost-9 and worker-1 (a part of no connection's name, though a
+    prefix of one) can be related to nothing: named and kept, not taken for dead. mini is
+    configured and not connected: its zombies go. --force deletes all. Before the fix
+    reap-live deleted worker-17's, ghost-9's and worker-1's entries without a word (seen
+    failing so: the kept-lines were missing and 20 entries were removed)."""
+    mini = lab.add_host("mini", sshd=False)
+    named = lab.client(client_name="worker:worker-17:3")
+    try:
+        assert named.ping()
+        incident(lab, owner="worker-17", age=570.0 + AHEAD)
+        now = float(lab.client().time()[0])
+        old = {f"z{i}": json.dumps({"started_at": now - 7200, "host": "mini"}) for i in range(3)}
+        old |= {
+            f"g{i}": json.dumps({"started_at": now - 7200, "host": "ghost-9"}) for i in range(5)
+        }
+        old |= {
+            f"w{i}": json.dumps({"started_at": now - 7200, "host": "worker-1"}) for i in range(2)
+        }
+        lab.client().hset(KEY, mapping=old)
+        cfg = lab.config(checks="", hosts=[mini])
+        proc = cli(cfg, "--apply")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        lines = proc.stdout.splitlines()
+        assert (
+            "guard: keeps 10 stale entries whose owner is connected to the broker now: "
+            "worker-17 (10) (their matches may be running; --force deletes them)"
+        ) in lines, proc.stdout
+        assert (
+            "guard: keeps 7 entries whose owner cannot be related to any broker connection "
+            "(owners: ghost-9 (5), worker-1 (2)) (not seen is not proof of absence; "
+            "--force deletes them)"
+        ) in lines, proc.stdout
+        assert lines[-1] == "removed 3 of 3 stale entries from arena:live"
+        r = lab.client()
+        assert r.hlen(KEY) == 47 and not r.hexists(KEY, "z0")
+        assert r.hexists(KEY, "ten0") and r.hexists(KEY, "g0") and r.hexists(KEY, "w0")
+        proc = cli(cfg, "--apply", "--force")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert (
+            "guard: 7 entries whose owner cannot be related to any broker connection "
+            "(owners: ghost-9 (5), worker-1 (2)) (deleted anyway: --force)"
+        ) in proc.stdout.splitlines(), proc.stdout
+        assert proc.stdout.splitlines()[-1] == "removed 17 of 17 stale entries from arena:live"
+        assert r.hlen(KEY) == 30
+    finally:
+        named.close()
+
+
 # ---------------------------------------------------------------- item 6: unreadable values
 def deep(depth: int, opener: str = "[", closer: str = "]", middle: str = "") -> str:
     """Valid JSON nested `depth` deep (the parser gives up long before the middle)."""

@@ -265,6 +265,29 @@ def test_oversized_and_chunked_bodies_are_refused_with_a_close(tmp_path: Path) -
             assert data.count(b"HTTP/1.1 ") == 1
 
 
+@pytest.mark.parametrize(
+    "value", [b"\xb2", b"1\xb9", b"\xb3\xb3", b"-1", b"+1", b" 1 1", b"0x10", b"9" * 19]
+)
+def test_a_content_length_that_is_not_ascii_digits_gets_400_and_a_close(
+    tmp_path: Path, value: bytes
+) -> None:
+    """Superscript digits (latin-1 "\u00b2" is `isdigit()`, `int()` of it raises), signs,
+    inner spaces, hex and a 19-digit number: each one 400 and a close. Before the fix the
+    superscript cases dropped the connection with no answer (seen failing so)."""
+    auth = f"Authorization: Bearer {TOKEN}\r\n".encode()
+    with serve(tmp_path) as srv:
+        with socket.create_connection(("127.0.0.1", srv.port)) as s:
+            s.sendall(
+                b"GET /healthz HTTP/1.1\r\nHost: c\r\n" + auth
+                + b"Content-Length: " + value + b"\r\n\r\n"
+            )  # fmt: skip
+            data, closed = read_all(s)
+        assert data.startswith(b"HTTP/1.1 400 ") and closed, data[:300]
+        assert data.count(b"HTTP/1.1 ") == 1 and b"bad Content-Length" in data
+        status, _, _ = get(srv.url + "/healthz", AUTH)  # and the server still answers
+        assert status == 200
+
+
 # ---------------------------------------------------------------- item 10: wrong-typed lines
 
 

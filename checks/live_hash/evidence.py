@@ -8,11 +8,15 @@ reading's error, and reap-live judges with that error in the entries' favour. A 
 differs from the broker's by more than `max_clock_skew` is a machine to fix before deleting
 anything, so reap-live refuses. A worker whose clock is behind writes starts that look old
 however well the patrol's clock is set; its matches are kept because their owner is still
-connected to the broker (CLIENT LIST, related to owners as the check relates them).
+connected to the broker (CLIENT LIST, related to owners as the check relates them, and by
+the names connections give: `worker:worker-17:3` relates owner `worker-17`). An owner that
+can be related to no connection at all is unknown, not absent: its entries are named and kept
+unless --force.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -86,15 +90,81 @@ def connected_addresses(r: redis.Redis) -> set[str]:
     return read_client_table(raw).without_own(own_id).hosts()
 
 
+@dataclass(frozen=True)
+class Connections:
+    """Who holds broker connections right now (our own left out): their addresses and the
+    names they gave with CLIENT SETNAME."""
+
+    addresses: set[str]
+    names: set[str]
+
+
+def read_connections(r: redis.Redis) -> Connections:
+    """One CLIENT LIST, without our own connection."""
+    from fleetcheck.parse.clientlist import read_client_table
+
+    pipe = r.pipeline(transaction=False)
+    pipe.client_id()
+    pipe.execute_command("CLIENT", "LIST")
+    own_id, raw = pipe.execute()
+    table = read_client_table(raw).without_own(own_id)
+    return Connections(table.hosts(), {c.name for c in table.clients() if c.name})
+
+
+_NAME_PARTS = re.compile(r"[:/@|,;= ]+")  # separators of `worker:worker-17:3`; not - or .
+
+
+def named_in(owner: str, names: Iterable[str]) -> bool:
+    """Whether `owner` is one of the parts of a connection's name (or the whole name):
+    `worker-17` is in `worker:worker-17:3`, not in `worker:worker-170:3`."""
+    return any(owner == n or owner in _NAME_PARTS.split(n) for n in names)
+
+
+def relate_owners(
+    presence: dict[str, bool | None], connections: Connections
+) -> dict[str, bool | None]:
+    """`presence` (from the addresses, `owner_presence`) with connection names added: an
+    owner named by a connection is connected, whatever its addresses said."""
+    return {
+        owner: True if named_in(owner, connections.names) else known
+        for owner, known in presence.items()
+    }
+
+
+def unknown_owner_line(unknown: list[Stale], force: bool, show: int = 10) -> str:
+    """The guard's line naming the entries kept because their owner's liveness is unknown."""
+    per_owner = Counter(s.owner for s in unknown if s.owner is not None)
+    top = sorted(per_owner.items(), key=lambda kv: (-kv[1], kv[0]))
+    names = ", ".join(f"{owner} ({n})" for owner, n in top[:show])
+    if len(top) > show:
+        names += f", ... and {len(top) - show} more owners"
+    what = (
+        f"{len(unknown)} entries whose owner cannot be related to any broker connection "
+        f"(owners: {names})"
+    )
+    if force:
+        return f"{what} (deleted anyway: --force)"
+    return f"keeps {what} (not seen is not proof of absence; --force deletes them)"
+
+
 def split_live(
     stale: Iterable[Stale], presence: dict[str, bool | None]
-) -> tuple[list[Stale], list[Stale]]:
-    """(entries whose owner is not known to be connected, entries whose owner is)."""
+) -> tuple[list[Stale], list[Stale], list[Stale]]:
+    """(entries whose owner is known absent or not recorded, entries whose owner is
+    connected, entries whose owner cannot be related to any connection). The last are not
+    dead: unknown is not proof of absence (issue 22 review: a worker writing a name that is
+    neither in hosts.toml nor an IP lost its running matches)."""
     dead: list[Stale] = []
     live: list[Stale] = []
+    unknown: list[Stale] = []
     for s in stale:
-        (live if s.owner is not None and presence.get(s.owner) else dead).append(s)
-    return dead, live
+        if s.owner is None:
+            dead.append(s)  # no owner recorded: judged by its age alone, as before
+        elif s.owner not in presence or presence[s.owner] is None:
+            unknown.append(s)
+        else:
+            (live if presence[s.owner] else dead).append(s)
+    return dead, live, unknown
 
 
 def live_owner_line(live: list[Stale], force: bool, show: int = 10) -> str:

@@ -22,10 +22,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 from fleetcheck.checks.live_hash import LiveHashConfig, owner_presence
 from fleetcheck.checks.live_hash.evidence import (
     clock_refusal,
-    connected_addresses,
     live_owner_line,
     read_broker_clock,
+    read_connections,
+    relate_owners,
     split_live,
+    unknown_owner_line,
 )
 from fleetcheck.checks.live_hash.scan import Stale, describe_kind, find_stale, guard, key_type, reap
 
@@ -190,11 +192,12 @@ def _reap(
         try:
             run.phase = "reading CLIENT LIST"
             owners = [s.owner for s in stale if s.owner is not None]
-            presence = (
-                owner_presence(sorted(set(owners)), fleet.hosts, connected_addresses(r))
-                if owners
-                else {}
-            )
+            presence: dict[str, bool | None] = {}
+            if owners:  # by address (hosts.toml, IPs), then by connection name
+                conns = read_connections(r)
+                presence = relate_owners(
+                    owner_presence(sorted(set(owners)), fleet.hosts, conns.addresses), conns
+                )
         except Exception as e:
             return error(
                 f"reading CLIENT LIST (which owners are connected): "
@@ -202,15 +205,17 @@ def _reap(
             )
         run.phase = f"judging {key}"
         _listing(out, key, total, stale, age_limit, keep_malformed, show)
-        dead, live = split_live(stale, presence)
+        dead, live, unknown = split_live(stale, presence)
         if not force:
-            stale = dead  # the entries of connected owners are named and kept
+            stale = dead  # the entries of connected or unrelatable owners are named and kept
         seen, refusals = guard(
             total, stale, age_limit, cfg.match_wall, cfg.started_field, not keep_malformed
         )
         seen.append(f"ages on the broker's clock: {clock.describe()}")
         if live:
             seen.append(live_owner_line(live, force))
+        if unknown:
+            seen.append(unknown_owner_line(unknown, force))
         skewed = clock_refusal(clock, cfg.max_clock_skew)
         if skewed is not None:
             refusals.insert(0, skewed)

@@ -141,6 +141,9 @@ def config_discover(
     limit = (fleet.patrol if fleet else PatrolConfig()).deadline
     if deadline is not None and deadline.seconds is not None:
         limit = deadline.seconds
+    import time
+
+    until = time.monotonic() + limit  # the one deadline: broker talk and ssh alias step
     try:  # connecting included: one overall deadline, whatever the broker drips (item 11)
         sample = discover.sample_within(broker, limit, scan_limit=scan_limit)
     except BrokerSetupError as e:
@@ -154,7 +157,15 @@ def config_discover(
         raise UsageFailure(f"broker: {describe_error(e, broker)}") from None
     claimed = discover.claimed_addresses(fleet) if fleet is not None else {}
     addrs = {c.host for c in sample.clients}
-    aliases = discover.ssh_aliases(ssh_path, addrs)
+    unresolved: list[str] = []  # the alias step's Match exec commands share the deadline
+    aliases = discover.ssh_aliases(ssh_path, addrs, until=until, unresolved=unresolved)
+    if unresolved:
+        from fleetcheck.core.stderr import warn
+
+        warn(
+            f"{ssh_path}: {len(unresolved)} ssh alias(es) not resolved within the deadline "
+            f"({format_duration(limit)}; --deadline sets it): their hosts are named by address"
+        )
     hosts = discover.group_hosts(sample.clients, aliases, claimed)
     text = discover.draft(sample, broker, hosts, fleet.path if fleet else None, ssh_path)
     if write is None:

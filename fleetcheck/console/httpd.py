@@ -537,6 +537,8 @@ def _content_length(req: Request) -> int:
     text = req.header("content-length")
     if text is None:
         return 0
-    if not text.isdigit() or len(text) > 18:
+    # ASCII digits only: "²".isdigit() is True (the head is decoded as latin-1) and int()
+    # of it raises ValueError, which dropped the connection without an answer
+    if not (text.isascii() and text.isdigit()) or len(text) > 18:
         raise BadRequest(400, "bad Content-Length")
     return int(text)

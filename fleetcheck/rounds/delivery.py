@@ -100,11 +100,14 @@ def _secrets(url: str, auth: str | None) -> list[str]:
 
 
 def _safe(text: str, secrets: list[str], limit: int = 120) -> str:
-    """Peer-supplied `text` as one printable line, secrets of our URL replaced, bounded."""
-    text = one_line(" ".join(text.split()))[:limit]
+    """Peer-supplied `text` as one printable line, secrets of our URL replaced, bounded.
+
+    Secrets are replaced before the cut: cut first, a secret straddling the limit would no
+    longer match whole and its first part would be shown (issue 22 review)."""
+    text = " ".join(text.split())
     for secret in secrets:
         text = re.sub(re.escape(secret), "(redacted)", text, flags=re.IGNORECASE)
-    return text
+    return one_line(text)[:limit]
 
 
 class _Sockets:

@@ -1,0 +1,133 @@
+"""`config discover`'s alias step: which ssh_config `Host` alias names a broker client's address.
+
+Resolving an alias runs its `Match exec` commands (each up to 10 s in the resolver), so with many
+aliases this step alone could outlast the command's deadline (issue 22 review: the broker talk was
+bounded, this was not). Here every exec is bounded by what is left of the one deadline, killed with
+its process group when that runs out, and aliases not resolved by then are named to the caller,
+which says so: the step only suggests names, so it is cut short rather than waited for.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterable
+
+from fleetcheck.parse.clientlist import normalise_ip
+from fleetcheck.transport.ssh_config import Resolver, tokenize
+from fleetcheck.transport.ssh_config_model import SshConfigError
+
+EXEC_TIMEOUT = 10.0  # the resolver's own bound per `Match exec` (as in transport.ssh_config)
+
+
+class _BoundedResolver(Resolver):
+    """A Resolver whose `Match exec` commands end at `until` (a time.monotonic() instant):
+    none is started after it, a running one's process group is killed at it. `cut` tells
+    the caller that some exec was cut (so the resolution it was part of is not trusted)."""
+
+    def __init__(self, path: str, until: float | None) -> None:
+        super().__init__(path)
+        self.until = until
+        self.cut = False
+
+    def _exec(self, cmd: str) -> bool:
+        timeout = EXEC_TIMEOUT
+        if self.until is not None:
+            timeout = min(timeout, self.until - time.monotonic())
+            if timeout <= 0:
+                self.cut = True
+                return False
+        shell = self.env.get("SHELL") or "/bin/sh"
+        try:
+            proc = subprocess.Popen(
+                [shell, "-c", cmd],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=dict(self.env),
+                start_new_session=True,  # so that the whole group can be ended at the deadline
+            )
+        except OSError as e:
+            raise SshConfigError(f"Match exec {cmd!r}: cannot run {shell}: {e}") from None
+        try:
+            return proc.wait(timeout) == 0
+        except subprocess.TimeoutExpired:
+            if self.until is not None and time.monotonic() >= self.until:
+                self.cut = True
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            proc.wait()
+            return False
+
+
+def _aliases_in_order(main: str) -> list[str]:
+    """Every `Host` alias of `main` and its Includes, in file order (at most 64 files)."""
+    import glob
+
+    home = os.path.expanduser("~")
+    order: list[str] = []
+    files: list[str] = [main]
+    seen: set[str] = set()
+    while files and len(seen) < 64:
+        current = files.pop(0)
+        if current in seen:
+            continue
+        seen.add(current)
+        try:
+            lines = tokenize(current)
+        except (OSError, ValueError):
+            continue
+        for line in lines:
+            if line.keyword == "host":
+                order += [a for a in line.args if a not in order]
+            elif line.keyword == "include":
+                for arg in line.args:
+                    base = os.path.expanduser(arg) if arg.startswith(("/", "~")) else arg
+                    if not base.startswith("/"):
+                        base = f"{home}/.ssh/{arg}"
+                    files += sorted(glob.glob(base))
+    return order
+
+
+def ssh_aliases(
+    path: str,
+    addrs: Iterable[str],
+    until: float | None = None,
+    unresolved: list[str] | None = None,
+) -> dict[str, str]:
+    """addr -> the first `Host` alias (no wildcards, in file order, Includes followed) that
+    resolves, as `ssh -G` would resolve it (fleetcheck.transport.ssh_config), to a HostName that
+    is one of `addrs`. An unreadable file or entry is skipped: this only suggests names.
+
+    With `until` (a time.monotonic() instant) the work ends there: the aliases not resolved
+    by then are appended to `unresolved` (when given) and the answer is what was found."""
+    wanted = set(addrs)
+    main = os.path.expanduser(path)
+    if not os.path.isfile(main):
+        return {}
+    res = _BoundedResolver(main, until)
+    out: dict[str, str] = {}
+    candidates = [a for a in _aliases_in_order(main) if a and not any(ch in a for ch in "*?!")]
+    for i, alias in enumerate(candidates):
+        if until is not None and time.monotonic() >= until:
+            if unresolved is not None:
+                unresolved += candidates[i:]
+            break
+        try:
+            hostname = res.resolve(alias).hostname
+        except (OSError, ValueError):  # e.g. a Match criterion the reader refuses
+            continue
+        finally:
+            cut, res.cut = res.cut, False
+        if cut:  # a Match exec was ended at the deadline: this answer is not ssh's
+            if unresolved is not None:
+                unresolved += candidates[i:]
+            break
+        addr = normalise_ip(hostname)
+        if addr in wanted and addr != alias:
+            out.setdefault(addr, alias)
+    return out
