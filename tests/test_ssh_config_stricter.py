@@ -75,3 +75,104 @@ def test_a_keyword_set_so_it_cannot_refuse_connects(lab: Lab, tmp_path: Path) ->
         use_agent=False,
     )
     assert ours(h, cfg) == "OK"
+
+
+@pytest.mark.lab
+def test_a_server_speaking_only_crypto_ssh_no_longer_offers_is_refused(
+    lab: Lab, tmp_path: Path
+) -> None:
+    """An sshd that offers only CBC ciphers: OpenSSH 9.2's client refuses it ("no matching
+    cipher"); fleetcheck, which offered paramiko's lists (CBC and 3DES included), connected.
+    Now it offers OpenSSH's default lists and refuses too."""
+    h = lab.add_host("cbconly", sshd_options="Ciphers aes128-cbc,aes256-cbc\n")
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"{h.addr} {h.host_key_pub}\n")
+    proc = subprocess.run(
+        [
+            "ssh", "-F", "/dev/null", "-o", "BatchMode=yes",
+            "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={kh}",
+            "-o", "GlobalKnownHostsFile=/dev/null", "-o", "ConnectTimeout=5",
+            "-i", str(lab.client_key), f"root@{h.addr}", "true",
+        ],
+        capture_output=True,
+        timeout=30,
+    )  # fmt: skip
+    assert proc.returncode != 0 and b"no matching cipher" in proc.stderr.lower(), proc.stderr
+    cfg = SshConfig(
+        user="root",
+        known_hosts=str(kh),
+        identity_file=str(lab.client_key),
+        config_file="/dev/null",
+        connect_timeout=3.0,
+        command_timeout=5.0,
+        use_agent=False,
+    )
+    got = ours(h, cfg)
+    assert got != "OK" and "\n" not in got, got
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize(
+    "line,connects",
+    [
+        ("Ciphers aes256-ctr", True),  # a hardened list paramiko speaks: obeyed, connects
+        ("Ciphers aes128-ctr", False),  # the server offers only aes256-ctr: ssh refuses
+        ("Ciphers -aes256*", False),  # removed: nothing left the server speaks
+        ("MACs hmac-sha2-512", False),  # the server's MAC is hmac-sha2-256 only
+        ("KexAlgorithms curve25519-sha256,ecdh-sha2-nistp256", True),
+    ],
+)
+def test_ciphers_macs_and_kex_lines_are_obeyed_as_ssh_obeys_them(
+    lab: Lab, tmp_path: Path, line: str, connects: bool
+) -> None:
+    """A hardened Host * (Ciphers / MACs / KexAlgorithms) against a server that speaks one
+    cipher and one MAC: the real ssh is the oracle; fleetcheck connects exactly when it
+    does (before, it ignored the lines and connected on paramiko's lists)."""
+    h = lab.add_host("hardened", sshd_options="Ciphers aes256-ctr\nMACs hmac-sha2-256\n")
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"{h.addr} {h.host_key_pub}\n")
+    cfg_file = tmp_path / "config"
+    cfg_file.write_text(f"Host *\n  {line}\n")
+    cfg_file.chmod(0o600)
+    proc = subprocess.run(
+        [
+            "ssh", "-F", str(cfg_file), "-o", "BatchMode=yes",
+            "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={kh}",
+            "-o", "GlobalKnownHostsFile=/dev/null", "-o", "ConnectTimeout=5",
+            "-i", str(lab.client_key), f"root@{h.addr}", "true",
+        ],
+        capture_output=True,
+        timeout=30,
+    )  # fmt: skip
+    assert (proc.returncode == 0) is connects, proc.stderr
+    cfg = SshConfig(
+        user="root",
+        known_hosts=str(kh),
+        identity_file=str(lab.client_key),
+        config_file=str(cfg_file),
+        connect_timeout=3.0,
+        command_timeout=5.0,
+        use_agent=False,
+    )
+    got = ours(h, cfg)
+    assert (got == "OK") is connects, got
+    assert "\n" not in got
+
+
+def test_a_crypto_line_fleetcheck_cannot_speak_refuses_in_one_line() -> None:
+    from fleetcheck.core.errors import TransportError
+    from fleetcheck.transport.ssh import crypto
+
+    paramiko_ciphers = ("aes128-ctr", "aes256-ctr", "aes128-cbc")
+    assert crypto.offered("ciphers", paramiko_ciphers, None) == ("aes128-ctr", "aes256-ctr")
+    assert crypto.offered("ciphers", paramiko_ciphers, ("f line 2", "+aes128-cbc")) == (
+        "aes128-ctr",
+        "aes256-ctr",
+        "aes128-cbc",
+    )
+    assert crypto.offered("ciphers", paramiko_ciphers, ("f line 2", "^aes256-ctr")) == (
+        "aes256-ctr",
+        "aes128-ctr",
+    )
+    with pytest.raises(TransportError, match=r"f line 2: Ciphers chacha20-poly1305@openssh.com"):
+        crypto.offered("ciphers", paramiko_ciphers, ("f line 2", "chacha20-poly1305@openssh.com"))

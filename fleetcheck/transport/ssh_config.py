@@ -34,7 +34,7 @@ from fleetcheck.transport.ssh_config_expand import (
     percent_expand as _percent_expand,
 )
 from fleetcheck.transport.ssh_config_model import Line, Resolved, SshConfigError, check_permissions
-from fleetcheck.transport.ssh_config_strict import STRICTER, refusal, refuses
+from fleetcheck.transport.ssh_config_strict import CRYPTO_KEYWORDS, STRICTER, refusal, refuses
 from fleetcheck.transport.ssh_config_syntax import (
     WHITESPACE,
     SyntaxRefusal,
@@ -513,6 +513,8 @@ class Resolver:
             self._check_env(line)
         elif kw in STRICTER:  # first value wins; refused in _finish if it can refuse
             st.first(f"stricter {kw}", (line.where, list(args)))
+        elif kw in CRYPTO_KEYWORDS:  # applied by the handshake (transport.ssh.crypto)
+            st.first(f"crypto {kw}", (line.where, one))
         # every other keyword cannot make ssh refuse: checked by check_args, then ignored
 
     # ------------------------------------------------------------ the result
@@ -585,6 +587,11 @@ class Resolver:
             server_alive_interval=int(alive) if isinstance(alive, int) else 0,
             server_alive_count_max=int(count) if isinstance(count, int) else 3,
             sources=tuple(dict.fromkeys(st.sources)),
+            crypto=tuple(
+                (kw, *v[f"crypto {kw}"])  # type: ignore[misc]
+                for kw in CRYPTO_KEYWORDS
+                if f"crypto {kw}" in v
+            ),
         )
 
 

@@ -58,6 +58,8 @@ class Resolved:
     server_alive_interval: int = 0
     server_alive_count_max: int = 3
     sources: tuple[str, ...] = field(default=(), compare=False)  # files read
+    # (keyword, where, value as written) of Ciphers / MACs / KexAlgorithms, first value each
+    crypto: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def jumps(self) -> tuple[str, ...]:

@@ -4,12 +4,12 @@ can refuse) is refused with one line naming the keyword, file and line, never co
 as if the keyword were not there (issue 23: never connect where ssh refuses). docs/ssh.md
 lists each one as a documented refusal.
 
-Not here: Ciphers, KexAlgorithms and MACs. They choose the transport's cryptography, not whom
-to trust, and a hardened `Host *` sets them on every host: refusing them would turn a whole
-fleet UNKNOWN. fleetcheck negotiates paramiko's own lists instead (docs/ssh.md says so); a
-server ssh would refuse for want of a listed cipher can still be reached by fleetcheck."""
+Not here: Ciphers, KexAlgorithms and MACs (CRYPTO_KEYWORDS). fleetcheck carries them out as
+ssh does (transport.ssh.crypto), so a hardened `Host *` is obeyed, not refused."""
 
 from __future__ import annotations
+
+CRYPTO_KEYWORDS = ("ciphers", "macs", "kexalgorithms")
 
 # keyword (lower case) -> (as ssh_config(5) spells it, what ssh does with it)
 STRICTER: dict[str, tuple[str, str]] = {

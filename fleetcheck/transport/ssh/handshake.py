@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from fleetcheck.core.errors import TransportError
 from fleetcheck.transport.known_hosts import OPENSSH_HOSTKEY_ALGS
 from fleetcheck.transport.ssh.auth import authenticate
+from fleetcheck.transport.ssh.crypto import offered
 from fleetcheck.transport.ssh.hostkeys import known_keys, verify_host_key
 from fleetcheck.transport.ssh.lazy import load_paramiko
 from fleetcheck.transport.ssh.streams import tcp_connect
@@ -96,8 +97,21 @@ def _handshake(target: Target, cfg: SshConfig, budget: Budget, sock: Any, who: s
     transport.banner_timeout = budget.left()
     transport.auth_timeout = budget.left()
     opts = transport.get_security_options()
-    opts.ciphers = _first(opts.ciphers, PREFERRED_CIPHERS)
-    opts.digests = _first(opts.digests, PREFERRED_MACS)
+    # only what OpenSSH 9.2's client offers by default (paramiko also offers CBC, 3DES and MD5):
+    # a server that speaks nothing else is refused, as by ssh, never reached on weaker crypto
+    # and the operator's Ciphers / MACs / KexAlgorithms applied as ssh applies them
+    settings = {kw: (where, value) for kw, where, value in target.crypto}
+    try:
+        ciphers = offered("ciphers", tuple(opts.ciphers), settings.get("ciphers"))
+        macs = offered("macs", tuple(opts.digests), settings.get("macs"))
+        kex = offered("kexalgorithms", tuple(opts.kex), settings.get("kexalgorithms"))
+    except TransportError:
+        quiet_close(transport)
+        raise
+    # with no setting, GCM and ETM first (cheaper per byte), as before
+    opts.ciphers = _first(ciphers, PREFERRED_CIPHERS) if "ciphers" not in settings else ciphers
+    opts.digests = _first(macs, PREFERRED_MACS) if "macs" not in settings else macs
+    opts.kex = kex
     # OpenSSH's host-key algorithms (certificate types included) in the order its
     # order_hostkeyalgs gives for what known_hosts holds: the server then presents the key
     # OpenSSH's client would get, and the verdict on it is OpenSSH's

@@ -43,6 +43,8 @@ class Target:
     identities_only: bool = False
     connect_timeout: float | None = None  # ssh_config ConnectTimeout (beats [ssh])
     config_files: tuple[str, ...] = field(default=(), compare=False)
+    # ssh_config Ciphers / MACs / KexAlgorithms: (keyword, where, value), applied by handshake
+    crypto: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def proxy_jump(self) -> tuple[str, ...]:
@@ -168,4 +170,5 @@ def resolve_target(
         identities_only=r.identities_only,
         connect_timeout=r.connect_timeout,
         config_files=r.sources,
+        crypto=r.crypto,
     )
