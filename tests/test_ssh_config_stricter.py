@@ -7,12 +7,40 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fleetcheck.config import SshConfig
 from tests.lab import Lab
 from tests.test_ssh_hostkeys import ours
+
+
+def real_ssh(lab: Lab, h: Any, kh: Path, config: str) -> subprocess.CompletedProcess[bytes]:
+    """The oracle: the real ssh client, batch mode, strict, only `kh` as known_hosts."""
+    return subprocess.run(
+        [
+            "ssh", "-F", config, "-o", "BatchMode=yes",
+            "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={kh}",
+            "-o", "GlobalKnownHostsFile=/dev/null", "-o", "ConnectTimeout=5",
+            "-i", str(lab.client_key), f"root@{h.addr}", "true",
+        ],
+        capture_output=True,
+        timeout=30,
+    )  # fmt: skip
+
+
+def ssh_settings(lab: Lab, kh: Path, config: str) -> SshConfig:
+    """fleetcheck's [ssh] for the same case: the same key, known_hosts and config file."""
+    return SshConfig(
+        user="root",
+        known_hosts=str(kh),
+        identity_file=str(lab.client_key),
+        config_file=config,
+        connect_timeout=3.0,
+        command_timeout=5.0,
+        use_agent=False,
+    )
 
 
 @pytest.mark.lab
@@ -30,26 +58,9 @@ def test_a_keyword_that_can_refuse_refuses_the_host(lab: Lab, tmp_path: Path, li
     option = line.format(revoked=revoked)
     cfg_file.write_text(f"Host {h.addr}\n  {option}\n")
     if option.startswith("RevokedHostKeys"):  # the oracle: ssh refuses this one outright
-        proc = subprocess.run(
-            [
-                "ssh", "-F", str(cfg_file), "-o", "BatchMode=yes",
-                "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={kh}",
-                "-o", "GlobalKnownHostsFile=/dev/null", "-o", "ConnectTimeout=5",
-                "-i", str(lab.client_key), f"root@{h.addr}", "true",
-            ],
-            capture_output=True,
-            timeout=30,
-        )  # fmt: skip
+        proc = real_ssh(lab, h, kh, str(cfg_file))
         assert proc.returncode != 0 and b"revoked" in proc.stderr.lower()
-    cfg = SshConfig(
-        user="root",
-        known_hosts=str(kh),
-        identity_file=str(lab.client_key),
-        config_file=str(cfg_file),
-        connect_timeout=3.0,
-        command_timeout=5.0,
-        use_agent=False,
-    )
+    cfg = ssh_settings(lab, kh, str(cfg_file))
     got = ours(h, cfg)
     assert got != "OK"
     assert "\n" not in got and f"{cfg_file} line 2" in got, got
@@ -65,15 +76,7 @@ def test_a_keyword_set_so_it_cannot_refuse_connects(lab: Lab, tmp_path: Path) ->
     cfg_file.write_text(
         f"Host {h.addr}\n  RevokedHostKeys none\n  CheckHostIP no\n  Ciphers +aes128-cbc\n"
     )
-    cfg = SshConfig(
-        user="root",
-        known_hosts=str(kh),
-        identity_file=str(lab.client_key),
-        config_file=str(cfg_file),
-        connect_timeout=3.0,
-        command_timeout=5.0,
-        use_agent=False,
-    )
+    cfg = ssh_settings(lab, kh, str(cfg_file))
     assert ours(h, cfg) == "OK"
 
 
@@ -87,26 +90,9 @@ def test_a_server_speaking_only_crypto_ssh_no_longer_offers_is_refused(
     h = lab.add_host("cbconly", sshd_options="Ciphers aes128-cbc,aes256-cbc\n")
     kh = tmp_path / "known_hosts"
     kh.write_text(f"{h.addr} {h.host_key_pub}\n")
-    proc = subprocess.run(
-        [
-            "ssh", "-F", "/dev/null", "-o", "BatchMode=yes",
-            "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={kh}",
-            "-o", "GlobalKnownHostsFile=/dev/null", "-o", "ConnectTimeout=5",
-            "-i", str(lab.client_key), f"root@{h.addr}", "true",
-        ],
-        capture_output=True,
-        timeout=30,
-    )  # fmt: skip
+    proc = real_ssh(lab, h, kh, "/dev/null")
     assert proc.returncode != 0 and b"no matching cipher" in proc.stderr.lower(), proc.stderr
-    cfg = SshConfig(
-        user="root",
-        known_hosts=str(kh),
-        identity_file=str(lab.client_key),
-        config_file="/dev/null",
-        connect_timeout=3.0,
-        command_timeout=5.0,
-        use_agent=False,
-    )
+    cfg = ssh_settings(lab, kh, "/dev/null")
     got = ours(h, cfg)
     assert got != "OK" and "\n" not in got, got
 
@@ -134,26 +120,9 @@ def test_ciphers_macs_and_kex_lines_are_obeyed_as_ssh_obeys_them(
     cfg_file = tmp_path / "config"
     cfg_file.write_text(f"Host *\n  {line}\n")
     cfg_file.chmod(0o600)
-    proc = subprocess.run(
-        [
-            "ssh", "-F", str(cfg_file), "-o", "BatchMode=yes",
-            "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={kh}",
-            "-o", "GlobalKnownHostsFile=/dev/null", "-o", "ConnectTimeout=5",
-            "-i", str(lab.client_key), f"root@{h.addr}", "true",
-        ],
-        capture_output=True,
-        timeout=30,
-    )  # fmt: skip
+    proc = real_ssh(lab, h, kh, str(cfg_file))
     assert (proc.returncode == 0) is connects, proc.stderr
-    cfg = SshConfig(
-        user="root",
-        known_hosts=str(kh),
-        identity_file=str(lab.client_key),
-        config_file=str(cfg_file),
-        connect_timeout=3.0,
-        command_timeout=5.0,
-        use_agent=False,
-    )
+    cfg = ssh_settings(lab, kh, str(cfg_file))
     got = ours(h, cfg)
     assert (got == "OK") is connects, got
     assert "\n" not in got
