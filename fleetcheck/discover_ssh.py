@@ -10,58 +10,11 @@ which says so: the step only suggests names, so it is cut short rather than wait
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import time
 from collections.abc import Iterable
 
 from fleetcheck.parse.clientlist import normalise_ip
 from fleetcheck.transport.ssh_config import Resolver, tokenize
-from fleetcheck.transport.ssh_config_model import SshConfigError
-
-EXEC_TIMEOUT = 10.0  # the resolver's own bound per `Match exec` (as in transport.ssh_config)
-
-
-class _BoundedResolver(Resolver):
-    """A Resolver whose `Match exec` commands end at `until` (a time.monotonic() instant):
-    none is started after it, a running one's process group is killed at it. `cut` tells
-    the caller that some exec was cut (so the resolution it was part of is not trusted)."""
-
-    def __init__(self, path: str, until: float | None) -> None:
-        super().__init__(path)
-        self.until = until
-        self.cut = False
-
-    def _exec(self, cmd: str) -> bool:
-        timeout = EXEC_TIMEOUT
-        if self.until is not None:
-            timeout = min(timeout, self.until - time.monotonic())
-            if timeout <= 0:
-                self.cut = True
-                return False
-        shell = self.env.get("SHELL") or "/bin/sh"
-        try:
-            proc = subprocess.Popen(
-                [shell, "-c", cmd],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env=dict(self.env),
-                start_new_session=True,  # so that the whole group can be ended at the deadline
-            )
-        except OSError as e:
-            raise SshConfigError(f"Match exec {cmd!r}: cannot run {shell}: {e}") from None
-        try:
-            return proc.wait(timeout) == 0
-        except subprocess.TimeoutExpired:
-            if self.until is not None and time.monotonic() >= self.until:
-                self.cut = True
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            proc.wait()
-            return False
 
 
 def _aliases_in_order(main: str) -> list[str]:
@@ -109,7 +62,8 @@ def ssh_aliases(
     main = os.path.expanduser(path)
     if not os.path.isfile(main):
         return {}
-    res = _BoundedResolver(main, until)
+    res = Resolver(main)
+    res.until = until
     out: dict[str, str] = {}
     candidates = [a for a in _aliases_in_order(main) if a and not any(ch in a for ch in "*?!")]
     for i, alias in enumerate(candidates):

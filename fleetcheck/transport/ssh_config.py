@@ -18,11 +18,11 @@ import os
 import pwd
 import socket
 import stat
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 from fleetcheck.transport.filecache import ParsedFiles
+from fleetcheck.transport.ssh_config_exec import match_exec
 from fleetcheck.transport.ssh_config_expand import (
     ExpandError,
     canonical_address,
@@ -174,6 +174,10 @@ class Resolver:
         self.home = home or pw_home
         self.env: Mapping[str, str] = os.environ if env is None else env
         self._host_fqdn: str | None = None
+        # `Match exec` commands end by this time.monotonic() instant (None: EXEC_TIMEOUT each);
+        # `cut` says one was ended by it, so the resolution it was part of is not ssh's
+        self.until: float | None = None
+        self.cut = False
 
     # ------------------------------------------------------------ tokens
     def _local_host(self) -> tuple[str, str]:
@@ -429,21 +433,9 @@ class Resolver:
         return result
 
     def _exec(self, cmd: str) -> bool:
-        shell = self.env.get("SHELL") or "/bin/sh"
-        try:
-            rc = subprocess.run(
-                [shell, "-c", cmd],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                timeout=10,
-                env=dict(self.env),
-            ).returncode
-        except subprocess.TimeoutExpired:
-            rc = 1
-        except OSError as e:
-            raise SshConfigError(f"Match exec {cmd!r}: cannot run {shell}: {e}") from None
-        return rc == 0
+        matched, cut = match_exec(cmd, self.env, self.until)
+        self.cut = self.cut or cut
+        return matched
 
     @staticmethod
     def _jump(line: Line) -> str:
