@@ -14,7 +14,7 @@ import pytest
 
 from fleetcheck.config import SshConfig
 from tests.lab import Lab, LabHost
-from tests.test_ssh_hostkeys import ours
+from tests.test_ssh_hostkeys import openssh, ours
 
 
 def _cfg(lab: Lab, **kw: object) -> SshConfig:
@@ -32,16 +32,8 @@ def _cfg(lab: Lab, **kw: object) -> SshConfig:
 
 
 def _openssh(lab: Lab, h: LabHost, files: str) -> bool:
-    proc = subprocess.run(
-        [
-            "ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
-            "-o", f"UserKnownHostsFile={files}", "-o", "GlobalKnownHostsFile=/dev/null",
-            "-o", "ConnectTimeout=5", "-i", str(lab.client_key), f"root@{h.addr}", "true",
-        ],
-        capture_output=True,
-        timeout=30,
-    )  # fmt: skip
-    return proc.returncode == 0
+    """The real ssh client, strict, with `files` (one or more paths) as UserKnownHostsFile."""
+    return openssh(lab, h, Path(files))
 
 
 @pytest.fixture
