@@ -104,6 +104,8 @@ def test_real_output_conforms_with_and_without_state(demo_fleet: Any, tmp_path: 
         (lambda d: d.update(exit_code=4), "is not one of"),
         (lambda d: d.pop("results"), "is a required property"),
         (lambda d: d.update(extra=1), "Additional properties"),
+        (lambda d: d["results"][0].pop("evidence_strength"), "is a required property"),
+        (lambda d: d["results"][0].update(evidence_strength="hunch"), "is not one of"),
     ],
 )
 def test_the_schema_rejects_what_the_format_forbids(change: Any, complaint: str) -> None:
@@ -119,6 +121,7 @@ def test_the_schema_rejects_what_the_format_forbids(change: Any, complaint: str)
                 {"connections": 0},
                 limits={"min_clients": 1},
                 headline="connections",
+                evidence_strength="proof",
             ),
         ),
     )
@@ -138,6 +141,7 @@ def test_limits_and_headline_are_shown_apart_from_the_metrics() -> None:
         {"depth": 90, "lengths": {"q": 90}},
         limits={"cap": 100, "warn_at_ratio": 0.8, "max_wait_s": None, "mode": "rpush"},
         headline="depth",
+        evidence_strength="proof",
     )
     doc = json.loads(render_json.render(Report("2026-11-29T07:00:00.000Z", 1.0, (row,))))
     assert errors(doc) == []

@@ -64,5 +64,5 @@ def test_history_rotation_and_torn_line(tmp_path: Path) -> None:
     }
     # the newest round is also kept whole beside the history (what `serve` shows)
     latest = json.loads(history.latest_path(path).read_text())
-    assert latest["schema"] == "fleetcheck.report/1" and latest["status"] == "CRIT"
+    assert latest["schema"] == "fleetcheck.report/2" and latest["status"] == "CRIT"
     assert history.latest_path(path).stat().st_mode & 0o077 == 0  # evidence stays private

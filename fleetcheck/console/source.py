@@ -17,7 +17,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from fleetcheck.core.model import BROKER_WIDE, Report, Result, Status
+from fleetcheck.core.model import (
+    BROKER_WIDE,
+    READABLE_SCHEMAS,
+    REPORT_SCHEMA,
+    Report,
+    Result,
+    Status,
+)
 from fleetcheck.core.safe_text import one_line, printable, printable_tree
 from fleetcheck.iso import iso_utc, parse_iso
 from fleetcheck.rounds import history as hist
@@ -26,10 +33,11 @@ BROKER = BROKER_WIDE  # the grid's row for broker-wide checks (host None)
 
 
 def report_from_dict(data: dict[str, Any]) -> Report:
-    """A Report back from the `fleetcheck.report/1` JSON (what `run --format json` prints).
-    Raises ValueError/KeyError/TypeError on a document that is not one."""
-    if data.get("schema") != "fleetcheck.report/1":
-        raise ValueError("not a fleetcheck.report/1 document")
+    """A Report back from the `fleetcheck.report/2` JSON (what `run --format json` prints; a
+    version 1 document lacks only evidence_strength and cause). Raises ValueError/KeyError/
+    TypeError on a document that is not one."""
+    if data.get("schema") not in READABLE_SCHEMAS:
+        raise ValueError(f"not a {REPORT_SCHEMA} document")
     results = []
     for r in data["results"]:
         has_state = "since" in r
@@ -48,10 +56,16 @@ def report_from_dict(data: dict[str, Any]) -> Report:
                 bad_rounds=int(r.get("bad_rounds") or 0),
                 alerting=bool(r.get("alerting")) if has_state else None,
                 flapping=bool(r.get("flapping")),
+                evidence_strength=_text_or_none(r.get("evidence_strength")),
+                cause=_text_or_none(r.get("cause")),
             )
         )
     parse_iso(str(data["started_at"]))  # a malformed time is a malformed document
     return Report(str(data["started_at"]), float(data["duration_s"]), tuple(results))
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def report_from_round(rnd: hist.Round) -> Report:

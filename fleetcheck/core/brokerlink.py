@@ -27,9 +27,10 @@ class BrokerRefused(CheckError):
     the failure itself, which the `broker` row reports as CRIT; every other broker row says it
     could not look because of it. `kind` is the cause's short name."""
 
+    cause: str  # always set: the refusal is the cause every broker row shares
+
     def __init__(self, cause: str, kind: str) -> None:
-        super().__init__(f"could not look: {cause}")
-        self.cause = cause
+        super().__init__(f"could not look: {cause}", cause=cause)
         self.kind = kind
 
 

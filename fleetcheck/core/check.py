@@ -81,6 +81,9 @@ class Check(Generic[ConfigT, FactsT]):
     host_example: ClassVar[str] = ""  # its per-host keys, as lines of a [[hosts]] table
     demo_meaning: ClassVar[str] = ""  # what a non-OK row means in `fleetcheck demo`
     no_targets_reason: ClassVar[str] = ""  # the UNKNOWN row's text when targets() is empty
+    # How strong the evidence of this check's WARN and CRIT rows is unless a row says otherwise
+    # (fleetcheck.core.model.Strength's value); UNKNOWN rows are "absence" (nothing was seen)
+    evidence_strength: ClassVar[str] = "proof"
 
     def demo_fault(self, fleet: Any) -> str | None:
         """Plant this check's incident in the demo fleet (`fleetcheck.lab.demo.DemoFleet`) and
@@ -137,7 +140,15 @@ class Check(Generic[ConfigT, FactsT]):
     def result(self, host: HostConfig | None, status: Status, summary: str, **kw: Any) -> Result:
         """A row of this check; its headline is the declared one (unless `headline=` says)."""
         kw.setdefault("headline", self.headline_of(kw.get("metrics") or {}))
+        if status is not Status.OK and kw.get("evidence_strength") is None:
+            kw["evidence_strength"] = self.default_strength(status)
         return Result(self.name, host.name if host else None, status, summary, **kw)
+
+    def default_strength(self, status: Status) -> str | None:
+        """The evidence strength of a row of `status` that did not declare its own."""
+        if status is Status.OK:
+            return None
+        return "absence" if status is Status.UNKNOWN else self.evidence_strength
 
 
 class HostCheck(Check[ConfigT, FactsT]):

@@ -41,6 +41,38 @@ class Status(enum.Enum):
         return cls[text.upper()]
 
 
+class Strength(enum.Enum):
+    """How strong the evidence behind a verdict is (field note 7 graded its evidence so).
+
+    Ordered strongest first: `proof` is a direct observation (a probe answered or did not, a
+    connection is absent, a count is over its cap); `behaviour` a signature seen over time
+    (silence while work waits, reconnects, a loop that took seconds to answer); `inference`
+    a conclusion from timing or from peers; `absence` that nothing was found (no error lines,
+    nothing to look at), the weakest there is: it never proves health.
+    """
+
+    PROOF = "proof"
+    BEHAVIOUR = "behaviour"
+    INFERENCE = "inference"
+    ABSENCE = "absence"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def words(self) -> str:
+        """How the table and plain outputs say it when it is weak (empty for proof)."""
+        return {
+            "proof": "",
+            "behaviour": "seen as behaviour over time",
+            "inference": "inferred, to be confirmed",
+            "absence": "nothing seen: absence of evidence",
+        }[self.value]
+
+
+STRENGTHS = tuple(s.value for s in Strength)
+
+
 def worst(statuses: Iterable[Status]) -> Status:
     """The most severe status; OK for an empty patrol (nothing was judged bad)."""
     return max(statuses, key=lambda s: s.rank, default=Status.OK)
@@ -100,6 +132,12 @@ class Result:
     # What the next round's probe of this row gets back (counters to judge by their increase,
     # limits last seen); kept in the state file, never rendered
     carry: dict[str, Any] | None = None
+    # How strong the evidence behind this verdict is (Strength's value); every row that is not
+    # OK carries one (the runner fills in the check's declared default), an OK row may
+    evidence_strength: str | None = None
+    # The one cause this row shares with others (a broker that did not answer, a host key that
+    # changed, a jump host): renderers group rows of one cause under it; None: its own
+    cause: str | None = None
 
     def __post_init__(self) -> None:
         # Summary, evidence and metric names carry text remote parties control: made safe
@@ -117,6 +155,15 @@ class Result:
             object.__setattr__(self, "headline", printable(self.headline))
         if self.since is not None:
             object.__setattr__(self, "since", printable(self.since))
+        if self.cause is not None:
+            object.__setattr__(self, "cause", one_line(self.cause))
+        if self.evidence_strength is not None and self.evidence_strength not in STRENGTHS:
+            # only a row rebuilt from a damaged file can get here (checks are held to the
+            # four values by the contract test): an unknown grade is no grade
+            object.__setattr__(self, "evidence_strength", None)
+        if self.evidence_strength is None and self.status is Status.UNKNOWN:
+            # a row that could not look rests on nothing seen, whoever built it
+            object.__setattr__(self, "evidence_strength", Strength.ABSENCE.value)
 
     @property
     def should_alert(self) -> bool:
@@ -140,6 +187,10 @@ class Result:
             "evidence": self.evidence,
             "duration_s": self.duration_s,
         }
+        if self.evidence_strength is not None:
+            row["evidence_strength"] = self.evidence_strength
+        if self.cause is not None:
+            row["cause"] = self.cause
         if self.since is not None:
             row["since"] = self.since
             row["bad_rounds"] = self.bad_rounds
@@ -156,6 +207,12 @@ def worst_per_host(rows: Iterable[tuple[str | None, Status]]) -> dict[str | None
         if seen is None or status.rank > seen.rank:
             out[host] = status
     return out
+
+
+REPORT_SCHEMA = "fleetcheck.report/2"
+# Documents of these schemas are still read back (history, the console's --from): version 1
+# lacks only evidence_strength and cause
+READABLE_SCHEMAS = ("fleetcheck.report/1", REPORT_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -200,7 +257,7 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema": "fleetcheck.report/1",
+            "schema": REPORT_SCHEMA,
             "started_at": self.started_at,
             "duration_s": round(self.duration_s, 6),
             "status": self.status.label,

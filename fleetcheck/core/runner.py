@@ -84,13 +84,17 @@ def run_one(ctx: PatrolContext, item: Planned) -> Result:
         facts = check.probe(ctx, target, item.config)
         result = check.evaluate(facts, item.config, target, ctx.clock())
     except CheckError as e:
-        result = check.result(target, e.status, e.reason)
+        result = check.result(
+            target, e.status, e.reason, cause=e.cause, evidence_strength=e.strength
+        )
     except Exception as e:  # a bug in a check must not take the patrol down
         result = check.result(
             target, Status.UNKNOWN, f"internal error in check {check.name}: {type(e).__name__}: {e}"
         )
     if result.headline is None:  # a row built without Check.result still gets its headline
         result = replace(result, headline=check.headline_of(result.metrics))
+    if result.evidence_strength is None and result.status is not Status.OK:
+        result = replace(result, evidence_strength=check.default_strength(result.status))
     return result.with_duration(time.monotonic() - start)
 
 
