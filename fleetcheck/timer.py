@@ -204,6 +204,7 @@ def build(
     user: str | None = DEFAULT_USER,
     writable: list[str] | None = None,
     home_read: bool = False,
+    environment_file: str = ENVIRONMENT_FILE,
 ) -> Units:
     """The units and crontab line for patrolling `config_path` every `every` seconds.
 
@@ -230,6 +231,7 @@ def build(
     timeout = seconds_text(deadline + TIMEOUT_MARGIN)
     jitter = seconds_text(min(MAX_JITTER, every / 10))
     every_text = format_duration(every)
+    environment_line = f"EnvironmentFile=-{environment_file}\n" if environment_file else ""
 
     service = f"""\
 [Unit]
@@ -244,8 +246,7 @@ ExecStart={exec_start}
 TimeoutStartSec={timeout}
 # 1 WARN and 2 CRIT are verdicts about the fleet; 3 (UNKNOWN, bad config) fails the unit
 SuccessExitStatus=1 2
-EnvironmentFile=-{ENVIRONMENT_FILE}
-Environment=XDG_STATE_HOME=/var/lib
+{environment_line}Environment=XDG_STATE_HOME=/var/lib
 StateDirectory=fleetcheck
 StateDirectoryMode=0700
 {hardening(user, writable or [], home_read)}"""
@@ -406,20 +407,25 @@ def install(units: Units, directory: str = SYSTEM_DIR) -> list[Path]:
     return written
 
 
-def units_text(units: Units, user: str | None) -> str:
+def units_text(units: Units, user: str | None, environment_file: str = ENVIRONMENT_FILE) -> str:
     """What `timer --print` shows: each unit under the path it belongs at, then the crontab
-    line for a machine without systemd."""
+    line for a machine without systemd (fleetcheck reads the environment file itself, so the
+    line needs no `. FILE`: only that its user can read it)."""
     cron_user = f"-u {user} " if user else ""
-    return "\n".join(
-        [
-            f"# /etc/systemd/system/{units.service_file}",
-            units.service,
-            f"# /etc/systemd/system/{units.timer_file}",
-            units.timer,
-            f"# or, without systemd, this crontab line (crontab {cron_user}-e):",
-            units.crontab,
-        ]
-    )
+    lines = [
+        f"# /etc/systemd/system/{units.service_file}",
+        units.service,
+        f"# /etc/systemd/system/{units.timer_file}",
+        units.timer,
+        f"# or, without systemd, this crontab line (crontab {cron_user}-e):",
+    ]
+    if environment_file and not units.crontab.startswith("#"):
+        group = f"chgrp {user} {environment_file} && " if user else ""
+        lines.append(
+            f"# it reads {environment_file} itself, as the unit does ({group}chmod 0640 "
+            f"{environment_file})"
+        )
+    return "\n".join([*lines, units.crontab])
 
 
 def warnings(user: str | None) -> list[str]:
@@ -440,3 +446,137 @@ def warnings(user: str | None) -> list[str]:
             "production) and run its timer"
         )
     return out
+
+
+def user_identity(user: str) -> tuple[int, set[int]] | None:
+    """(uid, every gid) of `user`, None when it does not exist here."""
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return None
+    return entry.pw_uid, set(os.getgrouplist(user, entry.pw_gid))
+
+
+def _allows(st: os.stat_result, uid: int, gids: set[int], bits: int) -> bool:
+    """Whether mode bits `bits` (4 read, 2 write, 1 execute) are granted to uid/gids (the
+    classic permission bits; an ACL that grants more is not read)."""
+    if uid == 0:
+        return True
+    if st.st_uid == uid:
+        return (st.st_mode >> 6) & bits == bits
+    if st.st_gid in gids:
+        return (st.st_mode >> 3) & bits == bits
+    return st.st_mode & bits == bits
+
+
+def access_problem(path: str, uid: int, gids: set[int], bits: int = 4) -> str | None:
+    """Why uid/gids lack permission `bits` (4 read, 1 execute, 5 both) on `path`, every
+    directory on the way and every symlink's target included; None when they have it. Names
+    the first blocker."""
+    import stat
+
+    seen: set[str] = set()
+    todo = [os.path.abspath(path)]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        parts = Path(current).parts
+        walked = Path(parts[0])
+        for part in parts[1:]:
+            try:
+                st = os.stat(walked)
+            except OSError:
+                return None  # a path this machine cannot look at: the other checks name it
+            if not _allows(st, uid, gids, 1):
+                return f"{walked} (mode {stat.S_IMODE(st.st_mode):04o}) cannot be entered"
+            walked = walked / part
+            if walked.is_symlink():
+                todo.append(os.path.realpath(walked))
+        try:
+            st = os.stat(current)
+        except OSError:
+            return None
+        if stat.S_ISDIR(st.st_mode):
+            continue
+        if not _allows(st, uid, gids, bits):
+            how = {4: "read", 1: "run", 5: "read and run"}.get(bits, "used")
+            return f"{current} (mode {stat.S_IMODE(st.st_mode):04o}) cannot be {how}"
+    return None
+
+
+def interpreter(command: list[str]) -> str:
+    """The interpreter a command runs under: its script's `#!` line, else its first word."""
+    try:
+        with open(command[0], "rb") as f:
+            first = f.readline(4096)
+    except OSError:
+        return command[0]
+    if first.startswith(b"#!"):
+        words = first[2:].decode("utf-8", errors="replace").split()
+        if words:
+            return words[0]
+    return command[0]
+
+
+def refusals(
+    fleet: Any, user: str | None, command: list[str], libraries: list[str] | None = None
+) -> list[str]:
+    """Why the service user could not run this fleetcheck on its config (each with its fix in
+    one line): the entry point, its interpreter (a venv's python may live under /root), the
+    standard library and fleetcheck itself, the config file. Empty for root or a user that
+    does not exist here (`warnings` says so). `libraries`: the files it imports (default:
+    this interpreter's standard library and this fleetcheck, which the command runs)."""
+    if user is None:
+        return []
+    ident = user_identity(user)
+    if ident is None:
+        return []
+    uid, gids = ident
+    out = []
+    python = interpreter(command)
+    if libraries is None:
+        libraries = [os.__file__, str(Path(__file__).resolve())]
+    runtime = [
+        ("the entry point", command[0], 5 if python != command[0] else 1),
+        ("its interpreter", python, 1),
+        *(("what it imports", path, 4) for path in libraries),
+    ]
+    for what, path, bits in runtime:
+        problem = access_problem(path, uid, gids, bits)
+        if problem is not None:
+            out.append(
+                f"user {user} cannot run {command[0]}: {what}: {problem}; install fleetcheck "
+                f"from a python every user can run (e.g. /usr/bin/python3 -m venv "
+                f"/opt/fleetcheck && /opt/fleetcheck/bin/pip install fleetcheck-*.whl), then "
+                f"run its timer"
+            )
+            break
+    config = str(Path(fleet.path).absolute())
+    problem = access_problem(config, uid, gids)
+    if problem is not None:
+        out.append(
+            f"user {user} cannot read the config {config}: {problem}; as root: chgrp {user} "
+            f"{config} && chmod 0640 {config} (and chmod o+x on each directory above it)"
+        )
+    return out
+
+
+def runtime_under_home(command: list[str]) -> bool:
+    """Whether the entry point or its interpreter lives under a home directory, which
+    ProtectHome=yes would hide from the unit."""
+    paths = [command[0], interpreter(command)]
+    return any(under_home(p) or under_home(os.path.realpath(p)) for p in paths)
+
+
+SYSTEMD_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system",
+                "/lib/systemd/system", "/usr/local/lib/systemd/system")  # fmt: skip
+
+
+def systemd_reads(directory: str) -> bool:
+    """Whether systemd loads system units from `directory` (so `systemctl enable` applies)."""
+    real = os.path.realpath(directory)
+    return any(real == os.path.realpath(d) for d in SYSTEMD_DIRS)

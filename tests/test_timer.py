@@ -195,7 +195,9 @@ def test_install_writes_units_and_prints_the_systemctl_line(tmp_path: Path) -> N
     proc = cli("timer", "-c", str(config(tmp_path)), "--install", "--dir", str(target))
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in target.iterdir()) == ["fleetcheck.service", "fleetcheck.timer"]
-    assert "systemctl daemon-reload && systemctl enable --now fleetcheck.timer" in proc.stdout
+    # not a directory systemd reads: no systemctl line that would not apply
+    assert "systemctl" not in proc.stdout
+    assert f"{target} is not a directory systemd reads units from" in proc.stdout
     proc = verify(target, "fleetcheck.service", "fleetcheck.timer")
     assert proc.returncode == 0 and clean(proc) == "", clean(proc)
 

@@ -124,9 +124,13 @@ def load_fleet(config: str | None) -> "FleetConfig":
     from fleetcheck.core import registry
 
     try:
-        return load(find_config(config), registry.config_type, registry.host_config_types)
+        fleet = load(find_config(config), registry.config_type, registry.host_config_types)
     except ConfigError as e:
         raise UsageFailure(str(e)) from None
+    from fleetcheck.cli import envfile
+
+    envfile.apply(fleet)  # the service's environment: what the timer's patrol sees
+    return fleet
 
 
 def patrol_interval(fleet: "FleetConfig", every: DurationArg | None) -> float | None:

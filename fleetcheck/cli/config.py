@@ -56,12 +56,52 @@ def config_check(
     out, warnings, code = config_report(fleet, elsewhere)
     from fleetcheck.core.stderr import say
 
+    if not code and not elsewhere:
+        warnings += environment_warnings(fleet)
     for line in warnings:
         say(line)
     if out:
         print(out)
     if code:
         raise typer.Exit(code)
+
+
+def environment_warnings(fleet: "FleetConfig", service_user: str = "fleetcheck") -> list[str]:
+    """What the timer's patrol would see differently from this shell: a variable the config
+    names that is set neither here nor in the environment file, and `~` paths of [ssh] that
+    are this user's files, not the service user's."""
+    import os
+
+    from fleetcheck.cli.envfile import wanted
+
+    env_file = fleet.patrol.environment_file
+    where = f"neither in the environment nor in {env_file}" if env_file else "in the environment"
+    out = []
+    for name in wanted(fleet):
+        key = "[broker] password_env" if name == fleet.broker.password_env else "[outputs] *_env"
+        if not os.environ.get(name):
+            out.append(f"fleetcheck: warning: {key} names ${name}, which is set {where}")
+    config_file = fleet.ssh.config_file
+    uses_ssh = any(h.ssh is not None and not h.is_local for h in fleet.hosts)
+    if not (uses_ssh and (config_file == "~" or config_file.startswith("~/"))):
+        return out
+    import pwd
+
+    from fleetcheck.timer import service_home
+
+    try:
+        me = pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        me = str(os.getuid())
+    mine = os.path.expanduser(config_file)
+    theirs = service_home(service_user) + config_file[1:]
+    if me != service_user and mine != theirs and os.path.isfile(mine):
+        out.append(
+            f"fleetcheck: warning: [ssh] config_file {config_file} is {mine} here ({me}), but "
+            f"{theirs} for the timer's user {service_user}: set config_file to a path both "
+            f"read, or check as the timer does: runuser -u {service_user} -- fleetcheck doctor"
+        )
+    return out
 
 
 @command(config_app, "discover")

@@ -111,9 +111,19 @@ def run(
     except patrol.OutputError as e:
         raise UsageFailure(str(e)) from None
     default_state, default_history = state_mod.default_paths(fleet.path)
+    state_path = None if no_state else (state or default_state)
+    history_path = history if history or no_state else default_history
+    for kind, path in (("state", state_path), ("history", history_path)):
+        problem = None if path is None else path_problem(path)
+        if problem is not None:  # said once here, not once per read and write
+            from fleetcheck.core.stderr import warn
+
+            warn(f"{kind} {problem}; this patrol keeps no state and no history")
+            state_path = history_path = None
+            break
     outputs = patrol.Outputs(
-        state=None if no_state else (state or default_state),
-        history=history if history or no_state else default_history,
+        state=state_path,
+        history=history_path,
         textfile=text_path,
         alertmanager=am_urls,
         heartbeat=beat_url,
@@ -152,6 +162,51 @@ def run(
         if keeper is not None:
             keeper.close()
     raise typer.Exit(last.exit_code if last else EXIT_INTERRUPTED)
+
+
+def path_problem(path: Path) -> str | None:
+    """Create the state (or history) file's directory on first use, 0700 and owned by whoever
+    runs fleetcheck (the service user under the timer and `runuser`); why the file cannot be
+    used, with the one command that fixes it, or None."""
+    import os
+
+    directory = path.parent
+    missing = []
+    d = directory.absolute()
+    while not d.exists() and d != d.parent:
+        missing.append(d)
+        d = d.parent
+    for part in reversed(missing):
+        try:
+            part.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            return f"directory {directory} cannot be created ({e.strerror or e}): {_make(part)}"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return f"directory {directory} is not writable by this user: {_make(directory)}"
+    for file in (path, path.with_name(path.name + ".lock")):
+        if file.exists() and not os.access(file, os.R_OK | os.W_OK):
+            user, group = _owner()
+            return f"file {file} is not writable by this user: as root, chown {user}:{group} {file}"
+    return None
+
+
+def _owner() -> tuple[str, str]:
+    """This process's user and group names (numbers when they have none)."""
+    import grp
+    import os
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name, grp.getgrgid(os.getgid()).gr_name
+    except KeyError:
+        return str(os.getuid()), str(os.getgid())
+
+
+def _make(directory: Path) -> str:
+    user, group = _owner()
+    return f"as root, install -d -o {user} -g {group} -m 0700 {directory}"
 
 
 @command(app, "checks")

@@ -76,6 +76,11 @@ def timer_cmd(
     params = check_run_args(fleet, list(run_args or []))
     service_user = None if user == "root" else user
     writable, home_read = timer.confinement(fleet, params, service_user)
+    command = timer.fleetcheck_command()
+    for refusal in timer.refusals(fleet, service_user, command):
+        raise UsageFailure(refusal)
+    home_read = home_read or timer.runtime_under_home(command)
+    environment_file = fleet.patrol.environment_file
     try:
         units = timer.build(
             fleet.path,
@@ -83,14 +88,16 @@ def timer_cmd(
             fleet.patrol.deadline,
             name,
             list(run_args or []),
+            command=command,
             user=service_user,
             writable=writable,
             home_read=home_read,
+            environment_file=environment_file,
         )
     except timer.UnitTextError as e:
         raise UsageFailure(str(e)) from None
     if not install:
-        print(timer.units_text(units, service_user))
+        print(timer.units_text(units, service_user, environment_file))
     else:
         try:
             paths = timer.install(units, directory)
@@ -98,7 +105,13 @@ def timer_cmd(
             raise UsageFailure(f"--install into {directory}: {e.strerror or e}") from None
         for path in paths:
             print(f"wrote {path}")
-        print(f"now run: systemctl daemon-reload && systemctl enable --now {units.timer_file}")
+        if timer.systemd_reads(directory):
+            print(f"now run: systemctl daemon-reload && systemctl enable --now {units.timer_file}")
+        else:  # systemctl would not find them there: no command that does not apply
+            print(
+                f"{directory} is not a directory systemd reads units from: copy both files "
+                f"to {timer.SYSTEM_DIR} to use them"
+            )
     for warning in timer.warnings(service_user):
         print(f"fleetcheck: warning: {warning}", file=sys.stderr)
 

@@ -213,8 +213,13 @@ class PatrolConfig:
     fail_after: int = 1
     flap_changes: int = 4
     flap_window: int = 10
+    # the service's environment file (the unit's EnvironmentFile=), read by every fleetcheck
+    # command when present, so runuser, the unit and cron see one environment; "" reads none
+    environment_file: str = "/etc/default/fleetcheck"
 
     def __post_init__(self) -> None:
+        if self.environment_file and not self.environment_file.startswith("/"):
+            raise InvalidValue("environment_file", 'must be an absolute path (or "" for none)')
         if self.fail_after < 1:
             raise InvalidValue("fail_after", "must be 1 or more")
         if not 2 <= self.flap_window <= 1000:
