@@ -153,6 +153,7 @@ DURATION_OPTIONS = [
     ["reap-live", "--max-age"],
     ["reap-live", "--deadline"],
     ["config", "discover", "--deadline"],
+    ["doctor", "--deadline"],
 ]
 
 

@@ -41,6 +41,7 @@ OURS = {
             "common",
             "config",
             "demo",
+            "doctor",
             "envfile",
             "history",
             "run",

@@ -31,6 +31,14 @@ def config_check(
             "chain, key files, known_hosts files), as ssh_config resolves it; connects nowhere.",
         ),
     ] = False,
+    connect: Annotated[
+        bool,
+        typer.Option(
+            "--connect",
+            help="Also log in to the broker and every host as a patrol would "
+            "(`fleetcheck doctor`); writes nothing.",
+        ),
+    ] = False,
     elsewhere: Annotated[
         bool,
         typer.Option(
@@ -64,6 +72,10 @@ def config_check(
         print(out)
     if code:
         raise typer.Exit(code)
+    if connect:
+        from fleetcheck.cli.doctor import run_doctor
+
+        raise typer.Exit(run_doctor(config))
 
 
 def environment_warnings(fleet: "FleetConfig", service_user: str = "fleetcheck") -> list[str]:

@@ -1,0 +1,474 @@
+"""`fleetcheck doctor` (and `config check --connect`): before the first 3 a.m., prove that the
+user it runs as, with the config and environment the timer uses, can see everything a patrol
+looks at, and say what to fix where it cannot.
+
+Three steps, all within the patrol deadline, writing nothing anywhere:
+1. The broker: connect (auth, TLS, the master the sentinels name), then the ACL: every command
+   the enabled checks send, with its keys, is queued inside MULTI and the transaction
+   DISCARDed: the server checks a queued command's ACL (command and keys) when it queues it,
+   and never runs it, so the rater probe's RPUSH is proven allowed without a byte written
+   (MONITOR shows MULTI and DISCARD only). A user who may not run MULTI is asked with ACL
+   DRYRUN; when neither is allowed the writes stay unproven (said so).
+2. Each host: a new SSH connection (host key, auth: known_hosts is never added to here, as if
+   accept_new were off), then `true` through the login shell, timed: the shell's startup
+   files (~/.bashrc, $BASH_ENV) run before every command of every patrol.
+3. A patrol of the enabled checks that only read (every host's one gathered exec with every
+   fragment, the logs read, the broker facts) with no state, no history and no outputs:
+   every UNKNOWN row is something the patrol could not see.
+
+One line per host and per problem, each with its fix; exit 0 only when nothing is missing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fleetcheck.config import FleetConfig, HostConfig
+
+SLOW_STARTUP_S = 1.0  # a login shell slower than this to start costs every patrol that much
+WRITERS = ("rater_probe",)  # checks that push to the broker: proven by the ACL step only
+
+
+@dataclass(frozen=True)
+class Need:
+    """One command a check sends: its words (keys included) and whether it writes."""
+
+    check: str
+    args: tuple[str, ...]
+    writes: bool = False
+
+    @property
+    def name(self) -> str:
+        """The command as ACL rules name it: `client|list` for a subcommand."""
+        first = self.args[0].lower()
+        if first in ("client", "acl", "config", "command") and len(self.args) > 1:
+            return f"{first}|{self.args[1].lower()}"
+        return first
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(a for a in self.args[1:] if a.startswith("\0"))
+
+
+def _k(key: str) -> str:
+    return "\0" + key  # a key among a command's words (for the ACL fix: ~KEY)
+
+
+def broker_needs(fleet: FleetConfig) -> list[Need]:
+    """Every command the enabled broker checks send (found in checks/: PING and INFO by
+    broker, CLIENT ID and CLIENT LIST by clients, ...). tests/test_doctor.py holds this list
+    to what MONITOR sees a real patrol send."""
+    needs: list[Need] = [Need("broker", ("PING",))]
+    for name, cfg in fleet.checks.items():
+        if name == "broker":
+            needs.append(Need(name, ("INFO",)))
+        elif name == "clients":
+            needs += [Need(name, ("CLIENT", "ID")), Need(name, ("CLIENT", "LIST"))]
+        elif name == "queue_depth":
+            for key in cfg.keys:
+                needs += [
+                    Need(name, ("LLEN", _k(key))),
+                    Need(name, ("LINDEX", _k(key), "0")),
+                    Need(name, ("TYPE", _k(key))),
+                ]
+        elif name == "live_hash":
+            needs += [
+                Need(name, ("TIME",)),
+                Need(name, ("INFO",)),
+                Need(name, ("CLIENT", "ID")),
+                Need(name, ("CLIENT", "LIST")),
+                Need(name, ("TYPE", _k(cfg.key))),
+                Need(name, ("HSCAN", _k(cfg.key), "0", "COUNT", "1")),
+            ]
+        elif name == "rater_probe":
+            inbox = cfg.inbox
+            needs += [
+                Need(name, ("INFO",)),
+                Need(name, ("TYPE", _k(inbox))),
+                Need(name, (cfg.push.upper(), _k(inbox), "x"), writes=True),
+                Need(name, ("LREM", _k(inbox), "1", "x"), writes=True),
+                Need(name, ("LPOS", _k(inbox), "x")),
+                Need(name, ("LLEN", _k(inbox))),
+                Need(name, ("LRANGE", _k(inbox), "0", "0")),
+                Need(name, ("CLIENT", "LIST")),
+            ]
+            ack = cfg.ack or ""
+            if ack.startswith("reply:"):
+                reply = ack.split(":", 1)[1]
+                needs += [
+                    Need(name, ("LPOS", _k(reply), "x")),
+                    Need(name, ("LRANGE", _k(reply), "0", "0")),
+                ]
+    seen: set[tuple[str, ...]] = set()
+    out = []
+    for need in needs:
+        if need.args not in seen:
+            seen.add(need.args)
+            out.append(need)
+    return out
+
+
+@dataclass
+class Findings:
+    lines: list[str] = dataclasses.field(default_factory=list)
+    problems: int = 0
+
+    def ok(self, text: str) -> None:
+        self.lines.append(text)
+
+    def problem(self, text: str, fix: str) -> None:
+        self.lines.append(f"{text}: fix: {fix}" if fix else text)
+        self.problems += 1
+
+
+def broker_user(fleet: FleetConfig) -> str:
+    from urllib.parse import unquote, urlsplit
+
+    b = fleet.broker
+    if b.username:
+        return b.username
+    try:
+        user = urlsplit(b.url or "").username
+    except ValueError:
+        user = None
+    return unquote(user) if user else "default"
+
+
+def broker_fix(reason: str, fleet: FleetConfig) -> str:
+    """The fix for a broker that did not let us in, by what it said."""
+    b = fleet.broker
+    low = reason.lower()
+    env_file = fleet.patrol.environment_file
+    if (
+        "wrongpass" in low
+        or "invalid username-password" in low
+        or "noauth" in low
+        or ("auth" in low and "password" in low)
+    ):
+        if b.password_env:
+            where = f" (in {env_file}, readable by this user)" if env_file else ""
+            user = broker_user(fleet)
+            return f"set ${b.password_env}{where} to the password of broker user {user}"
+        if b.password_file:
+            return f"put the password of broker user {broker_user(fleet)} in {b.password_file}"
+        return "give the broker's password: [broker] password_env or password_file"
+    if "certificate" in low or "ssl" in low or "tls" in low:
+        return (
+            "[broker] ca_file must name the CA that signed the broker's certificate, and the "
+            "url the name in it"
+        )
+    if "noperm" in low:
+        return f"grant broker user {broker_user(fleet)} what the checks need (docs/brokers.md: ACL)"
+    return "check [broker] url and that the broker listens there from this machine"
+
+
+def check_acl(client: Any, needs: list[Need], user: str, found: Findings, where: str) -> bool:
+    """Queue every need inside MULTI and DISCARD it; one problem line per refused command.
+    False when the server would not let us ask (no MULTI): then ACL DRYRUN is tried."""
+    import redis
+
+    conn = client.connection_pool.get_connection()
+    refused: list[tuple[Need, str]] = []
+    try:
+        conn.send_command("MULTI")
+        try:
+            conn.read_response()
+        except redis.ResponseError:
+            return False
+        for need in needs:
+            conn.send_command(*(a.lstrip("\0") for a in need.args))
+            try:
+                conn.read_response()
+            except redis.ResponseError as e:
+                text = str(e)
+                if _refused(text):
+                    refused.append((need, text))
+        conn.send_command("DISCARD")
+        conn.read_response()
+    except Exception:
+        conn.disconnect()
+        raise
+    finally:
+        client.connection_pool.release(conn)
+    _report_refused(refused, user, found, where)
+    return True
+
+
+def check_acl_dryrun(
+    client: Any, needs: list[Need], user: str, found: Findings, where: str
+) -> bool:
+    """The same through ACL DRYRUN (Redis 7+); False when that is not allowed either."""
+    import redis
+
+    refused = []
+    for need in needs:
+        try:
+            reply = client.execute_command(
+                "ACL", "DRYRUN", user, *(a.lstrip("\0") for a in need.args)
+            )
+        except redis.ResponseError:
+            return False
+        text = reply.decode() if isinstance(reply, bytes) else str(reply)
+        if text.upper() != "OK":
+            refused.append((need, text))
+    _report_refused(refused, user, found, where)
+    return True
+
+
+def _report_refused(
+    refused: list[tuple[Need, str]], user: str, found: Findings, where: str
+) -> None:
+    for need, _ in refused:
+        keys = [k.lstrip("\0") for k in need.keys]
+        on = f" on {', '.join(keys)}" if keys else ""
+        rule = " ".join([f"+{need.name}", *(f"~{k}" for k in keys)])
+        found.problem(
+            f"broker {where}: user {user} may not run {need.name.replace('|', ' ').upper()}{on} "
+            f"({need.check} needs it)",
+            f"ACL SETUSER {user} {rule} (on the broker, as an admin)",
+        )
+
+
+def check_broker(fleet: FleetConfig, found: Findings) -> bool:
+    """Step 1; True when the broker let us in (so its rows in step 3 are worth reading)."""
+    from fleetcheck.core.brokerlink import BrokerLink
+    from fleetcheck.core.errors import CheckError
+    from fleetcheck.core.memo import Memo
+
+    link = BrokerLink(fleet, Memo())
+    where = fleet.broker.address
+    try:
+        try:
+            client = link.broker()
+        except CheckError as e:
+            found.problem(e.reason, broker_fix(e.reason, fleet))
+            return False
+        if link.master is not None:
+            where = f"{link.master[0]}:{link.master[1]} (master of {fleet.broker.service})"
+        needs = broker_needs(fleet)
+        user = broker_user(fleet)
+        before = found.problems
+        try:
+            asked = check_acl(client, needs, user, found, where) or check_acl_dryrun(
+                client, needs, user, found, where
+            )
+        except Exception as e:
+            reason = link.broker_error(e).reason
+            found.problem(f"broker {where}: {reason}", broker_fix(reason, fleet))
+            return True
+        if not asked:
+            writes = [n for n in needs if n.writes]
+            if writes:
+                found.ok(
+                    f"broker {where}: note: user {user} may run neither MULTI nor ACL DRYRUN, so "
+                    f"whether it may {writes[0].name.upper()} for {writes[0].check} is not "
+                    "proven (the patrol's own row will say NOPERM if not)"
+                )
+        if found.problems == before:
+            tls = "TLS" if (fleet.broker.url or "").startswith("rediss") else "no TLS"
+            found.ok(
+                f"broker {where}: ok (user {user}, {tls}; the {len(needs)} commands the "
+                "checks send are allowed)"
+            )
+        return True
+    finally:
+        link.close()
+
+
+@dataclass
+class HostLogin:
+    host: HostConfig
+    problem: str | None = None
+    fix: str = ""
+    login_s: float | None = None
+    startup_s: float | None = None
+
+
+def host_fix(reason: str, fleet: FleetConfig, host: HostConfig) -> str:
+    """The fix for a host we could not log in to, by what went wrong."""
+    low = reason.lower()
+    known = fleet.ssh.known_hosts_files[0]
+    if "is not in" in low and "host key" in low:
+        return (
+            f"verify the key's fingerprint, then add it to {known} as this user (ssh -o "
+            f"UserKnownHostsFile={known} {host.ssh or host.name} once, or ssh-keyscan)"
+        )
+    if "host key changed" in low or "revoked" in low:
+        return "find out why the host's key changed before you replace its known_hosts line"
+    if "authentication refused" in low or "authentication to" in low:
+        return (
+            "add the public half of [ssh] identity_file to the login user's "
+            "~/.ssh/authorized_keys on the host"
+        )
+    if "cannot read" in low or "permission denied" in low:
+        return "make the file readable by this user (chown it to the user the timer runs as)"
+    return "check that the host is up and its sshd reachable from this machine (ssh -v)"
+
+
+def check_login(fleet: FleetConfig, connector: Any, host: HostConfig) -> HostLogin:
+    """Step 2 for one host: connect, then `true` through the login shell, timed."""
+    from fleetcheck.core.errors import TransportError
+
+    out = HostLogin(host)
+    if host.is_local:
+        return out
+    try:
+        start = time.monotonic()
+        shell = connector.open(host)
+        out.login_s = time.monotonic() - start
+    except TransportError as e:
+        out.problem = e.reason
+        out.fix = host_fix(e.reason, fleet, host)
+        return out
+    except Exception as e:
+        out.problem = f"ssh: {type(e).__name__}: {e}"
+        out.fix = host_fix(str(e), fleet, host)
+        return out
+    try:
+        cfg = fleet.ssh
+        result = shell.run("true", cfg.command_timeout, 4096)
+        out.startup_s = result.duration_s
+        if result.rc is None:
+            out.problem = (
+                f"the login shell did not even run `true` within command_timeout "
+                f"{cfg.command_timeout:g}s: its startup files (~/.bashrc, ~/.profile, "
+                "$BASH_ENV) hang"
+            )
+            out.fix = "make them return at once for a non-interactive shell"
+        elif result.duration_s > SLOW_STARTUP_S:
+            out.problem = (
+                f"the login shell takes {result.duration_s:.1f}s to run `true`: its startup "
+                "files (~/.bashrc, ~/.profile, $BASH_ENV) run before every patrol's commands "
+                f"and eat into command_timeout {cfg.command_timeout:g}s"
+            )
+            out.fix = (
+                'make them return at once for a non-interactive shell ([ -z "$PS1" ] && '
+                "return at the top of ~/.bashrc)"
+            )
+    except TransportError as e:
+        out.problem = e.reason
+        out.fix = host_fix(e.reason, fleet, host)
+    finally:
+        try:
+            shell.close()
+        except Exception:
+            pass
+    return out
+
+
+def _refused(text: str) -> bool:
+    """A broker's ACL refusal, as the server words it (NOPERM, "no permissions")."""
+    return "NOPERM" in text.upper() or "no permissions" in text.lower()
+
+
+def row_fix(summary: str, fleet: FleetConfig, host: HostConfig | None) -> str:
+    low = summary.lower()
+    user = (host.user if host else None) or fleet.ssh.user or "the login user"
+    if "permission denied" in low or "not readable" in low or "cannot read" in low:
+        return f"give {user} read access on the host (e.g. group adm: usermod -aG adm {user})"
+    if _refused(summary):
+        return f"grant broker user {broker_user(fleet)} that command (docs/brokers.md: ACL)"
+    if "no host" in low or "no targets" in low:
+        return "configure it (docs/checks.md) or remove the check's table"
+    return ""
+
+
+def doctor(fleet: FleetConfig, deadline: float | None = None) -> tuple[list[str], int]:
+    """(the lines to print, the exit code: 0 when a patrol would see everything, else 3)."""
+    from fleetcheck.core import registry, runner
+    from fleetcheck.core.model import Status
+    from fleetcheck.core.safe_text import one_line
+    from fleetcheck.transport.ssh import Connector
+
+    limit = fleet.patrol.deadline if deadline is None else deadline
+    t0 = time.monotonic()
+    # writes nothing: a host key not yet known is a finding, never added to known_hosts
+    fleet = dataclasses.replace(fleet, ssh=dataclasses.replace(fleet.ssh, accept_new=False))
+    found = Findings()
+    broker_ok = check_broker(fleet, found)
+
+    ssh_hosts = [h for h in fleet.hosts if h.ssh is not None and not h.is_local]
+    logins: dict[str, HostLogin] = {}
+    connector = Connector(fleet.ssh, fleet.patrol.concurrency, fleet.patrol.adaptive)
+    try:
+        _each(ssh_hosts, lambda h: logins.__setitem__(h.name, check_login(fleet, connector, h)),
+              fleet.patrol.concurrency, t0 + limit)  # fmt: skip
+    finally:
+        connector.close()
+
+    reading = {n: c for n, c in fleet.checks.items() if n not in WRITERS}
+    quiet = dataclasses.replace(fleet, checks=reading)
+    checks = registry.select(list(reading))
+    items = runner.plan(quiet, checks)
+    left = max(1.0, limit - (time.monotonic() - t0))
+    report = runner.run_patrol(quiet, items, deadline=left)
+
+    by_host: dict[str | None, list[str]] = {}
+    for r in report.results:
+        if r.status is not Status.UNKNOWN:
+            continue
+        login = logins.get(r.host or "")
+        if login is not None and login.problem and login.startup_s is None:
+            continue  # could not log in: said once, on the host's line
+        if not broker_ok and r.host is None:
+            continue  # the broker's own line said why
+        if _refused(r.summary):
+            continue  # the ACL step named the command and its fix
+        if login is not None and login.problem and "within command_timeout" in r.summary:
+            continue  # the slow login shell's line is why
+        by_host.setdefault(r.host, []).append(r.check)
+        host = fleet.host(r.host) if r.host else None
+        where = f"host {r.host}: {r.check}" if r.host else f"{r.check} (broker-wide)"
+        found.problem(f"{where}: {r.summary}", row_fix(r.summary, fleet, host))
+
+    for h in ssh_hosts:
+        login = logins.get(h.name)
+        if login is None:
+            found.problem(
+                f"host {h.name}: no answer within the patrol deadline", host_fix("", fleet, h)
+            )
+        elif login.problem:
+            found.problem(f"host {h.name}: {login.problem}", login.fix)
+        elif h.name not in by_host:
+            found.ok(
+                f"host {h.name}: ok (login {login.login_s or 0:.2f}s, shell startup "
+                f"{login.startup_s or 0:.2f}s, every check's commands ran)"
+            )
+    if found.problems:
+        found.ok(
+            f"doctor: {found.problems} problem(s): a patrol would not see everything "
+            f"({time.monotonic() - t0:.1f}s)"
+        )
+    else:
+        found.ok(f"doctor: a patrol would see everything ({time.monotonic() - t0:.1f}s)")
+    return [one_line(line) for line in found.lines], 3 if found.problems else 0
+
+
+def _each(
+    hosts: list[HostConfig], work: Callable[[HostConfig], None], concurrency: int, until: float
+) -> None:
+    """`work(host)` for every host, at most `concurrency` at once, waiting until `until`."""
+    todo = list(hosts)
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if not todo:
+                    return
+                host = todo.pop(0)
+            work(host)
+
+    threads = [
+        threading.Thread(target=worker, name=f"fleetcheck-doctor-{i}", daemon=True)
+        for i in range(max(1, min(concurrency, len(hosts))))
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(max(0.0, until - time.monotonic()))
