@@ -38,8 +38,38 @@ def test_slow_handshakes_cut_the_limit_once_per_window() -> None:
         lim.release(0.5)
     assert lim.cuts == 1 and lim.current == int(32 * 0.7)
     assert lim.congested
+    assert lim.notes() == []  # cut, but no host has waited behind the cut yet
+    held = [lim.acquire(1.0) for _ in range(lim.current)]
+    assert all(held) and not lim.acquire(0.0)  # one more host waits: now it slowed the patrol
     (note,) = lim.notes()
     assert "patrol slowed down" in note and "500 ms" in note and "fastest 20 ms" in note
+    assert note.endswith("and 1 host(s) waited for a slot")
+
+
+def test_a_cut_no_host_waited_behind_is_not_said() -> None:
+    """Issue 28: 3 hosts, two of which time out: cut twice, yet all 3 were in flight at
+    once, so nothing was slowed and nothing is said."""
+    lim = AdaptiveLimiter(max_limit=128, start=16)
+    held = [lim.acquire(1.0) for _ in range(3)]
+    assert all(held)
+    lim.release(0.023)
+    lim.release(None, timed_out=True)
+    lim.release(None, timed_out=True)
+    assert lim.cuts >= 1
+    assert lim.notes() == []
+
+
+def test_a_cut_by_timeouts_says_so() -> None:
+    lim = AdaptiveLimiter(max_limit=4, start=4, min_limit=1)
+    held = [lim.acquire(1.0) for _ in range(4)]
+    assert all(held)
+    for _ in range(4):
+        lim.release(None, timed_out=True)
+    assert lim.current < 4
+    held = [lim.acquire(1.0) for _ in range(lim.current)]
+    assert not lim.acquire(0.0)
+    (note,) = lim.notes()
+    assert note.startswith("patrol slowed down: 4 host(s) ran out of time, so hosts in flight")
 
 
 def test_a_time_out_is_saturation_too() -> None:

@@ -63,6 +63,35 @@ def test_since_keeps_start_of_current_status() -> None:
     ]
 
 
+T = [f"2026-11-29T00:{i:02d}:00.000Z" for i in range(10)]
+
+
+@pytest.mark.parametrize(
+    ("seq", "since"),
+    [
+        ([OK, C, U, C], [T[0], T[1], T[2], T[1]]),  # one round of UNKNOWN: the CRIT goes on
+        ([OK, C, U, U, C], [T[0], T[1], T[2], T[2], T[4]]),  # two rounds: a new CRIT
+        ([OK, C, U, W], [T[0], T[1], T[2], T[3]]),  # back to another status: anew
+        ([C, U, C, U, C], [T[0], T[1], T[0], T[3], T[0]]),  # each gap one round
+        ([U, C], [T[0], T[1]]),  # UNKNOWN from the start: nothing held
+        ([OK, U, OK], [T[0], T[1], T[0]]),
+        ([C, U, OK, C], [T[0], T[1], T[2], T[3]]),
+    ],
+)
+def test_since_survives_one_round_of_unknown(seq: list[Status], since: list[str]) -> None:
+    assert [r.since for r in rounds(seq, Memory())] == since
+
+
+def test_a_damaged_held_entry_drops_the_row() -> None:
+    from fleetcheck.rounds.state import row_problem
+
+    row = {"status": "UNKNOWN", "since": T[0], "last_seen": T[0], "bad_rounds": 1, "recent": []}
+    assert row_problem(row) is None
+    assert row_problem({**row, "held": {"status": "CRIT", "since": T[0]}}) is None
+    assert row_problem({**row, "held": {"status": "BAD", "since": T[0]}}) == "held"
+    assert row_problem({**row, "held": "x"}) == "held"
+
+
 @pytest.mark.parametrize(
     ("seq", "flapping_last"),
     [

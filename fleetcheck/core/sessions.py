@@ -239,6 +239,12 @@ class HostSessions:
                 f"host commands did not finish within command_timeout "
                 f"{self.fleet.ssh.command_timeout:g}s"
             )
+            if not host.is_local:  # issue 28: name the login shell when it is the cause
+                from fleetcheck.transport.startup import startup_note
+
+                left = 30.0 if self.deadline_at is None else self.deadline_at - time.monotonic()
+                note = startup_note(shell, min(30.0, left - 1.0))
+                problem += f": {note}" if note else ""
         elif result.truncated:
             problem = f"host output exceeded {self.fleet.ssh.max_output_bytes} bytes"
         elif len(parsed) < len(fragments):

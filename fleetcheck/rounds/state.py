@@ -68,6 +68,13 @@ def row_problem(row: Any) -> str | None:
         return "recent"
     if row.get("carry") is not None and not isinstance(row.get("carry"), dict):
         return "carry"
+    held = row.get("held")
+    if held is not None and (
+        not isinstance(held, dict)
+        or held.get("status") not in {s.label for s in Status}
+        or not isinstance(held.get("since"), str)
+    ):
+        return "held"
     return None
 
 
@@ -91,7 +98,9 @@ def carried(rows: dict[str, Any]) -> dict[str, Any]:
 
 def apply(report: Report, rows: dict[str, Any], memory: Memory) -> tuple[Report, dict[str, Any]]:
     """The report with since/bad_rounds/alerting/flapping filled in, and the new state rows.
-    Unusable rows are dropped (as if never seen)."""
+    Unusable rows are dropped (as if never seen). A row back at its status after one round
+    of UNKNOWN keeps the since it had before that gap (CRIT -> UNKNOWN -> CRIT: the CRIT
+    started at the first CRIT); after two rounds of UNKNOWN it starts anew."""
     rows, _ = clean(rows)
     now_text = report.started_at
     now = parse_iso(now_text)
@@ -101,8 +110,13 @@ def apply(report: Report, rows: dict[str, Any], memory: Memory) -> tuple[Report,
         key = row_key(r.check, r.host)
         prev = rows.get(key)
         label = r.status.label
+        held = (prev or {}).get("held")
         if prev and prev.get("status") == label and isinstance(prev.get("since"), str):
             since = prev["since"]
+        elif isinstance(held, dict) and held.get("status") == label:
+            # back to what it was before ONE round of UNKNOWN (fleetcheck could not look):
+            # the problem did not start again, it was not seen for a round
+            since = str(held.get("since") or now_text)
         else:
             since = now_text
         bad = 0 if r.status is Status.OK else int((prev or {}).get("bad_rounds", 0)) + 1
@@ -121,6 +135,9 @@ def apply(report: Report, rows: dict[str, Any], memory: Memory) -> tuple[Report,
             "recent": recent,
             "last_seen": now_text,
         }
+        if r.status is Status.UNKNOWN and prev and prev.get("status") != Status.UNKNOWN.label:
+            # what the row was before this gap, kept for one round only
+            new_rows[key]["held"] = {"status": prev.get("status"), "since": prev.get("since")}
         carry = r.carry if r.carry is not None else (prev or {}).get("carry")
         if carry is not None:
             new_rows[key]["carry"] = carry

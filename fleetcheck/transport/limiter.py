@@ -33,6 +33,9 @@ class AdaptiveLimiter:
         self.cuts = 0
         self.lowest_after_cut: float | None = None
         self.timeouts = 0
+        self.cut_by_timeouts = 0  # cuts whose cause was a host running out of time
+        # hosts that had to wait for a slot after a cut: only then did the cuts slow anything
+        self.held_back = 0
         self._done = 0
         self._cut_at = 0
         self._cut_window = 0  # hosts that were in flight at the last cut
@@ -46,6 +49,8 @@ class AdaptiveLimiter:
         """Wait for a slot (up to `timeout` seconds); False when none came in time."""
         end = time.monotonic() + timeout
         with self._cond:
+            if self.in_flight >= self.current and self.cuts:
+                self.held_back += 1
             while self.in_flight >= self.current:
                 left = end - time.monotonic()
                 if left <= 0:
@@ -61,6 +66,7 @@ class AdaptiveLimiter:
             self.in_flight -= 1
             self._done += 1
             congested = timed_out
+            slow = False
             if timed_out:
                 self.timeouts += 1
             if handshake_s is not None:
@@ -68,7 +74,7 @@ class AdaptiveLimiter:
                 if self.baseline is None or handshake_s < self.baseline:
                     self.baseline = handshake_s
                 elif handshake_s > max(self.baseline * TOLERANCE, self.baseline + SLACK_S):
-                    congested = True
+                    congested = slow = True
             if not self.adaptive:
                 pass
             elif congested:
@@ -79,6 +85,8 @@ class AdaptiveLimiter:
                     self._cut_at = self._done
                     self._cut_window = self.in_flight
                     self.cuts += 1
+                    if timed_out and not slow:
+                        self.cut_by_timeouts += 1
                     low = self.lowest_after_cut
                     self.lowest_after_cut = self.limit if low is None else min(low, self.limit)
             elif handshake_s is not None:
@@ -99,15 +107,24 @@ class AdaptiveLimiter:
         return self.cuts > 0
 
     def notes(self) -> list[str]:
-        """What the operator should know: that (and how far) the patrol slowed down."""
+        """What the operator should know: that (and how far) the patrol slowed down, said only
+        when it did: a cut that no host ever waited behind slowed nothing (a 3-host patrol
+        whose hosts time out is cut, yet every host was in flight at once). The cause is the
+        one that cut: slow handshakes, or hosts that ran out of time."""
         out: list[str] = []
-        if self.cuts:
+        if self.cuts and self.held_back:
             base = (self.baseline or 0) * 1000
+            if self.cut_by_timeouts == self.cuts:
+                why = f"{self.timeouts} host(s) ran out of time"
+            else:
+                why = (
+                    f"SSH handshakes took up to {self.slowest * 1000:.0f} ms (fastest "
+                    f"{base:.0f} ms)"
+                )
             out.append(
-                f"patrol slowed down: SSH handshakes took up to {self.slowest * 1000:.0f} ms "
-                f"(fastest {base:.0f} ms), so hosts in flight were cut {self.cuts} time(s) "
+                f"patrol slowed down: {why}, so hosts in flight were cut {self.cuts} time(s) "
                 f"from up to {int(self.peak)} to as few as {int(self.lowest_after_cut or 1)} "
-                f"(bound {self.max_limit})"
+                f"(bound {self.max_limit}) and {self.held_back} host(s) waited for a slot"
             )
         return out
 
