@@ -41,6 +41,9 @@ class BrokerConfig:
     check_hostname: bool = True  # rediss://: the certificate must name the host in the URL
     sentinels: tuple[str, ...] = ()  # "host:26379" each: ask them for the current master
     service: str | None = None  # the master's name at the sentinels
+    tls: bool = False  # with sentinels: TLS to them and to the master they name (ca_file...)
+    sentinel_username: str | None = None  # the sentinels' own ACL user, when they have one
+    sentinel_password_env: str | None = None  # ... and the variable holding its password
 
     def __post_init__(self) -> None:
         if self.sentinels:
@@ -71,10 +74,18 @@ class BrokerConfig:
             raise InvalidValue(
                 sources[1], f"password given both in {sources[0]} and here: keep one"
             )
-        tls = parts.scheme == "rediss"
+        if not self.sentinels:
+            for key in ("tls", "sentinel_username", "sentinel_password_env"):
+                if getattr(self, key):
+                    raise InvalidValue(key, "goes with sentinels (a url says rediss:// instead)")
+        if self.sentinel_username and not self.sentinel_password_env:
+            raise InvalidValue("sentinel_username", "goes with sentinel_password_env")
+        tls = parts.scheme == "rediss" or self.tls
         for key in ("ca_file", "cert_file", "key_file"):
             if getattr(self, key) is not None and not tls:
-                raise InvalidValue(key, "goes with a rediss:// (or valkeys://) url")
+                raise InvalidValue(
+                    key, "goes with a rediss:// (or valkeys://) url, or tls = true with sentinels"
+                )
         if (self.cert_file is None) != (self.key_file is None):
             raise InvalidValue(
                 "key_file" if self.key_file is None else "cert_file",

@@ -68,6 +68,7 @@ class BrokerLink:
     def _connect_redis(self, probe: bool = False) -> redis.Redis:
         from fleetcheck.transport.redis import (
             BrokerSetupError,
+            cluster_refusal,
             connect,
             describe_error,
             discover_master,
@@ -107,6 +108,10 @@ class BrokerLink:
             if cfg.password_env and not os.environ.get(cfg.password_env):
                 why += f" (password_env {cfg.password_env} is not set)"
             raise CheckError(f"broker {where} unreachable: {why}") from None
+        cluster = None if probe else cluster_refusal(client)  # issue 28: refused in one line
+        if cluster is not None:
+            client.close()
+            raise CheckError(f"broker {where} {cluster}", cause=f"broker {where} {cluster}")
         return client
 
     def broker_error(self, e: Exception) -> CheckError:

@@ -82,6 +82,8 @@ def password_of(cfg: BrokerConfig) -> str | None:
 
 def secrets_of(cfg: BrokerConfig) -> list[str]:
     out = []
+    if cfg.sentinel_password_env and os.environ.get(cfg.sentinel_password_env):
+        out.append(os.environ[cfg.sentinel_password_env])
     try:
         pw = password_of(cfg)
     except BrokerSetupError:
@@ -121,15 +123,21 @@ def _connection_kwargs(cfg: BrokerConfig, client_name: str | None = None) -> dic
         kwargs["password"] = password
     if cfg.username is not None:
         kwargs["username"] = cfg.username
-    if (cfg.url or "").startswith("rediss://"):
-        kwargs.update(
-            ssl_cert_reqs="required",
-            ssl_check_hostname=cfg.check_hostname,
-            ssl_ca_certs=os.path.expanduser(cfg.ca_file) if cfg.ca_file else None,
-            ssl_certfile=os.path.expanduser(cfg.cert_file) if cfg.cert_file else None,
-            ssl_keyfile=os.path.expanduser(cfg.key_file) if cfg.key_file else None,
-        )
+    if (cfg.url or "").startswith("rediss://") or cfg.tls:
+        kwargs.update(**_tls_kwargs(cfg))
     return kwargs
+
+
+def _tls_kwargs(cfg: BrokerConfig) -> dict[str, Any]:
+    """TLS as configured: the broker's (or a sentinel's) certificate verified against ca_file,
+    its name checked unless check_hostname = false, the client certificate when given."""
+    return dict(
+        ssl_cert_reqs="required",
+        ssl_check_hostname=cfg.check_hostname,
+        ssl_ca_certs=os.path.expanduser(cfg.ca_file) if cfg.ca_file else None,
+        ssl_certfile=os.path.expanduser(cfg.cert_file) if cfg.cert_file else None,
+        ssl_keyfile=os.path.expanduser(cfg.key_file) if cfg.key_file else None,
+    )
 
 
 def discover_master(cfg: BrokerConfig) -> tuple[str, int]:
@@ -143,15 +151,22 @@ def discover_master(cfg: BrokerConfig) -> tuple[str, int]:
     for s in cfg.sentinels:
         host, _, port = s.rpartition(":")
         nodes.append((host.strip("[]"), int(port)))
-    sentinel = Sentinel(
-        nodes,
-        sentinel_kwargs={
-            "socket_connect_timeout": cfg.connect_timeout,
-            "socket_timeout": cfg.socket_timeout,
-            "retry": Retry(NoBackoff(), 0),
-            "client_name": cfg.client_name,
-        },
-    )
+    sentinel_kwargs: dict[str, Any] = {
+        "socket_connect_timeout": cfg.connect_timeout,
+        "socket_timeout": cfg.socket_timeout,
+        "retry": Retry(NoBackoff(), 0),
+        "client_name": cfg.client_name,
+    }
+    if cfg.tls:
+        sentinel_kwargs.update(ssl=True, **_tls_kwargs(cfg))
+    if cfg.sentinel_password_env:
+        password = os.environ.get(cfg.sentinel_password_env)
+        if not password:
+            raise BrokerSetupError(f"sentinel_password_env {cfg.sentinel_password_env} is not set")
+        sentinel_kwargs["password"] = password
+        if cfg.sentinel_username:
+            sentinel_kwargs["username"] = cfg.sentinel_username
+    sentinel = Sentinel(nodes, sentinel_kwargs=sentinel_kwargs)
     try:
         host, port = sentinel.discover_master(cfg.service)
     finally:
@@ -179,8 +194,16 @@ def connect(
     if cfg.sentinels:
         if master is None:
             master = discover_master(cfg)
+        pool_kwargs: dict[str, Any] = {}
+        if cfg.tls:  # the master the sentinels named, over TLS as they are
+            pool_kwargs["connection_class"] = redis.SSLConnection
         pool = redis.BlockingConnectionPool(
-            host=master[0], port=master[1], max_connections=1, timeout=pool_timeout, **kwargs
+            host=master[0],
+            port=master[1],
+            max_connections=1,
+            timeout=pool_timeout,
+            **pool_kwargs,
+            **kwargs,
         )
     else:
         assert cfg.url is not None
@@ -261,3 +284,21 @@ def supports(info: dict[str, Any], feature: str) -> bool:
     server, version = server_identity(info)
     first = _FEATURES[feature][server]
     return bool(version) and version >= first
+
+
+CLUSTER_REFUSAL = (
+    "is a node of a Redis/Valkey Cluster (INFO cluster_enabled:1): a cluster spreads clients "
+    "and keys over its nodes, and fleetcheck reads one server's CLIENT LIST and keys, so it "
+    "would judge a part as the whole; point [broker] url at a standalone server, or at the "
+    "master of a replicated (Sentinel) setup (docs/brokers.md: Cluster)"
+)
+
+
+def cluster_refusal(client: redis.Redis) -> str | None:
+    """Why fleetcheck will not patrol this server (a Cluster node), None when it will. A
+    server that refuses INFO (an ACL) is not refused here: the checks say what they lack."""
+    try:
+        section = client.info("cluster")
+    except Exception:
+        return None
+    return CLUSTER_REFUSAL if str(section.get("cluster_enabled", "0")) == "1" else None
