@@ -387,6 +387,7 @@ def doctor(fleet: FleetConfig, deadline: float | None = None) -> tuple[list[str]
 
     limit = fleet.patrol.deadline if deadline is None else deadline
     t0 = time.monotonic()
+    accept_new = fleet.ssh.accept_new
     # writes nothing: a host key not yet known is a finding, never added to known_hosts
     fleet = dataclasses.replace(fleet, ssh=dataclasses.replace(fleet.ssh, accept_new=False))
     found = Findings()
@@ -431,6 +432,12 @@ def doctor(fleet: FleetConfig, deadline: float | None = None) -> tuple[list[str]
         if login is None:
             found.problem(
                 f"host {h.name}: no answer within the patrol deadline", host_fix("", fleet, h)
+            )
+        elif login.problem and accept_new and "is not in" in login.problem:
+            # a patrol would see it: accept_new adds the key at its first connection
+            found.ok(
+                f"host {h.name}: note: its host key is not known yet; the first patrol "
+                "adds it (accept_new = true): compare its fingerprint out of band"
             )
         elif login.problem:
             found.problem(f"host {h.name}: {login.problem}", login.fix)

@@ -435,8 +435,9 @@ def warnings(user: str | None) -> list[str]:
     if user is not None and not user_exists(user):
         out.append(
             f"user {user!r} does not exist here: create it before enabling the timer (useradd "
-            f"--system --home-dir /var/lib/fleetcheck --shell /usr/sbin/nologin {user}; "
-            "README: Install for production)"
+            f"--system --user-group --home-dir /var/lib/fleetcheck --shell /usr/sbin/nologin "
+            f"{user} && install -d -o {user} -g {user} -m 0700 /var/lib/fleetcheck; "
+            "docs/operations.md: The dedicated user)"
         )
     checkout = source_checkout()
     if checkout is not None:

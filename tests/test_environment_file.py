@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck.cli import envfile
+from fleetcheck import envfile
 from tests.cli import fleetcheck
 from tests.servers import Server, fleet_toml
 

@@ -42,7 +42,6 @@ OURS = {
             "config",
             "demo",
             "doctor",
-            "envfile",
             "history",
             "run",
             "serve",
@@ -50,6 +49,7 @@ OURS = {
         )
     ),
     "fleetcheck.config",
+    "fleetcheck.envfile",
     *(f"fleetcheck.config.{name}" for name in ("builder", "files", "loading", "tables", "values")),
     "fleetcheck.core.brokerlink",
     "fleetcheck.core.judge",

@@ -127,7 +127,7 @@ def load_fleet(config: str | None) -> "FleetConfig":
         fleet = load(find_config(config), registry.config_type, registry.host_config_types)
     except ConfigError as e:
         raise UsageFailure(str(e)) from None
-    from fleetcheck.cli import envfile
+    from fleetcheck import envfile
 
     envfile.apply(fleet)  # the service's environment: what the timer's patrol sees
     return fleet

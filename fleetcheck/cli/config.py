@@ -84,7 +84,7 @@ def environment_warnings(fleet: "FleetConfig", service_user: str = "fleetcheck")
     are this user's files, not the service user's."""
     import os
 
-    from fleetcheck.cli.envfile import wanted
+    from fleetcheck.envfile import wanted
 
     env_file = fleet.patrol.environment_file
     where = f"neither in the environment nor in {env_file}" if env_file else "in the environment"
