@@ -193,3 +193,32 @@ def test_needs_cover_what_a_patrol_sends(lab: Lab) -> None:
     # the rater's own BLPOP/RPUSH and the connection's set-up are not the checks' commands
     ours -= {"blpop", "brpop", "hello", "client", "select", "auth"}
     assert ours <= asked, ours - asked
+
+
+def test_documented_acl_user_proves_the_probes_writes(lab: Lab) -> None:
+    """The least-privilege user of docs/brokers.md may MULTI and DISCARD (never EXEC): doctor
+    proves its RPUSH on the inbox is allowed, and names the one it is not allowed."""
+    from tests.test_broker_server import readme_acl
+
+    rules = readme_acl("<!-- acl:patrol -->")
+    admin = lab.client()
+    admin.execute_command("ACL", "SETUSER", "fleetcheck", "reset", *rules, ">Pw-doc")
+    admin.close()
+    seed(lab)
+    conf = lab.config(checks=CHECKS, hosts=[])
+    text = conf.read_text().replace(
+        f'url = "{lab.broker_url}"',
+        f'url = "{lab.broker_url}"\nusername = "fleetcheck"\npassword_env = "FC_DOC_PW"',
+    )
+    conf.write_text(text.replace("[checks.logs]\n", "").replace("[checks.routes]\n", ""))
+    proc = fleetcheck("doctor", "-c", str(conf), env={"FC_DOC_PW": "Pw-doc"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "note:" not in proc.stdout and ": ok (user fleetcheck" in proc.stdout
+    # another inbox than the one the ACL grants: its push is named, and nothing was written
+    keys_before = dump_all(lab)
+    conf.write_text(conf.read_text().replace('inbox = "arena:rater:inbox"', 'inbox = "other"'))
+    proc = fleetcheck("doctor", "-c", str(conf), env={"FC_DOC_PW": "Pw-doc"})
+    assert proc.returncode == 3
+    assert "user fleetcheck may not run RPUSH on other (rater_probe needs it): fix: ACL SETUSER " \
+        "fleetcheck +rpush ~other" in proc.stdout, proc.stdout  # fmt: skip
+    assert dump_all(lab) == keys_before
