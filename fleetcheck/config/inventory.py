@@ -217,11 +217,11 @@ def merge(statuses: list[SourceStatus], raw_hosts: list[Any]) -> tuple[list[Any]
             have.groups += [g for g in h.groups if g not in have.groups]
             have.addrs += [a for a in h.addrs if a not in have.addrs]
             have.origin = f"{have.origin}; {h.origin}" if h.origin else have.origin
-    for found in merged.values():
+    for each in merged.values():
         # the addresses a source reports are where the machine connects from, unless a
         # variable or its [[hosts]] table says otherwise (`addrs`)
-        if found.addrs and "addrs" not in found.keys:
-            found.keys["addrs"] = list(found.addrs)
+        if each.addrs and "addrs" not in each.keys:
+            each.keys["addrs"] = list(each.addrs)
     out: list[Any] = []
     seen: set[str] = set()
     for table in raw_hosts:

@@ -145,6 +145,8 @@ def _read_inventory(data: dict[str, Any], file: str, ssh: tables.SshConfig) -> l
     raw = data.get("inventory", [])
     if not isinstance(raw, list):
         raise ConfigError(f"{file}: inventory: expected an array of tables ([[inventory]])")
+    if not raw:
+        return []
     from fleetcheck.config.inventory import InventorySpec
 
     specs: list[InventorySpec] = []
