@@ -389,6 +389,9 @@ def test_ansible_ini_through_the_real_parser(tmp_path: Path) -> None:
     db = fleet.host("db1")
     assert (db.ssh, db.port, db.user) == ("198.18.7.9", 2222, "dbadmin")
     assert fleet.host("web-02.example").user == "deploy"
+    # where each came from: the source, and the line that declares it (a range included)
+    assert fleet.host("web-02.example").origin == f"ansible {inv}/hosts.ini (line 2)"
+    assert db.origin == f"ansible {inv}/hosts.ini (line 8)"
     from fleetcheck.core.hostfacts import ClientsHostConfig
 
     # an inventory variable is the host's own value: it beats [groups.workers]

@@ -386,6 +386,60 @@ def jump_from_proxy_command(cmd: str) -> str | None:
     return host + (f":{port}" if port else "")
 
 
+RANGE = re.compile(r"\[([0-9]+|[a-z]):([0-9]+|[a-z])(?::[0-9]+)?\]")
+
+
+def _pattern(token: str) -> re.Pattern[str] | None:
+    """An inventory host token (`web-[01:03].example`) as a regex over the names it makes."""
+    parts = RANGE.split(token)
+    if len(parts) == 1:
+        return None
+    rx = ""
+    for i, part in enumerate(parts):
+        rx += re.escape(part) if i % 3 == 0 else ("" if i % 3 == 2 else "([0-9]+|[a-z])")
+    return re.compile(rx + "$")
+
+
+def declared_lines(path: str, names: list[str], limit: int = 200) -> dict[str, str]:
+    """{host: "FILE line N"}: where an INI or YAML inventory (a file, or the files of a
+    directory, host_vars and group_vars left out) first writes each host, itself or in a
+    range (`node-[001:300]`). Only for `config check`'s "from"; a host not found is left out."""
+    root = Path(path).expanduser()
+    files = (
+        [root]
+        if root.is_file()
+        else sorted(
+            p
+            for p in root.rglob("*")
+            if p.is_file() and not {"host_vars", "group_vars"} & set(p.parts)
+        )[:limit]
+    )
+    wanted = set(names)
+    out: dict[str, str] = {}
+    for f in files:
+        try:
+            if f.stat().st_size > 8 * 1024 * 1024:
+                continue
+            lines = f.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        for n, line in enumerate(lines, 1):
+            text = line.strip()
+            if not text or text[0] in "#;[":
+                continue
+            token = text.split()[0].rstrip(":")
+            hits = {token} & wanted
+            rx = _pattern(token)
+            if rx is not None:
+                hits = {h for h in wanted if rx.match(h)}
+            for h in hits:
+                out.setdefault(h, f"{f} line {n}")
+            wanted -= hits
+        if not wanted:
+            break
+    return out
+
+
 # ---------------------------------------------------------------- command
 
 
@@ -651,7 +705,14 @@ def read_source(spec: InventorySpec, ssh_config_file: str) -> tuple[list[Found],
             if not os.access(path, os.R_OK):
                 raise SourceFailed(f"{label}: {spec.path}: cannot read (permission denied)")
             raw = run_program(ansible_argv(spec), spec.timeout, ANSIBLE_ENV)
-            data = load_json(raw, label)
+            found, problems = from_ansible(load_json(raw, label), label)
+            lines = declared_lines(str(spec.path), [h.name for h in found])
+            for h in found:
+                where = lines.get(h.name)
+                if where is not None:
+                    short = where.removeprefix(f"{Path(str(spec.path)).expanduser()} ")
+                    h.origin = f"{label} ({short})"
+            return found, problems
         return from_ansible(data, label)
     if spec.source == "command":
         return from_command_json(load_json(run_program(list(spec.run), spec.timeout), label), label)
