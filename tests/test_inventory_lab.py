@@ -58,7 +58,13 @@ def test_ansible_inventory_patrolled(lab: Lab) -> None:
         .split()
     )
     out = fleetcheck("run", "-c", str(config), "--format", "json", "--no-state")
-    rows = {r["host"]: r for r in json.loads(out.stdout)["results"]}
+    results = json.loads(out.stdout)["results"]
+    rows = {r["host"]: r for r in results if r["check"] == "routes"}
+    (inventory,) = [r for r in results if r["check"] == "inventory"]
+    assert (inventory["status"], inventory["summary"]) == (
+        "OK",
+        "4 hosts from 1 inventory source(s)",
+    )
     assert sorted(rows) == sorted(oracle) == ["db1", "worker-1", "worker-2", "worker-3"]
     assert {h: r["status"] for h, r in rows.items() if h != "worker-3"} == {
         "db1": "OK", "worker-1": "OK", "worker-2": "OK",
