@@ -32,6 +32,7 @@ QUEUE_WORDS = ("queue", "inbox", "jobs", "tasks", "pending", "processing", "work
 TIME_FIELDS = ("started_at", "started", "start", "start_time", "started_ts", "ts", "since")
 OWNER_FIELDS = ("host", "owner", "worker", "hostname", "node", "machine")
 TODO = "TODO"
+HALF_OPEN_IDLE = 600  # seconds idle, not blocked: a connection that may have no peer left
 
 
 # ---------------------------------------------------------------- host names from clients
@@ -50,21 +51,63 @@ def tokens(name: str) -> list[str]:
     return out
 
 
+PID_SUFFIX = re.compile(r"(?:[._-]\d{4,}|\.\d+)$")  # web-04.12345, worker-12345
+ORDINAL = re.compile(r"^(.*?)[._-]?\d{1,3}$")
+HEX_ID = re.compile(r"[0-9a-f]{8,}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+MAX_SHARED = 2  # one machine shows up from at most this many addresses (WSL2 NAT: two)
+
+
+def host_like(text: str) -> bool:
+    """Whether `text` can be a machine's name: a DNS-style label or dotted name with a
+    letter in it, not a role word, a pid, a bare number or a hex id."""
+    if not 2 <= len(text) <= 253 or not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", text):
+        return False
+    if text.isdigit() or text in ROLE_WORDS or HEX_ID.fullmatch(text):
+        return False
+    if re.fullmatch(r"(pid|p|t)\d+", text) or not re.search(r"[a-z]", text):
+        return False
+    return not re.fullmatch(r"[\d.]+", text)
+
+
+def name_candidates(name: str) -> list[str]:
+    """Machine names a client name may carry, most likely first: the part after `@`
+    (`celery@web-04.prod`), else each `:`/`/`-separated part that looks like a host name,
+    whole (`worker:ip-10-0-3-17:1` -> ip-10-0-3-17, `rq:worker:web-04.prod` -> web-04.prod,
+    `worker-17`, `w1`), a trailing pid taken off (`web-04.12345` -> web-04)."""
+    text = name.strip().lower()
+    if "@" in text:
+        after = re.split(r"[:/\s]", text.rsplit("@", 1)[1])[0]
+        after = PID_SUFFIX.sub("", after.strip(".-_"))
+        if host_like(after):
+            return [after]
+    out: list[str] = []
+    for seg in re.split(r"[:/|,;\s=#@]+", text):
+        seg = seg.strip(".-_")
+        stem = PID_SUFFIX.sub("", seg)
+        if stem != seg and (stem in ROLE_WORDS or not host_like(stem)):
+            continue  # worker-12345: a process, not a machine
+        if host_like(stem) and stem not in out:
+            out.append(stem)
+    return out
+
+
 def guess_names(names_by_addr: dict[str, list[str]]) -> dict[str, str | None]:
     """addr -> guessed host name (None when its client names hold no name).
 
-    Per address, the token seen at the fewest addresses wins (a role word nobody listed
-    appears everywhere; a host name only at that host's addresses), then the one most of its
-    clients carry, then the earliest in the name."""
+    Per address, the candidate seen at the fewest addresses wins (an app prefix on every
+    machine is not a machine's name, and a name at more than MAX_SHARED addresses is a
+    process's, not a machine's), then the one most of its clients carry, then the earliest
+    in the name. Names at one address that differ only by a trailing number (worker-1 ..
+    worker-12: processes) give their common stem when that is a name, else none."""
     per_addr: dict[str, Counter[str]] = {}
     first_pos: dict[str, dict[str, int]] = {}
     for addr, names in names_by_addr.items():
         counts: Counter[str] = Counter()
         pos: dict[str, int] = {}
         for n in names:
-            for i, tok in enumerate(dict.fromkeys(tokens(n))):
-                counts[tok] += 1
-                pos[tok] = min(pos.get(tok, i), i)
+            for i, cand in enumerate(name_candidates(n)):
+                counts[cand] += 1
+                pos[cand] = min(pos.get(cand, i), i)
         per_addr[addr] = counts
         first_pos[addr] = pos
     spread: Counter[str] = Counter()
@@ -72,10 +115,17 @@ def guess_names(names_by_addr: dict[str, list[str]]) -> dict[str, str | None]:
         spread.update(counts.keys())
     out: dict[str, str | None] = {}
     for addr, counts in per_addr.items():
-        if not counts:
+        usable = {c: n for c, n in counts.items() if spread[c] <= MAX_SHARED}
+        if not usable:
             out[addr] = None
             continue
-        out[addr] = min(counts, key=lambda t: (spread[t], -counts[t], first_pos[addr][t], t))
+        best = min(usable, key=lambda t: (spread[t], -usable[t], first_pos[addr][t], t))
+        if usable[best] == 1 and len(usable) > 1:
+            stems = {ORDINAL.sub(r"\1", c) for c in usable}
+            if len(stems) == 1:  # worker-1, worker-2, ...: ordinals of processes
+                stem = stems.pop()
+                best = stem if host_like(stem) else ""
+        out[addr] = best or None
     return out
 
 
@@ -94,6 +144,13 @@ class HostDraft:
     ssh: str | None  # alias from ~/.ssh/config, else None (then the first address)
     named_from: str  # "client names", "ssh config" or "address"
     claimed: dict[str, str] = field(default_factory=dict)  # addr -> host in the current config
+    # connections idle past HALF_OPEN_IDLE and not blocked in a command: with all of them so,
+    # the machine may be gone, its sockets left half-open on the broker (drafted commented out)
+    idle: int = 0
+
+    @property
+    def half_open(self) -> bool:
+        return self.connections > 0 and self.idle == self.connections
 
 
 def claimed_addresses(fleet: FleetConfig) -> dict[str, str]:
@@ -130,6 +187,8 @@ def group_hosts(
         source = "client names"
         if name is None and addr in aliases:
             name, source = aliases[addr], "ssh config"
+        if name is None and addr in claimed:
+            name, source = claimed[addr], "the current config"
         if name is None:
             name, source = "host-" + re.sub(r"[^0-9A-Za-z]+", "-", addr).strip("-"), "address"
         named.setdefault(name, []).append(addr)
@@ -148,9 +207,15 @@ def group_hosts(
                 ssh=alias,
                 named_from=how[name],
                 claimed={a: claimed[a] for a in addrs if a in claimed},
+                idle=sum(1 for c in cs if _idle(c)),
             )
         )
     return sorted(out, key=lambda h: _addr_key(h.addrs[0]))
+
+
+def _idle(c: Client) -> bool:
+    """Idle past HALF_OPEN_IDLE and not blocked (flag b: waiting in BLPOP and the like)."""
+    return (c.idle_s or 0) >= HALF_OPEN_IDLE and "b" not in c.flags
 
 
 def _addr_key(addr: str) -> tuple[int, Any]:
@@ -265,6 +330,9 @@ class Sample:
     scanned: int  # keys the SCAN looked at
     complete: bool  # the SCAN reached the end of the keyspace
     db_keys: int | None  # keys in the database, from INFO keyspace
+    # queue keys their consumers or a known framework's own keys name, empty ones included:
+    # {key: why}
+    consumer_queues: dict[str, str] = field(default_factory=dict)
 
 
 HASH_SAMPLES = 20  # hashes whose values are sampled (most live-like names first)
@@ -316,7 +384,59 @@ def sample_broker(r: Any, db: int, scan_limit: int = 10000, count: int = 500) ->
         for (k, t), size in zip(wanted, pipe.execute(), strict=True):
             keys.append(KeyInfo(k.decode("utf-8", "replace"), t, int(size)))
     keys = _with_samples(r, keys)
-    return Sample(clients, info, keys, len(seen), complete, db_keys)
+    names = [k.decode("utf-8", "replace") for k in seen]
+    queues = queues_from_shapes(names, _shape_reads(r, names))
+    return Sample(clients, info, keys, len(seen), complete, db_keys, queues)
+
+
+SHAPE_READS = 50  # rq workers whose `queues` field is read
+
+
+def _shape_reads(r: Any, names: list[str]) -> dict[str, list[str]]:
+    """What the known frameworks' own keys say about their queues (read-only: SMEMBERS of
+    `rq:queues` and Sidekiq's `queues`, HGET queues of up to SHAPE_READS rq workers)."""
+    import redis
+
+    wanted = set(names)
+    out: dict[str, list[str]] = {}
+    for key in ("rq:queues", "queues"):
+        if key in wanted:
+            try:
+                out[key] = [_text(m) for m in r.smembers(key)]
+            except redis.ResponseError:  # not a set: not that framework's key
+                pass
+    workers = [n for n in names if n.startswith("rq:worker:") and n.count(":") == 2]
+    for key in workers[:SHAPE_READS]:
+        try:
+            value = r.hget(key, "queues")
+        except redis.ResponseError:
+            continue
+        if value:
+            out[key] = [q.strip() for q in _text(value).split(",") if q.strip()]
+    return out
+
+
+def queues_from_shapes(names: Iterable[str], reads: dict[str, list[str]]) -> dict[str, str]:
+    """{queue key: why} from the keys of known job frameworks, so a queue that is empty
+    now (an empty list does not exist in Redis) is proposed too: rq (`rq:queues`, each
+    worker's `queues`), Sidekiq (`queues` -> `queue:NAME`), Celery/kombu
+    (`_kombu.binding.NAME` -> `NAME`), BullMQ (`bull:NAME:meta|id` -> `bull:NAME:wait`)."""
+    out: dict[str, str] = {}
+    for key in reads.get("rq:queues", []):
+        out.setdefault(key, "rq:queues lists it")
+    for key, queues in reads.items():
+        if key.startswith("rq:worker:"):
+            for q in queues:
+                out.setdefault(f"rq:queue:{q}", f"consumed by rq worker {key[len('rq:worker:') :]}")
+    for q in reads.get("queues", []):
+        out.setdefault(f"queue:{q}", "Sidekiq's queues set lists it")
+    for n in names:
+        if n.startswith("_kombu.binding.") and len(n) > len("_kombu.binding."):
+            out.setdefault(n[len("_kombu.binding.") :], "a Celery (kombu) binding names it")
+        m = re.fullmatch(r"(bull:[^:]+):(?:meta|id)", n)
+        if m:
+            out.setdefault(f"{m.group(1)}:wait", "a BullMQ queue's keys name it")
+    return {k: v for k, v in out.items() if k and len(k) <= 512}
 
 
 def sample_within(broker: BrokerConfig, seconds: float, scan_limit: int = 10000) -> Sample:
@@ -454,7 +574,14 @@ def draft(
     lines += ["", *broker_table(broker), ""]
     for h in hosts:
         block = _host_block(h, ssh_config)
-        if h.claimed:
+        if h.half_open and not h.claimed:
+            lines.append(
+                f"# LOOKS HALF-OPEN: all {h.connections} connections idle for over "
+                f"{HALF_OPEN_IDLE // 60}m and none waiting in a command: the machine may be gone"
+            )
+            lines.append("# (left commented out; uncomment once you know it is alive)")
+            block = ["# " + line if line else "#" for line in block]
+        elif h.claimed:
             claims = ", ".join(f"{a} (host {n!r})" for a, n in h.claimed.items())
             lines.append(f"# CLAIMED: {comment(claims)} already in {comment(source or '')}")
             lines.append("# (left commented out; uncomment only if that entry is wrong)")
@@ -496,12 +623,28 @@ def _check_tables(sample: Sample) -> list[str]:
     else:
         lines += ["# no hash looked like a live hash (JSON values with a start time)", ""]
     queues = queue_guesses(sample.keys)
-    if queues:
-        keys = ", ".join(toml_str(k.key) for k in queues)
-        sizes = ", ".join(f"{k.key} {k.size}" for k in queues)
+    sized = {k.key: k.size for k in sample.keys if k.type == "list"}
+    extra = [q for q in sorted(sample.consumer_queues) if q not in {k.key for k in queues}]
+    blocked = sum(1 for c in sample.clients if "b" in c.flags)
+    if blocked:
+        lines.append(
+            f"# {blocked} clients wait in a blocking pop: CLIENT LIST names the command, "
+            "not its keys; the queues below come from the keys and known frameworks' shapes"
+        )
+    if queues or extra:
+        names = [k.key for k in queues] + extra
+        keys = ", ".join(toml_str(k) for k in names)
+        sizes = ", ".join(f"{k} {sized.get(k, 0)}" for k in names)
         lines += [
             "[checks.queue_depth]",
             f"keys = [{keys}]  # lengths now: {comment(sizes)}",
+        ]
+        lines += [
+            f"#   {comment(q)}: {comment(sample.consumer_queues[q])} (empty now)"
+            for q in extra
+            if sized.get(q, 0) == 0
+        ]
+        lines += [
             f'cap = "{TODO}"  # TODO: the cap your enqueue guard enforces on their sum',
             "",
         ]
@@ -518,6 +661,28 @@ def _check_tables(sample: Sample) -> list[str]:
     if len(sample.keys) > 40:
         lines.append(f"#   ... and {len(sample.keys) - 40} more")
     return lines
+
+
+def broker_for_url(url: str, fleet: FleetConfig | None) -> BrokerConfig:
+    """The broker at `url` (--url), reached with the config's own credentials when there is
+    a config: its username, password_env or password_file, unless the URL carries its own
+    (without them a broker with a password answers "Authentication required"). Raises
+    InvalidValue for a bad URL."""
+    broker = BrokerConfig(url=url)
+    if fleet is None:
+        return broker
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(broker.url or "")
+    own = fleet.broker
+    import dataclasses
+
+    changes: dict[str, Any] = {}
+    if parts.password is None:
+        changes.update(password_env=own.password_env, password_file=own.password_file)
+    if parts.username is None and own.username is not None:
+        changes["username"] = own.username
+    return dataclasses.replace(broker, **changes) if changes else broker
 
 
 def public_url(url: str) -> str:

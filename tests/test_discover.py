@@ -50,7 +50,11 @@ def test_tokens(name: str, expected: list[str]) -> None:
         ),
         # two addresses of one machine both get its name (they are joined later)
         ({"a": ["w:n8"], "b": ["w:n8"], "c": ["w:laptop"]}, {"a": "n8", "b": "n8", "c": "laptop"}),
-        ({"a": ["rater", "worker-7"], "b": []}, {"a": None, "b": None}),
+        # a machine called worker-7 (issue 26: was read as an ordinal); a role word is none
+        (
+            {"a": ["rater", "worker-7"], "b": [], "c": ["rater"]},
+            {"a": "worker-7", "b": None, "c": None},
+        ),
         # most clients of the address carry the name; a stray tool does not win
         ({"a": ["w:n8", "w:n8", "redis-cli-tool:x1y"]}, {"a": "n8"}),
     ],
@@ -59,8 +63,10 @@ def test_guess_names(names: dict[str, list[str]], expected: dict[str, str | None
     assert discover.guess_names(names) == expected
 
 
-def client(addr: str, name: str, flags: str = "N") -> object:
-    c = parse_line(f"id=1 addr={addr}:5000 laddr=10.0.0.1:6379 name={name} flags={flags} cmd=x")
+def client(addr: str, name: str, flags: str = "N", idle: int = 0) -> object:
+    c = parse_line(
+        f"id=1 addr={addr}:5000 laddr=10.0.0.1:6379 name={name} idle={idle} flags={flags} cmd=x"
+    )
     assert c is not None
     return c
 
@@ -81,11 +87,132 @@ def test_group_hosts_joins_by_name_and_uses_ssh_aliases() -> None:
         {"10.0.0.7": "old"},
     )
     by_name = {h.name: h for h in hosts}
-    assert set(by_name) == {"n8", "mini-mac", "host-10-0-0-7"}
+    assert set(by_name) == {"n8", "mini-mac", "old"}  # a claimed address: the config's name
     assert by_name["n8"].addrs == ("10.0.0.5", "172.20.0.2") and by_name["n8"].connections == 2
     assert by_name["n8"].ssh == "n8-wsl"
     assert by_name["mini-mac"].named_from == "ssh config" and by_name["mini-mac"].connections == 2
-    assert by_name["host-10-0-0-7"].claimed == {"10.0.0.7": "old"}
+    assert by_name["old"].claimed == {"10.0.0.7": "old"}
+    assert by_name["old"].named_from == "the current config"
+
+
+# ---------------------------------------------------------------- issue 26: the name rule
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("worker:ip-10-0-3-17:1", ["ip-10-0-3-17"]),  # EC2's host names, whole
+        ("rq:worker:web-04.prod", ["web-04.prod"]),  # dotted names, whole
+        ("celery@host", ["host"]),
+        ("celery@web-04.prod.example.com", ["web-04.prod.example.com"]),
+        ("celery@worker-3:12345", ["worker-3"]),
+        ("worker-17", ["worker-17"]),
+        ("w1", ["w1"]),
+        ("WEB-04", ["web-04"]),
+        ("web-04.12345", ["web-04"]),  # hostname.pid
+        ("arena:worker:n8:1", ["arena", "n8"]),
+        ("arq:worker:ip-172-31-4-5.ec2.internal", ["ip-172-31-4-5.ec2.internal"]),
+        ("dramatiq/gpu-box-2/worker", ["gpu-box-2"]),
+        ("sidekiq", []),
+        ("worker-12345", []),  # a pid
+        ("rq:worker:9f8e7d6c5b4a", []),  # rq's default: a hex id
+        ("rq:worker:1b4e28ba-2fa1-11d2-883f-0016d3cca427", []),  # a uuid
+        ("pid1234", []),
+        ("10.0.0.5", []),
+        ("", []),
+        ("worker", []),
+    ],
+)
+def test_name_candidates(name: str, expected: list[str]) -> None:
+    assert discover.name_candidates(name) == expected
+
+
+@pytest.mark.parametrize(
+    "names, expected",
+    [
+        # an autoscaled pool: every machine its own host, never one called "ip" or "prod"
+        (
+            {f"10.0.3.{i}": [f"worker:ip-10-0-3-{i}:{j}" for j in range(3)] for i in (17, 18)},
+            {"10.0.3.17": "ip-10-0-3-17", "10.0.3.18": "ip-10-0-3-18"},
+        ),
+        (
+            {"a": ["rq:worker:web-04.prod"], "b": ["rq:worker:web-05.prod"]},
+            {"a": "web-04.prod", "b": "web-05.prod"},
+        ),
+        ({"a": ["w1"], "b": ["w2"], "c": ["w3"]}, {"a": "w1", "b": "w2", "c": "w3"}),
+        # ordinals of processes on one machine are not its name; a stem that is one is
+        ({"a": [f"worker-{i}" for i in range(1, 13)]}, {"a": None}),
+        ({"a": ["web-04-1", "web-04-2"]}, {"a": "web-04"}),
+        # one process name on every machine names none of them
+        (
+            {"a": ["worker-1"], "b": ["worker-1"], "c": ["worker-1"]},
+            {"a": None, "b": None, "c": None},
+        ),
+        # one machine from two addresses (WSL2 NAT) keeps its one name
+        ({"a": ["celery@n8"], "b": ["celery@n8"]}, {"a": "n8", "b": "n8"}),
+    ],
+)
+def test_guess_names_never_merges_machines(
+    names: dict[str, list[str]], expected: dict[str, str | None]
+) -> None:
+    assert discover.guess_names(names) == expected
+
+
+def test_half_open_hosts_are_drafted_commented_out() -> None:
+    clients = [
+        client("10.0.0.5", "celery@alive", idle=4000, flags="b"),  # blocked in BLPOP: alive
+        client("10.0.0.6", "celery@gone", idle=4000),
+        client("10.0.0.6", "celery@gone", idle=7000),
+    ]
+    hosts = discover.group_hosts(clients)  # type: ignore[arg-type]
+    by_name = {h.name: h for h in hosts}
+    assert not by_name["alive"].half_open and by_name["gone"].half_open
+    sample = discover.Sample(clients, {}, [], 0, True, None)  # type: ignore[arg-type]
+    text = discover.draft(sample, BrokerConfig(url="redis://10.0.0.1"), hosts, None, "cfg")
+    doc = tomllib.loads(text)
+    assert [h["name"] for h in doc["hosts"]] == ["alive"]
+    assert "# LOOKS HALF-OPEN: all 2 connections idle for over 10m" in text
+    assert "1 clients wait in a blocking pop" in text
+
+
+def test_queues_from_known_shapes_even_when_empty() -> None:
+    names = ["rq:queues", "rq:worker:web-04", "queues", "_kombu.binding.emails",
+             "bull:render:meta", "bull:render:id", "arena:queue"]  # fmt: skip
+    reads = {
+        "rq:queues": ["rq:queue:default"],
+        "rq:worker:web-04": ["high", "default"],
+        "queues": ["mailers"],
+    }
+    assert discover.queues_from_shapes(names, reads) == {
+        "rq:queue:default": "rq:queues lists it",
+        "rq:queue:high": "consumed by rq worker web-04",
+        "queue:mailers": "Sidekiq's queues set lists it",
+        "emails": "a Celery (kombu) binding names it",
+        "bull:render:wait": "a BullMQ queue's keys name it",
+    }
+    sample = discover.Sample(
+        [], {}, [], 0, True, None, {"rq:queue:high": "consumed by rq worker w"}
+    )
+    text = discover.draft(sample, BrokerConfig(url="redis://10.0.0.1"), [], None, "cfg")
+    assert tomllib.loads(text)["checks"]["queue_depth"]["keys"] == ["rq:queue:high"]
+    assert "rq:queue:high: consumed by rq worker w (empty now)" in text
+
+
+def test_url_takes_the_configs_password_settings() -> None:
+    from fleetcheck.config import FleetConfig, PatrolConfig, SshConfig
+
+    fleet = FleetConfig(
+        path="x",
+        broker=BrokerConfig(url="redis://10.0.0.1", username="ops", password_env="FC_PW"),
+        ssh=SshConfig(),
+        patrol=PatrolConfig(),
+        hosts=(),
+    )
+    b = discover.broker_for_url("redis://10.0.0.2:6380", fleet)
+    assert (b.url, b.username, b.password_env) == ("redis://10.0.0.2:6380", "ops", "FC_PW")
+    own = discover.broker_for_url("redis://u:pw@10.0.0.2", fleet)
+    assert own.password_env is None and own.username is None
+    assert discover.broker_for_url("redis://10.0.0.2", None).password_env is None
 
 
 @pytest.mark.parametrize(

@@ -151,7 +151,7 @@ def config_discover(
     ] = None,
 ) -> None:
     """A hosts.toml draft from the broker's CLIENT LIST, INFO and a bounded SCAN (read-only)."""
-    from fleetcheck.config import BrokerConfig, ConfigError, SshConfig, find_config
+    from fleetcheck.config import ConfigError, SshConfig, find_config
     from fleetcheck.transport.redis import describe_error
 
     fleet: FleetConfig | None = None
@@ -170,10 +170,11 @@ def config_discover(
 
                 warn(f"{e}; the addresses it claims are not marked")
     if url is not None:
+        from fleetcheck import discover as discover_mod
         from fleetcheck.config import InvalidValue
 
         try:
-            broker = BrokerConfig(url=url)
+            broker = discover_mod.broker_for_url(url, fleet)  # the config's password too
         except InvalidValue as e:
             raise UsageFailure(f"--url: {e.message}") from None
     else:

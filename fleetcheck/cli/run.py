@@ -137,7 +137,21 @@ def run(
 
     keeper = round_keeper(fleet, interval)
 
+    first = [True]
+
     def one() -> "Report":
+        nonlocal fleet, items
+        if fleet.inventory and not first[0]:  # [[inventory]]: the fleet re-read each round
+            try:
+                fleet = load_fleet(config)
+                items = runner.plan(fleet, checks, only, host)
+                if shard:
+                    items = [i for i in items if patrol.in_shard(i.target, part)]
+            except (UsageFailure, ValueError) as e:
+                from fleetcheck.core.stderr import warn
+
+                warn(f"{e}; this round patrols the fleet as it was")
+        first[0] = False
         return patrol.one_round(fleet, items, outputs, keeper)
 
     if interval is None:

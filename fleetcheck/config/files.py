@@ -117,7 +117,7 @@ def effective(host: HostConfig) -> list[tuple[str, Any, str]]:
             if f.metadata.get("key", True) and f.name != "name":
                 if (
                     part is host
-                    and f.name in ("user", "port", "groups")
+                    and f.name in ("user", "port", "groups", "identity_file", "proxy_jump")
                     and f.name not in host.sources
                 ):
                     continue

@@ -57,7 +57,17 @@ CheckConfigLookup = Callable[[str], type | None]
 HostTypesLookup = Callable[[Collection[str] | None], Mapping[str, type]]
 """{check name: its host_config_type} for the named checks (None: every registered check)."""
 
-TOP_LEVEL = ("broker", "ssh", "patrol", "defaults", "groups", "hosts", "checks", "outputs")
+TOP_LEVEL = (
+    "broker",
+    "ssh",
+    "patrol",
+    "defaults",
+    "groups",
+    "hosts",
+    "inventory",
+    "checks",
+    "outputs",
+)
 NOT_SHARED = ("name", "groups")  # host keys [defaults] and [groups.NAME] cannot set
 
 
@@ -111,7 +121,8 @@ def from_dict(
         raw_checks = data.get("checks", {})
         if not isinstance(raw_checks, dict):
             raise ConfigError(f"{file}: checks: expected a table ([checks.NAME])")
-        hosts = _build_hosts(data, file, list(raw_checks), host_config_types)
+        inventory = _read_inventory(data, file, ssh)
+        hosts = _build_hosts(data, file, list(raw_checks), host_config_types, inventory)
         checks = _build_checks(raw_checks, file, check_config_type)
     finally:
         BARE_DURATIONS.reset(token)
@@ -125,7 +136,34 @@ def from_dict(
         checks=checks,
         outputs=outputs,
         notes=tuple(notes),
+        inventory=tuple(inventory),
     )
+
+
+def _read_inventory(data: dict[str, Any], file: str, ssh: tables.SshConfig) -> list[Any]:
+    """Each [[inventory]] table validated, then every source read (or its last good list)."""
+    raw = data.get("inventory", [])
+    if not isinstance(raw, list):
+        raise ConfigError(f"{file}: inventory: expected an array of tables ([[inventory]])")
+    if not raw:
+        return []
+    from fleetcheck.config.inventory import InventorySpec
+
+    specs: list[InventorySpec] = []
+    for i, table in enumerate(raw):
+        if not isinstance(table, dict):
+            raise ConfigError(f"{file}: [inventory[{i}]] must be a table, not {kind_of(table)}")
+        spec = build(InventorySpec, table, file, f"inventory[{i}]")
+        if any(s.label == spec.label for s in specs):
+            raise ConfigError(
+                f"{file}: [inventory[{i}]]: a second source {spec.label!r} (give it a name)"
+            )
+        specs.append(spec)
+    if not specs:
+        return []
+    from fleetcheck.config.inventory_cache import collect
+
+    return collect(specs, file, ssh.config_file)
 
 
 def _build_checks(
@@ -163,11 +201,21 @@ class _HostKeys:
 
 
 def _build_hosts(
-    data: dict[str, Any], file: str, enabled: list[str], host_types: HostTypesLookup
+    data: dict[str, Any],
+    file: str,
+    enabled: list[str],
+    host_types: HostTypesLookup,
+    inventory: list[Any] | None = None,
 ) -> list[HostConfig]:
     raw_hosts = data.get("hosts", [])
     if not isinstance(raw_hosts, list):
         raise ConfigError(f"{file}: hosts: expected an array of tables ([[hosts]])")
+    found: dict[str, Any] = {}
+    own_count = len(raw_hosts)
+    if inventory:
+        from fleetcheck.config.inventory import merge
+
+        raw_hosts, found = merge(inventory, raw_hosts)
     defaults = data.get("defaults", {})
     if not isinstance(defaults, dict):
         raise ConfigError(f"{file}: [defaults] must be a table, not {kind_of(defaults)}")
@@ -187,6 +235,9 @@ def _build_hosts(
     keys = _HostKeys(host_types(enabled))
     used = {k for t in tables.values() for k in t}
     used |= {k for h in raw_hosts if isinstance(h, dict) for k in h}
+    for f in found.values():  # groups a source reports need no [groups.NAME] table
+        for g in f.groups:
+            tables.setdefault(f"groups.{g}", {})
     if used - set(keys.hints):  # a key of a check not enabled (entry points included)?
         keys = _HostKeys({**host_types(None), **keys.types})
 
@@ -212,7 +263,29 @@ def _build_hosts(
             label = f"hosts[{i}] {h['name']}"
         if not isinstance(h, dict):
             raise ConfigError(f"{file}: [{label}] must be a table, not {kind_of(h)}")
-        host = _build_host(h, file, label, tables, keys)
+        origin = found.get(name) if isinstance(name, str) else None
+        if origin is not None:
+            try:
+                where = label if i < own_count else f"host {name} from {origin.origin}"
+                host = _build_host(h, file, where, tables, keys)
+            except ConfigError as e:
+                if i < own_count:
+                    raise  # a [[hosts]] table's own mistake stops the load as always
+                _inventory_problem(inventory or [], origin.origin, f"{e}; left out")
+                continue
+            own = data["hosts"][i] if i < own_count else {}
+            marked = {
+                k: (origin.origin if k in origin.keys and k not in own else v)
+                for k, v in host.sources.items()
+            }
+            host = dataclasses.replace(
+                host,
+                origin=origin.origin + (" and [[hosts]]" if own else ""),
+                inventory_addrs=tuple(origin.addrs),
+                sources=marked,
+            )
+        else:
+            host = _build_host(h, file, label, tables, keys)
         if host.name in seen:
             raise ConfigError(
                 f"{file}: [{label}] name: duplicate host name {host.name!r} "
@@ -221,6 +294,16 @@ def _build_hosts(
         seen[host.name] = i
         hosts.append(host)
     return hosts
+
+
+def _inventory_problem(inventory: list[Any], origin: str, line: str) -> None:
+    """A host a source reports that the loader cannot use: one line on its source's status."""
+    for status in inventory:
+        if origin.startswith(status.label):
+            status.problems.append(line)
+            return
+    if inventory:
+        inventory[-1].problems.append(line)
 
 
 def _build_host(

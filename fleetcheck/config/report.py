@@ -43,11 +43,16 @@ def config_report(fleet: FleetConfig, elsewhere: bool = False) -> tuple[str, lis
     if fleet.notes:
         lines.append("durations written as bare numbers:")
         lines.extend(f"  {note}" for note in fleet.notes)
+    if fleet.inventory:
+        lines.append("inventory:")
+        lines.extend(f"  {line}" for line in inventory_lines(fleet))
     lines.append(f"hosts ({len(fleet.hosts)}):")
     for h in fleet.hosts:
         values = effective(h)
         shown = " ".join(f"{key}={setting_text(value)}" for key, value, _ in values)
         lines.append(f"  {h.name}: {shown}")
+        if h.origin:
+            lines.append(f"    from {h.origin}")
         inherited: dict[str, list[str]] = {}
         for key, _, where in values:
             if where not in ("", "hosts"):
@@ -67,3 +72,25 @@ def setting_text(value: object) -> str:
     if isinstance(value, tuple):
         return ",".join(str(v) for v in value)
     return str(value)
+
+
+def inventory_lines(fleet: FleetConfig) -> list[str]:
+    """Each [[inventory]] source: how many hosts it gave, or why it failed and what is used
+    instead; then the hosts it reported that cannot be used, one line each."""
+    from fleetcheck.core.safe_text import one_line
+    from fleetcheck.parse.duration import format_duration
+
+    out: list[str] = []
+    for st in fleet.inventory:
+        if st.error is None:
+            out.append(f"{st.label}: {len(st.hosts)} hosts")
+        elif st.cached_at is not None:
+            age = format_duration(st.age_s) if st.age_s is not None else "unknown age"
+            out.append(
+                f"{st.label}: FAILED: {st.error}; using its last good list "
+                f"({len(st.hosts)} hosts, {age} old)"
+            )
+        else:
+            out.append(f"{st.label}: FAILED: {st.error}; no earlier list to use")
+        out.extend(f"  {p}" for p in st.problems)
+    return [one_line(x) for x in out]

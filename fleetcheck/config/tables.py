@@ -261,6 +261,8 @@ class HostConfig:
     user: str | None = None
     port: int | None = None
     groups: tuple[str, ...] = ()  # named [groups.NAME] tables whose values this host takes
+    identity_file: LocalFile | None = None  # like ssh -i (an inventory's private key file)
+    proxy_jump: str | None = None  # like ssh -J: "[user@]host[:port],...", or "none"
     # not host keys: filled in by the loader
     checks_settings: Mapping[type, Any] = field(
         default_factory=dict, compare=False, hash=False, repr=False, metadata={"key": False}
@@ -268,6 +270,13 @@ class HostConfig:
     # where each effective key's value came from: "hosts", "groups.NAME" or "defaults"
     sources: Mapping[str, str] = field(
         default_factory=dict, compare=False, hash=False, repr=False, metadata={"key": False}
+    )
+    # where the host itself came from: "" for a [[hosts]] table, else the inventory source(s)
+    # ("ansible /etc/ansible/hosts", with the file and line when known)
+    origin: str = field(default="", compare=False, hash=False, metadata={"key": False})
+    # the addresses its inventory reports for it (claimed in CLIENT LIST without `addrs`)
+    inventory_addrs: tuple[str, ...] = field(
+        default=(), compare=False, hash=False, metadata={"key": False}
     )
 
     def __post_init__(self) -> None:
@@ -288,6 +297,12 @@ class HostConfig:
         ):
             raise InvalidValue("user", f"{self.user!r} is not a user name")
         check_port("port", self.port)
+        if self.proxy_jump is not None:
+            hops = self.proxy_jump.split(",")
+            for hop in hops:
+                problem = ssh_target_problem(hop) if hop else "an empty hop"
+                if problem is not None:
+                    raise InvalidValue("proxy_jump", f"{hop!r}: {problem}")
 
     def settings(self, cls: type[S]) -> S:
         """This host's settings of one check's `host_config_type` (its defaults when the
@@ -327,6 +342,8 @@ class FleetConfig:
     outputs: OutputsConfig = field(default_factory=OutputsConfig)
     # what `config check` echoes: durations written as bare numbers, with their unit
     notes: tuple[str, ...] = ()
+    # each [[inventory]] source's answer this load (fleetcheck.config.inventory.SourceStatus)
+    inventory: tuple[Any, ...] = ()
 
     def host(self, name: str) -> HostConfig:
         for h in self.hosts:

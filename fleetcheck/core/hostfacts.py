@@ -36,7 +36,9 @@ def claimed_addrs(fleet: FleetConfig) -> frozenset[str]:
     """Every address some host claims, normalised (asked once a patrol, not once a row)."""
     from fleetcheck.parse.clientlist import normalise_ip
 
-    return frozenset(normalise_ip(a) for h in fleet.hosts for a in addrs_of(h))
+    return frozenset(
+        normalise_ip(a) for h in fleet.hosts for a in (*addrs_of(h), *h.inventory_addrs)
+    )
 
 
 JOURNAL_FIELD = r"[A-Z0-9_]+"  # journal field names: upper case, digits, underscore

@@ -132,6 +132,10 @@ def one_round(
         except Exception as e:  # state never costs a patrol: it only loses its memory
             warn(f"state file {outputs.state}: {_why(e)}")
     report = run_patrol(fleet, items, carried=previous, keeper=keeper)
+    if fleet.inventory:  # [[inventory]]: its row, and the hosts that joined or left
+        from fleetcheck.rounds import membership
+
+        report = membership.observe(fleet, report, outputs.state)
     if outputs.state is not None:
         try:
             report = remember(report, outputs.state, memory, outputs.history)

@@ -54,7 +54,7 @@ class Connector:
         self._lock = threading.Lock()
         self._jumps: dict[Target, _Jump] = {}
         self._resolver: Any = None
-        self._targets: dict[tuple[str, str | None, int | None], Target | TransportError] = {}
+        self._targets: dict[tuple[Any, ...], Target | TransportError] = {}
         self.throttled = 0  # handshakes retried after the server dropped them
         self.closed = False
         self.limiter = AdaptiveLimiter(max_limit=min(concurrency, fd_bound()), adaptive=adaptive)
@@ -63,14 +63,22 @@ class Connector:
     def target(self, host: HostConfig) -> Target:
         if host.ssh is None:
             raise TransportError(f"{host.name}: no ssh configured")
-        key = (host.ssh, host.user, host.port)
+        key = (host.ssh, host.user, host.port, host.identity_file, host.proxy_jump)
         with self._lock:
             hit = self._targets.get(key)
         if hit is None:
             try:
                 if self._resolver is None:
                     self._resolver = load_ssh_config(self.cfg.config_file)
-                hit = resolve_target(host.ssh, self.cfg, self._resolver, host.user, host.port)
+                hit = resolve_target(
+                    host.ssh,
+                    self.cfg,
+                    self._resolver,
+                    host.user,
+                    host.port,
+                    identity_file=host.identity_file,
+                    jump=host.proxy_jump,
+                )
             except TransportError as e:
                 hit = e
             with self._lock:

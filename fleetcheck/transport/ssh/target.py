@@ -103,10 +103,13 @@ def resolve_target(
     user: str | None = None,
     port: int | None = None,
     _depth: int = 0,
+    identity_file: str | None = None,
+    jump: str | None = None,
 ) -> Target:
     """OpenSSH's precedence: what hosts.toml says for the host (`ssh = "user@host:port"`, its
     `user`, `port`) acts like ssh's command line and wins; then ssh_config (first value
-    wins); then the fleet-wide `[ssh]` defaults; then OpenSSH's own defaults."""
+    wins); then the fleet-wide `[ssh]` defaults; then OpenSSH's own defaults. A host's
+    `identity_file` and `proxy_jump` (from an inventory) act like ssh's -i and -J."""
     from fleetcheck.transport.ssh_config import SshConfigError
 
     if _depth > MAX_JUMPS:
@@ -120,7 +123,7 @@ def resolve_target(
         raise TransportError(f"ssh config: {e}") from None
     final_user = r.user if r.user_set else (cfg.user or r.user)
     final_port = r.port if r.port_set else (cfg.port or r.port)
-    identity: list[str] = []
+    identity: list[str] = [str(Path(identity_file).expanduser())] if identity_file else []
     if r.identity_files_set:
         identity += r.identity_files
     if cfg.identity_file:
@@ -129,6 +132,8 @@ def resolve_target(
         identity = [p for p in r.identity_files if os.path.exists(p)]
     via: tuple[Target, ...] = ()
     hops = r.jumps
+    if jump is not None:  # ssh -J: the command line beats ProxyJump in ssh_config
+        hops = () if jump.lower() == "none" else tuple(j for j in jump.split(",") if j.strip())
     if hops:
         first = resolve_target(hops[0], cfg, ssh_config, _depth=_depth + 1)
         chain = [*first.via, first]

@@ -1,0 +1,180 @@
+"""Fleets that change: which hosts the fleet had last round, remembered in its own file beside
+the state file (`members-DIGEST.json`, atomic and locked like it), and the inventory's row.
+
+Each round the fleet as loaded (hosts.toml merged with its [[inventory]] sources) is compared
+with the one remembered: a host that appears is noted once ("joined the fleet") and patrolled
+from this round on; a host that is gone is noted once ("left the fleet at ...") and simply has
+no rows from then on; its history stays in the history file, where `history` and the console
+read it. A host that is in the inventory but unreachable is not gone: its rows say what is wrong.
+A source that fails never empties the fleet (the loader falls back on its last good list), so
+a broken source cannot turn into a mass "left the fleet"; the `inventory` row says it failed.
+
+`judge_sources` is pure (table-tested); `Members` only loads and saves.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from fleetcheck.config import FleetConfig
+from fleetcheck.core.model import Report, Result, Status, worst
+
+SCHEMA = "fleetcheck.members/1"
+CHECK = "inventory"
+
+
+def members_path(state: Path) -> Path:
+    """Beside the state file, named after it."""
+    name = state.name.removeprefix("state-")
+    return state.with_name(f"members-{name}")
+
+
+class Members:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @contextmanager
+    def locked(self) -> Iterator[dict[str, Any]]:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            data = self._load()
+            yield data
+            self._save(data)
+        finally:
+            os.close(fd)
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
+            return {}
+        hosts = raw.get("hosts")
+        left = raw.get("left")
+        return {
+            "hosts": dict(hosts) if isinstance(hosts, dict) else {},
+            "left": dict(left) if isinstance(left, dict) else {},
+        }
+
+    def _save(self, data: dict[str, Any]) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump({"schema": SCHEMA, **data}, f, indent=1, sort_keys=True)
+            os.replace(tmp, self.path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+
+def changes(
+    known: dict[str, Any] | None, current: dict[str, str], now: str
+) -> tuple[list[str], dict[str, Any]]:
+    """(the notes, the new memory) for a fleet of `current` {name: origin}; `known` None: the
+    first round remembered (nothing is noted: everything would have 'joined')."""
+    hosts: dict[str, Any] = dict((known or {}).get("hosts", {}))
+    left: dict[str, Any] = dict((known or {}).get("left", {}))
+    notes: list[str] = []
+    if known is not None:
+        for name, origin in current.items():
+            if name not in hosts:
+                where = f" (from {origin})" if origin else ""
+                notes.append(f"{name} joined the fleet{where}")
+        for name in hosts:
+            if name not in current:
+                notes.append(f"{name} left the fleet at {now} (its history is kept)")
+                left[name] = now
+    for name in current:
+        if name not in hosts:
+            hosts[name] = {"since": now}
+        left.pop(name, None)
+    hosts = {n: v for n, v in hosts.items() if n in current}
+    return notes, {"hosts": hosts, "left": left}
+
+
+def judge_sources(fleet: FleetConfig) -> Result | None:
+    """The `inventory` row: OK when every source answered; WARN when one failed (or fell too
+    far at once, or reported hosts that cannot be used) and its last good list, younger than
+    its max_age, is patrolled instead; UNKNOWN when there is no such list or it is too old."""
+    if not fleet.inventory:
+        return None
+    from fleetcheck.parse.duration import format_duration
+
+    verdict = Status.OK
+    parts: list[str] = []
+    total = 0
+    for st in fleet.inventory:
+        total += len(st.hosts)
+        if st.error is not None:
+            if st.cached_at is None:
+                status = Status.UNKNOWN
+                parts.append(f"{st.label}: {st.error}; no earlier list: its hosts are not known")
+            else:
+                age = st.age_s if st.age_s is not None else float("inf")
+                stale = age > st.spec.max_age
+                status = Status.UNKNOWN if stale else Status.WARN
+                shown = format_duration(age) if st.age_s is not None else "an unknown time"
+                parts.append(
+                    f"{st.label}: {st.error}; patrolling its last good list "
+                    f"({len(st.hosts)} hosts, {shown} old"
+                    + (f", past max_age {format_duration(st.spec.max_age)})" if stale else ")")
+                )
+        elif st.problems:
+            status = Status.WARN
+            more = f" (and {len(st.problems) - 1} more)" if len(st.problems) > 1 else ""
+            parts.append(f"{st.problems[0]}{more}")
+        else:
+            continue
+        verdict = worst([verdict, status])
+    if verdict is Status.OK:
+        summary = f"{total} hosts from {len(fleet.inventory)} inventory source(s)"
+    else:
+        summary = "; ".join(parts)
+    return Result(
+        check=CHECK,
+        host=None,
+        status=verdict,
+        summary=summary,
+        metrics={"hosts": total},
+        headline="hosts",
+        evidence_strength=None
+        if verdict is Status.OK
+        else ("absence" if verdict is Status.UNKNOWN else "proof"),
+    )
+
+
+def observe(fleet: FleetConfig, report: Report, state: Path | None) -> Report:
+    """The report with the inventory's row and this round's membership notes added."""
+    row = judge_sources(fleet)
+    if row is not None:
+        report = replace(report, results=(*report.results, row))
+    if state is None:
+        return report
+    current = {h.name: h.origin for h in fleet.hosts}
+    try:
+        with Members(members_path(state)).locked() as data:
+            known = data if data else None
+            notes, new = changes(known, current, report.started_at)
+            data.clear()
+            data.update(new)
+    except OSError as e:
+        from fleetcheck.core.stderr import warn
+
+        warn(f"fleet membership file beside {state}: {e.strerror or e}")
+        return report
+    if notes:
+        report = replace(report, notes=(*report.notes, *notes))
+    return report
