@@ -36,7 +36,9 @@ OURS = {
     "fleetcheck.cli",
     *(
         f"fleetcheck.cli.{name}"
-        for name in ("app", "common", "config", "demo", "history", "run", "serve", "timer")
+        for name in (
+            "app", "common", "config", "demo", "explain", "history", "run", "serve", "timer"
+        )
     ),
     "fleetcheck.config",
     *(f"fleetcheck.config.{name}" for name in ("builder", "files", "loading", "tables", "values")),
@@ -62,6 +64,7 @@ OURS = {
     "fleetcheck.render",
     "fleetcheck.render.json",
     "fleetcheck.core.runner",
+    "fleetcheck.core.peers",  # the runner compares each host with its peers
     "fleetcheck.rounds.state",
     "fleetcheck.transport",
     "fleetcheck.transport.redis",
