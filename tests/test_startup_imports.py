@@ -37,7 +37,15 @@ OURS = {
     *(
         f"fleetcheck.cli.{name}"
         for name in (
-            "app", "common", "config", "demo", "explain", "history", "run", "serve", "timer"
+            "app",
+            "common",
+            "config",
+            "demo",
+            "explain",
+            "history",
+            "run",
+            "serve",
+            "timer",
         )
     ),
     "fleetcheck.config",

@@ -56,7 +56,7 @@ CLUES: tuple[Clue, ...] = (
         at_key="reconnected_at",
         any_status=True,
     ),  # fmt: skip
-    Clue("routes", "routes changed: {summary}"),
+    Clue("routes", "default routes: {summary}"),
     Clue("logs", "error lines from {at}: {value:g} in the window read", "error_lines", 1),
 )
 
