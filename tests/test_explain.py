@@ -227,3 +227,37 @@ def test_only_the_hosts_own_rows_and_rounds_before_now_count() -> None:
     later = rnd(NOW + timedelta(minutes=5), routes(2))
     told = explaining.explain("mini", [other, clients(7)], [later], NOW)
     assert told.status is Status.OK and told.last_healthy == NOW
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("{not json", "not JSON"),
+        ('{"schema": "other/1", "rows": {}}', "not a fleetcheck.state/1 file"),
+        ('{"schema": "fleetcheck.state/1", "rows": []}', "no rows"),
+    ],
+)
+def test_a_damaged_state_file_is_said_unusable_and_left_as_it_is(
+    tmp_path: Any, text: str, problem: str
+) -> None:
+    from fleetcheck.cli.explain import read_state
+
+    path = tmp_path / "state.json"
+    path.write_text(text)
+    assert read_state(path) == ({}, problem)
+    assert path.read_text() == text and sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]
+
+
+def test_a_state_files_usable_rows_are_read() -> None:
+    import tempfile
+    from pathlib import Path
+
+    from fleetcheck.cli.explain import read_state
+
+    good = {"status": "CRIT", "since": "2026-03-01T11:00:00.000Z", "bad_rounds": 2,
+            "recent": ["CRIT"], "last_seen": "2026-03-01T11:45:00.000Z"}  # fmt: skip
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "s.json"
+        doc = {"schema": "fleetcheck.state/1", "rows": {"routes|mini": good, "bad|x": 3}}
+        path.write_text(json.dumps(doc))
+        assert read_state(path) == ({"routes|mini": good}, None)

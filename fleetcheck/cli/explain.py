@@ -58,10 +58,9 @@ def explain_cmd(
     sources = []
     rows: dict[str, object] = {}
     if state_path.exists():
-        try:
-            rows = state_mod.StateFile(state_path).read()
-        except OSError as e:
-            sources.append(f"state file {state_path}: unreadable ({e.strerror or e})")
+        rows, problem = read_state(state_path)
+        if problem:
+            sources.append(f"state file {state_path}: {problem}, not used")
     report = runner.run_patrol(fleet, items, clock=utcnow, carried=state_mod.carried(rows))
     now = parse_iso(report.started_at)
     sources.insert(0, f"this patrol ({explaining.when(now)}), not recorded")
@@ -93,3 +92,23 @@ def explain_cmd(
     else:
         print("\n".join(told.lines()))
     raise typer.Exit(told.exit_code)
+
+
+def read_state(path: Path) -> tuple[dict[str, object], str | None]:
+    """The state file's usable rows, read without the lock-and-heal of a patrol: `explain`
+    writes nothing, so a damaged file is left as it is (the next `run` heals it) and only
+    said to be unusable."""
+    from fleetcheck.rounds import state as state_mod
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError as e:
+        return {}, f"unreadable ({e.strerror or e})"
+    except ValueError:
+        return {}, "not JSON"
+    if not isinstance(data, dict) or data.get("schema") != state_mod.SCHEMA:
+        return {}, f"not a {state_mod.SCHEMA} file"
+    if not isinstance(data.get("rows"), dict):
+        return {}, "no rows"
+    rows, _dropped = state_mod.clean(data["rows"])
+    return rows, None
