@@ -174,3 +174,16 @@ def test_evidence_that_is_not_a_map_is_kept_beside_the_note() -> None:
     out = peers.with_peers(fleet, rows)
     assert out[2].evidence["observed"] == ["hostile \\x1b[2J"]
     assert out[2].evidence["peers"][0]["departs"] == "lower"
+
+
+@pytest.mark.parametrize("size", [3, peers.LEAVE_ONE_OUT_UP_TO, peers.LEAVE_ONE_OUT_UP_TO + 1, 400])
+def test_small_and_big_groups_name_the_same_one(size: int) -> None:
+    """Up to LEAVE_ONE_OUT_UP_TO hosts the median leaves the judged host out; beyond, it is
+    computed once: both name the one host that lost its workers, and no other."""
+    names = [f"w{i:03}" for i in range(size)]
+    rows = [clients(n, 10 + (i % 3) - 1) for i, n in enumerate(names)]
+    rows[size // 2] = clients(names[size // 2], 1)
+    found = peers.find(rows, {n: ("g",) for n in names})
+    assert [(d.host, d.direction, d.peers) for d in found] == [
+        (names[size // 2], "lower", size - 1)
+    ]
