@@ -26,6 +26,7 @@ from fleetcheck.iso import iso_utc, parse_iso
 from fleetcheck.rounds.history import Round
 
 SCHEMA = "fleetcheck.explain/1"
+NO_ROWS = "no check has a row for this host in this patrol (none enabled applies to it)"
 
 
 # ------------------------------------------------------------------- the rules, as data
@@ -463,6 +464,11 @@ def explain(
     )
     unknown = tuple({"check": r.check, "summary": r.summary} for r in rows
                     if r.status is Status.UNKNOWN)  # fmt: skip
+    if not rows:  # nothing looked at is never "nothing wrong"
+        said = {"check": "-", "summary": NO_ROWS}
+        last, note = _last_healthy(past, host)
+        return Explanation(host, Status.UNKNOWN, now, tuple(sources), last, note,
+                           unknown=(said,))  # fmt: skip
     if status is Status.OK:
         because = tuple(
             {
