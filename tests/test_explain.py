@@ -266,5 +266,5 @@ def test_a_state_files_usable_rows_are_read() -> None:
 def test_a_host_with_no_rows_is_not_called_healthy() -> None:
     told = explaining.explain("mini", [], None, NOW)
     assert told.status is Status.UNKNOWN and told.exit_code == 3
-    assert f"could not look: -: {explaining.NO_ROWS}" in told.lines()
+    assert f"could not look: {explaining.NO_ROWS}" in told.lines()
     assert not any("nothing is wrong" in line for line in told.lines())

@@ -204,7 +204,8 @@ class Explanation:
             for other in self.other_causes:
                 out.append(f"also: {other.text} ({strength_words(other.strength)})")
         for row in self.unknown:
-            out.append(f"could not look: {row['check']}: {row['summary']}")
+            where = f"{row['check']}: " if row["check"] != "-" else ""
+            out.append(f"could not look: {where}{row['summary']}")
         for p in self.peers:
             out.append(f"peers ({strength_words('inference')}): {p['check']}: {p['text']}")
         return [one_line(line) for line in out]
