@@ -268,3 +268,12 @@ def test_a_host_with_no_rows_is_not_called_healthy() -> None:
     assert told.status is Status.UNKNOWN and told.exit_code == 3
     assert f"could not look: {explaining.NO_ROWS}" in told.lines()
     assert not any("nothing is wrong" in line for line in told.lines())
+
+
+@pytest.mark.parametrize("age, silent", [(120, False), (299, False), (301, True), (9000, True)])
+def test_a_log_is_called_silent_only_past_a_few_minutes(age: float, silent: bool) -> None:
+    told = explaining.explain("mini", [logs(Status.WARN, age, errors=50)], None, NOW)
+    said = any(e.what.startswith("log silent since") for e in told.events)
+    assert said is silent
+    assert told.cause is not None
+    assert told.cause.text.startswith("its program stopped" if silent else "its log shows errors")

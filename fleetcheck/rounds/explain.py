@@ -30,6 +30,12 @@ NO_ROWS = "no check has a row for this host in this patrol (none enabled applies
 
 
 # ------------------------------------------------------------------- the rules, as data
+# A log row not OK whose last line is older than this is called silent since that line:
+# shorter gaps are how any log reads between two writes (a row WARN for its errors, written a
+# minute ago, is not silent)
+SILENT_S = 300
+
+
 @dataclass(frozen=True)
 class Clue:
     """A change worth a line in the timeline, read off one check's row.
@@ -49,7 +55,7 @@ class Clue:
 
 
 CLUES: tuple[Clue, ...] = (
-    Clue("logs", "log silent since its last line: {line}", "age_s", 60, None, "last_line_at"),
+    Clue("logs", "log silent since its last line: {line}", "age_s", SILENT_S, None, "last_line_at"),
     Clue("clients", "broker connections gone: {summary}", "connections", None, 0),
     Clue(
         "clients",
@@ -106,7 +112,7 @@ CAUSES: tuple[CauseRule, ...] = (
         "its program stopped writing its log (stopped, hung, or logging elsewhere)",
         "the process on the host, and whether it writes another file",
         "age_s",
-        60,
+        SILENT_S,
     ),
     CauseRule(
         "logs",
