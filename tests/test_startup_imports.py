@@ -42,6 +42,7 @@ OURS = {
             "config",
             "demo",
             "doctor",
+            "explain",
             "history",
             "run",
             "serve",
@@ -73,6 +74,7 @@ OURS = {
     "fleetcheck.render",
     "fleetcheck.render.json",
     "fleetcheck.core.runner",
+    "fleetcheck.core.peers",  # the runner compares each host with its peers
     "fleetcheck.rounds.state",
     "fleetcheck.transport",
     "fleetcheck.transport.redis",

@@ -10,6 +10,7 @@ Importing this package registers the commands in the order `fleetcheck --help` l
 from fleetcheck.cli import run as _run  # noqa: F401  (run, checks)
 from fleetcheck.cli import demo as _demo  # noqa: F401
 from fleetcheck.cli import history as _history  # noqa: F401
+from fleetcheck.cli import explain as _explain  # noqa: F401
 from fleetcheck.cli import timer as _timer  # noqa: F401
 from fleetcheck.cli import doctor as _doctor  # noqa: F401
 from fleetcheck.cli import serve as _serve  # noqa: F401

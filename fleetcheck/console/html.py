@@ -19,6 +19,7 @@ from fleetcheck.console import svg
 from fleetcheck.console.source import (
     BROKER,
     Chart,
+    Grid,
     Point,
     Snapshot,
     changes,
@@ -109,6 +110,21 @@ def row_link(check: str, host: str | None) -> str:
     return "/row?" + urlencode({"check": check, "host": host or ""})
 
 
+def host_link(host: str) -> str:
+    return "/host?" + urlencode({"host": host})
+
+
+def ordered(g: Grid) -> Grid:
+    """The grid in the console's stable order: hosts worst first, then by name (broker-wide
+    rows first among equals, as every output puts them), checks by name; so the same fleet
+    in the same state always reads the same, whatever order the patrol finished in."""
+    worst_of: dict[str, int] = {}
+    for (host, _check), r in g.cells.items():
+        worst_of[host] = max(worst_of.get(host, 0), r.status.rank)
+    hosts = sorted(g.hosts, key=lambda h: (-worst_of.get(h, 0), h != BROKER, h))
+    return Grid(sorted(g.checks), hosts, g.cells)
+
+
 def status_badge(status: Status) -> str:
     return f'<span class="st st-{status.label}">{SYMBOL[status]} {status.label}</span>'
 
@@ -162,14 +178,15 @@ def grid_page(snap: Snapshot, now: datetime, stale_after: float) -> str:
     body = [header(snap, now, stale_after, "fleetcheck: the fleet now")]
     report = snap.report
     if report is not None:
-        g = grid(report)
+        g = ordered(grid(report))
         body.append(
             '<table class="grid"><thead><tr><th scope="col">host</th>'
             + "".join(f'<th scope="col">{e(c)}</th>' for c in g.checks)
             + "</tr></thead><tbody>"
         )
         for host in g.hosts:
-            body.append(f'<tr><th scope="row">{e(host)}</th>')
+            name = e(host) if host == BROKER else f'<a href="{e(host_link(host))}">{e(host)}</a>'
+            body.append(f'<tr><th scope="row">{name}</th>')
             for check in g.checks:
                 body.append(cell(g.cells.get((host, check)), report, check, host))
             body.append("</tr>")
@@ -189,8 +206,10 @@ def grid_page(snap: Snapshot, now: datetime, stale_after: float) -> str:
                     f'<li>{status_badge(r.status)} <a href="{e(row_link(r.check, None))}">'
                     f"{e(BROKER)} / {e(r.check)}</a>: {e(r.summary)}</li>"
                 )
-            for _host, status, text in verdicts:
-                body.append(f"<li>{status_badge(status)} {e(text)}</li>")
+            for host, status, text in verdicts:
+                body.append(
+                    f'<li>{status_badge(status)} <a href="{e(host_link(host))}">{e(text)}</a></li>'
+                )
             body.append("</ul>")
     return page("fleetcheck", "".join(body))
 
@@ -255,6 +274,8 @@ def row_page(
         else:
             text = json.dumps(result.evidence, indent=2, default=str, ensure_ascii=False)
             body.append(f"<pre>{e(text)}</pre>")
+    if host is not None and report is not None:
+        body.append(explanation_html(snap, report, host))
     body.append(f"<h2>Timeline ({len(points)} rounds in the window)</h2>")
     t0 = window[0].started_at.timestamp() if window else 0.0
     t1 = window[-1].started_at.timestamp() if window else 0.0
@@ -262,6 +283,48 @@ def row_page(
     body.append(svg.status_strip(strip, t0, t1))
     body.append(_changes_table(changes(points)))
     return page(f"{where} / {check}", "".join(body))
+
+
+def explanation_html(snap: Snapshot, report: Report, host: str) -> str:
+    """`fleetcheck explain HOST`'s text for the newest round, from the recorded files (the
+    console never patrols): the same lines, each escaped."""
+    from fleetcheck.iso import parse_iso
+    from fleetcheck.rounds import explain as explaining
+
+    now = parse_iso(report.started_at)
+    sources = [f"the newest recorded round ({explaining.when(now)})"]
+    past = [r for r in snap.rounds if r.started_at < now]
+    if past:
+        sources.append(f"the history ({len(past)} earlier rounds)")
+    else:
+        sources.append("no earlier round in the history: this round only")
+    told = explaining.explain(
+        host, report.results, snap.rounds, now, sources, explaining.hints_from_registry()
+    )
+    lines = "\n".join(told.lines())
+    return (
+        f'<h2 id="explain">Explanation: {e(host)}</h2>'
+        f"<p>{status_badge(told.status)}</p><pre>{e(lines)}</pre>"
+    )
+
+
+def host_page(snap: Snapshot, host: str, now: datetime, stale_after: float) -> str | None:
+    """One host: its explanation and a link to each of its rows; None when the newest round
+    has no row of it."""
+    report = snap.report
+    rows = [r for r in report.sorted_results() if r.host == host] if report else []
+    if report is None or not rows:
+        return None
+    body = [header(snap, now, stale_after, f"{host}: explained")]
+    body.append("<h2>Rows</h2><ul>")
+    for r in rows:
+        body.append(
+            f'<li>{status_badge(r.status)} <a href="{e(row_link(r.check, host))}">'
+            f"{e(r.check)}</a>: {e(r.summary)}</li>"
+        )
+    body.append("</ul>")
+    body.append(explanation_html(snap, report, host))
+    return page(f"{host}: explained", "".join(body))
 
 
 def _changes_table(points: list[Point]) -> str:

@@ -171,6 +171,13 @@ class Console:
                 text = f"no row {check!r} for {host or 'the broker'} in the newest round"
                 return 404, html_type, html.error_page(404, text).encode()
             return 200, html_type, body_or_none.encode()
+        if path == "/host":
+            name = (query.get("host") or [""])[0]
+            text_or_none = html.host_page(snap, name, now, self.stale_after)
+            if text_or_none is None:
+                text = f"no row of host {name!r} in the newest round"
+                return 404, html_type, html.error_page(404, text).encode()
+            return 200, html_type, text_or_none.encode()
         return 404, html_type, html.error_page(404, f"no page {path}").encode()
 
     def _healthz(self, finished: datetime | None, now: datetime) -> tuple[int, str, bytes]:

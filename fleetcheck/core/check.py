@@ -94,6 +94,11 @@ class Check(Generic[ConfigT, FactsT]):
         """The demo's line on one of this check's rows (None: nothing to say about it)."""
         return self.demo_meaning or result.summary if result.status is not Status.OK else None
 
+    def explain_hint(self, result: Result) -> tuple[str, str] | None:
+        """(likely cause, what would confirm it) for one of this check's rows not OK, for
+        `fleetcheck explain`; None (the default) leaves it to the rules over rows there."""
+        return None
+
     def headline_of(self, metrics: dict[str, Any]) -> str | None:
         """The declared headline metric a row with these metrics has, or None."""
         names = (self.headline,) if isinstance(self.headline, str) else self.headline or ()

@@ -20,6 +20,7 @@ from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.context import PatrolContext, utcnow
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.model import Report, Result, Status
+from fleetcheck.core.peers import with_peers
 from fleetcheck.iso import iso_utc
 from fleetcheck.parse.duration import format_duration
 
@@ -190,6 +191,7 @@ def run_patrol(
                     duration_s=round(time.monotonic() - t0, 6),
                 )
     ordered = tuple(final[item.key] for item in items if item.key in final)
+    ordered = with_peers(fleet, ordered)  # peers as the control group (core.peers)
     return Report(
         started_at=iso_utc(started),
         duration_s=time.monotonic() - t0,

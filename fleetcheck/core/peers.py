@@ -1,0 +1,245 @@
+"""Peers as the control group (field note 7: three identical replicas, only one restarted).
+
+A host is compared with the hosts that should behave like it: the members of a `[groups.NAME]`
+it belongs to, or, for a host in no group, the other ungrouped hosts whose row of that check
+was judged against the same settings (equal `limits`). Where one departs from its peers'
+connection count, error-line rate or log silence, its row's evidence gets a `peers` entry
+naming the group, the value, the peers' median and the evidence strength, `inference`.
+
+A departure never changes a row's status, for a group of any size: a peer comparison is one
+snapshot, and a snapshot of peers catches a deploy half way or a host that is simply on
+another schedule; it is a lead for `fleetcheck explain`, not a page. A group of fewer than
+three hosts is never compared at all: with one peer there is no telling which of the two is
+the odd one.
+
+The statistics are robust, because the host under test must not hide itself: the peers'
+median and MAD are computed without the host (leave one out), so one silent host among three
+cannot drag the median or inflate the spread that judges it. A host departs when its distance
+from the peers' median is beyond all three of:
+- `K` = 3.5 robust standard deviations (1.4826 x MAD), the usual cut for the modified z-score
+  (Iglewicz and Hoaglin): on normally spread values about 1 in 2,000 crosses it by chance;
+- a share of the median (`rel`): a fleet of identical hosts has a MAD of 0, and a difference of
+  one connection in twelve is noise, not a departure;
+- an absolute floor (`floor`): below it no difference matters to an operator (two
+  connections, three error lines a minute, ten minutes of log silence).
+Log silence and error rates are judged in one direction only (longer silent, more errors: a
+host that logs more often than its peers is not a suspect); connection counts in both (fewer:
+workers lost; more: a leak, or a client opening connections per request).
+
+Pure: the runner calls `with_peers` once, after every row is in.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from fleetcheck.core.model import Result
+
+K = 3.5  # robust standard deviations (modified z-score's cut)
+MAD_TO_SD = 1.4826  # MAD x this estimates the standard deviation of normally spread values
+MIN_GROUP = 3  # hosts, the one judged included
+SAME_SETTINGS = "hosts with the same settings"
+# Up to this many hosts a group's median and MAD are computed without the host judged (O(n^2)
+# over a group); in a bigger group one value moves the median by at most one rank, so they are
+# computed once, with it (O(n log n): a patrol of thousands of hosts stays fast)
+LEAVE_ONE_OUT_UP_TO = 40
+
+
+@dataclass(frozen=True)
+class PeerMetric:
+    """One metric of one check that peers are compared on (data, not code: the framework
+    imports no check). `direction`: "both", "higher" or "lower" (which departures count)."""
+
+    check: str
+    metric: str
+    words: str  # what the value is, after the number: "connections"
+    direction: str
+    floor: float  # the smallest departure that matters
+    rel: float  # the smallest departure as a share of the peers' median
+    unit: str = ""  # "s" for seconds (shown as a duration), "/s" for a rate
+    # a metric that is None reads as this when `zero_if` (another metric) is 0: no error
+    # lines means an error rate of 0, not "not measured"
+    zero_if: str | None = None
+
+
+METRICS: tuple[PeerMetric, ...] = (
+    PeerMetric("clients", "connections", "broker connections", "both", 2, 0.4),
+    PeerMetric(
+        "logs", "error_rate_per_s", "error lines a second", "higher", 0.05, 1.0, "/s", "error_lines"
+    ),
+    PeerMetric("logs", "age_s", "since its last log line", "higher", 600, 2.0, "s"),
+)
+
+
+@dataclass(frozen=True)
+class Departure:
+    host: str
+    check: str
+    metric: str
+    group: str
+    value: float
+    median: float
+    peers: int  # how many peers it was compared with
+    direction: str  # "higher" or "lower"
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "metric": self.metric,
+            "value": self.value,
+            "peer_median": self.median,
+            "peers": self.peers,
+            "departs": self.direction,
+            "strength": "inference",
+            "text": self.text,
+        }
+
+
+def departs(value: float, others: Sequence[float], spec: PeerMetric) -> str | None:
+    """ "higher"/"lower" when `value` departs from `others` (its peers, itself left out) by
+    the rule in the module docstring; None when it does not, or there are fewer than two."""
+    if len(others) < MIN_GROUP - 1:
+        return None
+    median = statistics.median(others)
+    mad = statistics.median(abs(x - median) for x in others)
+    return departs_from(value, median, mad, spec)
+
+
+def departs_from(value: float, median: float, mad: float, spec: PeerMetric) -> str | None:
+    """The rule itself, given the peers' median and MAD."""
+    bound = max(K * MAD_TO_SD * mad, spec.rel * abs(median), spec.floor)
+    distance = value - median
+    if abs(distance) <= bound:
+        return None
+    direction = "higher" if distance > 0 else "lower"
+    if spec.direction != "both" and spec.direction != direction:
+        return None
+    return direction
+
+
+def _number(row: Result, spec: PeerMetric) -> float | None:
+    value = row.metrics.get(spec.metric)
+    if value is None and spec.zero_if is not None and row.metrics.get(spec.zero_if) == 0:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _shown(value: float, spec: PeerMetric) -> str:
+    if spec.unit == "s":
+        from fleetcheck.parse.duration import format_duration
+
+        return format_duration(max(0.0, round(value)))
+    if spec.unit == "/s":
+        return f"{value:g}/s"
+    return f"{value:g}"
+
+
+def _groups(
+    rows: dict[str, Result], memberships: dict[str, tuple[str, ...]]
+) -> dict[str, list[str]]:
+    """Peer groups among `rows`' hosts: each named group, and the ungrouped hosts by the
+    settings (limits) their row was judged against."""
+    out: dict[str, list[str]] = {}
+    for host in sorted(rows):
+        named = memberships.get(host, ())
+        for g in named:
+            out.setdefault(f"group {g}", []).append(host)
+        if not named:
+            settings = repr(sorted(rows[host].limits.items()))  # keys are unique text
+            out.setdefault(f"{SAME_SETTINGS}\0{settings}", []).append(host)
+    return out
+
+
+def find(
+    results: Iterable[Result],
+    memberships: dict[str, tuple[str, ...]],
+    metrics: Sequence[PeerMetric] = METRICS,
+) -> list[Departure]:
+    """Every departure from peers among `results` (host rows only). `memberships`: each
+    host's named groups (a host missing from it is in none)."""
+    results = list(results)
+    out: list[Departure] = []
+    for spec in metrics:
+        rows = {r.host: r for r in results if r.check == spec.check and r.host is not None}
+        values = {h: v for h, r in rows.items() if (v := _number(r, spec)) is not None}
+        for key, members in _groups(rows, memberships).items():
+            measured = [h for h in members if h in values]
+            if len(measured) < MIN_GROUP:
+                continue
+            label = key.split("\0")[0]
+            whole = None
+            if len(measured) > LEAVE_ONE_OUT_UP_TO:  # one value moves a big median by a rank
+                every = [values[h] for h in measured]
+                centre = statistics.median(every)
+                whole = (centre, statistics.median(abs(x - centre) for x in every))
+            for host in measured:
+                if whole is None:
+                    others = [values[h] for h in measured if h != host]
+                    direction = departs(values[host], others, spec)
+                    median = statistics.median(others)
+                else:
+                    direction = departs_from(values[host], *whole, spec)
+                    median = whole[0]
+                if direction is None:
+                    continue
+                n_others = len(measured) - 1
+                text = (
+                    f"{_shown(values[host], spec)} {spec.words} where its {n_others} "
+                    f"peers ({label}) have a median of {_shown(median, spec)}"
+                )
+                out.append(
+                    Departure(
+                        host, spec.check, spec.metric, label, values[host], median,
+                        n_others, direction, text,
+                    )
+                )  # fmt: skip
+    return out
+
+
+def annotate(results: Sequence[Result], found: Sequence[Departure]) -> tuple[Result, ...]:
+    """`results` with each departure in its row's evidence under `peers` (status unchanged)."""
+    by_row: dict[tuple[str, str], list[Departure]] = {}
+    for d in found:
+        by_row.setdefault((d.check, d.host), []).append(d)
+    out = []
+    for r in results:
+        mine = by_row.get((r.check, r.host or ""))
+        if not mine:
+            out.append(r)
+            continue
+        notes = [d.to_dict() for d in mine]
+        if isinstance(r.evidence, dict):
+            evidence: Any = {**r.evidence, "peers": notes}
+        elif r.evidence is None:
+            evidence = {"peers": notes}
+        else:
+            evidence = {"observed": r.evidence, "peers": notes}
+        out.append(replace(r, evidence=evidence))
+    return tuple(out)
+
+
+def with_peers(fleet: Any, results: Sequence[Result]) -> tuple[Result, ...]:
+    """The runner's hook: `results` with departures from peers noted (see the docstring).
+    `fleet` is the FleetConfig (its hosts' `groups`)."""
+    memberships = {h.name: tuple(h.groups) for h in getattr(fleet, "hosts", ())}
+    found = find(results, memberships)
+    return annotate(results, found) if found else tuple(results)
+
+
+def candidates(fleet: Any, host: str) -> list[str]:
+    """The hosts `host` may be compared with (for a patrol narrowed to one host, as
+    `fleetcheck explain` runs): its named groups' members, or the ungrouped hosts."""
+    hosts = list(getattr(fleet, "hosts", ()))
+    me = next((h for h in hosts if h.name == host), None)
+    if me is None:
+        return []
+    mine = set(me.groups)
+    if mine:
+        return [h.name for h in hosts if h.name != host and mine & set(h.groups)]
+    return [h.name for h in hosts if h.name != host and not h.groups]
