@@ -62,6 +62,7 @@ OURS = {
     "fleetcheck.render",
     "fleetcheck.render.json",
     "fleetcheck.core.runner",
+    "fleetcheck.core.correlate",  # the post-patrol rules over all rows (half-open)
     "fleetcheck.rounds.state",
     "fleetcheck.transport",
     "fleetcheck.transport.redis",

@@ -172,8 +172,19 @@ class HostSessions:
     def host_facts(self, host: HostConfig, check: Named | None = None) -> HostFacts:
         """The fragments of `check` (under its own keys; all checks' when None) for `host`,
         gathered for every check in one exec, once per patrol."""
-        facts = self._memo.once(("host_facts", host.name), lambda: self._gather(host))
+        facts = self._memo.once(("host_facts", host.name), lambda: self._gather_caused(host))
         return facts if check is None else facts.of(check.name)
+
+    def _gather_caused(self, host: HostConfig) -> HostFacts:
+        """_gather, a failure to reach the host named as the cause all its rows share (every
+        host check of it fails the same way: one problem, not one per check), unless the
+        transport named a wider one (a jump host)."""
+        try:
+            return self._gather(host)
+        except TransportError as e:
+            if e.cause is None:
+                e.cause = f"{host.name}: {e.reason}"
+            raise
 
     def _gather(self, host: HostConfig) -> HostFacts:
         if host.is_local:
