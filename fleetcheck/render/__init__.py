@@ -60,7 +60,7 @@ class CauseGroup:
         return list(seen)
 
     def extent(self) -> str:
-        """'5 rows: the broker and 3 hosts', '2 rows: host n8'."""
+        """'5 rows on broker-wide and 3 hosts', '2 rows on host n8'."""
         hosts = sorted({r.host for r in self.rows if r.host is not None})
         parts = []
         if any(r.host is None for r in self.rows):
@@ -69,7 +69,7 @@ class CauseGroup:
             parts.append(f"host {hosts[0]}")
         elif hosts:
             parts.append(f"{len(hosts)} hosts")
-        return f"{len(self.rows)} rows: {' and '.join(parts)}"
+        return f"{len(self.rows)} rows on {' and '.join(parts)}"
 
     def head(self) -> str:
         """The line that tells the cause: the cause and its extent."""

@@ -14,7 +14,7 @@ patrol's perfdata: the rows per status with the thresholds that matter (any CRIT
 critical, any WARN or UNKNOWN row a warning, as the exit code says) and the patrol's duration.
 One long-output line follows per row that is not OK, worst first, its summary shortened, its
 evidence strength in words where it is weak; rows that share one cause follow one line that
-tells the cause once (`CRIT one cause: CAUSE (N rows: ...)`), each indented. After
+tells the cause once (`CRIT N rows on host H, one cause: CAUSE`), each indented. After
 the second `|` comes ONE perfdata item per row: the row's headline metric, the one its check
 declares (`Result.headline`; the order of the metrics means nothing), labelled
 `host_check_metric` (broker-wide: `check_metric`), `U` when it was not measured this round; a
@@ -172,7 +172,8 @@ def long_lines(report: Report) -> list[str]:
     out = []
     for entry in layout(r for r in report.sorted_results() if r.status is not Status.OK):
         if isinstance(entry, CauseGroup):
-            out.append(shorten(f"{entry.status.label} one cause: {entry.head()}", MAX_LONG_CHARS))
+            line = f"{entry.status.label} {entry.extent()}, one cause: {entry.cause}"
+            out.append(shorten(line, MAX_LONG_CHARS))
             out += [row_line(r, left_to_say(r), member=True) for r in entry.rows]
         else:
             out.append(row_line(entry))
@@ -187,7 +188,7 @@ def headline(report: Report) -> str:
     bad = layout(r for r in report.sorted_results() if r.status is not Status.OK)
     if bad:
         shown = [
-            f"{e.extent()}: {shorten(e.cause)}"
+            f"{shorten(e.cause)} ({len(e.rows)} rows)"
             if isinstance(e, CauseGroup)
             else f"{place(e.host)} {e.check}: {shorten(e.summary)}"
             for e in bad[:MAX_HEADLINE_ROWS]
