@@ -22,8 +22,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.config import Duration, HostConfig
-from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.brokerlink import BrokerFailed, BrokerRefused
+from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.judge import Findings, check_count, check_duration, check_share, exceeds

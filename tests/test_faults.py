@@ -129,7 +129,9 @@ def test_broker_blackholed_connect_timeout(lab: Lab) -> None:
     cfg.write_text(cfg.read_text().replace(lab.broker_url, f"redis://{ghost.addr}:6379/0"))
     report, elapsed, code = patrol(cfg)
     assert code == 2
-    broker_is_the_failure(report, "did not accept a connection within connect_timeout 2s", "inference")
+    broker_is_the_failure(
+        report, "did not accept a connection within connect_timeout 2s", "inference"
+    )
     assert elapsed < 30  # connect_timeout 2s, one retry
 
 

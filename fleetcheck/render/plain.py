@@ -58,9 +58,9 @@ def grid(headers: list[str], rows: list[list[str]], columns: int) -> list[str]:
         + "-" * min(room, max(len(x[-1]) for x in [headers, *rows])),
     ]
     for row in rows:
-        pieces = textwrap.wrap(
-            row[-1], room, break_long_words=False, break_on_hyphens=False
-        ) or [""]
+        pieces = textwrap.wrap(row[-1], room, break_long_words=False, break_on_hyphens=False) or [
+            ""
+        ]
         cells = GAP.join(c.ljust(w) for c, w in zip(row, widths, strict=False))
         out.append(f"{cells}{GAP}{pieces[0]}".rstrip())
         out += [" " * lead + piece for piece in pieces[1:]]
