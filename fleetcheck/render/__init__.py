@@ -221,6 +221,6 @@ def host_verdicts(report: Report) -> list[tuple[str, Status, str]]:
             text = r.summary
             if text.startswith(f"{host}: "):
                 text = text[len(host) + 2 :]
-            parts.append(f"{r.check}: {text}")
+            parts.append(f"{r.check}: {with_strength(r, text)}")
         out.append((host, status, f"{head}: " + "; ".join(parts)))
     return out

@@ -53,6 +53,7 @@ NAGIOS_WORDS = {
 MAX_HEADLINE_ROWS = 3
 MAX_SUMMARY_CHARS = 80
 MAX_LONG_CHARS = 120  # one long-output line
+MAX_CAUSE_CHARS = 240  # the line telling a cause: the one place it is said, in full
 MAX_BYTES = 8000  # under Nagios' 8 KB plugin output buffer
 LONG_SHARE = 0.5  # of MAX_BYTES for the long-output lines; the perfdata gets the rest
 
@@ -173,7 +174,7 @@ def long_lines(report: Report) -> list[str]:
     for entry in layout(r for r in report.sorted_results() if r.status is not Status.OK):
         if isinstance(entry, CauseGroup):
             line = f"{entry.status.label} {entry.extent()}, one cause: {entry.cause}"
-            out.append(shorten(line, MAX_LONG_CHARS))
+            out.append(shorten(line, MAX_CAUSE_CHARS))
             out += [row_line(r, left_to_say(r), member=True) for r in entry.rows]
         else:
             out.append(row_line(entry))
