@@ -17,7 +17,10 @@ from fleetcheck.core.model import Report, Result, Status, Strength
 from fleetcheck.render import json as render_json
 from fleetcheck.render import layout, left_to_say, nagios, plain, table
 
-BROKER = "broker 198.18.0.1:6379 accepted the connection but did not answer within socket_timeout 5s (hung, stopped or overloaded)"
+BROKER = (
+    "broker 198.18.0.1:6379 accepted the connection but did not answer within "
+    "socket_timeout 5s (hung, stopped or overloaded)"
+)
 KEY = "n8: host key changed for 198.18.0.8: possible man-in-the-middle; not connecting"
 
 
