@@ -75,3 +75,41 @@ def test_changed_host_key_is_one_grouped_problem(lab: Lab) -> None:
         flat = " ".join(text.replace("│", " ").split())
         assert flat.count("possible man-in-the-middle") == 1, (fmt, text)
         assert "2 rows" in flat, (fmt, text)
+
+
+def test_hosts_behind_a_hung_jump_host_share_its_cause(lab: Lab) -> None:
+    """A jump host whose sshd hangs: every host behind it could not be looked at (UNKNOWN,
+    not CRIT: the hosts may be fine, their workers do not go through it), all under one cause
+    naming the jump host, told once; and their broker connections are not called half-open."""
+    a, b = lab.add_host("a"), lab.add_host("b")
+    jump = lab.add_host("jump")
+    lab.start_workers(a, 2)
+    lab.start_workers(b, 1)
+    d = lab.dir / "ssh-jump"
+    d.mkdir()
+    (d / "config").write_text(
+        "".join(
+            f"Host {h.name}-alias\n  HostName {h.addr}\n  User root\n  ProxyJump jump-alias\n"
+            for h in (a, b)
+        )
+        + f"Host jump-alias\n  HostName {jump.addr}\n  User root\n"
+    )
+    config = lab.config(checks="[checks.clients]\n[checks.routes]\n", hosts=[a, b])
+    text = config.read_text().replace('config_file = "/dev/null"', f'config_file = "{d}/config"')
+    for h in (a, b):
+        text = text.replace(f'ssh = "{h.addr}"', f'ssh = "{h.name}-alias"')
+    config.write_text(text)
+    lab.freeze_sshd(jump)
+    try:
+        out, code = patrol(config)
+        plain_text, _ = patrol(config, "plain")
+    finally:
+        lab.thaw_sshd(jump)
+    by = rows(out)
+    ra, rb = by[("a", "routes")], by[("b", "routes")]
+    assert ra["status"] == rb["status"] == "UNKNOWN", (ra, rb)
+    assert ra["cause"] == rb["cause"], (ra, rb)
+    assert ra["cause"].startswith(f"jump host jump-alias ({jump.addr}:22)")
+    assert by[("a", "clients")]["status"] == "OK"  # no half-open guess: a was never seen
+    assert code == 3
+    assert " ".join(plain_text.split()).count(ra["cause"]) == 1, plain_text
