@@ -3,9 +3,11 @@
 A shared Redis/Valkey can fail while CPU and memory look fine: it runs out of client slots
 (connect timeouts, rejected connections), it evicts queued jobs under memory pressure (any
 policy but noeviction while queues live inside), it turns into a replica, or its replication
-link drops. An unreachable broker is reported by the context with one reason for every
-broker-side row; a broker that answers but refuses to serve (max clients, LOADING, BUSY,
-MISCONF, out of memory) is the failure itself: CRIT here, "could not look" on the other rows.
+link drops. A broker that is down (the connection refused, no route to it, or accepted and
+then no answer within socket_timeout: a hung or stopped server) or that answers but refuses
+to serve (max clients, LOADING, BUSY, MISCONF, out of memory) is the failure itself: CRIT
+here, "could not look" on the other rows, all with the same cause. What keeps fleetcheck
+itself from looking (a wrong password, a certificate it will not trust) is UNKNOWN here too.
 
 Counters that only grow (rejected connections, evicted and expired keys) are judged by their
 increase since the previous round, read from the state file: one rejection months ago must
@@ -20,8 +22,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.config import Duration, HostConfig
+from fleetcheck.core.brokerlink import BrokerFailed, BrokerRefused
 from fleetcheck.core.check import Check, Scope
-from fleetcheck.core.context import BrokerRefused, PatrolContext
+from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.judge import Findings, check_count, check_duration, check_share, exceeds
 from fleetcheck.core.model import Result, Status
@@ -104,10 +107,10 @@ def increases(
     return out
 
 
-def refused_summary(e: BrokerRefused, previous: dict[str, Any] | None) -> str:
-    """The CRIT line for a refusing broker, with the limit it hit when a round saw it."""
+def refused_summary(e: BrokerFailed, previous: dict[str, Any] | None) -> str:
+    """The CRIT line for a failed broker, with the limit it hit when a round saw it."""
     text = e.cause
-    if e.kind == REFUSED_CONNECTIONS:
+    if isinstance(e, BrokerRefused) and e.kind == REFUSED_CONNECTIONS:
         limit = (previous or {}).get("maxclients")
         if isinstance(limit, int):
             text += f" (maxclients {limit} reached, as of the previous round)"
@@ -154,8 +157,13 @@ max_replica_lag = "10s"          # WARN when a replica lags its master by more
         try:
             ping_ms = self._ping_ms(ctx)
             info = ctx.info()
-        except BrokerRefused as e:
-            raise CheckError(refused_summary(e, previous), Status.CRIT) from None
+        except BrokerFailed as e:
+            raise CheckError(
+                refused_summary(e, previous),
+                Status.CRIT,
+                cause=e.cause,
+                strength=e.failure_strength,
+            ) from None
         master = None
         if ctx.master is not None:
             cfg = ctx.fleet.broker

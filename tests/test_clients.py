@@ -214,5 +214,7 @@ def test_lab_broker_down_is_unknown_with_reason(lab: Lab) -> None:
     assert proc.returncode == 3
     assert {r["status"] for r in report["results"]} == {"UNKNOWN"}
     reasons = {r["summary"] for r in report["results"]}
-    assert len(reasons) == 1
-    assert "unreachable" in reasons.pop()
+    assert len(reasons) == 1  # one cause, told by every row (no `broker` row to be CRIT)
+    reason = reasons.pop()
+    assert reason.startswith("could not look: ") and "refused the connection" in reason
+    assert {r["cause"] for r in report["results"]} == {reason.removeprefix("could not look: ")}

@@ -3,6 +3,7 @@ OK on the healthy parts, and nothing is left running afterwards."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -10,7 +11,7 @@ import sys
 
 import pytest
 
-from fleetcheck.core.model import BROKER_WIDE
+from fleetcheck.core.model import BROKER_WIDE, STRENGTHS
 from tests.conftest import _require_lab
 from tests.lab import port_open, wait_for
 
@@ -103,6 +104,12 @@ def test_demo_keep_then_stop() -> None:
         env={"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")},
     )
     assert again.returncode == 2  # the kept fleet still answers
+    # every row that is not OK says how strong its evidence is (issue 24)
+    report = json.loads(again.stdout)
+    bad = [r for r in report["results"] if r["status"] != "OK"]
+    assert bad
+    for r in bad:
+        assert r.get("evidence_strength") in STRENGTHS, r
     port = int(re.search(r"redis://127\.0\.0\.1:(\d+)", proc.stdout).group(1))  # type: ignore[union-attr]
     assert port_open("127.0.0.1", port)
     subprocess.run(["sh", stop.group(1)], check=True, timeout=60)

@@ -42,15 +42,58 @@ def rows(report: dict) -> dict:
     return {(r["check"], r["host"]): r for r in report["results"]}
 
 
+def broker_is_the_failure(report: dict, words: str, strength: str) -> str:
+    """A broker that is down: CRIT on the `broker` row, "could not look" on every other
+    broker row, all under one cause that the broker row's summary states; exit 2."""
+    by = rows(report)
+    broker = by[("broker", None)]
+    assert broker["status"] == "CRIT", broker
+    assert words in broker["summary"].lower(), broker
+    assert broker["evidence_strength"] == strength
+    cause = broker["cause"]
+    assert cause and cause == broker["summary"]
+    others = [r for key, r in by.items() if key != ("broker", None)]
+    assert others
+    for r in others:
+        assert r["status"] == "UNKNOWN", r
+        assert r["summary"] == f"could not look: {cause}", r
+        assert r["cause"] == cause and r["evidence_strength"] == "absence"
+    assert report["exit_code"] == 2
+    return cause
+
+
 def test_broker_refused(lab: Lab) -> None:
     lab.add_host("n8", sshd=False)
     cfg = lab.config(checks=BROKER_CHECKS)
     lab.stop(lab.redis)
     report, elapsed, code = patrol(cfg)
-    assert code == 3
-    reasons = {r["summary"] for r in report["results"]}
-    assert len(reasons) == 1 and "unreachable" in reasons.pop()
-    assert "refused" in report["results"][0]["summary"].lower()
+    assert code == 2
+    broker_is_the_failure(report, "refused the connection", "proof")
+    assert elapsed < 30
+
+
+def test_broker_hung_is_crit_on_the_broker_row(lab: Lab) -> None:
+    """A broker that accepts connections (the kernel does it for a stopped process) but
+    answers nothing: CRIT on the broker row within its timeouts, the other rows grouped
+    under the same cause, exit 2 (issue 24); the table shows the cause once."""
+    n8 = lab.add_host("n8", sshd=False)
+    lab.start_workers(n8, 2)
+    cfg = lab.config(checks=BROKER_CHECKS)
+    text = cfg.read_text().replace(
+        'connect_timeout = "2s"', 'connect_timeout = "2s"\nsocket_timeout = "1s"', 1
+    )
+    cfg.write_text(text)
+    lab.freeze(lab.redis)
+    try:
+        report, elapsed, code = patrol(cfg)
+        table = fleetcheck("run", "-c", str(cfg), "--format", "plain", "--no-state")
+    finally:
+        lab.thaw(lab.redis)
+    assert code == 2
+    cause = broker_is_the_failure(report, "did not answer within socket_timeout 1s", "proof")
+    assert table.returncode == 2
+    assert " ".join(table.stdout.split()).count(cause) == 1, table.stdout  # told once
+    assert "could not look" in table.stdout
     assert elapsed < 30
 
 
@@ -61,9 +104,8 @@ def test_broker_link_down_no_route(lab: Lab) -> None:
     cfg = lab.config(checks=BROKER_CHECKS, hosts=[])
     cfg.write_text(cfg.read_text().replace(lab.broker_url, f"redis://{ghost.addr}:6379/0"))
     report, elapsed, code = patrol(cfg)
-    assert code == 3
-    summary = report["results"][0]["summary"].lower()
-    assert "unreachable" in summary and "no route to host" in summary
+    assert code == 2
+    broker_is_the_failure(report, "no route", "inference")
     assert elapsed < 30
 
 
@@ -86,9 +128,10 @@ def test_broker_blackholed_connect_timeout(lab: Lab) -> None:
     cfg = lab.config(checks=BROKER_CHECKS, hosts=[])
     cfg.write_text(cfg.read_text().replace(lab.broker_url, f"redis://{ghost.addr}:6379/0"))
     report, elapsed, code = patrol(cfg)
-    assert code == 3
-    summary = report["results"][0]["summary"].lower()
-    assert "unreachable" in summary and "timeout" in summary.replace("timed out", "timeout")
+    assert code == 2
+    broker_is_the_failure(
+        report, "did not accept a connection within connect_timeout 2s", "inference"
+    )
     assert elapsed < 30  # connect_timeout 2s, one retry
 
 
@@ -124,8 +167,13 @@ def test_broker_paused_within_deadline(lab: Lab) -> None:
     finally:
         r.execute_command("CLIENT", "UNPAUSE")
         r.close()
+    # the deadline (8s) comes before socket_timeout (5s) and its one retry have run out:
+    # nothing could conclude, every row says so under the one cause, the deadline
     assert code == 3
     assert {x["status"] for x in report["results"]} == {"UNKNOWN"}
+    assert {x["cause"] for x in report["results"]} == {
+        "the patrol deadline (8s) came before these rows finished"
+    }
     assert elapsed < 8 + 5  # the deadline, plus interpreter start-up
 
 
@@ -160,7 +208,9 @@ def test_broker_killed_mid_patrol(lab: Lab) -> None:
     report = json.loads(out)
     by = rows(report)
     assert by[("queue_depth", None)]["status"] == "UNKNOWN", by[("queue_depth", None)]
-    assert proc.returncode == report["exit_code"] == 3
+    # the broker row saw it healthy (OK) or gone (CRIT), whichever came first
+    expected = 2 if by[("broker", None)]["status"] == "CRIT" else 3
+    assert proc.returncode == report["exit_code"] == expected
     assert elapsed < 30
 
 

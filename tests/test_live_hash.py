@@ -411,7 +411,8 @@ def test_unreachable_broker_is_unknown_with_the_reason(lab: Lab) -> None:
     report = run_patrol(fleet, plan(fleet, {"live_hash": CHECK}))
     (row,) = report.results
     assert row.status is Status.UNKNOWN
-    assert row.summary.startswith("broker 127.0.0.1:1 unreachable:")
+    assert row.summary.startswith("could not look: broker 127.0.0.1:1 refused the connection")
+    assert row.cause is not None and row.cause in row.summary
 
 
 # ---------------------------------------------------------------- the fast path equals json

@@ -279,7 +279,8 @@ def test_fleet_failures_each_get_their_own_verdict(lab: Lab) -> None:
 
     assert row("ok1")[0] == "OK" and row("ok2")[0] == "OK"
     status, summary = row("down")
-    assert status == "UNKNOWN"
+    # a host gone from the network is the fleet's failure, not fleetcheck's blind spot
+    assert status == "CRIT" and rows[("down", "logs")]["evidence_strength"] == "inference"
     assert "no route to" in summary or "connecting to" in summary, summary
     status, summary = row("stopped")
     assert status == "UNKNOWN" and "connection refused by" in summary

@@ -248,7 +248,9 @@ def test_broker_unreachable_exits_3(lab: Lab, tmp_path: Path) -> None:
     code, report, _ = probe_rater(cfg)
     r = row(report)
     assert (code, r["status"]) == (3, "UNKNOWN")
-    assert r["summary"].startswith("broker 127.0.0.1:1 unreachable")
+    # the probe could not look; the broker's own failure is the `broker` row's to report
+    assert r["summary"].startswith("could not look: broker 127.0.0.1:1 refused the connection")
+    assert r["cause"] == r["summary"].removeprefix("could not look: ")
 
 
 @pytest.mark.lab

@@ -86,6 +86,10 @@ def test_exception_becomes_unknown_for_that_row_only() -> None:
     assert by_host[("probe", "cannot")].summary == "could not look: permission denied"
     assert by_host[("wide", None)].status is Status.WARN
     assert report.exit_code == 3
+    # every row that is not OK says how strong its evidence is, whoever built it
+    for r in report.results:
+        assert r.status is Status.OK or r.evidence_strength is not None, r
+    assert bad.evidence_strength == "absence"
 
 
 def test_hung_check_is_cut_at_deadline() -> None:
@@ -101,6 +105,10 @@ def test_hung_check_is_cut_at_deadline() -> None:
     assert by_host[("probe", "a")].status is Status.OK
     assert by_host[("probe", "b")].status is Status.UNKNOWN
     assert "patrol deadline (1s)" in by_host[("probe", "b")].summary
+    assert by_host[("probe", "b")].evidence_strength == "absence"
+    assert (
+        by_host[("probe", "b")].cause == "the patrol deadline (1s) came before these rows finished"
+    )
     assert elapsed < 10  # far below the 30 s hang: the deadline, not the check, ended it
 
 
@@ -160,6 +168,7 @@ def test_a_check_with_no_targets_is_one_unknown_row_saying_why() -> None:
     assert set(rows) == {("nobody", None), ("wide", None)}
     assert rows[("nobody", None)].status is Status.UNKNOWN
     assert rows[("nobody", None)].summary == "no host is called x"
+    assert rows[("nobody", None)].evidence_strength == "absence"
     assert report.exit_code == 3  # never a silent OK
 
 

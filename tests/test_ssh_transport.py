@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fleetcheck.config import HostConfig, SshConfig
-from fleetcheck.core.errors import TransportError
+from fleetcheck.core.errors import HOST_UNREACHABLE, TransportError
 from fleetcheck.core.model import Status
 from fleetcheck.transport.ssh import open_shell, resolve_target
 from tests.lab import Lab, LabHost
@@ -121,7 +121,8 @@ def test_host_down_is_unreachable_within_the_connect_timeout(lab: Lab) -> None:
     h = lab.add_host("a")
     lab.link_down(h)
     err, took = fail(h, ssh_cfg(lab))
-    assert err.status is Status.UNKNOWN
+    assert err.status is Status.CRIT and err.strength == "inference"
+    assert err.evidence == {HOST_UNREACHABLE: err.evidence[HOST_UNREACHABLE]}
     assert (
         f"no route to {h.addr}:22" in err.reason
         or f"timed out after {CONNECT:g}s connecting to {h.addr}:22" in err.reason

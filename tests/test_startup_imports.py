@@ -75,6 +75,7 @@ OURS = {
     "fleetcheck.render.json",
     "fleetcheck.core.runner",
     "fleetcheck.core.peers",  # the runner compares each host with its peers
+    "fleetcheck.core.correlate",  # the post-patrol rules over all rows (half-open)
     "fleetcheck.rounds.state",
     "fleetcheck.transport",
     "fleetcheck.transport.redis",

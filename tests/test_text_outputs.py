@@ -147,12 +147,16 @@ def test_problems_on_an_all_ok_fleet_says_so() -> None:
 
 def plain_rows(text: str) -> list[dict[str, str]]:
     """The plain table's rows as {column: cell}, cut at the header's column starts."""
-    header, _, *rows = text.split("\n\n")[0].splitlines()
+    header, _, *lines = text.split("\n\n")[0].splitlines()
     names = header.split()
     starts = [header.index(n) for n in names] + [None]
-    return [
-        {n: line[starts[i] : starts[i + 1]].strip() for i, n in enumerate(names)} for line in rows
-    ]
+    rows: list[dict[str, str]] = []
+    for line in lines:
+        if not line[: starts[-2]].strip():  # the summary wrapped: its next line
+            rows[-1]["SUMMARY"] += " " + line.strip()
+            continue
+        rows.append({n: line[starts[i] : starts[i + 1]].strip() for i, n in enumerate(names)})
+    return rows
 
 
 def test_broker_wide_rows_cannot_be_mistaken_for_a_host() -> None:

@@ -9,6 +9,7 @@ Renderers decide nothing: statuses, since-when and the chart series come from th
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from html import escape
 from string import Template
@@ -31,7 +32,14 @@ from fleetcheck.console.source import (
 from fleetcheck.core.model import Report, Result, Status
 from fleetcheck.core.safe_text import printable
 from fleetcheck.parse.duration import format_duration
-from fleetcheck.render import host_verdicts, since_text
+from fleetcheck.render import (
+    CauseGroup,
+    host_verdicts,
+    layout,
+    left_to_say,
+    since_text,
+    with_strength,
+)
 
 # Text and shape, not only colour: readable for colour-blind operators and on paper.
 SYMBOL = {Status.OK: "\u2714", Status.WARN: "\u25b2", Status.UNKNOWN: "?", Status.CRIT: "\u2716"}
@@ -170,7 +178,8 @@ def cell(result: Result | None, report: Report, check: str, host: str) -> str:
     return (
         f'<td class="cell st-{result.status.label}">'
         f'<a href="{e(row_link(check, None if host == BROKER else host))}" '
-        f'title="{e(result.summary)}">{status_badge(result.status)}{extra}</a></td>'
+        f'title="{e(with_strength(result, result.summary))}">'
+        f"{status_badge(result.status)}{extra}</a></td>"
     )
 
 
@@ -197,21 +206,45 @@ def grid_page(snap: Snapshot, now: datetime, stale_after: float) -> str:
             + "; \u2014 not checked; \u201cfor\u201d: since when the row has this status; "
             "\u201c~ flapping\u201d: it changed often lately. Each cell opens its row.</p>"
         )
-        verdicts = host_verdicts(report)
-        broker_bad = [r for r in report.sorted_results() if r.host is None and r.status.rank]
-        if verdicts or broker_bad:
-            body.append("<h2>Not OK</h2><ul>")
-            for r in broker_bad:
-                body.append(
-                    f'<li>{status_badge(r.status)} <a href="{e(row_link(r.check, None))}">'
-                    f"{e(BROKER)} / {e(r.check)}</a>: {e(r.summary)}</li>"
-                )
-            for host, status, text in verdicts:
-                body.append(
-                    f'<li>{status_badge(status)} <a href="{e(host_link(host))}">{e(text)}</a></li>'
-                )
-            body.append("</ul>")
+        body.append(not_ok(report))
     return page("fleetcheck", "".join(body))
+
+
+def not_ok(report: Report) -> str:
+    """The "Not OK" list: rows that share one cause under it, told once with how many rows
+    and hosts it broke (each row a link); then the broker-wide rows and one line per host for
+    the rest. Weak evidence is said in words."""
+    bad = [r for r in report.sorted_results() if r.status is not Status.OK]
+    entries = layout(bad)
+    groups = [x for x in entries if isinstance(x, CauseGroup)]
+    alone = tuple(x for x in entries if isinstance(x, Result))
+    verdicts = host_verdicts(replace(report, results=alone))
+    broker_bad = [r for r in alone if r.host is None]
+    if not (groups or verdicts or broker_bad):
+        return ""
+    out = ["<h2>Not OK</h2><ul>"]
+    for g in groups:
+        out.append(
+            f"<li>{status_badge(g.status)} <strong>{e(g.cause)}</strong> ({e(g.extent())})<ul>"
+        )
+        for r in g.rows:
+            said = with_strength(r, left_to_say(r))
+            out.append(
+                f'<li>{status_badge(r.status)} <a href="{e(row_link(r.check, r.host))}">'
+                f"{e(r.host or BROKER)} / {e(r.check)}</a>"
+                + (f": {e(said)}" if said else "")
+                + "</li>"
+            )
+        out.append("</ul></li>")
+    for r in broker_bad:
+        out.append(
+            f'<li>{status_badge(r.status)} <a href="{e(row_link(r.check, None))}">'
+            f"{e(BROKER)} / {e(r.check)}</a>: {e(with_strength(r, r.summary))}</li>"
+        )
+    for host, status, text in verdicts:
+        out.append(f'<li>{status_badge(status)} <a href="{e(host_link(host))}">{e(text)}</a></li>')
+    out.append("</ul>")
+    return "".join(out)
 
 
 def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:

@@ -2,36 +2,112 @@
 through the sentinels when configured, and the facts several checks read from it (CLIENT
 LIST, INFO), each fetched once per patrol.
 
-Every failure becomes one secret-free line that every broker-side row repeats: the broker
-unreachable, or answering but refusing to serve (BrokerRefused, which the `broker` row
-alone reports as CRIT)."""
+Every failure becomes one secret-free line that every broker-side row repeats. A broker that
+is down (refuses the TCP connection, has no route, accepts but answers nothing within its
+timeout: BrokerDown) or that answers but refuses to serve (BrokerRefused) is the failure
+itself: the `broker` row alone reports it as CRIT, every other broker row says it could not
+look because of it, all with the same `cause` so the outputs group them. What is fleetcheck's
+own trouble (a wrong password, an unset password variable, a certificate it will not trust,
+a name it cannot resolve) stays "could not look" everywhere."""
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 import threading
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.memo import Memo
+from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:
     import redis
 
-    from fleetcheck.config import FleetConfig
+    from fleetcheck.config import BrokerConfig, FleetConfig
     from fleetcheck.parse.clientlist import Client, ClientTable
 
 
-class BrokerRefused(CheckError):
-    """The broker answered but refused to serve us (max clients, LOADING, BUSY, MISCONF, OOM):
-    the failure itself, which the `broker` row reports as CRIT; every other broker row says it
-    could not look because of it. `kind` is the cause's short name."""
+class BrokerFailed(CheckError):
+    """The broker itself failed: the `broker` row reports `cause` as CRIT with
+    `failure_strength`; every other broker row is UNKNOWN "could not look: CAUSE" (what it
+    raises as it is). `kind` is the cause's short name."""
 
-    cause: str  # always set: the refusal is the cause every broker row shares
+    cause: str  # always set: the failure is the cause every broker row shares
 
-    def __init__(self, cause: str, kind: str) -> None:
+    def __init__(self, cause: str, kind: str, failure_strength: str = "proof") -> None:
         super().__init__(f"could not look: {cause}", cause=cause)
         self.kind = kind
+        self.failure_strength = failure_strength
+
+
+class BrokerRefused(BrokerFailed):
+    """The broker answered but refused to serve us (max clients, LOADING, BUSY, MISCONF, OOM)."""
+
+
+class BrokerDown(BrokerFailed):
+    """The broker does not serve at all: the connection refused (nothing listens), no route
+    to it, no connection accepted within connect_timeout, or a connection accepted and then
+    no answer within socket_timeout (a hung or stopped server: what the workers meet too)."""
+
+
+# errno values of a connect that says the broker is not there (from where we stand)
+_REFUSED = {errno.ECONNREFUSED}
+_NO_ROUTE = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN}
+
+
+def down(e: BaseException, cfg: BrokerConfig, where: str) -> BrokerDown | None:
+    """`e` (a redis-py error) as the broker being down, or None when it is something else
+    (authentication, TLS, a name that does not resolve, a reply we did not expect: ours to
+    fix, "could not look").
+
+    A refused connection is proof nothing listens there. A read timeout on a connection the
+    broker accepted is proof it did not answer within socket_timeout: the kernel accepts for
+    a stopped or wedged server, and every worker's command waits the same way. No route and
+    a connect that timed out are seen only from here: the broker may be up and the path
+    from this machine cut, so they are inference."""
+    import redis
+
+    if isinstance(e, redis.AuthenticationError):
+        return None
+    timeout = format_duration(cfg.socket_timeout)
+    if isinstance(e, redis.TimeoutError):
+        if "reading" in str(e).lower() or "writing" in str(e).lower():
+            return BrokerDown(
+                f"broker {where} accepted the connection but did not answer within "
+                f"socket_timeout {timeout} (hung, stopped or overloaded)",
+                "hung",
+            )
+        return BrokerDown(
+            f"broker {where} did not accept a connection within connect_timeout "
+            f"{format_duration(cfg.connect_timeout)} (down, or the network to it)",
+            "connect-timeout",
+            "inference",
+        )
+    if not isinstance(e, redis.ConnectionError):
+        return None
+    inner = e.__context__ or e.__cause__
+    code = getattr(inner, "errno", None)
+    if code in _REFUSED:
+        return BrokerDown(
+            f"broker {where} refused the connection (nothing listens there: not running?)",
+            "refused",
+        )
+    if code in _NO_ROUTE:
+        return BrokerDown(
+            f"broker {where} unreachable: no route to it (host down or network unreachable)",
+            "no-route",
+            "inference",
+        )
+    if isinstance(inner, TimeoutError | socket.timeout):
+        return BrokerDown(
+            f"broker {where} did not accept a connection within connect_timeout "
+            f"{format_duration(cfg.connect_timeout)} (down, or the network to it)",
+            "connect-timeout",
+            "inference",
+        )
+    return None
 
 
 class BrokerLink:
@@ -104,6 +180,9 @@ class BrokerLink:
             refused = refusal(e)
             if refused is not None:
                 raise BrokerRefused(f"broker {where} {refused[1]}", refused[0]) from None
+            gone = down(e, cfg, where)
+            if gone is not None:
+                raise gone from None
             why = describe_error(e, cfg)
             if cfg.password_env and not os.environ.get(cfg.password_env):
                 why += f" (password_env {cfg.password_env} is not set)"
@@ -116,12 +195,19 @@ class BrokerLink:
 
     def broker_error(self, e: Exception) -> CheckError:
         """A redis-py error as a one-line, secret-free CheckError (BrokerRefused when the
-        broker refuses to serve: busy, loading, MISCONF, out of memory)."""
+        broker refuses to serve: busy, loading, MISCONF, out of memory; BrokerDown when it
+        stopped answering or went away during the patrol)."""
         from fleetcheck.transport.redis import describe_error, refusal
 
+        where = self.fleet.broker.address
+        if self.master is not None:
+            where = f"{self.master[0]}:{self.master[1]} (master of {self.fleet.broker.service})"
         refused = refusal(e)
         if refused is not None:
-            return BrokerRefused(f"broker {self.fleet.broker.address} {refused[1]}", refused[0])
+            return BrokerRefused(f"broker {where} {refused[1]}", refused[0])
+        gone = down(e, self.fleet.broker, where)
+        if gone is not None:
+            return gone
         return CheckError(describe_error(e, self.fleet.broker))
 
     def client_list(self) -> list[Client]:

@@ -3,6 +3,8 @@ transport can raise what the runner turns into a row without importing the plugi
 
 from __future__ import annotations
 
+from typing import Any
+
 from fleetcheck.core.model import Status
 
 
@@ -17,6 +19,7 @@ class CheckError(Exception):
         *,
         cause: str | None = None,
         strength: str | None = None,
+        evidence: Any = None,
     ) -> None:
         super().__init__(reason)
         self.reason = reason
@@ -25,8 +28,27 @@ class CheckError(Exception):
         # breaks are grouped under it; the evidence strength of the row it becomes
         self.cause = cause
         self.strength = strength
+        # the few facts the failure knows, for the row's evidence (e.g. that the host did not
+        # answer at all, which the post-patrol correlation reads)
+        self.evidence = evidence
+
+
+# The evidence key of a row whose host did not answer at all (no route, no reply to the TCP
+# connect): the post-patrol correlation (core.correlate) reads it as "this host is gone from
+# the network", e.g. to call its remaining broker connections half-open
+HOST_UNREACHABLE = "host_unreachable"
 
 
 class TransportError(CheckError):
     """The host could not be reached or would not run the command. The reason is the one
     line the operator sees for every SSH check of that host."""
+
+
+def host_unreachable(err: TransportError, how: str) -> TransportError:
+    """`err` as a host that does not answer at all: CRIT (a machine gone from the network is an
+    incident of the fleet, not a blind spot of fleetcheck), seen only from the patrol's machine
+    (inference: the host may be up behind a cut path), marked for the correlation."""
+    err.status = Status.CRIT
+    err.strength = "inference"
+    err.evidence = {HOST_UNREACHABLE: how}
+    return err

@@ -18,6 +18,7 @@ from typing import Any
 from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.context import PatrolContext, utcnow
+from fleetcheck.core.correlate import correlate
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.model import Report, Result, Status
 from fleetcheck.core.peers import with_peers
@@ -86,7 +87,12 @@ def run_one(ctx: PatrolContext, item: Planned) -> Result:
         result = check.evaluate(facts, item.config, target, ctx.clock())
     except CheckError as e:
         result = check.result(
-            target, e.status, e.reason, cause=e.cause, evidence_strength=e.strength
+            target,
+            e.status,
+            e.reason,
+            cause=e.cause,
+            evidence_strength=e.strength,
+            evidence=e.evidence,
         )
     except Exception as e:  # a bug in a check must not take the patrol down
         result = check.result(
@@ -182,6 +188,10 @@ def run_patrol(
         final = dict(results)
     ctx.close()
     if timed_out:
+        # one cause for every row cut off: the outputs tell the deadline once, not per row
+        late = (
+            f"the patrol deadline ({format_duration(deadline_s)}) came before these rows finished"
+        )
         for item in items:
             if item.key not in final:
                 final[item.key] = item.check.result(
@@ -189,8 +199,12 @@ def run_patrol(
                     Status.UNKNOWN,
                     f"did not finish within the patrol deadline ({format_duration(deadline_s)})",
                     duration_s=round(time.monotonic() - t0, 6),
+                    cause=late,
+                    evidence_strength="absence",
                 )
-    ordered = tuple(final[item.key] for item in items if item.key in final)
+    # verdicts that need the whole patrol (a host gone from the network whose broker
+    # connections are left open): once, after every row is in
+    ordered = correlate(final[item.key] for item in items if item.key in final)
     ordered = with_peers(fleet, ordered)  # peers as the control group (core.peers)
     return Report(
         started_at=iso_utc(started),

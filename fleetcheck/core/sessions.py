@@ -43,6 +43,15 @@ class HostFacts:
     problem: str | None  # why some fragments may be missing (deadline, byte bound)
     remote_resolution_s: float = 0.0  # 1.0 when the host's clock came in whole seconds
     clock_problem: str | None = None  # the host printed a clock that is no time (nan, inf...)
+    host: str | None = None  # whose facts: names the cause its checks' rows share
+
+    @property
+    def cause(self) -> str | None:
+        """The one cause every check of this host missing its output shares (the exec did
+        not finish, the shell failed): its rows are one problem, not one per check."""
+        if self.problem is None:
+            return None
+        return f"{self.host}: {self.problem}" if self.host else self.problem
 
     @property
     def clock_skew_s(self) -> float | None:
@@ -63,7 +72,9 @@ class HostFacts:
         try:
             return self.fragments[key]
         except KeyError:
-            raise CheckError(self.problem or f"no output for {key} from the host") from None
+            raise CheckError(
+                self.problem or f"no output for {key} from the host", cause=self.cause
+            ) from None
 
     def of(self, check: str) -> HostFacts:
         """The same facts with only `check`'s fragments, under the keys it declared."""
@@ -172,8 +183,19 @@ class HostSessions:
     def host_facts(self, host: HostConfig, check: Named | None = None) -> HostFacts:
         """The fragments of `check` (under its own keys; all checks' when None) for `host`,
         gathered for every check in one exec, once per patrol."""
-        facts = self._memo.once(("host_facts", host.name), lambda: self._gather(host))
+        facts = self._memo.once(("host_facts", host.name), lambda: self._gather_caused(host))
         return facts if check is None else facts.of(check.name)
+
+    def _gather_caused(self, host: HostConfig) -> HostFacts:
+        """_gather, a failure to reach the host named as the cause all its rows share (every
+        host check of it fails the same way: one problem, not one per check), unless the
+        transport named a wider one (a jump host)."""
+        try:
+            return self._gather(host)
+        except TransportError as e:
+            if e.cause is None:
+                e.cause = f"{host.name}: {e.reason}"
+            raise
 
     def _gather(self, host: HostConfig) -> HostFacts:
         if host.is_local:
@@ -260,6 +282,7 @@ class HostSessions:
             if remote_epoch is not None and remote_epoch.is_integer()
             else 0.0,
             clock_problem=parse_clock(nonce, result.stdout)[1],
+            host=host.name,
         )
 
     def _run(self, host: HostConfig, shell: Shell, script: str) -> tuple[float | None, ExecResult]:

@@ -2,7 +2,112 @@
 
 from __future__ import annotations
 
-from fleetcheck.core.model import BROKER_WIDE, Report, Result, Status, place
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from fleetcheck.core.model import BROKER_WIDE, Report, Result, Status, Strength, place
+
+
+# ------------------------------------------------------------------ evidence strength
+def strength_words(result: Result) -> str:
+    """How a row's evidence is said in words where it is weak ('' for proof, for no grade,
+    and for UNKNOWN: a row that could not look says so by its status already). An OK row
+    resting on absence says it too: absence is never shown as proof of health."""
+    if result.evidence_strength is None or result.status is Status.UNKNOWN:
+        return ""
+    return Strength(result.evidence_strength).words
+
+
+def with_strength(result: Result, text: str) -> str:
+    """`text` with the row's weak evidence said after it in brackets."""
+    words = strength_words(result)
+    if not words:
+        return text
+    return f"{text} [{words}]" if text else f"[{words}]"
+
+
+def absence_note(report: Report) -> str:
+    """The footer's word on OK rows that rest on nothing seen, or ''."""
+    n = sum(
+        1
+        for r in report.results
+        if r.status is Status.OK and r.evidence_strength == Strength.ABSENCE.value
+    )
+    if not n:
+        return ""
+    rows = "row rests" if n == 1 else "rows rest"
+    return f"{n} OK {rows} on nothing seen (absence of evidence, not proof of health)"
+
+
+# ------------------------------------------------------------------ one cause, many rows
+@dataclass(frozen=True)
+class CauseGroup:
+    """Rows that share one cause (a broker that does not answer, a host key, a jump host):
+    told once, with its rows under it."""
+
+    cause: str
+    rows: tuple[Result, ...]  # worst first, as the report sorts them
+
+    @property
+    def status(self) -> Status:
+        return max((r.status for r in self.rows), key=lambda s: s.rank)
+
+    @property
+    def places(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for r in self.rows:
+            seen.setdefault(place(r.host), None)
+        return list(seen)
+
+    def extent(self) -> str:
+        """'5 rows on broker-wide and 3 hosts', '2 rows on host n8'."""
+        hosts = sorted({r.host for r in self.rows if r.host is not None})
+        parts = []
+        if any(r.host is None for r in self.rows):
+            parts.append("broker-wide")
+        if len(hosts) == 1:
+            parts.append(f"host {hosts[0]}")
+        elif hosts:
+            parts.append(f"{len(hosts)} hosts")
+        return f"{len(self.rows)} rows on {' and '.join(parts)}"
+
+    def head(self) -> str:
+        """The line that tells the cause: the cause and its extent."""
+        return f"{self.cause} ({self.extent()})"
+
+
+def left_to_say(result: Result) -> str:
+    """What a grouped row's summary adds to its cause: '' when the cause says it all, the
+    summary with the cause taken out when it quotes it ('could not look'), else the whole
+    summary."""
+    summary, cause = " ".join(result.summary.split()), result.cause or ""
+    if not cause:
+        return summary
+    if summary in cause:
+        return ""
+    if cause in summary:
+        return summary.replace(cause, "").strip(" :;,-")
+    return summary
+
+
+def layout(results: Iterable[Result]) -> list[Result | CauseGroup]:
+    """The rows in order, those sharing a cause gathered into one CauseGroup at the place of
+    its worst row (a cause with a single row is just that row)."""
+    rows = list(results)
+    by_cause: dict[str, list[Result]] = {}
+    for r in rows:
+        if r.cause:
+            by_cause.setdefault(r.cause, []).append(r)
+    out: list[Result | CauseGroup] = []
+    placed: set[str] = set()
+    for r in rows:
+        if r.cause and len(by_cause[r.cause]) > 1:
+            if r.cause not in placed:
+                placed.add(r.cause)
+                out.append(CauseGroup(r.cause, tuple(by_cause[r.cause])))
+            continue
+        out.append(r)
+    return out
 
 
 def hosts_not_ok(report: Report) -> list[tuple[str, Status]]:
@@ -17,11 +122,16 @@ def footer(report: Report) -> str:
 
     counts = report.counts()
     parts = [f"{n} {label}" for label, n in counts.items() if n]
+    absence = absence_note(report)
     return (
-        f"{len(report.results)} rows: {', '.join(parts) or 'none'}; "
-        f"patrol {format_duration(report.duration_s)}, started {report.started_at}; "
-        f"status {report.status.label} (exit {report.exit_code})"
-    ) + "".join(f"\nnote: {n}" for n in report.notes)
+        (
+            f"{len(report.results)} rows: {', '.join(parts) or 'none'}; "
+            f"patrol {format_duration(report.duration_s)}, started {report.started_at}; "
+            f"status {report.status.label} (exit {report.exit_code})"
+        )
+        + (f"; {absence}" if absence else "")
+        + "".join(f"\nnote: {n}" for n in report.notes)
+    )
 
 
 def _age(since: str | None, now_text: str) -> str | None:
@@ -66,10 +176,16 @@ def problem_lines(report: Report) -> list[tuple[Status, str, str]]:
     since when (`clients, logs (for 2h31m); WARN routes (first seen now)`); it never repeats
     a row's summary: that is in the row, once."""
     groups: dict[str | None, dict[Status, list[Result]]] = {}
-    for r in report.sorted_results():
-        if r.status is not Status.OK:
-            groups.setdefault(r.host, {}).setdefault(r.status, []).append(r)
     out = []
+    bad = [r for r in report.sorted_results() if r.status is not Status.OK]
+    for entry in layout(bad):
+        if isinstance(entry, CauseGroup) and len(entry.places) > 1:
+            # one cause over several places: one line for it, not one per place
+            checks = ", ".join(dict.fromkeys(r.check for r in entry.rows))
+            out.append((entry.status, "one cause", f"{checks} ({entry.extent()})"))
+            continue
+        for r in entry.rows if isinstance(entry, CauseGroup) else (entry,):
+            groups.setdefault(r.host, {}).setdefault(r.status, []).append(r)
     for host, by_status in groups.items():
         worst_status = max(by_status, key=lambda s: s.rank)
         parts = []
@@ -81,7 +197,7 @@ def problem_lines(report: Report) -> list[tuple[Status, str, str]]:
                 text += f" (for {age})" if age else f" ({FIRST_SEEN})"
             parts.append(text if status is worst_status else f"{status.label} {text}")
         out.append((worst_status, place(host), "; ".join(parts)))
-    return sorted(out, key=lambda x: (-x[0].rank, x[1] != BROKER_WIDE, x[1]))
+    return sorted(out, key=lambda x: (-x[0].rank, x[1] != "one cause", x[1] != BROKER_WIDE, x[1]))
 
 
 def host_verdicts(report: Report) -> list[tuple[str, Status, str]]:
@@ -105,6 +221,6 @@ def host_verdicts(report: Report) -> list[tuple[str, Status, str]]:
             text = r.summary
             if text.startswith(f"{host}: "):
                 text = text[len(host) + 2 :]
-            parts.append(f"{r.check}: {text}")
+            parts.append(f"{r.check}: {with_strength(r, text)}")
         out.append((host, status, f"{head}: " + "; ".join(parts)))
     return out

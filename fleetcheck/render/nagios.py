@@ -12,7 +12,9 @@ Output, per the Monitoring Plugins development guidelines (the multi-line form):
 The first line carries the verdict, the counts and the worst rows' summaries (short), then the
 patrol's perfdata: the rows per status with the thresholds that matter (any CRIT row is
 critical, any WARN or UNKNOWN row a warning, as the exit code says) and the patrol's duration.
-One long-output line follows per row that is not OK, worst first, its summary shortened. After
+One long-output line follows per row that is not OK, worst first, its summary shortened, its
+evidence strength in words where it is weak; rows that share one cause follow one line that
+tells the cause once (`CRIT N rows on host H, one cause: CAUSE`), each indented. After
 the second `|` comes ONE perfdata item per row: the row's headline metric, the one its check
 declares (`Result.headline`; the order of the metrics means nothing), labelled
 `host_check_metric` (broker-wide: `check_metric`), `U` when it was not measured this round; a
@@ -40,6 +42,7 @@ import re
 from decimal import Decimal
 
 from fleetcheck.core.model import Report, Result, Status, place
+from fleetcheck.render import CauseGroup, absence_note, layout, left_to_say, strength_words
 
 NAGIOS_WORDS = {
     Status.OK: "OK",
@@ -50,6 +53,7 @@ NAGIOS_WORDS = {
 MAX_HEADLINE_ROWS = 3
 MAX_SUMMARY_CHARS = 80
 MAX_LONG_CHARS = 120  # one long-output line
+MAX_CAUSE_CHARS = 240  # the line telling a cause: the one place it is said, in full
 MAX_BYTES = 8000  # under Nagios' 8 KB plugin output buffer
 LONG_SHARE = 0.5  # of MAX_BYTES for the long-output lines; the perfdata gets the rest
 
@@ -149,11 +153,32 @@ def row_perfdata(result: Result) -> str | None:
     return perf(f"{row_prefix(result)}_{name}", rounded(value), unit_for(name))
 
 
-def row_line(result: Result) -> str:
+def row_line(result: Result, summary: str | None = None, member: bool = False) -> str:
+    """A row's long-output line: its weak evidence in words before the summary (so
+    shortening never cuts it off); a row under its cause indented, saying only what the
+    cause does not."""
+    said = text(result.summary if summary is None else summary)
+    words = strength_words(result)
+    where = f"{result.status.label} {place(result.host)} {result.check}"
+    if words:
+        where += f" [{words}]"
     return shorten(
-        f"{result.status.label} {place(result.host)} {result.check}: {text(result.summary)}",
-        MAX_LONG_CHARS,
+        ("  " if member else "") + (f"{where}: {said}" if said else where), MAX_LONG_CHARS
     )
+
+
+def long_lines(report: Report) -> list[str]:
+    """One line per row that is not OK, worst first; rows that share a cause under one line
+    that tells it once (how many rows, on what)."""
+    out = []
+    for entry in layout(r for r in report.sorted_results() if r.status is not Status.OK):
+        if isinstance(entry, CauseGroup):
+            line = f"{entry.status.label} {entry.extent()}, one cause: {entry.cause}"
+            out.append(shorten(line, MAX_CAUSE_CHARS))
+            out += [row_line(r, left_to_say(r), member=True) for r in entry.rows]
+        else:
+            out.append(row_line(entry))
+    return out
 
 
 def headline(report: Report) -> str:
@@ -161,13 +186,20 @@ def headline(report: Report) -> str:
     order = sorted(Status, key=lambda s: -s.rank)
     parts = [f"{counts[s.label]} {s.label}" for s in order if counts[s.label]]
     head = f"FLEETCHECK {NAGIOS_WORDS[report.status]} - {', '.join(parts) or 'no checks ran'}"
-    bad = [r for r in report.sorted_results() if r.status is not Status.OK]
+    bad = layout(r for r in report.sorted_results() if r.status is not Status.OK)
     if bad:
         shown = [
-            f"{place(r.host)} {r.check}: {shorten(r.summary)}" for r in bad[:MAX_HEADLINE_ROWS]
+            f"{shorten(e.cause)} ({len(e.rows)} rows)"
+            if isinstance(e, CauseGroup)
+            else f"{place(e.host)} {e.check}: {shorten(e.summary)}"
+            for e in bad[:MAX_HEADLINE_ROWS]
         ]
         more = len(bad) - len(shown)
         head += "; " + "; ".join(shown) + (f"; +{more} more" if more else "")
+    elif report.status is Status.OK:
+        absence = absence_note(report)
+        if absence:
+            head += f"; {absence}"
     return head
 
 
@@ -201,18 +233,16 @@ def render(report: Report) -> str:
     patrol = " ".join(patrol_perfdata(report))
     rows = report.sorted_results()
     budget = MAX_BYTES - len(first.encode()) - len(patrol.encode()) - 200  # 200: the note
-    long_lines, long_left = _fit(
-        [row_line(r) for r in rows if r.status is not Status.OK], int(budget * LONG_SHARE)
-    )
+    kept, long_left = _fit(long_lines(report), int(budget * LONG_SHARE))
     items = [item for item in map(row_perfdata, rows) if item is not None]
-    used = sum(len(line.encode()) + 1 for line in long_lines)
+    used = sum(len(line.encode()) + 1 for line in kept)
     items, items_left = _fit(items, budget - used - 3)
     if long_left or items_left:
-        long_lines.append(
+        kept.append(
             f"(left out to stay under {MAX_BYTES} bytes: {long_left} rows' lines, "
             f"{items_left} perfdata items; --format json has every row)"
         )
-    lines = [f"{first} | {patrol}", *long_lines]
+    lines = [f"{first} | {patrol}", *kept]
     if items:
         if len(lines) > 1:
             lines[-1] += " | " + items[0]

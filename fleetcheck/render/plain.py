@@ -1,8 +1,10 @@
 """--format plain: for cron mail and pipes. No colour, no box drawing, no trailing spaces.
 
-The rows, worst first (the summary last, so nothing pads it), then one line per place that is
-not OK naming its checks (wrapped to the width, never repeating a row's summary), then the
-footer with the counts.
+The rows, worst first (the summary last, so nothing pads it, wrapped to the width under its
+column: the terminal's, 100 columns off a terminal), rows that share one cause under a line
+telling the cause once with how many rows and hosts it broke; then one line per place that
+is not OK naming its checks (a cause over several places: one line), then the footer with
+the counts. Weak evidence is said in words after a row's summary.
 """
 
 from __future__ import annotations
@@ -10,12 +12,21 @@ from __future__ import annotations
 import shutil
 import textwrap
 
-from tabulate import tabulate
-
-from fleetcheck.core.model import Report, Status, place
-from fleetcheck.render import footer, problem_lines, since_cell
+from fleetcheck.core.model import Report, Result, Status, place
+from fleetcheck.render import (
+    CauseGroup,
+    footer,
+    layout,
+    left_to_say,
+    problem_lines,
+    since_cell,
+    with_strength,
+)
 
 INDENT = 8  # where a wrapped problem line continues: under the place, past the status
+GAP = "  "  # between columns, as tabulate's "simple" format
+MIN_SUMMARY = 30  # the summary column is never narrower (a long word still overflows)
+MEMBER = "  "  # a grouped row's check, indented under its cause
 
 
 def width() -> int:
@@ -33,24 +44,56 @@ def problems_block(report: Report, columns: int) -> list[str]:
     return out
 
 
+def grid(headers: list[str], rows: list[list[str]], columns: int) -> list[str]:
+    """tabulate's "simple" layout with the last column wrapped to what `columns` leaves it
+    (never under MIN_SUMMARY), continuation lines under that column."""
+    fixed = len(headers) - 1
+    widths = [max(len(x[i]) for x in [headers, *rows]) for i in range(fixed)]
+    lead = sum(w + len(GAP) for w in widths)
+    room = max(columns - lead, MIN_SUMMARY)
+    out = [
+        GAP.join(h.ljust(w) for h, w in zip(headers, widths, strict=False)) + GAP + headers[-1],
+        GAP.join("-" * w for w in widths)
+        + GAP
+        + "-" * min(room, max(len(x[-1]) for x in [headers, *rows])),
+    ]
+    for row in rows:
+        pieces = textwrap.wrap(row[-1], room, break_long_words=False, break_on_hyphens=False) or [
+            ""
+        ]
+        cells = GAP.join(c.ljust(w) for c, w in zip(row, widths, strict=False))
+        out.append(f"{cells}{GAP}{pieces[0]}".rstrip())
+        out += [" " * lead + piece for piece in pieces[1:]]
+    return out
+
+
 def render(report: Report, problems: bool = False, columns: int | None = None) -> str:
     """The report as text; `problems`: only the rows that are not OK (the footer still counts
     every row)."""
     columns = columns or width()
     remembered = any(r.since for r in report.results)
     headers = ["STATUS", "HOST", "CHECK"] + (["SINCE"] if remembered else []) + ["SUMMARY"]
-    rows = []
-    for r in report.sorted_results():
-        if problems and r.status is Status.OK:
-            continue
-        row = [r.status.label, place(r.host), r.check]
+
+    def line(r: Result, text: str, member: bool = False) -> list[str]:
+        row = [r.status.label, place(r.host), (MEMBER if member else "") + r.check]
         if remembered:
             row.append(since_cell(r, report))
-        rows.append([*row, " ".join(r.summary.split())])
+        return [*row, with_strength(r, text)]
+
+    rows = []
+    shown = [r for r in report.sorted_results() if not (problems and r.status is Status.OK)]
+    for entry in layout(shown):
+        if isinstance(entry, CauseGroup):
+            places = entry.places
+            head = [entry.status.label, places[0] if len(places) == 1 else "one cause"]
+            head += [f"{len(entry.rows)} rows"] + ([""] if remembered else [])
+            rows.append([*head, entry.head()])
+            rows += [line(r, left_to_say(r), member=True) for r in entry.rows]
+        else:
+            rows.append(line(entry, " ".join(entry.summary.split())))
     out: list[str] = []
     if rows:
-        table = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
-        out += [line.rstrip() for line in table.splitlines()]
+        out += grid(headers, rows, columns)
     elif problems and report.results:
         out.append("no problems: every row is OK")
     else:
@@ -58,5 +101,7 @@ def render(report: Report, problems: bool = False, columns: int | None = None) -
     bad = problems_block(report, columns)
     if bad:
         out += ["", *bad]
-    out += ["", *footer(report).splitlines()]
+    out.append("")
+    for text in footer(report).splitlines():
+        out += textwrap.wrap(text, columns, subsequent_indent=" " * INDENT) or [text]
     return "\n".join(line.rstrip() for line in out)

@@ -1,7 +1,9 @@
 """--format table: a rich table for a terminal. rich honours NO_COLOR by itself.
 
-The rows worst first, then one line per place that is not OK naming its checks (never
-repeating a row's summary), then the footer. Lines carry no trailing spaces (rich pads cells
+The rows worst first (rows that share one cause under one line telling it once, with how
+many rows and hosts it broke; weak evidence said in words after a summary), then one line
+per place that is not OK naming its checks (never repeating a row's summary), then the
+footer. Lines carry no trailing spaces (rich pads cells
 and wrapped text to the width; print() strips them).
 """
 
@@ -14,8 +16,16 @@ from rich.segment import Segment, Segments
 from rich.table import Table
 from rich.text import Text
 
-from fleetcheck.core.model import Report, Status, place
-from fleetcheck.render import footer, problem_lines, since_cell
+from fleetcheck.core.model import Report, Result, Status, place
+from fleetcheck.render import (
+    CauseGroup,
+    footer,
+    layout,
+    left_to_say,
+    problem_lines,
+    since_cell,
+    strength_words,
+)
 
 STYLES = {
     Status.OK: "green",
@@ -37,16 +47,38 @@ def build(report: Report, problems: bool = False) -> Group:
         table.add_column("SINCE", no_wrap=True)
     table.add_column("SUMMARY", overflow="fold")
     shown = [r for r in report.sorted_results() if not (problems and r.status is Status.OK)]
-    for r in shown:
+
+    def add(r: Result, text: str, member: bool = False) -> None:
         cells: list[Any] = [
             Text(r.status.label, style=STYLES[r.status]),
             Text(place(r.host), style="bold" if r.status is not Status.OK else ""),
-            Text(r.check),
+            Text(("└ " if member else "") + r.check),
         ]
         if remembered:
             cells.append(Text(since_cell(r, report)))
-        cells.append(Text(" ".join(r.summary.split())))
+        summary = Text(text)
+        words = strength_words(r)
+        if words:
+            summary.append(f"{' ' if text else ''}[{words}]", style="italic")
+        cells.append(summary)
         table.add_row(*cells)
+
+    for entry in layout(shown):
+        if isinstance(entry, CauseGroup):
+            places = entry.places
+            head: list[Any] = [
+                Text(entry.status.label, style=STYLES[entry.status]),
+                Text(places[0] if len(places) == 1 else "one cause", style="bold"),
+                Text(f"{len(entry.rows)} rows"),
+            ]
+            if remembered:
+                head.append(Text(""))
+            head.append(Text(entry.head(), style="bold"))
+            table.add_row(*head)
+            for r in entry.rows:
+                add(r, left_to_say(r), member=True)
+        else:
+            add(entry, " ".join(entry.summary.split()))
     parts: list[RenderableType] = []
     if shown:
         parts.append(table)

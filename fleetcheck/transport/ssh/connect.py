@@ -12,7 +12,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from fleetcheck.core.errors import TransportError
+from fleetcheck.core.errors import HOST_UNREACHABLE, TransportError
+from fleetcheck.core.model import Status
 from fleetcheck.transport.limiter import AdaptiveLimiter, fd_bound
 from fleetcheck.transport.ssh.budget import Budget
 from fleetcheck.transport.ssh.handshake import connect_one
@@ -39,6 +40,25 @@ class _Jump:
         self.error: TransportError | None = None
         self.logins = 0
         self.handshakes = threading.BoundedSemaphore(JUMP_HANDSHAKES)
+
+
+def behind_jump(e: TransportError, jump: Target, entry: _Jump) -> TransportError:
+    """A host's failure because its jump host failed: the jump host is the cause every host
+    behind it shares (one grouped problem, not a row per host), worded the same for each of
+    them. The hosts themselves were not seen: a jump host gone from the network makes them
+    "could not look" (UNKNOWN, not the CRIT of a host that does not answer), and nothing
+    about them is marked unreachable; a refusal at the jump host (its key changed, say)
+    keeps its own status."""
+    why = (
+        entry.error.reason
+        if entry.error is not None
+        else "no connection within its connect timeout"
+    )
+    cause = f"jump host {jump.alias} ({jump.hostname}:{jump.port}): {why}"
+    status = e.status
+    if isinstance(e.evidence, dict) and HOST_UNREACHABLE in e.evidence:
+        status = Status.UNKNOWN
+    return TransportError(e.reason, status, cause=cause)
 
 
 class Connector:
@@ -128,9 +148,12 @@ class Connector:
             if target.via:
                 jump = target.via[-1]
                 entry = self._jump_entry(jump)
-                jt = self._jump_transport(jump, budget)
-                if not entry.handshakes.acquire(timeout=budget.left()):
-                    raise budget.timeout_error()
+                try:
+                    jt = self._jump_transport(jump, budget)
+                    if not entry.handshakes.acquire(timeout=budget.left()):
+                        raise budget.timeout_error()
+                except TransportError as e:
+                    raise behind_jump(e, jump, entry) from None
                 try:
                     chan = direct_tcpip(jt, (target.hostname, target.port), budget, jump.alias)
                     return connect_one(

@@ -10,7 +10,7 @@ import socket
 import threading
 from typing import TYPE_CHECKING, Any
 
-from fleetcheck.core.errors import TransportError
+from fleetcheck.core.errors import TransportError, host_unreachable
 from fleetcheck.transport.ssh.lazy import load_paramiko
 from fleetcheck.transport.ssh.util import describe, quiet_close
 
@@ -152,21 +152,30 @@ def tcp_connect(target: Target, budget: Budget) -> socket.socket:
             quiet_close(sock)
             timed_out.append(str(addr[0]))
             if i + 1 == len(infos) or budget.expired:
-                raise budget.timeout_error() from None
+                raise _silent(budget) from None
             continue
         except OSError as e:
             quiet_close(sock)
             if budget.expired:
-                raise budget.timeout_error() from None
+                raise _silent(budget) from None
             last = e
             continue
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
     where = f"{target.hostname}:{target.port}"
     if last is None:
-        raise budget.timeout_error()
+        raise _silent(budget)
     if last.errno == errno.ECONNREFUSED:
+        # the host's kernel answered: the machine is up, only sshd is not (could not look)
         raise TransportError(f"connection refused by {where} (sshd not running?)")
-    if last.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH):
-        raise TransportError(f"no route to {where} (host down or network unreachable)")
+    if last.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN):
+        raise host_unreachable(
+            TransportError(f"no route to {where} (host down or network unreachable)"), "no route"
+        )
     raise TransportError(f"cannot connect to {where}: {last.strerror or last}")
+
+
+def _silent(budget: Budget) -> TransportError:
+    """No answer to the TCP connect within the budget: the host is down or cut off (or a
+    firewall drops the port), as far as this machine can see."""
+    return host_unreachable(budget.timeout_error(), "no answer to the TCP connect")
