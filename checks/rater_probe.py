@@ -127,6 +127,8 @@ def follow(before: Client, looks: list[tuple[float, float, tuple[Client, ...]]])
     "no interaction since the take" (conservative: never excludes the real taker), the
     latest judges "idle reset after the take" (a new command)."""
     last: Client | None = before
+    q = before.fields.get("qbuf", "0")
+    queued = q.isdigit() and int(q) > 0
     for since_lo, since_hi, clients in looks:
         c = next((x for x in clients if x.id == before.id), None)
         if since_hi < 0:  # ours was still in the list
@@ -145,7 +147,9 @@ def follow(before: Client, looks: list[tuple[float, float, tuple[Client, ...]]])
             )
         if c.blocked:
             return Watched(before, "back", f"waiting in {c.cmd or 'a pop'} again after {ms}", c)
-        if c.cmd not in LIST_POPS and (before.blocked or c.cmd != before.cmd):
+        # a command queued behind its pop before the push runs without the process: only a
+        # pop again (or the idle reset) shows a connection with such a queue is back
+        if c.cmd not in LIST_POPS and (before.blocked or c.cmd != before.cmd) and not queued:
             return Watched(before, "back", f"a new command ({c.cmd}) after {ms}", c)
         if c.idle_s is not None and c.idle_s + IDLE_SLACK_S < since_lo:
             return Watched(before, "back", f"a new command (idle reset) after {ms}", c)

@@ -10,7 +10,6 @@ polling LPOP consumer)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from fleetcheck.checks.rater_probe import (
@@ -86,6 +85,10 @@ def test_follow(before: Client, looks: list, state: str, how: str) -> None:
 
 def test_commands_queued_behind_a_pop_are_noted() -> None:
     assert follow(c(qbuf="26"), []).pipelined and not follow(c(), []).pipelined
+    # the server runs the queued INCR for a frozen process: not a sign of its loop
+    looks = [(0.001, 0.002, (c("N", "incr"),)), (2.6, 2.6, (c("N", "incr", idle=2),))]
+    assert follow(c(qbuf="26"), looks).state == "stuck"
+    assert follow(c(), looks).state == "back"
 
 
 # ---------------------------------------------------------------- verdicts (pure)
@@ -293,10 +296,19 @@ def test_a_polling_consumer_is_proven_by_its_new_commands(lab: Lab) -> None:
 
 
 @pytest.mark.lab
-def test_a_frozen_poller_after_its_take_is_crit(lab: Lab) -> None:
-    """A named poller frozen right after taking: never OK."""
-    poller = lab.start_rater(pop="lpop", stall_file=Path("/nonexistent"))
-    wait_for(lambda: bool(lab.client_named("rater")), 10, "the poller to connect")
-    lab.freeze(poller)
-    lab.thaw(poller)  # (a frozen poller takes nothing: that is the not-consumed CRIT)
-    wait_for(lambda: poller.poll() is None, 5, "the poller to run")
+def test_a_pipelining_consumer(lab: Lab) -> None:
+    """BLPOP with an INCR queued behind it in one pipeline. Healthy: OK (never a false CRIT).
+    Frozen: the server still runs the queued INCR after the take, which is no sign of the
+    process; it is CRIT, not OK."""
+    rater = lab.start_rater(block_timeout=1.0, pop="pipeline")
+    wait_for(lambda: blocked(lab), 10, "the rater to block")
+    r = run(lab)
+    assert r["status"] == "OK", r["summary"]
+    rater = lab.start_rater(block_timeout=0, pop="pipeline", name="frozen")
+    wait_for(lambda: blocked(lab, "frozen"), 10, "the second one to block in BLPOP 0")
+    lab.freeze(rater)
+    try:
+        r = run(lab, "2s", 'client_name = "frozen"\n')
+    finally:
+        lab.thaw(rater)
+    assert r["status"] == "CRIT", r["summary"]

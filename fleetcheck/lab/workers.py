@@ -175,20 +175,24 @@ class WorkersLab(HostsLab):
         """A simulated rater: one connection named `name` (empty: unnamed) looping on `pop` of
         `inbox` with `block_timeout` (0: wait for ever). `pop` is "blpop", "brpop", "blmove"
         (into `inbox`:done) or "lpop" (a polling consumer: LPOP, and 20 ms of sleep when the
-        inbox is empty; never blocked in the broker). For each envelope it takes it appends
+        inbox is empty; never blocked in the broker) or "pipeline" (BLPOP with an INCR of
+        `inbox`:turns sent behind it in one pipeline: the INCR waits in the server's query
+        buffer while the pop blocks). For each envelope it takes it appends
         "processed <id>" to `log` and, with `reply_key`, RPUSHes the id there. With
         `stall_file`, each turn of the loop that finds that file removes it and then blocks
         for `stall_s` in a synchronous sleep (a slow call on the loop: field note 7), outside
         any broker command. Prints "ready" once connected."""
         target = "127.0.0.1" if host is None else self.gateway
-        if pop not in ("blpop", "brpop", "blmove", "lpop"):
-            raise ValueError(f"pop {pop!r}: blpop, brpop, blmove or lpop")
+        if pop not in ("blpop", "brpop", "blmove", "lpop", "pipeline"):
+            raise ValueError(f"pop {pop!r}: blpop, brpop, blmove, lpop or pipeline")
         take = {
             "blpop": f"r.blpop([{inbox!r}], timeout={block_timeout!r})",
             "brpop": f"r.brpop([{inbox!r}], timeout={block_timeout!r})",
             "blmove": f"r.blmove({inbox!r}, {inbox + ':done'!r}, {block_timeout!r}, "
             "'LEFT', 'LEFT')",
             "lpop": f"r.lpop({inbox!r})",
+            "pipeline": f"r.pipeline(transaction=False).blpop([{inbox!r}], "
+            f"timeout={block_timeout!r}).incr({inbox + ':turns'!r}).execute()[0]",
         }[pop]
         script = textwrap.dedent(
             f"""\
