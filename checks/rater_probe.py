@@ -3,10 +3,15 @@
 A process that exists and logs is not a loop that answers. The hard proof is behavioural: push
 a uniquely marked envelope into the rater's inbox and see that exact envelope taken within the
 timeout. Not taken: CRIT, and the envelope is removed again (LREM of exactly that value), so
-the inbox holds what it held before. Taken is not yet processed (a frozen process can still own
-a pending BLPOP that takes one envelope); `ack` asks for stronger proof: the id in the rater's
-log, or the id pushed back to a reply list. CLIENT LIST says what the rater's connection is
-doing, which separates "process gone" from "loop stuck outside BLPOP".
+the inbox holds what it held before. Taken is not yet processed: a process frozen inside its
+`BLPOP key 0` still takes one envelope (the server hands it to the blocked connection). So the
+push goes in one MULTI with CLIENT LIST (who waited in a pop at that very instant), and after
+the take the connections that could have taken it are watched until each is back in its loop
+(waiting in a pop again, a new command, its idle reset) or the deadline: a taker that did not
+return is CRIT; a take after a stall past `max_latency` with nothing ahead moving is WARN, the
+signature of a live process whose loop was blocked (field note 7). `ack` asks for the strongest
+proof instead: the id in the rater's log, or the id pushed back to a reply list. Every row says
+what it proved (`proof` in the evidence) and how strongly (its evidence strength).
 
 This check is the only thing a patrol writes to the broker, and it writes at most once: the
 push is sent once on a connection of its own, never retried (a retry after a timeout can land
@@ -224,6 +229,7 @@ timeout = "5s"                   # the envelope must be taken (and acknowledged)
 # the envelope's template ({id} and {sent_at} are filled in):
 payload = '{"type": "fleetcheck.probe", "id": "{id}", "sent_at": {sent_at}}'
 client_name = "rater"            # CLIENT SETNAME of the rater's connection (glob allowed)
+max_latency = "2s"               # taken later, nothing ahead moving: WARN "the loop was blocked"
 # ack = "log"                    # stronger proof: "log" (id seen in the rater's log) or "reply:KEY"
 # ack_host = "broker"            # ack = "log": the host whose log shows the id
 # ack_log = "/var/log/arena/rater.log"  # ack = "log": that log (default: the host's first log)

@@ -165,6 +165,8 @@ def test_payload_template() -> None:
         ({"ack": f"reply:{INBOX}"}, "ack: the reply list must not be the inbox"),
         ({"push": "sadd"}, "push: expected one of"),
         ({"inbox": ""}, "inbox: must not be empty"),
+        ({"max_latency": "0s"}, "max_latency: must be longer than 0s"),
+        ({"max_latency": "1h"}, "max_latency: must be longer than 0s and at most 5m"),
     ],
 )
 def test_config_errors(table: dict[str, object], message: str) -> None:
