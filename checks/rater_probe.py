@@ -122,13 +122,16 @@ class LoopFacts:
     by_name: bool  # watched: the connections named client_name (else: blocked in list pops)
     watched: tuple[Watched, ...] = ()
     window_s: float = 0.0  # how long after the take they were watched
+    others_waiting: int = 0  # by name: other connections waiting in list pops at the push
 
 
 def follow(before: Client, looks: list[tuple[float, float, tuple[Client, ...]]]) -> Watched:
     """One watched connection's story from the looks at it (pure).
 
     Each look is (seconds since the take at the latest, at the earliest, the clients seen);
-    negative times are looks while the envelope still waited. The earliest bound judges
+    negative times are looks while the envelope still waited (both negative) or may have
+    (one negative: a look between the poll that last saw it and the one that missed it,
+    which says nothing either way). The earliest bound judges
     "no interaction since the take" (conservative: never excludes the real taker), the
     latest judges "idle reset after the take" (a new command)."""
     last: Client | None = before
@@ -141,6 +144,8 @@ def follow(before: Client, looks: list[tuple[float, float, tuple[Client, ...]]])
                 return Watched(before, "not-taker", "closed while ours still waited", None)
             if before.blocked and not c.blocked:
                 return Watched(before, "not-taker", "left its pop while ours still waited", c)
+            continue
+        if since_lo < 0:  # between ours last seen and first missed: before or after the take
             continue
         ms = f"{since_lo * 1000:.1f} ms" if since_lo < 10 else format_duration(since_lo)
         if c is None:
@@ -511,9 +516,14 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
                 break
             time.sleep(min(pause, max(0.0, end - now)))
             pause = min(pause * 2, 0.1)
+        others = 0
+        if by_name:
+            ids = {c.id for c in watch}
+            others = sum(1 for c in before if c.blocked and c.cmd in LIST_POPS and c.id not in ids)
         return LoopFacts(
             seen=True,
             by_name=by_name,
+            others_waiting=others,
             watched=tuple(states),
             window_s=round(max(0.0, time.perf_counter() - take_late), 3),
         )
@@ -819,6 +829,18 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
         metrics["takers_possible"] = len(possible)
         metrics["takers_back"] = len(back)
         window = format_duration(loop.window_s)
+        if not possible and loop.others_waiting:
+            # none of the named ones took it, and others were waiting in pops at the push:
+            # one of those may have taken it without ever coming back
+            evidence["proof"] = "taken"
+            return row(
+                Status.WARN,
+                f"{inbox}: probe taken in {latency}, not by a connection named "
+                f"{facts.rater_pattern!r} (none of them took it); {loop.others_waiting} other "
+                "connections were waiting in pops (the broker does not say on which key): "
+                "which took it cannot be told; set client_name to match every consumer",
+                "inference",
+            )
         if not possible:
             evidence["proof"] = "new command"
             whom = (
@@ -870,7 +892,7 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
             )
         evidence["proof"] = "returned"
         w = back[0]
-        taker = who(w.before) if len(possible) == 1 else f"one of {len(possible)} connections"
+        taker = who(w.before) if len(possible) == 1 else f"each of the {len(possible)} connections"
         how = w.how if len(possible) == 1 else "each back in its loop"
         queued = any(x.pipelined for x in back)
         note = (
@@ -881,15 +903,15 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
         if stalled:
             return row(
                 Status.WARN,
-                f"{inbox}: probe taken only after {latency} by {taker}: {blocked_loop}; then "
-                f"back in its loop ({how}): a live process whose loop was blocked, not a dead "
-                "one",
+                f"{inbox}: probe taken only after {latency}: {blocked_loop}; then {taker} that "
+                f"could have taken it was back in its loop ({how}): a live process whose loop "
+                "was blocked, not a dead one",
                 "behaviour",
             )
         return row(
             Status.OK,
-            f"{inbox}: probe consumed in {latency} by {taker}, back in its loop ({how}) "
-            f"(proof: returned{note})",
+            f"{inbox}: probe consumed in {latency}; {taker} that could have taken it: back in "
+            f"its loop ({how}) (proof: returned{note})",
             "inference" if queued else "proof",
         )
 

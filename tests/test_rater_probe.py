@@ -65,8 +65,8 @@ def test_consumed_is_ok_with_latency() -> None:
     r = judge(facts(loop=LoopFacts(seen=True, by_name=True, watched=(back,), window_s=0.002)))
     assert r.status is Status.OK
     assert r.summary == (
-        f"{INBOX}: probe consumed in 12.5 ms by rater 10.0.0.2:5000 (id 5), back in its loop "
-        "(waiting in blpop again after 1.0 ms) (proof: returned)"
+        f"{INBOX}: probe consumed in 12.5 ms; rater 10.0.0.2:5000 (id 5) that could have taken "
+        "it: back in its loop (waiting in blpop again after 1.0 ms) (proof: returned)"
     )
     assert r.evidence_strength == "proof" and r.evidence["proof"] == "returned"
     assert r.evidence["consumed"] is True and r.metrics["latency_s"] == 0.0125

@@ -72,6 +72,8 @@ BEFORE = c()  # waiting in its pop when the probe was pushed
         (c(idle=300), [(0.001, 0.002, (c(idle=300),))], "not-taker", "no command since before"),
         # it left its pop while ours still waited: served by something else
         (BEFORE, [(-0.5, -0.5, (c("N"),)), (0.001, 0.002, (c("N"),))], "not-taker", "left its pop"),
+        # a look between the poll that last saw ours and the one that missed it says nothing
+        (c("N", idle=4), [(-0.001, 0.002, (c("N", idle=4),))], "stuck", "never looked at"),
         # never looked at (every look failed)
         (BEFORE, [], "stuck", "never looked at"),
         # named, busy outside its loop at the push (idle 300, last command get): not the taker
@@ -123,7 +125,7 @@ NOT = Watched(c(id=7, idle=300), "not-taker", "no command since before the take 
     ("f", "status", "strength", "proof", "words"),
     [
         (facts(BACK), Status.OK, "proof", "returned", "back in its loop (waiting in blpop"),
-        (facts(BACK, NOT), Status.OK, "proof", "returned", "by rater 10.0.0.2:5000 (id 5)"),
+        (facts(BACK, NOT), Status.OK, "proof", "returned", "; rater 10.0.0.2:5000 (id 5) that"),
         (facts(STUCK), Status.CRIT, "behaviour", "taken", "did not return to its loop within 2s"),
         (facts(STUCK, NOT), Status.CRIT, "behaviour", "taken", "not back: not blocked"),
         (facts(GONE), Status.CRIT, "behaviour", "taken", "its connection then closed"),
@@ -131,6 +133,13 @@ NOT = Watched(c(id=7, idle=300), "not-taker", "no command since before the take 
         (facts(BACK, STUCK, by_name=False), Status.WARN, "inference", "taken", "set client_name"),
         (facts(NOT), Status.OK, "proof", "new command", "a command issued after the push"),
         (facts(), Status.OK, "proof", "new command", "a polling consumer"),
+        (
+            facts(NOT, loop=LoopFacts(True, True, (NOT,), 2.0, others_waiting=3)),
+            Status.WARN,
+            "inference",
+            "taken",
+            "not by a connection named 'rater' (none of them took it); 3 other connections",
+        ),
         # a loop blocked 6 s, then back: a live process whose loop was blocked
         (
             facts(BACK, stall_ms=6000.0),
@@ -304,6 +313,7 @@ def test_a_pipelining_consumer(lab: Lab) -> None:
     wait_for(lambda: blocked(lab), 10, "the rater to block")
     r = run(lab)
     assert r["status"] == "OK", r["summary"]
+    lab.stop(rater)
     rater = lab.start_rater(block_timeout=0, pop="pipeline", name="frozen")
     wait_for(lambda: blocked(lab, "frozen"), 10, "the second one to block in BLPOP 0")
     lab.freeze(rater)
