@@ -171,6 +171,7 @@ class WorkersLab(HostsLab):
         pop: str = "blpop",
         stall_file: Path | None = None,
         stall_s: float = 6.0,
+        work_s: float = 0.0,
     ) -> subprocess.Popen[bytes]:
         """A simulated rater: one connection named `name` (empty: unnamed) looping on `pop` of
         `inbox` with `block_timeout` (0: wait for ever). `pop` is "blpop", "brpop", "blmove"
@@ -181,7 +182,8 @@ class WorkersLab(HostsLab):
         "processed <id>" to `log` and, with `reply_key`, RPUSHes the id there. With
         `stall_file`, each turn of the loop that finds that file removes it and then blocks
         for `stall_s` in a synchronous sleep (a slow call on the loop: field note 7), outside
-        any broker command. Prints "ready" once connected."""
+        any broker command. `work_s`: how long each envelope takes to process (a busy but
+        healthy loop). Prints "ready" once connected."""
         target = "127.0.0.1" if host is None else self.gateway
         if pop not in ("blpop", "brpop", "blmove", "lpop", "pipeline"):
             raise ValueError(f"pop {pop!r}: blpop, brpop, blmove, lpop or pipeline")
@@ -214,6 +216,8 @@ class WorkersLab(HostsLab):
                         time.sleep(0.02)
                     continue
                 raw = item if isinstance(item, bytes) else item[1]
+                if {work_s!r}:
+                    time.sleep({work_s!r})
                 try:
                     ident = json.loads(raw).get("id", "")
                 except Exception:
