@@ -203,7 +203,12 @@ def judge_log(
         evidence["age_from"] = "mtime"
         evidence["empty_since"] = evidence["mtime"]
         return LogVerdict(
-            path, status, f"{source_words(spec)}: {summary}", metrics, evidence, strength
+            path,
+            status,
+            f"{source_words(spec, json_lines=json_file)}: {summary}",
+            metrics,
+            evidence,
+            strength,
         )
     unreadable = unreadable_tail(lf, spec)
     if unreadable:
