@@ -3,10 +3,15 @@
 A process that exists and logs is not a loop that answers. The hard proof is behavioural: push
 a uniquely marked envelope into the rater's inbox and see that exact envelope taken within the
 timeout. Not taken: CRIT, and the envelope is removed again (LREM of exactly that value), so
-the inbox holds what it held before. Taken is not yet processed (a frozen process can still own
-a pending BLPOP that takes one envelope); `ack` asks for stronger proof: the id in the rater's
-log, or the id pushed back to a reply list. CLIENT LIST says what the rater's connection is
-doing, which separates "process gone" from "loop stuck outside BLPOP".
+the inbox holds what it held before. Taken is not yet processed: a process frozen inside its
+`BLPOP key 0` still takes one envelope (the server hands it to the blocked connection). So the
+push goes in one MULTI with CLIENT LIST (who waited in a pop at that very instant), and after
+the take the connections that could have taken it are watched until each is back in its loop
+(waiting in a pop again, a new command, its idle reset) or the deadline: a taker that did not
+return is CRIT; a take after a stall past `max_latency` with nothing ahead moving is WARN, the
+signature of a live process whose loop was blocked (field note 7). `ack` asks for the strongest
+proof instead: the id in the rater's log, or the id pushed back to a reply list. Every row says
+what it proved (`proof` in the evidence) and how strongly (its evidence strength).
 
 This check is the only thing a patrol writes to the broker, and it writes at most once: the
 push is sent once on a connection of its own, never retried (a retry after a timeout can land
@@ -39,6 +44,10 @@ if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported 
 
 DEFAULT_PAYLOAD = '{"type": "fleetcheck.probe", "id": "{id}", "sent_at": {sent_at}}'
 BLOCKING = {"blpop", "brpop", "blmove", "brpoplpush", "blmpop"}
+LIST_POPS = frozenset(BLOCKING)  # the blocking commands that can take a list element
+IDLE_SLACK_S = 1.5  # CLIENT LIST's idle is in whole seconds of a cached server clock
+RETURN_MIN_S = 2.0  # a taker gets at least this long after the take to be seen back
+LOOK_EVERY_S = 0.05  # while ours waits, the watched connections are looked at this often
 LOG_TAIL_BYTES = 4 * 1024 * 1024
 GRACE_S = 5.0  # patrol time the probe needs beyond its timeout (ack, LREM, diagnosis)
 
@@ -53,11 +62,13 @@ class RaterProbeConfig:
     ack: str | None = None  # stronger proof: "log" or "reply:KEY"
     ack_host: str | None = None  # ack = "log": the host whose log shows the id
     ack_log: str | None = None  # ack = "log": that log's path (default: the host's first log)
+    max_latency: Duration = 2.0  # taken later than this, nothing ahead moving: the loop was blocked
 
     def __post_init__(self) -> None:
         if not self.inbox:
             raise InvalidValue("inbox", "must not be empty")
         check_duration("timeout", self.timeout, at_most=300)
+        check_duration("max_latency", self.max_latency, at_most=300)
         if "{id}" not in self.payload:
             raise InvalidValue("payload", "must contain {id} (the probe finds its envelope by it)")
         sample = render_payload(self.payload, "00000000-0000-4000-8000-000000000000", 0.0)
@@ -81,6 +92,95 @@ def render_payload(template: str, probe_id: str, sent_at: float) -> str:
 
 
 @dataclass(frozen=True)
+class Watched:
+    """One connection that could have taken the envelope, followed after the take.
+
+    `state`: "back" (seen back in its loop: blocked in a pop again, a new command, or its idle
+    reset after the take), "stuck" (served and no command since, to the end of the watch),
+    "gone" (its connection closed after the take) or "not-taker" (it cannot have taken it:
+    no interaction since before the take, or it left its pop while ours was still waiting).
+    """
+
+    before: Client  # as it was at the push (in the same MULTI as the push)
+    state: str
+    how: str  # one phrase: "blocked again in blpop after 3 ms", "not back: idle 4 s", ...
+    last: Client | None = None  # as last seen
+
+    @property
+    def pipelined(self) -> bool:
+        """Commands were queued behind its pop at the push: its "return" may be the server
+        running them, not its process."""
+        q = self.before.fields.get("qbuf", "0")
+        return q.isdigit() and int(q) > 0
+
+
+@dataclass(frozen=True)
+class LoopFacts:
+    """What the connections that could have taken the envelope did after the take."""
+
+    seen: bool  # CLIENT LIST was read with the push (False: not permitted / unreadable)
+    by_name: bool  # watched: the connections named client_name (else: blocked in list pops)
+    watched: tuple[Watched, ...] = ()
+    window_s: float = 0.0  # how long after the take they were watched
+    others_waiting: int = 0  # by name: other connections waiting in list pops at the push
+
+
+def follow(before: Client, looks: list[tuple[float, float, tuple[Client, ...]]]) -> Watched:
+    """One watched connection's story from the looks at it (pure).
+
+    Each look is (seconds since the take at the latest, at the earliest, the clients seen);
+    negative times are looks while the envelope still waited (both negative) or may have
+    (one negative: a look between the poll that last saw it and the one that missed it,
+    which says nothing either way). The earliest bound judges
+    "no interaction since the take" (conservative: never excludes the real taker), the
+    latest judges "idle reset after the take" (a new command)."""
+    last: Client | None = before
+    q = before.fields.get("qbuf", "0")
+    queued = q.isdigit() and int(q) > 0
+    for since_lo, since_hi, clients in looks:
+        c = next((x for x in clients if x.id == before.id), None)
+        if since_hi < 0:  # ours was still in the list
+            if c is None:
+                return Watched(before, "not-taker", "closed while ours still waited", None)
+            if before.blocked and not c.blocked:
+                return Watched(before, "not-taker", "left its pop while ours still waited", c)
+            continue
+        if since_lo < 0:  # between ours last seen and first missed: before or after the take
+            continue
+        ms = f"{since_lo * 1000:.1f} ms" if since_lo < 10 else format_duration(since_lo)
+        if c is None:
+            return Watched(before, "gone", f"its connection closed within {ms} of the take", last)
+        last = c
+        if c.idle_s is not None and c.idle_s > since_hi + IDLE_SLACK_S:
+            return Watched(
+                before, "not-taker", f"no command since before the take (idle {c.idle_s} s)", c
+            )
+        if c.blocked:
+            return Watched(before, "back", f"waiting in {c.cmd or 'a pop'} again after {ms}", c)
+        # a command queued behind its pop before the push runs without the process: only a
+        # pop again (or the idle reset) shows a connection with such a queue is back
+        if c.cmd not in LIST_POPS and (before.blocked or c.cmd != before.cmd) and not queued:
+            return Watched(before, "back", f"a new command ({c.cmd}) after {ms}", c)
+        if c.idle_s is not None and c.idle_s + IDLE_SLACK_S < since_lo:
+            return Watched(before, "back", f"a new command (idle reset) after {ms}", c)
+    if last is None or last is before:
+        return Watched(before, "stuck", "never looked at after the take", None)
+    idle = f", idle {last.idle_s} s" if last.idle_s is not None else ""
+    return Watched(
+        before,
+        "stuck",
+        f"not back: not blocked, last command {last.cmd or '?'}{idle}",
+        last,
+    )
+
+
+def who(c: Client) -> str:
+    """A connection in a few words: `rater 10.0.0.2:5000 (id 5)`."""
+    addr = c.fields.get("addr") or f"{c.host}:{c.port}"
+    return f"{c.name or 'unnamed'} {addr} (id {c.id})"
+
+
+@dataclass(frozen=True)
 class ProbeFacts:
     inbox: str
     probe_id: str
@@ -96,6 +196,8 @@ class ProbeFacts:
     ack_detail: str = ""
     raters: tuple[Client, ...] | None = None  # None: not read (no failure) or unreadable
     rater_pattern: str = "rater"
+    stall_ms: float | None = None  # taken: the longest time nothing ahead of ours moved
+    loop: LoopFacts | None = None  # taken (no ack): did the taker return to its loop?
 
 
 def describe_raters(raters: tuple[Client, ...] | None, pattern: str) -> str:
@@ -132,6 +234,7 @@ timeout = "5s"                   # the envelope must be taken (and acknowledged)
 # the envelope's template ({id} and {sent_at} are filled in):
 payload = '{"type": "fleetcheck.probe", "id": "{id}", "sent_at": {sent_at}}'
 client_name = "rater"            # CLIENT SETNAME of the rater's connection (glob allowed)
+max_latency = "2s"               # taken later, nothing ahead moving: WARN "the loop was blocked"
 # ack = "log"                    # stronger proof: "log" (id seen in the rater's log) or "reply:KEY"
 # ack_host = "broker"            # ack = "log": the host whose log shows the id
 # ack_log = "/var/log/arena/rater.log"  # ack = "log": that log (default: the host's first log)
@@ -182,8 +285,13 @@ client_name = "rater"            # CLIENT SETNAME of the rater's connection (glo
         probe_id = str(uuid.uuid4())
         envelope = render_payload(config.payload, probe_id, time.time()).encode()
         from_head = config.push == "rpush"  # consumers pop the other end
+        list_id = supports(info, "client_list_id")
+        command = "RPUSH" if from_head else "LPUSH"
         start = time.perf_counter()
-        pushed, failure = self._push_once(r, "RPUSH" if from_head else "LPUSH", config, envelope)
+        pushed, failure, before = self._push_watching(r, command, config, envelope)
+        if before is None and failure is None and pushed is None:  # the MULTI was refused
+            start = time.perf_counter()
+            pushed, failure = self._push_once(r, command, config, envelope)
         if failure is not None:
             if pushed is False:  # the broker answered with an error: nothing was written
                 raise ctx.broker_error(failure) from None
@@ -194,19 +302,33 @@ client_name = "rater"            # CLIENT SETNAME of the rater's connection (glo
         length = int(pushed)
         deadline = start + config.timeout
         window = length  # ours can only move towards the consumer's end
+        by_name, watch = self._candidates(before, config.client_name)
+        looks: list[tuple[float, float, tuple[Client, ...]]] = []
 
         consumed, latency_ms, position = False, None, None
         polls = 0
+        last_seen = last_progress = last_look = start
+        stall = 0.0
         try:
             while True:
                 position = self._position(r, config.inbox, envelope, window, from_head, has_lpos)
                 now = time.perf_counter()
                 if position is None:
                     consumed, latency_ms = True, (now - start) * 1000
+                    stall = max(stall, now - last_progress)
                     break
+                if position < window - 1:  # entries ahead of ours were taken: the loop moves
+                    stall = max(stall, now - last_progress)
+                    last_progress = now
+                last_seen = now
                 window = position + 1
                 if now >= deadline:
                     break
+                if watch and list_id and now - last_look >= LOOK_EVERY_S:
+                    seen = self._look(r, watch, list_id)
+                    last_look = time.perf_counter()
+                    if seen is not None:
+                        looks.append((last_look, last_look, seen))  # re-based on the take later
                 polls += 1
                 time.sleep(min(0.001 if polls < 200 else 0.005, max(0.0, deadline - now)))
         except Exception as e:
@@ -222,8 +344,14 @@ client_name = "rater"            # CLIENT SETNAME of the rater's connection (glo
                 position = None
 
         acked, ack_detail = None, ""
+        loop: LoopFacts | None = None
         if consumed and config.ack:
             acked, ack_detail = self._await_ack(ctx, config, probe_id, ack_host, deadline, has_lpos)
+        elif consumed and latency_ms is not None and latency_ms <= config.timeout * 1000:
+            take_late, take_early = start + latency_ms / 1000, last_seen
+            loop = self._watch_return(
+                r, before, by_name, watch, looks, list_id, take_early, take_late, deadline
+            )
         if not consumed or acked is False:
             # CLIENT LIST is the priciest read there is (tens of ms with 10k clients): only
             # when there is something to explain, and the patrol's shared copy refreshed by id
@@ -244,6 +372,8 @@ client_name = "rater"            # CLIENT SETNAME of the rater's connection (glo
             ack_detail=ack_detail,
             raters=raters,
             rater_pattern=config.client_name,
+            stall_ms=round(stall * 1000, 3) if consumed else None,
+            loop=loop,
         )
 
     # ------------------------------------------------------------ helpers (I/O)
@@ -268,6 +398,135 @@ client_name = "rater"            # CLIENT SETNAME of the rater's connection (glo
             return None, e
         finally:
             pool.release(conn)
+
+    @staticmethod
+    def _push_watching(
+        r: Any, command: str, config: RaterProbeConfig, envelope: bytes
+    ) -> tuple[Any, Exception | None, tuple[Client, ...] | None]:
+        """The push, sent once, in one MULTI with CLIENT ID and CLIENT LIST: the connections
+        as they are at the very moment of the push (who was waiting in a pop), in the same
+        round trip. (reply, None, clients but our own) when it landed; (False, error, None)
+        when the broker refused the push; (None, error, None) when its fate is unknown;
+        (None, None, None) when the MULTI was refused as a whole (CLIENT not permitted to
+        this user): nothing was written, the caller pushes alone."""
+        import redis
+
+        pool = r.connection_pool
+        conn = pool.get_connection()
+        try:
+            conn.send_packed_command(
+                conn.pack_commands(
+                    [
+                        ("MULTI",),
+                        ("CLIENT", "ID"),
+                        ("CLIENT", "LIST"),
+                        (command, config.inbox, envelope),
+                        ("EXEC",),
+                    ]
+                )
+            )
+            replies: list[Any] = []
+            for _ in range(5):
+                try:
+                    replies.append(conn.read_response())
+                except redis.ResponseError as e:
+                    replies.append(e)
+        except Exception as e:
+            conn.disconnect()
+            return None, e, None
+        finally:
+            pool.release(conn)
+        result = replies[-1]
+        if isinstance(result, Exception) or not isinstance(result, list) or len(result) != 3:
+            return None, None, None  # EXECABORT (or no transaction): nothing was written
+        own, listing, pushed = result
+        if isinstance(pushed, Exception):
+            return False, pushed, None
+        if isinstance(listing, Exception) or isinstance(own, Exception):
+            return pushed, None, None
+        try:
+            clients = parse_client_list(listing)
+        except Exception:
+            return pushed, None, None
+        return pushed, None, tuple(c for c in clients if c.id != int(own))
+
+    @staticmethod
+    def _candidates(
+        before: tuple[Client, ...] | None, pattern: str
+    ) -> tuple[bool, tuple[Client, ...]]:
+        """The connections that could take the envelope: those named `client_name` when any
+        is connected (the user said which they are), else every connection waiting in a
+        list pop at the push (the broker does not say on which key)."""
+        if not before:
+            return False, ()
+        named = tuple(c for c in before if fnmatch.fnmatchcase(c.name, pattern))
+        if named:
+            return True, named
+        return False, tuple(c for c in before if c.blocked and c.cmd in LIST_POPS)
+
+    @staticmethod
+    def _look(r: Any, watch: tuple[Client, ...], list_id: bool) -> tuple[Client, ...] | None:
+        """The watched connections as they are now (None: unreadable)."""
+        ids = [c.id for c in watch if c.id is not None]
+        try:
+            if list_id:
+                raw = r.execute_command("CLIENT", "LIST", "ID", *ids)
+            else:
+                raw = r.execute_command("CLIENT", "LIST")
+            wanted = set(ids)
+            return tuple(c for c in parse_client_list(raw) if c.id in wanted)
+        except Exception:
+            return None
+
+    def _watch_return(
+        self,
+        r: Any,
+        before: tuple[Client, ...] | None,
+        by_name: bool,
+        watch: tuple[Client, ...],
+        looks: list[tuple[float, float, tuple[Client, ...]]],
+        list_id: bool,
+        take_early: float,
+        take_late: float,
+        deadline: float,
+    ) -> LoopFacts:
+        """Watch the connections that could have taken the envelope until each is back in
+        its loop (or cannot have been the taker), or the deadline: the probe's own, but at
+        least RETURN_MIN_S after the take. Looks come quick then slower (2 ms doubling to
+        100 ms): a healthy loop is settled in one or two round trips. The take happened
+        between `take_early` (ours last seen) and `take_late` (first seen gone)."""
+        if before is None:
+            return LoopFacts(seen=False, by_name=False)
+        if not watch:
+            return LoopFacts(seen=True, by_name=by_name)
+
+        def rebased(t: float, seen: tuple[Client, ...]) -> tuple[float, float, tuple[Client, ...]]:
+            return (t - take_late, t - take_early, seen)
+
+        timeline = [rebased(t, seen) for t, _, seen in looks]
+        end = max(deadline, take_late + RETURN_MIN_S)
+        pause = 0.002
+        while True:
+            seen = self._look(r, watch, list_id)
+            now = time.perf_counter()
+            if seen is not None:
+                timeline.append(rebased(now, seen))
+            states = [follow(c, timeline) for c in watch]
+            if not any(w.state == "stuck" for w in states) or now >= end:
+                break
+            time.sleep(min(pause, max(0.0, end - now)))
+            pause = min(pause * 2, 0.1)
+        others = 0
+        if by_name:
+            ids = {c.id for c in watch}
+            others = sum(1 for c in before if c.blocked and c.cmd in LIST_POPS and c.id not in ids)
+        return LoopFacts(
+            seen=True,
+            by_name=by_name,
+            others_waiting=others,
+            watched=tuple(states),
+            window_s=round(max(0.0, time.perf_counter() - take_late), 3),
+        )
 
     @staticmethod
     def _clean_up(r: Any, inbox: str, envelope: bytes) -> str:
@@ -465,8 +724,15 @@ client_name = "rater"            # CLIENT SETNAME of the rater's connection (glo
         limit = format_duration(facts.timeout)
         inbox = facts.inbox
 
-        def row(status: Status, summary: str) -> Result:
-            return self.result(host, status, summary, metrics=metrics, evidence=evidence)
+        def row(status: Status, summary: str, strength: str | None = None) -> Result:
+            return self.result(
+                host,
+                status,
+                summary,
+                metrics=metrics,
+                evidence=evidence,
+                evidence_strength=strength,
+            )
 
         if not facts.consumed:
             metrics["position"] = facts.position
@@ -499,10 +765,154 @@ client_name = "rater"            # CLIENT SETNAME of the rater's connection (glo
                 f"{inbox}: probe taken in {latency}, but the {facts.ack} acknowledgement could "
                 f"not be checked: {facts.ack_detail}",
             )
-        how = f"; {facts.ack_detail}" if facts.acked else ""
+        stalled = facts.stall_ms is not None and facts.stall_ms > config.max_latency * 1000
+        stall = f"~{format_duration(facts.stall_ms / 1000)}" if facts.stall_ms else ""
+        if facts.stall_ms is not None:
+            metrics["stall_s"] = round(facts.stall_ms / 1000, 6)
+        blocked_loop = (
+            f"the loop was blocked for {stall} (nothing ahead of the probe moved meanwhile; "
+            f"max_latency {format_duration(config.max_latency)})"
+        )
+        if facts.ack:  # acknowledged: the strongest proof there is
+            how = f"; {facts.ack_detail}" if facts.acked else ""
+            if stalled:
+                return row(
+                    Status.WARN,
+                    f"{inbox}: probe taken only after {latency}: {blocked_loop}, then "
+                    f"processed ({facts.ack_detail}): a live process whose loop was blocked, "
+                    "not a dead one",
+                    "behaviour",
+                )
+            return row(Status.OK, f"{inbox}: probe consumed in {latency} (proof: {proof}{how})")
+        return self._judge_loop(facts, row, evidence, metrics, latency, stalled, blocked_loop)
+
+    def _judge_loop(
+        self,
+        facts: ProbeFacts,
+        row: Any,
+        evidence: dict[str, Any],
+        metrics: dict[str, Any],
+        latency: str,
+        stalled: bool,
+        blocked_loop: str,
+    ) -> Result:
+        """Taken, no ack: did the connection that took it go back to its loop? (pure)"""
+        inbox = facts.inbox
+        loop = facts.loop
+        if loop is None or not loop.seen:
+            evidence["proof"] = "taken"
+            why = (
+                "CLIENT LIST not readable with the push"
+                if loop is not None
+                else "the taker was not watched"
+            )
+            if stalled:
+                return row(
+                    Status.WARN,
+                    f"{inbox}: probe taken only after {latency}: {blocked_loop}; a pop issued "
+                    f"that late means a live process ({why}: its return to its loop unseen)",
+                    "behaviour",
+                )
+            return row(
+                Status.OK,
+                f"{inbox}: probe taken in {latency} (proof: taken only; {why}: whether the "
+                "taker went back to its loop was not seen)",
+                "inference",
+            )
+        watched = loop.watched
+        evidence["taker"] = [
+            {"connection": who(w.before), "state": w.state, "how": w.how} for w in watched
+        ][:10]
+        possible = [w for w in watched if w.state != "not-taker"]
+        back = [w for w in possible if w.state == "back"]
+        bad = [w for w in possible if w.state in ("stuck", "gone")]
+        metrics["takers_possible"] = len(possible)
+        metrics["takers_back"] = len(back)
+        window = format_duration(loop.window_s)
+        if not possible and loop.others_waiting:
+            # none of the named ones took it, and others were waiting in pops at the push:
+            # one of those may have taken it without ever coming back
+            evidence["proof"] = "taken"
+            return row(
+                Status.WARN,
+                f"{inbox}: probe taken in {latency}, not by a connection named "
+                f"{facts.rater_pattern!r} (none of them took it); {loop.others_waiting} other "
+                "connections were waiting in pops (the broker does not say on which key): "
+                "which took it cannot be told; set client_name to match every consumer",
+                "inference",
+            )
+        if not possible:
+            evidence["proof"] = "new command"
+            whom = (
+                f"no connection named {facts.rater_pattern!r}" if loop.by_name else "no connection"
+            )
+            text = (
+                f"taken by a command issued after the push ({whom} was waiting in a pop for "
+                "it: a polling consumer, or a loop that popped again)"
+            )
+            if stalled:
+                return row(
+                    Status.WARN,
+                    f"{inbox}: probe taken only after {latency}, {text}: {blocked_loop}; a "
+                    "live process with a blocked loop, not a dead one",
+                    "behaviour",
+                )
+            return row(
+                Status.OK,
+                f"{inbox}: probe consumed in {latency}, {text} (proof: new command)",
+                "proof",
+            )
+        if bad and not back:
+            evidence["proof"] = "taken"
+            w = bad[0]
+            many = f" (one of {len(possible)}, none back)" if len(possible) > 1 else ""
+            late = f"; it was taken only after {latency}" if stalled else ""
+            what = (
+                "its connection then closed (the consumer died or dropped it)"
+                if w.state == "gone"
+                else f"{w.how}"
+            )
+            return row(
+                Status.CRIT,
+                f"{inbox}: probe taken in {latency} by a connection that did not return to its "
+                f"loop within {window}: {who(w.before)}{many}, {what}; taken is not processed "
+                f"(a process frozen inside its pop still takes one envelope){late}",
+                "behaviour",
+            )
+        if bad:
+            evidence["proof"] = "taken"
+            hint = "" if loop.by_name else "; set client_name to the consumer's name"
+            return row(
+                Status.WARN,
+                f"{inbox}: probe taken in {latency} by one of {len(possible)} connections "
+                f"waiting in pops (the broker does not say on which key): {len(back)} back "
+                f"in their loop, {len(bad)} not ({who(bad[0].before)}, {bad[0].how}); which "
+                f"took it cannot be told{hint}",
+                "inference",
+            )
+        evidence["proof"] = "returned"
+        w = back[0]
+        taker = who(w.before) if len(possible) == 1 else f"each of the {len(possible)} connections"
+        how = w.how if len(possible) == 1 else "each back in its loop"
+        queued = any(x.pipelined for x in back)
+        note = (
+            "; commands were queued behind its pop: its return may be the server running them"
+            if queued
+            else ""
+        )
+        if stalled:
+            return row(
+                Status.WARN,
+                f"{inbox}: probe taken only after {latency}: {blocked_loop}; then {taker} that "
+                f"could have taken it was back in its loop ({how}): a live process whose loop "
+                "was blocked, not a dead one",
+                "behaviour",
+            )
         return row(
             Status.OK,
-            f"{inbox}: probe consumed in {latency} (proof: {proof}{how})",
+            f"{inbox}: probe consumed in {latency}; {taker} that could have taken it: back in "
+            f"its loop ({how}) (proof: returned{note})",
+            "inference" if queued else "proof",
         )
 
 

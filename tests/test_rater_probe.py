@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 from fleetcheck.checks.rater_probe import (
     CHECK,
+    LoopFacts,
     ProbeFacts,
     RaterProbeConfig,
     describe_raters,
+    follow,
     render_payload,
 )
 
@@ -58,11 +60,26 @@ def judge(f: ProbeFacts):
 
 
 def test_consumed_is_ok_with_latency() -> None:
-    r = judge(facts())
+    (b,) = raters(BLOCKED)
+    back = follow(b, [(0.001, 0.002, raters(BLOCKED))])
+    r = judge(facts(loop=LoopFacts(seen=True, by_name=True, watched=(back,), window_s=0.002)))
     assert r.status is Status.OK
-    assert r.summary == f"{INBOX}: probe consumed in 12.5 ms (proof: consumed)"
+    assert r.summary == (
+        f"{INBOX}: probe consumed in 12.5 ms; rater 10.0.0.2:5000 (id 5) that could have taken "
+        "it: back in its loop (waiting in blpop again after 1.0 ms) (proof: returned)"
+    )
+    assert r.evidence_strength == "proof" and r.evidence["proof"] == "returned"
     assert r.evidence["consumed"] is True and r.metrics["latency_s"] == 0.0125
     assert r.metrics["inbox_length"] == 0 and r.metrics["rater_blocked"] == 1
+
+
+def test_taken_but_not_watched_says_what_it_proved() -> None:
+    r = judge(facts())
+    assert r.status is Status.OK and r.evidence_strength == "inference"
+    assert r.summary == (
+        f"{INBOX}: probe taken in 12.5 ms (proof: taken only; the taker was not watched: "
+        "whether the taker went back to its loop was not seen)"
+    )
 
 
 def test_not_consumed_is_crit_with_position_and_diagnosis() -> None:
@@ -148,6 +165,8 @@ def test_payload_template() -> None:
         ({"ack": f"reply:{INBOX}"}, "ack: the reply list must not be the inbox"),
         ({"push": "sadd"}, "push: expected one of"),
         ({"inbox": ""}, "inbox: must not be empty"),
+        ({"max_latency": "0s"}, "max_latency: must be longer than 0s"),
+        ({"max_latency": "1h"}, "max_latency: must be longer than 0s and at most 5m"),
     ],
 )
 def test_config_errors(table: dict[str, object], message: str) -> None:

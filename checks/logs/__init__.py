@@ -178,8 +178,10 @@ logs = [
         own = host.settings(LogsHostConfig)
         if len(facts.logs) != len(own.logs):
             raise CheckError("facts do not match the configured logs")
-        status, summary, metrics, evidence = host_row(own.logs, facts, config, host, now)
-        return self.result(host, status, summary, metrics=metrics, evidence=evidence)
+        status, summary, metrics, evidence, strength = host_row(own.logs, facts, config, host, now)
+        return self.result(
+            host, status, summary, metrics=metrics, evidence=evidence, evidence_strength=strength
+        )
 
 
 CHECK = LogsCheck()

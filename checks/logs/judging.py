@@ -48,6 +48,36 @@ class LogVerdict:
     summary: str
     metrics: dict[str, Any] = field(default_factory=dict)
     evidence: dict[str, Any] = field(default_factory=dict)
+    strength: str | None = None  # a non-OK verdict's evidence strength when not the check's
+
+
+def empty_verdict(
+    mtime: datetime, mtime_age: float, host_now: datetime, spec: LogSpec
+) -> tuple[Status, str, str | None]:
+    """An empty log file, judged by its mtime like any silent log (status, summary, strength).
+
+    A file is emptied by rotation (logrotate's create mode replaces it, copytruncate truncates
+    it) or made new; its mtime is when that happened, and empty means nothing was written
+    since. A writer that still holds the rotated file keeps logging there, so the file we
+    watch stays empty for ever: it must escalate by max_age/crit_age as a silent log does,
+    never rest as UNKNOWN (fleetcheck did look). Younger than max_age it is OK: as fresh as a
+    log whose last line is that old. The evidence is behaviour (silence since the rotation),
+    not proof: the writer may be alive and writing to the old file.
+    """
+    when = f"{mtime:%H:%M:%S} UTC"
+    if mtime.date() != host_now.date():
+        when += f" on {mtime:%Y-%m-%d}"
+    status = spec.age_limit.status(mtime_age)
+    ago = f"{format_duration(max(mtime_age, 0))} ago"
+    if status is Status.OK:
+        return status, f"empty since {when} (rotated or created then), {ago}", None
+    return (
+        status,
+        f"empty since {when} (rotated, truncated or created then), {ago}: nothing written "
+        f"since{spec.age_limit.reason(status)}; a writer may still hold the rotated file "
+        "(reopen the log after rotation)",
+        "behaviour",
+    )
 
 
 def source_words(spec: LogSpec, json_lines: bool = False) -> str:
@@ -166,7 +196,21 @@ def judge_log(
     mtime_age = (host_now - mtime).total_seconds()
     metrics["mtime_age_s"] = round(mtime_age, 3)
     evidence["mtime"] = iso_utc(mtime, "auto")
-    unreadable = unreadable_tail(lf, spec, mtime_age)
+    if lf.size == 0:
+        status, summary, strength = empty_verdict(mtime, mtime_age, host_now, spec)
+        metrics["age_s"] = metrics["mtime_age_s"]
+        evidence["last_line_at"] = None
+        evidence["age_from"] = "mtime"
+        evidence["empty_since"] = evidence["mtime"]
+        return LogVerdict(
+            path,
+            status,
+            f"{source_words(spec, json_lines=json_file)}: {summary}",
+            metrics,
+            evidence,
+            strength,
+        )
+    unreadable = unreadable_tail(lf, spec)
     if unreadable:
         return verdict(Status.UNKNOWN, unreadable)
     lines = [line.removesuffix("\r") for line in complete_lines(lf.tail, lf.size)]  # CRLF files
@@ -356,10 +400,11 @@ def host_row(
     config: LogsConfig,
     host: HostConfig,
     now: datetime,
-) -> tuple[Status, str, dict[str, Any], dict[str, Any]]:
+) -> tuple[Status, str, dict[str, Any], dict[str, Any], str | None]:
     """The host's row over all its logs: the worst log leads the summary, the others are
     tallied by status after it, and a host clock off by more than max_clock_skew adds a
-    WARN. (status, summary, metrics, evidence)."""
+    WARN. (status, summary, metrics, evidence, the lead's evidence strength or None for the
+    check's own)."""
     from fleetcheck.parse.logtail import LogFacts
 
     verdicts = [
@@ -379,6 +424,7 @@ def host_row(
             f"({limit_text('max_clock_skew', config.max_clock_skew)})"
         )
     lead = max(verdicts, key=lambda v: v.status.rank)
+    strength = lead.strength if lead.status is status else None
     summary = lead.summary
     others = [v for v in verdicts if v is not lead]
     if others:
@@ -401,4 +447,4 @@ def host_row(
             "how": facts.zone.how,
             "offset": facts.zone.offset,
         }
-    return status, summary, metrics, evidence
+    return status, summary, metrics, evidence, strength

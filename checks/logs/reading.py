@@ -13,7 +13,6 @@ from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.core.hostfacts import LogSpec
-from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:  # the parsers load only when a patrol reads a log
     from fleetcheck.parse.logformats import Detection
@@ -49,14 +48,13 @@ def record_stamps(
     return sorted(records.items()), unplaced
 
 
-def unreadable_tail(lf: LogFacts, spec: LogSpec, mtime_age: float) -> str | None:
-    """Why the tail cannot be judged at all (empty, changed while read, binary), or None."""
+def unreadable_tail(lf: LogFacts, spec: LogSpec) -> str | None:
+    """Why the tail cannot be judged at all (changed while read, binary), or None. An empty
+    file is judged (by its mtime: judging.empty_verdict), not unreadable."""
     from fleetcheck.parse.logtail import looks_binary, size_text
 
     assert lf.size is not None
     tail = lf.tail
-    if lf.size == 0:
-        return f"empty file (modified {format_duration(mtime_age)} ago)"
     if len(tail) < min(lf.size, spec.tail_bytes):
         # stat saw more than tail could read: the file was rotated or truncated in between,
         # so the tail and the mtime describe different files; judge nothing from either

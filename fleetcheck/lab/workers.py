@@ -169,25 +169,55 @@ class WorkersLab(HostsLab):
         log: Path | None = None,
         reply_key: str | None = None,
         pop: str = "blpop",
+        stall_file: Path | None = None,
+        stall_s: float = 6.0,
+        work_s: float = 0.0,
     ) -> subprocess.Popen[bytes]:
-        """A simulated rater: one connection named `name` looping on `pop` (BLPOP/BRPOP) of
-        `inbox` with `block_timeout`. For each envelope it takes it appends "processed <id>"
-        to `log` and, with `reply_key`, RPUSHes the id there. Prints "ready" once connected."""
+        """A simulated rater: one connection named `name` (empty: unnamed) looping on `pop` of
+        `inbox` with `block_timeout` (0: wait for ever). `pop` is "blpop", "brpop", "blmove"
+        (into `inbox`:done) or "lpop" (a polling consumer: LPOP, and 20 ms of sleep when the
+        inbox is empty; never blocked in the broker) or "pipeline" (BLPOP with an INCR of
+        `inbox`:turns sent behind it in one pipeline: the INCR waits in the server's query
+        buffer while the pop blocks). For each envelope it takes it appends
+        "processed <id>" to `log` and, with `reply_key`, RPUSHes the id there. With
+        `stall_file`, each turn of the loop that finds that file removes it and then blocks
+        for `stall_s` in a synchronous sleep (a slow call on the loop: field note 7), outside
+        any broker command. `work_s`: how long each envelope takes to process (a busy but
+        healthy loop). Prints "ready" once connected."""
         target = "127.0.0.1" if host is None else self.gateway
+        if pop not in ("blpop", "brpop", "blmove", "lpop", "pipeline"):
+            raise ValueError(f"pop {pop!r}: blpop, brpop, blmove, lpop or pipeline")
+        take = {
+            "blpop": f"r.blpop([{inbox!r}], timeout={block_timeout!r})",
+            "brpop": f"r.brpop([{inbox!r}], timeout={block_timeout!r})",
+            "blmove": f"r.blmove({inbox!r}, {inbox + ':done'!r}, {block_timeout!r}, "
+            "'LEFT', 'LEFT')",
+            "lpop": f"r.lpop({inbox!r})",
+            "pipeline": f"r.pipeline(transaction=False).blpop([{inbox!r}], "
+            f"timeout={block_timeout!r}).incr({inbox + ':turns'!r}).execute()[0]",
+        }[pop]
         script = textwrap.dedent(
             f"""\
-            import json, sys
+            import json, os, sys, time
             import redis
-            r = redis.Redis(host={target!r}, port={self.redis_port}, client_name={name!r},
-                            protocol=2, socket_timeout=None)
+            r = redis.Redis(host={target!r}, port={self.redis_port},
+                            client_name={name!r} or None, protocol=2, socket_timeout=None)
             r.ping()
             sys.stdout.write("ready\\n"); sys.stdout.flush()
             log = {str(log) if log else None!r}
+            stall_file = {str(stall_file) if stall_file else None!r}
             while True:
-                item = r.{pop}([{inbox!r}], timeout={block_timeout!r})
+                if stall_file and os.path.exists(stall_file):
+                    os.unlink(stall_file)
+                    time.sleep({stall_s!r})
+                item = {take}
                 if item is None:
+                    if {pop == "lpop"!r}:
+                        time.sleep(0.02)
                     continue
-                raw = item[1]
+                raw = item if isinstance(item, bytes) else item[1]
+                if {work_s!r}:
+                    time.sleep({work_s!r})
                 try:
                     ident = json.loads(raw).get("id", "")
                 except Exception:
@@ -199,7 +229,7 @@ class WorkersLab(HostsLab):
                     r.rpush({reply_key!r}, ident)
             """
         )
-        return self._spawn_ready(script, host, f"rater-{name}", "the lab rater")
+        return self._spawn_ready(script, host, f"rater-{name or 'unnamed'}", "the lab rater")
 
     def freeze(self, proc: subprocess.Popen[bytes]) -> None:
         """SIGSTOP a lab process and wait until the kernel reports it stopped."""
