@@ -189,7 +189,7 @@ class ClientTable:
     Client rows when someone wants them.
 
     Read column-wise (see the module docstring) the table holds one tuple of text values a
-    line (id, host part, name, idle, cmd) and converts a value once per distinct value; read
+    line (id, host part, name, age, idle, flags, cmd) and converts a value once per distinct value; read
     line by line it holds the Clients."""
 
     def __init__(
@@ -203,7 +203,8 @@ class ClientTable:
         self._found = found  # the column path: one tuple a line, values in _COUNTED order
         self._text = text
         self._lines = lines  # each row's line in text (None: row i is line i)
-        self._summary: tuple[Counter[Group], dict[str, int]] | None = None
+        self._summary: tuple[Counter[Group], dict[str, int], dict[str, int]] | None = None
+        self._ages: dict[str, tuple[Counter[int], int]] | None = None
         self._raw_groups: Counter[tuple[str, str, str]] = Counter()  # column path: as written
         self._hosts: dict[str, str] | None = None
         self._by_host: dict[str, dict[Group, int]] | None = None
@@ -234,15 +235,19 @@ class ClientTable:
             self._hosts = {h: _host_part(h) for h in set(map(_HOST, self._found or ()))}
         return self._hosts
 
-    def _summarise(self) -> tuple[Counter[Group], dict[str, int]]:
+    def _summarise(self) -> tuple[Counter[Group], dict[str, int], dict[str, int]]:
         if self._summary is None:
             groups: Counter[Group] = Counter()
             longest: dict[str, int] = {}
+            shortest: dict[str, int] = {}
             if self._found is None:
                 for c in self.clients():
                     groups[c.host, c.name, c.cmd] += 1
-                    if c.idle_s is not None and c.idle_s > longest.get(c.host, c.idle_s - 1):
-                        longest[c.host] = c.idle_s
+                    if c.idle_s is not None:
+                        if c.idle_s > longest.get(c.host, c.idle_s - 1):
+                            longest[c.host] = c.idle_s
+                        if c.idle_s < shortest.get(c.host, c.idle_s + 1):
+                            shortest[c.host] = c.idle_s
             else:
                 # counted and deduplicated by the C loops of Counter and set over the rows'
                 # text; Python sees only the distinct (host part, name, cmd) and (host
@@ -254,10 +259,61 @@ class ClientTable:
                 seconds_of = {t: _int(t) for t in set(map(_IDLE, found))}
                 for h, t in set(map(_HOST_IDLE, found)):
                     seconds = seconds_of[t]
-                    if seconds is not None and seconds > longest.get(hosts[h], seconds - 1):
-                        longest[hosts[h]] = seconds
-            self._summary = (groups, longest)
+                    if seconds is None:
+                        continue
+                    host = hosts[h]
+                    if seconds > longest.get(host, seconds - 1):
+                        longest[host] = seconds
+                    if seconds < shortest.get(host, seconds + 1):
+                        shortest[host] = seconds
+            self._summary = (groups, longest, shortest)
         return self._summary
+
+    def _behave(self) -> dict[str, tuple[Counter[int], int]]:
+        """Per host: how many clients have each age (seconds), and how many wait for work
+        (blocked in a pop, stream read or WAIT: flag `b`; subscribed: flag `P`). On the
+        column path from one Counter of the (host part, age, flags) texts: Python sees only
+        the distinct triples (a fleet's connections share a few ages and one or two flags)."""
+        if self._ages is None:
+            out: dict[str, tuple[Counter[int], int]] = {}
+            if self._found is None:
+                for c in self.clients():
+                    ages, waiting = out.get(c.host) or (Counter(), 0)
+                    if c.age_s is not None:
+                        ages[c.age_s] += 1
+                    out[c.host] = (ages, waiting + _waits(c.flags))
+            else:
+                hosts = self._host_of()
+                seconds_of: dict[str, int | None] = {}
+                for (h, age, flags), n in Counter(map(_HOST_AGE_FLAGS, self._found)).items():
+                    host = hosts[h]
+                    ages, waiting = out.get(host) or (Counter(), 0)
+                    seconds = seconds_of[age] if age in seconds_of else _int(age)
+                    seconds_of[age] = seconds
+                    if seconds is not None:
+                        ages[seconds] += n
+                    out[host] = (ages, waiting + n * _waits(flags))
+            self._ages = out
+        return self._ages
+
+    def ages(self) -> dict[str, Counter[int]]:
+        """Each host's clients counted by age in seconds (clients with no readable age
+        left out): who connected since when, without an object per client."""
+        return {h: ages for h, (ages, _) in self._behave().items()}
+
+    def waiting(self) -> dict[str, int]:
+        """Each host's clients waiting for work: blocked (flag `b`: BLPOP, BRPOP, BLMOVE,
+        BZPOPMIN, XREAD(GROUP) BLOCK, WAIT...) or subscribed (flag `P`)."""
+        return {h: n for h, (_, n) in self._behave().items()}
+
+    def behaviour_of(self, host: str) -> tuple[Counter[int], int]:
+        """(ages(), waiting()) of one host: (its clients by age, how many wait for work)."""
+        return self._behave().get(host) or (Counter(), 0)
+
+    def min_idle(self) -> dict[str, int]:
+        """Each host's shortest idle time in seconds: how long ago its chattiest client
+        last sent a command (hosts with no readable idle left out)."""
+        return self._summarise()[2]
 
     def groups(self) -> Counter[Group]:
         """How many clients have each (host, name, cmd), in order of first appearance."""
@@ -310,7 +366,7 @@ class ClientTable:
         # and the text is cut into lines only as far as the last one picked
         lines = self._text.split("\n", max(line for _, line in rows) + 1) if rows else []
         for i, line in rows:
-            out.append((line_fields(lines[line])["addr"], found[i][2], found[i][4]))
+            out.append((line_fields(lines[line])["addr"], found[i][2], found[i][6]))
         return out
 
     def without_own(self, own_id: int) -> ClientTable:
@@ -349,6 +405,11 @@ class ClientTable:
         )
         table._hosts = self._hosts
         return table
+
+
+def _waits(flags: str) -> int:
+    """1 when a client's flags say it waits for work (blocked or subscribed), else 0."""
+    return 1 if "b" in flags or "P" in flags else 0
 
 
 def _positions(column: Sequence[Any], value: str) -> list[int]:
@@ -391,9 +452,9 @@ def read_client_table(text: str | bytes) -> ClientTable:
 # the keys Client rows read, and the ones the clients check counts (in the column path's
 # tuples, in this order)
 _NEEDED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
-_COUNTED = ("id", "addr", "name", "idle", "cmd")
-_ID, _HOST, _NAME, _IDLE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
-_GROUP, _HOST_IDLE = itemgetter(1, 2, 4), itemgetter(1, 3)
+_COUNTED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
+_ID, _HOST, _NAME, _IDLE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(4)
+_GROUP, _HOST_IDLE, _HOST_AGE_FLAGS = itemgetter(1, 2, 6), itemgetter(1, 4), itemgetter(1, 3, 5)
 _OTHER_SPACE = "\t\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what strip(), split() or splitlines() also cut at
 _new = tuple.__new__
 
@@ -477,7 +538,8 @@ def _rows(text: str, wanted: Sequence[str], port: bool) -> tuple[list[Any], list
 
 
 def _counted_rows(text: str) -> list[tuple[str, ...]] | None:
-    """The clients check's values of every line, as (id, host part, name, idle, cmd)."""
+    """The clients check's values of every line, as (id, host part, name, age, idle,
+    flags, cmd)."""
     got = _rows(text, _COUNTED, port=False)
     if got is None:
         return None
