@@ -189,8 +189,8 @@ class ClientTable:
     Client rows when someone wants them.
 
     Read column-wise (see the module docstring) the table holds one tuple of text values a
-    line (id, host part, name, age, idle, flags, cmd) and converts a value once per distinct value; read
-    line by line it holds the Clients."""
+    line (id, host part, name, age, idle, flags, cmd) and converts a value once per
+    distinct value; read line by line it holds the Clients."""
 
     def __init__(
         self,
@@ -592,3 +592,46 @@ def _ints(values: Iterable[str]) -> list[int | None]:
         return list(map(int, values))
     except ValueError:
         return [_int(v) for v in values]
+
+
+_NAME_TOKEN: Any = None  # compiled on first use (startup imports stay light)
+_UUID: Any = None
+
+
+def name_pattern(name: str) -> str:
+    """A client name with its instance part generalised, so a host's workers count as one
+    kind: `worker:n8:17` -> `worker:n8:*`, `celery@n8-4121` -> `celery@n8-*`,
+    `rq:worker:2f8a9c01d4e5` -> `rq:worker:*`. A token (between `:` `-` `_` `.` `/` `@` `#`
+    `|` `=` or space) that is a number, a long hex id or a UUID becomes `*`, and so do the
+    trailing digits of the last token (`w12` -> `w*`); a token inside the name that mixes
+    letters and digits (`n8`, `host12`) names a place and is kept. An empty name is
+    `(no name)`."""
+    global _NAME_TOKEN, _UUID
+    if not name:
+        return "(no name)"
+    if _NAME_TOKEN is None:
+        import re
+
+        _NAME_TOKEN = re.compile(r"([:\-_./@#|= ]+)")
+        _UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+    parts = _NAME_TOKEN.split(_UUID.sub("0", name))
+    tokens = [i for i in range(0, len(parts), 2) if parts[i]]
+    for i in tokens:
+        t = parts[i]
+        if t.isdigit() or _is_id(t):
+            parts[i] = "*"
+    if tokens and parts[tokens[-1]] != "*":
+        last = parts[tokens[-1]]
+        stem = last.rstrip("0123456789")
+        if stem != last and stem:
+            parts[tokens[-1]] = stem + "*"
+    return "".join(parts)
+
+
+def _is_id(token: str) -> bool:
+    """A long hex id (8+ hex digits with at least one digit), as pids and uuids print."""
+    return (
+        len(token) >= 8
+        and all(c in "0123456789abcdefABCDEF" for c in token)
+        and any(c.isdigit() for c in token)
+    )
