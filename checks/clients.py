@@ -106,7 +106,16 @@ def facts_of(
         n = host_ages.get(0, 0) + host_ages.get(1, 0)
         if n:
             young[h] = n
-    return ClientsFacts(table.groups(), claimed, idle, tuple(strays), ages=dict(every), young=young)
+    return ClientsFacts(
+        table.groups(),
+        claimed,
+        idle,
+        tuple(strays),
+        min_idle=quiet,
+        waiting={h: n for h, n in table.waiting().items() if n},
+        ages=dict(every),
+        young=young,
+    )
 
 
 # ---------------------------------------------------------------- memory (pure)

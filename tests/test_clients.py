@@ -121,9 +121,16 @@ def test_evaluate_metrics_and_evidence() -> None:
     assert r.metrics == {
         "connections": 2,
         "by_addr": {"192.168.1.20": 2, "172.20.0.5": 0},
+        "quiet_s": 3,
+        "waiting": 0,
     }
-    assert r.limits == {"min_clients": 1}
-    assert r.evidence == {"names": ["w1", "w2"], "max_idle_s": 40, "commands": ["blpop"]}
+    assert r.limits == {"min_clients": 1, "silent_after_s": 30.0}
+    assert r.evidence == {
+        "names": ["w1", "w2"],
+        "max_idle_s": 40,
+        "commands": ["blpop"],
+        "patterns": {"w*": 2},
+    }
 
 
 @pytest.mark.parametrize(
