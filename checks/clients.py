@@ -230,7 +230,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
         """Why `host` gets no row (None: it gets one), for `config check`'s listing."""
         if expects_clients(host):
             return None
-        return "no addrs and no min_clients: no broker connections expected (a bastion?)"
+        return "no addrs and no min_clients written: no broker connections expected"
 
     def probe(
         self, ctx: PatrolContext, host: HostConfig | None, config: ClientsConfig

@@ -391,3 +391,23 @@ def test_table_ages_waiting_and_quiet_equal_line_by_line() -> None:
 )
 def test_name_pattern(name: str, pattern: str) -> None:
     assert name_pattern(name) == pattern
+
+
+def test_config_check_lists_the_rows_not_made(tmp_path: Any) -> None:
+    from tests.cli import fleetcheck
+
+    cfg = tmp_path / "hosts.toml"
+    cfg.write_text(
+        '[broker]\nurl = "redis://127.0.0.1:6399/0"\n\n'
+        '[[hosts]]\nname = "bastion"\n\n'
+        '[[hosts]]\nname = "n8"\naddrs = ["10.0.0.8"]\n\n'
+        '[[hosts]]\nname = "odd"\nmin_clients = 2\n\n'
+        "[checks.clients]\n"
+    )
+    proc = fleetcheck("config", "check", "-c", str(cfg))
+    assert proc.returncode == 0, proc.stderr
+    tail = proc.stdout.split("rows not made:\n", 1)[1].splitlines()
+    assert tail == [
+        "  bastion: no clients row (no addrs and no min_clients written: "
+        "no broker connections expected)"
+    ]

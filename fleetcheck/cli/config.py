@@ -59,9 +59,25 @@ def config_check(
     for line in warnings:
         say(line)
     if out:
-        print(out)
+        print(out + _rows_not_made(fleet))
     if code:
         raise typer.Exit(code)
+
+
+def _rows_not_made(fleet: "FleetConfig") -> str:
+    """Hosts an enabled check makes no row for by design, with its reason (a check says why
+    through `why_no_row(host, config)`: the clients check for a host with no broker
+    expectations, such as a bastion)."""
+    from fleetcheck.core import registry
+
+    lines = []
+    for name, cfg in fleet.checks.items():
+        why = getattr(registry.available().get(name), "why_no_row", None)
+        for h in fleet.hosts if why is not None else ():
+            reason = why(h, cfg)
+            if reason:
+                lines.append(f"  {h.name}: no {name} row ({reason})")
+    return "\nrows not made:\n" + "\n".join(lines) if lines else ""
 
 
 @command(config_app, "discover")
