@@ -319,8 +319,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
         texts = [f[1] for f in sorted(row.findings, key=lambda f: -f[0].rank)]
         if status is Status.OK or not texts or not texts[0].startswith(summary):
             texts = [summary, *[t for t in texts if t != summary]]
-        if status is Status.OK:
-            texts += row.notes
+        texts += row.notes  # what changed since the last round, also beside a finding
         limits: dict[str, Any] = {"min_clients": own.min_clients}
         if "silence_limit_s" in evidence:
             limits["silent_after_s"] = evidence.pop("silence_limit_s")
