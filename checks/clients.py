@@ -76,18 +76,35 @@ def facts_of(
     claimed: frozenset[str],
     mine: Collection[str] | None = None,
     ignore_names: Collection[str] = (),
+    previous: Mapping[str, Any] | None = None,
+    received: int | None = None,
+    run_id: str | None = None,
 ) -> ClientsFacts:
-    """A host row's facts (`mine`: its normalised addresses) or the broker row's (None)."""
+    """A host row's facts (`mine`: its normalised addresses) or the broker row's (None);
+    `previous` is what the row's previous round carried, `received` and `run_id` INFO's."""
     idle = table.max_idle()
     quiet = table.min_idle()
     if mine is not None:
+        if len(mine) == 1:  # most hosts: one address, its table entries as they are
+            (h,) = mine
+            ages, waiting_n = table.behaviour_of(h)
+            return ClientsFacts(
+                table.groups_of(h),
+                claimed,
+                {h: idle[h]} if h in idle else {},
+                min_idle={h: quiet[h]} if h in quiet else {},
+                waiting={h: waiting_n} if waiting_n else {},
+                ages=ages,
+                previous=previous,
+            )
         own: dict[Group, int] = {}
-        ages: Counter[int] = Counter()
+        every: dict[int, int] = {}
         waiting: dict[str, int] = {}
         for h in mine:
             own.update(table.groups_of(h))
             host_ages, host_waiting = table.behaviour_of(h)
-            ages.update(host_ages)
+            for age, n in host_ages.items():
+                every[age] = every.get(age, 0) + n
             if host_waiting:
                 waiting[h] = host_waiting
         return ClientsFacts(
@@ -96,13 +113,12 @@ def facts_of(
             {h: idle[h] for h in mine if h in idle},
             min_idle={h: quiet[h] for h in mine if h in quiet},
             waiting=waiting,
-            ages=dict(ages),
+            ages=every,
+            previous=previous,
         )
     strays = table.select(lambda h, name: h not in claimed and name not in ignore_names, 20)
-    every: Counter[int] = Counter()
     young: dict[str, int] = {}
     for h, host_ages in table.ages().items():
-        every.update(host_ages)
         n = host_ages.get(0, 0) + host_ages.get(1, 0)
         if n:
             young[h] = n
@@ -113,8 +129,11 @@ def facts_of(
         tuple(strays),
         min_idle=quiet,
         waiting={h: n for h, n in table.waiting().items() if n},
-        ages=dict(every),
+        ages=table.all_ages(),
         young=young,
+        previous=previous,
+        received=received,
+        run_id=run_id,
     )
 
 
@@ -211,9 +230,12 @@ min_clients = 10                             # fewer broker connections: WARN; n
     )
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:
-        """Workers on n8, laptop and broker; mini has none: the silently dead machine."""
-        fleet.lab.start_workers(fleet.hosts["n8"], 12, "worker-n8")
-        fleet.lab.start_workers(fleet.hosts["laptop"], 4, "worker-laptop")
+        """Workers on n8 (polling every second), laptop (waiting in BLPOP on a list no one
+        writes) and broker (an idle pool); mini has none: the silently dead machine."""
+        from fleetcheck.lab.behaviours import start_blocking, start_chatty
+
+        start_chatty(fleet.lab, fleet.hosts["n8"], 12, "worker-n8")
+        start_blocking(fleet.lab, fleet.hosts["laptop"], 4, "worker-laptop", "demo:idle")
         fleet.lab.start_workers(fleet.hosts["broker"], 2, "worker-broker")
         fleet.host_keys("n8", "min_clients = 10")
         return ""
@@ -237,19 +259,18 @@ min_clients = 10                             # fewer broker connections: WARN; n
     ) -> ClientsFacts:
         table = ctx.client_table()
         claimed = ctx.once("clients:claimed", lambda: claimed_addrs(ctx.fleet))
-        mine = None if host is None else {normalise_ip(a) for a in addrs_of(host)}
-        facts = facts_of(table, claimed, mine, config.ignore_names)
         previous = ctx.carried(self.name, host)
         if host is None:
             received, run_id = _connections_received(ctx)
-            return replace(facts, previous=previous, received=received, run_id=run_id)
-        queued = None
-        own = host.settings(ClientsHostConfig)
-        limit, _ = silence_limit(own, config, previous)
-        quiet = [facts.min_idle[h] for h in facts.min_idle]
+            return facts_of(table, claimed, None, config.ignore_names, previous, received, run_id)
+        mine = {normalise_ip(a) for a in addrs_of(host)}
+        facts = facts_of(table, claimed, mine, config.ignore_names, previous)
+        limit, _ = silence_limit(host.settings(ClientsHostConfig), config, previous)
+        quiet = facts.min_idle.values()
         if limit is not None and quiet and min(quiet) > limit and not facts.waiting:
-            queued = ctx.once("clients:queued", lambda: _queued(ctx))
-        return replace(facts, previous=previous, queued=queued)
+            # silent, it seems: are jobs waiting meanwhile? (one LLEN round trip a patrol)
+            facts = replace(facts, queued=ctx.once("clients:queued", lambda: _queued(ctx)))
+        return facts
 
     def evaluate(
         self, facts: ClientsFacts, config: ClientsConfig, host: HostConfig | None, now: datetime
@@ -392,8 +413,6 @@ min_clients = 10                             # fewer broker connections: WARN; n
         """Counts per client-name pattern against the host's own recent rounds: half or
         more of a kind gone is a note the first round and WARN when the next round still
         shows it (a rolling deploy caught half way is one round)."""
-        from statistics import median
-
         from fleetcheck.parse.clientlist import name_pattern
 
         now: Counter[str] = Counter()
@@ -410,7 +429,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
             counts = _nums(history.get(pattern), PATTERN_ROUNDS) if isinstance(pattern, str) else []
             n = now.get(pattern, 0)
             if len(counts) >= 2:
-                usual = median(counts)
+                usual = _median(counts)
                 if usual >= 2 and n <= usual / 2:
                     low.append(pattern)
                     text = f"{pattern}: {n} connection{'s' if n != 1 else ''}, usually {usual:g}"
@@ -422,8 +441,8 @@ min_clients = 10                             # fewer broker connections: WARN; n
             counts = (counts + [float(n)])[-PATTERN_ROUNDS:]
             if any(counts):
                 kept[str(pattern)] = counts
-        evidence["patterns"] = dict(now)
         if lost:
+            evidence["patterns"] = dict(now)
             evidence["patterns_low"] = lost
         carry["patterns"] = dict(list(kept.items())[:NAMES_KEPT])
         carry["low"] = low
@@ -612,6 +631,12 @@ def _missing_names(previous: Mapping[str, Any], now: Mapping[str, int]) -> str:
         out.append(label if had == 1 and have == 0 else f"{label} ({have} of {int(had)})")
     shown = ", ".join(out[:8])
     return shown + (f" and {len(out) - 8} more" if len(out) > 8 else "")
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def _top_names(names: Any) -> dict[str, int]:

@@ -129,7 +129,6 @@ def test_evaluate_metrics_and_evidence() -> None:
         "names": ["w1", "w2"],
         "max_idle_s": 40,
         "commands": ["blpop"],
-        "patterns": {"w*": 2},
     }
 
 

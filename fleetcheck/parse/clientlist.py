@@ -204,7 +204,8 @@ class ClientTable:
         self._text = text
         self._lines = lines  # each row's line in text (None: row i is line i)
         self._summary: tuple[Counter[Group], dict[str, int], dict[str, int]] | None = None
-        self._ages: dict[str, tuple[Counter[int], int]] | None = None
+        self._ages: dict[str, tuple[dict[int, int], int]] | None = None
+        self._every: dict[int, int] = {}
         self._raw_groups: Counter[tuple[str, str, str]] = Counter()  # column path: as written
         self._hosts: dict[str, str] | None = None
         self._by_host: dict[str, dict[Group, int]] | None = None
@@ -269,34 +270,43 @@ class ClientTable:
             self._summary = (groups, longest, shortest)
         return self._summary
 
-    def _behave(self) -> dict[str, tuple[Counter[int], int]]:
+    def _behave(self) -> dict[str, tuple[dict[int, int], int]]:
         """Per host: how many clients have each age (seconds), and how many wait for work
-        (blocked in a pop, stream read or WAIT: flag `b`; subscribed: flag `P`). On the
-        column path from one Counter of the (host part, age, flags) texts: Python sees only
-        the distinct triples (a fleet's connections share a few ages and one or two flags)."""
+        (blocked in a pop, stream read or WAIT: flag `b`; subscribed: flag `P`); and every
+        client by age. On the column path from one Counter of the (host part, age, flags)
+        texts: Python sees only the distinct triples (a fleet's connections share a few
+        ages and one or two flags)."""
         if self._ages is None:
-            out: dict[str, tuple[Counter[int], int]] = {}
+            out: dict[str, tuple[dict[int, int], int]] = {}
+            every: dict[int, int] = {}
             if self._found is None:
-                for c in self.clients():
-                    ages, waiting = out.get(c.host) or (Counter(), 0)
-                    if c.age_s is not None:
-                        ages[c.age_s] += 1
-                    out[c.host] = (ages, waiting + _waits(c.flags))
+                triples: Any = Counter((c.host, c.age_s, c.flags) for c in self.clients())
+                hosts: Any = None
             else:
+                triples = Counter(map(_HOST_AGE_FLAGS, self._found))
                 hosts = self._host_of()
-                seconds_of: dict[str, int | None] = {}
-                for (h, age, flags), n in Counter(map(_HOST_AGE_FLAGS, self._found)).items():
-                    host = hosts[h]
-                    ages, waiting = out.get(host) or (Counter(), 0)
-                    seconds = seconds_of[age] if age in seconds_of else _int(age)
-                    seconds_of[age] = seconds
-                    if seconds is not None:
-                        ages[seconds] += n
-                    out[host] = (ages, waiting + n * _waits(flags))
-            self._ages = out
+            seconds_of: dict[Any, int | None] = {}
+            for (h, age, flags), n in triples.items():
+                host = h if hosts is None else hosts[h]
+                known = out.get(host)
+                ages, waiting = known if known is not None else ({}, 0)
+                if age in seconds_of:
+                    seconds = seconds_of[age]
+                else:
+                    seconds = seconds_of[age] = age if isinstance(age, int) else _int(age)
+                if seconds is not None:
+                    ages[seconds] = ages.get(seconds, 0) + n
+                    every[seconds] = every.get(seconds, 0) + n
+                out[host] = (ages, waiting + n * _waits(flags))
+            self._ages, self._every = out, every
         return self._ages
 
-    def ages(self) -> dict[str, Counter[int]]:
+    def all_ages(self) -> dict[int, int]:
+        """Every client counted by age in seconds."""
+        self._behave()
+        return self._every
+
+    def ages(self) -> dict[str, dict[int, int]]:
         """Each host's clients counted by age in seconds (clients with no readable age
         left out): who connected since when, without an object per client."""
         return {h: ages for h, (ages, _) in self._behave().items()}
@@ -306,9 +316,9 @@ class ClientTable:
         BZPOPMIN, XREAD(GROUP) BLOCK, WAIT...) or subscribed (flag `P`)."""
         return {h: n for h, (_, n) in self._behave().items()}
 
-    def behaviour_of(self, host: str) -> tuple[Counter[int], int]:
+    def behaviour_of(self, host: str) -> tuple[dict[int, int], int]:
         """(ages(), waiting()) of one host: (its clients by age, how many wait for work)."""
-        return self._behave().get(host) or (Counter(), 0)
+        return self._behave().get(host) or ({}, 0)
 
     def min_idle(self) -> dict[str, int]:
         """Each host's shortest idle time in seconds: how long ago its chattiest client
@@ -606,6 +616,11 @@ def name_pattern(name: str) -> str:
     trailing digits of the last token (`w12` -> `w*`); a token inside the name that mixes
     letters and digits (`n8`, `host12`) names a place and is kept. An empty name is
     `(no name)`."""
+    return _name_pattern(name)
+
+
+@lru_cache(maxsize=4096)
+def _name_pattern(name: str) -> str:
     global _NAME_TOKEN, _UUID
     if not name:
         return "(no name)"
