@@ -54,16 +54,16 @@ def one_run(fleet: Any, check: Any, context: Any, carried: dict[str, Any] | None
     config = fleet.checks["clients"]
     ctx = context(fleet) if context is not None else PatrolContext(fleet, carried=carried)
     ctx.broker()  # the connection and its PING are not the check's cost
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     try:
         rows = [
             check.evaluate(check.probe(ctx, t, config), config, t, ctx.clock())
             for t in check.targets(fleet, config)
         ]
     finally:
-        took = time.perf_counter() - start
+        took, cpu = time.perf_counter() - start, time.process_time() - cpu
         ctx.close()
-    return took, rows
+    return (took, cpu), rows
 
 
 def main() -> int:
@@ -85,6 +85,7 @@ def main() -> int:
         new = registry.available()["clients"]
         before, before_ctx = old_check()
         _, rows = one_run(fleet, new, None, None)
+        one_run(fleet, before, before_ctx, None)  # both warmed up (imports, caches)
         carried = {f"clients|{r.host or ''}": r.carry for r in rows if r.carry}
         variants = {
             "before": (before, before_ctx, None),
@@ -92,11 +93,13 @@ def main() -> int:
             "after": (new, None, carried),
         }
         times: dict[str, list[float]] = {k: [] for k in variants}
+        cpus: dict[str, list[float]] = {k: [] for k in variants}
         verdicts: dict[str, Any] = {}
         for _ in range(args.runs):
             for label, (check, context, carry) in variants.items():
-                took, rows = one_run(fleet, check, context, carry)
+                (took, cpu), rows = one_run(fleet, check, context, carry)
                 times[label].append(took)
+                cpus[label].append(cpu)
                 # host rows only: the broker-wide row of the steady state rightly sees the
                 # bench's own churn (a fresh patrol connection a run, many runs a second)
                 verdicts.setdefault(label, [(r.host, r.status.label) for r in rows if r.host])
@@ -104,6 +107,7 @@ def main() -> int:
             print(verdicts, file=sys.stderr)
             raise RuntimeError("the verdicts differ between the variants")
         base = statistics.median(times["before"])
+        base_cpu = statistics.median(cpus["before"])
         out: dict[str, Any] = {
             "clients": args.clients,
             "runs": args.runs,
@@ -111,16 +115,18 @@ def main() -> int:
             "statuses": sorted({s for _, s in verdicts["before"]}),
         }
         for label, ts in times.items():
-            med = statistics.median(ts)
+            med, cpu = statistics.median(ts), statistics.median(cpus[label])
             out[label] = {
                 "median_s": round(med, 4),
                 "best_s": round(min(ts), 4),
                 "ratio_to_before": round(med / base, 3),
+                "cpu_median_s": round(cpu, 4),
+                "cpu_ratio_to_before": round(cpu / base_cpu, 3),
                 "runs_s": [round(t, 4) for t in ts],
             }
             print(
                 f"{label:<20} {med * 1000:7.1f} ms (best {min(ts) * 1000:.1f} ms)"
-                f" = {med / base:.3f}x before",
+                f" = {med / base:.3f}x before; CPU {cpu * 1000:.1f} ms = {cpu / base_cpu:.3f}x",
                 flush=True,
             )
         if args.json:

@@ -20,6 +20,7 @@ from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs
 from fleetcheck.core.judge import check_count, check_duration, exceeds
 from fleetcheck.core.model import STRENGTHS, Result, Status
 from fleetcheck.parse.clientlist import ClientTable, normalise_ip
+from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
     from fleetcheck.lab.demo import DemoFleet
@@ -140,15 +141,18 @@ def facts_of(
 # ---------------------------------------------------------------- memory (pure)
 def _num(value: Any) -> float | None:
     """A number from the state file, or None (it is a file: anything may be in it)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if value == value and abs(value) < 1e15 else None
+    if type(value) in _NUMBER and value == value and -1e15 < value < 1e15:
+        return float(value)
+    return None
 
 
 def _nums(value: Any, keep: int) -> list[float]:
-    if not isinstance(value, list):
+    if type(value) is not list:
         return []
-    return [x for x in map(_num, value[-keep:]) if x is not None]
+    return [float(x) for x in value[-keep:] if type(x) in _NUMBER and x == x and -1e15 < x < 1e15]
+
+
+_NUMBER = (int, float)  # exactly: a bool from the file is no number
 
 
 def silence_limit(
@@ -290,11 +294,11 @@ min_clients = 10                             # fewer broker connections: WARN; n
         previous = facts.previous or {}
         mine = {normalise_ip(a) for a in own.addrs}
         groups = [(k, n) for k, n in facts.groups.items() if k[0] in mine]
-        counts: Counter[str] = Counter()
-        names: Counter[str] = Counter()
+        counts: dict[str, int] = {}
+        names: dict[str, int] = {}
         for (addr, name, _cmd), n in groups:
-            counts[addr] += n
-            names[name] += n
+            counts[addr] = counts.get(addr, 0) + n
+            names[name] = names.get(name, 0) + n
         by_addr = {normalise_ip(a): counts.get(normalise_ip(a), 0) for a in own.addrs}
         total = sum(by_addr.values())
         metrics: dict[str, Any] = {"connections": total, "by_addr": by_addr}
@@ -369,8 +373,6 @@ min_clients = 10                             # fewer broker connections: WARN; n
     ) -> None:
         """Connected but silent: every connection idle past the host's limit and none
         waiting for work (blocked in a pop or subscribed waits: healthy at any idle)."""
-        from fleetcheck.parse.duration import format_duration
-
         previous = facts.previous or {}
         samples = _nums(previous.get("quiet"), QUIET_SAMPLES)
         limit, base = silence_limit(own, config, previous)
@@ -461,8 +463,6 @@ min_clients = 10                             # fewer broker connections: WARN; n
         """Reconnected: half or more of the previous round's connections replaced by
         connections made since (a restart or a network drop between patrols), with when;
         a note once, WARN when it recurs flap_count times within flap_window."""
-        from fleetcheck.parse.duration import format_duration
-
         events = [t for t in _nums(previous.get("reconnects"), 50) if at - t <= config.flap_window]
         before_at, before_n = _num(previous.get("at")), _num(previous.get("n"))
         interval = at - before_at if before_at is not None else None
@@ -516,8 +516,6 @@ min_clients = 10                             # fewer broker connections: WARN; n
         limits = {"max_churn": config.max_churn}
         if not config.max_churn or short_rate <= config.max_churn:
             return replace(result, metrics=metrics, limits=limits, carry=carry)
-        from fleetcheck.parse.duration import format_duration
-
         youngest = dict(sorted(facts.young.items(), key=lambda kv: -kv[1])[:5])
         text = (
             f"connection churn: {rate:.1f} new connections/s over the last "
@@ -640,6 +638,8 @@ def _median(values: list[float]) -> float:
 
 
 def _top_names(names: Any) -> dict[str, int]:
+    if type(names) is dict and len(names) <= NAMES_KEPT:  # this round's own: whole counts
+        return names
     if not isinstance(names, Mapping):
         return {}
     good = [(k, int(v)) for k, v in names.items() if isinstance(k, str) and _num(v)]

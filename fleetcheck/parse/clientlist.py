@@ -207,6 +207,7 @@ class ClientTable:
         self._ages: dict[str, tuple[dict[int, int], int]] | None = None
         self._every: dict[int, int] = {}
         self._raw_groups: Counter[tuple[str, str, str]] = Counter()  # column path: as written
+        self._merged: Counter[tuple[str, ...]] = Counter()  # column path: + age, flags
         self._hosts: dict[str, str] | None = None
         self._by_host: dict[str, dict[Group, int]] | None = None
 
@@ -253,9 +254,34 @@ class ClientTable:
                 # counted and deduplicated by the C loops of Counter and set over the rows'
                 # text; Python sees only the distinct (host part, name, cmd) and (host
                 # part, idle) pairs, and converts each distinct text once
+                # (one Counter of (host part, name, cmd, age, flags): the groups and the
+                # clients by age and flags come from the same C pass, and a fleet's
+                # connections of one kind share a few ages, so few more distinct keys)
                 found, hosts = self._found, self._host_of()
-                self._raw_groups = Counter(map(_GROUP, found))
-                for (h, name, cmd), n in self._raw_groups.items():
+                self._merged = Counter(map(_GROUP_AGE_FLAGS, found))
+                raw: dict[tuple[str, str, str], int] = {}
+                out: dict[str, tuple[dict[int, int], int]] = {}  # see _behave
+                every: dict[int, int] = {}
+                seconds_of: dict[str, int | None] = {}
+                for (h, name, cmd, age, flags), n in self._merged.items():
+                    key = (h, name, cmd)
+                    raw[key] = raw.get(key, 0) + n
+                    host = hosts[h]
+                    known = out.get(host)
+                    ages, waiting = known if known is not None else ({}, 0)
+                    if age in seconds_of:
+                        seconds = seconds_of[age]
+                    else:
+                        seconds = seconds_of[age] = _int(age)
+                    if seconds is not None:
+                        ages[seconds] = ages.get(seconds, 0) + n
+                        every[seconds] = every.get(seconds, 0) + n
+                    if "b" in flags or "P" in flags:
+                        waiting += n
+                    out[host] = (ages, waiting)
+                self._ages, self._every = out, every
+                self._raw_groups = Counter(raw)
+                for (h, name, cmd), n in raw.items():
                     groups[hosts[h], name, cmd] += n
                 seconds_of = {t: _int(t) for t in set(map(_IDLE, found))}
                 for h, t in set(map(_HOST_IDLE, found)):
@@ -273,27 +299,20 @@ class ClientTable:
     def _behave(self) -> dict[str, tuple[dict[int, int], int]]:
         """Per host: how many clients have each age (seconds), and how many wait for work
         (blocked in a pop, stream read or WAIT: flag `b`; subscribed: flag `P`); and every
-        client by age. On the column path from one Counter of the (host part, age, flags)
-        texts: Python sees only the distinct triples (a fleet's connections share a few
-        ages and one or two flags)."""
+        client by age. On the column path from the summary's Counter of (host part, name,
+        cmd, age, flags) texts: Python sees only the distinct ones (a fleet's connections
+        of one kind share a few ages and one or two flags)."""
         if self._ages is None:
             out: dict[str, tuple[dict[int, int], int]] = {}
             every: dict[int, int] = {}
-            if self._found is None:
-                triples: Any = Counter((c.host, c.age_s, c.flags) for c in self.clients())
-                hosts: Any = None
-            else:
-                triples = Counter(map(_HOST_AGE_FLAGS, self._found))
-                hosts = self._host_of()
-            seconds_of: dict[Any, int | None] = {}
-            for (h, age, flags), n in triples.items():
-                host = h if hosts is None else hosts[h]
+            if self._found is not None:  # counted in the summary's pass
+                self._summarise()
+                return self._ages or {}
+            counted = Counter((c.host, c.age_s, c.flags) for c in self.clients()).items()
+            for (host, age, flags), n in counted:
                 known = out.get(host)
                 ages, waiting = known if known is not None else ({}, 0)
-                if age in seconds_of:
-                    seconds = seconds_of[age]
-                else:
-                    seconds = seconds_of[age] = age if isinstance(age, int) else _int(age)
+                seconds = age
                 if seconds is not None:
                     ages[seconds] = ages.get(seconds, 0) + n
                     every[seconds] = every.get(seconds, 0) + n
@@ -464,7 +483,11 @@ def read_client_table(text: str | bytes) -> ClientTable:
 _NEEDED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
 _COUNTED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
 _ID, _HOST, _NAME, _IDLE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(4)
-_GROUP, _HOST_IDLE, _HOST_AGE_FLAGS = itemgetter(1, 2, 6), itemgetter(1, 4), itemgetter(1, 3, 5)
+_GROUP, _HOST_IDLE, _GROUP_AGE_FLAGS = (
+    itemgetter(1, 2, 6),
+    itemgetter(1, 4),
+    itemgetter(1, 2, 6, 3, 5),
+)
 _OTHER_SPACE = "\t\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what strip(), split() or splitlines() also cut at
 _new = tuple.__new__
 
