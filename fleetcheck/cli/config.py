@@ -2,7 +2,7 @@
 `fleetcheck config discover` (a hosts.toml draft from the broker)."""
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -72,7 +72,7 @@ def _rows_not_made(fleet: "FleetConfig") -> str:
 
     lines = []
     for name, cfg in fleet.checks.items():
-        why = getattr(registry.available().get(name), "why_no_row", None)
+        why: Any = getattr(registry.available().get(name), "why_no_row", None)
         for h in fleet.hosts if why is not None else ():
             reason = why(h, cfg)
             if reason:
