@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
-from fleetcheck.config import FleetConfig, HostConfig
+from fleetcheck.config import Duration, FleetConfig, HostConfig
 from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs
-from fleetcheck.core.judge import check_count, exceeds
-from fleetcheck.core.model import Result, Status
+from fleetcheck.core.judge import check_count, check_duration, exceeds
+from fleetcheck.core.model import STRENGTHS, Result, Status
 from fleetcheck.parse.clientlist import ClientTable, normalise_ip
+from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
     from fleetcheck.lab.demo import DemoFleet
@@ -29,12 +30,28 @@ if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported 
 class ClientsConfig:
     max_unknown: int = 0  # WARN when more clients than this come from unclaimed addresses
     ignore_names: tuple[str, ...] = ("fleetcheck",)  # client names never counted as unknown
+    # a host's silence limit before its own rounds give a baseline, and the least the
+    # learned one can be (a host's own silent_after overrides both)
+    silent_after: Duration = 30.0
+    flap_count: int = 3  # this many reconnects of a host ...
+    flap_window: Duration = 3600.0  # ... within this long: WARN (flapping)
+    max_churn: float = 10.0  # broker-wide: WARN past this many short-lived connections a second
 
     def __post_init__(self) -> None:
         check_count("max_unknown", self.max_unknown)
+        check_duration("silent_after", self.silent_after)
+        check_count("flap_count", self.flap_count, minimum=2)
+        check_duration("flap_window", self.flap_window)
+        check_count("max_churn", self.max_churn, zero_means="off")
 
 
 Group = tuple[str, str, str]  # (host, name, cmd)
+
+QUIET_SAMPLES = 20  # quiet times of the host's recent rounds kept as its baseline
+QUIET_FACTOR = 3  # silent: quieter than this many times the longest quiet it showed
+PATTERN_ROUNDS = 10  # rounds of counts per client-name pattern kept
+NAMES_KEPT = 50  # client names (with their counts) kept from the last round at strength
+AGE_SLACK_S = 1.0  # ages are whole seconds: a connection this much younger is surely new
 
 
 @dataclass(frozen=True)
@@ -45,6 +62,14 @@ class ClientsFacts:
     claimed: frozenset[str]  # every address some host claims
     max_idle: Mapping[str, int] = field(default_factory=dict)  # longest idle_s per host
     strays: tuple[tuple[str, str, str], ...] = ()  # broker row: (addr, name, cmd), first 20
+    min_idle: Mapping[str, int] = field(default_factory=dict)  # shortest idle_s per host
+    waiting: Mapping[str, int] = field(default_factory=dict)  # blocked or subscribed, per host
+    ages: Mapping[int, int] = field(default_factory=dict)  # the row's clients by age (seconds)
+    young: Mapping[str, int] = field(default_factory=dict)  # broker row: age <= 1s, per host
+    previous: Mapping[str, Any] | None = None  # what this row's previous round carried
+    queued: int | None = None  # jobs in the queue_depth check's lists (read when silent)
+    received: int | None = None  # broker row: INFO total_connections_received
+    run_id: str | None = None  # broker row: INFO run_id (a restart resets the counter)
 
 
 def facts_of(
@@ -52,16 +77,134 @@ def facts_of(
     claimed: frozenset[str],
     mine: Collection[str] | None = None,
     ignore_names: Collection[str] = (),
+    previous: Mapping[str, Any] | None = None,
+    received: int | None = None,
+    run_id: str | None = None,
 ) -> ClientsFacts:
-    """A host row's facts (`mine`: its normalised addresses) or the broker row's (None)."""
+    """A host row's facts (`mine`: its normalised addresses) or the broker row's (None);
+    `previous` is what the row's previous round carried, `received` and `run_id` INFO's."""
     idle = table.max_idle()
+    quiet = table.min_idle()
     if mine is not None:
+        if len(mine) == 1:  # most hosts: one address, its table entries as they are
+            (h,) = mine
+            ages, waiting_n = table.behaviour_of(h)
+            return ClientsFacts(
+                table.groups_of(h),
+                claimed,
+                {h: idle[h]} if h in idle else {},
+                min_idle={h: quiet[h]} if h in quiet else {},
+                waiting={h: waiting_n} if waiting_n else {},
+                ages=ages,
+                previous=previous,
+            )
         own: dict[Group, int] = {}
+        every: dict[int, int] = {}
+        waiting: dict[str, int] = {}
         for h in mine:
             own.update(table.groups_of(h))
-        return ClientsFacts(own, claimed, {h: idle[h] for h in mine if h in idle})
+            host_ages, host_waiting = table.behaviour_of(h)
+            for age, n in host_ages.items():
+                every[age] = every.get(age, 0) + n
+            if host_waiting:
+                waiting[h] = host_waiting
+        return ClientsFacts(
+            own,
+            claimed,
+            {h: idle[h] for h in mine if h in idle},
+            min_idle={h: quiet[h] for h in mine if h in quiet},
+            waiting=waiting,
+            ages=every,
+            previous=previous,
+        )
     strays = table.select(lambda h, name: h not in claimed and name not in ignore_names, 20)
-    return ClientsFacts(table.groups(), claimed, idle, tuple(strays))
+    young: dict[str, int] = {}
+    for h, host_ages in table.ages().items():
+        n = host_ages.get(0, 0) + host_ages.get(1, 0)
+        if n:
+            young[h] = n
+    return ClientsFacts(
+        table.groups(),
+        claimed,
+        idle,
+        tuple(strays),
+        min_idle=quiet,
+        waiting={h: n for h, n in table.waiting().items() if n},
+        ages=table.all_ages(),
+        young=young,
+        previous=previous,
+        received=received,
+        run_id=run_id,
+    )
+
+
+# ---------------------------------------------------------------- memory (pure)
+def _num(value: Any) -> float | None:
+    """A number from the state file, or None (it is a file: anything may be in it)."""
+    if type(value) in _NUMBER and value == value and -1e15 < value < 1e15:
+        return float(value)
+    return None
+
+
+def _nums(value: Any, keep: int) -> list[float]:
+    if type(value) is not list:
+        return []
+    return [float(x) for x in value[-keep:] if type(x) in _NUMBER and x == x and -1e15 < x < 1e15]
+
+
+_NUMBER = (int, float)  # exactly: a bool from the file is no number
+
+
+def silence_limit(
+    own: ClientsHostConfig, config: ClientsConfig, previous: Mapping[str, Any] | None
+) -> tuple[float | None, float | None]:
+    """(the silence limit in seconds or None when off, the baseline it was learned from or
+    None): the host's own `silent_after` when set; else QUIET_FACTOR times the longest
+    quiet its recent healthy rounds showed, at least the check's `silent_after` (which is
+    also the limit before there is a baseline)."""
+    if own.silent_after is not None:
+        return (own.silent_after or None), None
+    quiet = _nums((previous or {}).get("quiet"), QUIET_SAMPLES)
+    if not quiet:
+        return config.silent_after, None
+    base = max(quiet)
+    return max(config.silent_after, QUIET_FACTOR * base), base
+
+
+def _utc(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%H:%M:%S UTC")
+
+
+def _utc_iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _named(counts: Mapping[str, float], limit: int = 5) -> str:
+    items = list(counts.items())
+    shown = ", ".join(f"{k} ({int(n)})" for k, n in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+class _Row:
+    """The findings of one host row: (status, text, strength), and notes for an OK row."""
+
+    def __init__(self) -> None:
+        self.findings: list[tuple[Status, str, str]] = []
+        self.notes: list[str] = []
+
+    def add(self, status: Status, text: str, strength: str) -> None:
+        self.findings.append((status, text, strength))
+
+    def status(self) -> Status:
+        return max((f[0] for f in self.findings), key=lambda s: s.rank, default=Status.OK)
+
+    def strength(self) -> str | None:
+        """The strongest evidence among the findings of the row's status."""
+        status = self.status()
+        if status is Status.OK:
+            return None
+        grades = [f[2] for f in self.findings if f[0] is status]
+        return min(grades, key=STRENGTHS.index)
 
 
 class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
@@ -75,10 +218,15 @@ class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
 [checks.clients]
 max_unknown = 0                  # clients from addresses no host claims: WARN past this many
 ignore_names = ["fleetcheck"]    # client names never counted as unknown
+silent_after = "30s"             # a host's silence limit until its own rounds teach one
+flap_count = 3                   # a host reconnecting this many times ...
+flap_window = "1h"               # ... within this long is flapping: WARN
+max_churn = 10                   # broker-wide: WARN past this many short-lived connections/s
 """
     host_example = """\
 addrs = ["192.168.1.20", "192.168.1.21"]     # its addresses in CLIENT LIST (WSL2 NAT can add one)
 min_clients = 10                             # fewer broker connections: WARN; none: CRIT
+# silent_after = "2m"                        # its own silence limit (unset: learned; 0: off)
 """
     demo_meaning = (
         "no broker connection from this machine: its workers are gone or cut off, while "
@@ -86,9 +234,12 @@ min_clients = 10                             # fewer broker connections: WARN; n
     )
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:
-        """Workers on n8, laptop and broker; mini has none: the silently dead machine."""
-        fleet.lab.start_workers(fleet.hosts["n8"], 12, "worker-n8")
-        fleet.lab.start_workers(fleet.hosts["laptop"], 4, "worker-laptop")
+        """Workers on n8 (polling every second), laptop (waiting in BLPOP on a list no one
+        writes) and broker (an idle pool); mini has none: the silently dead machine."""
+        from fleetcheck.lab.behaviours import start_blocking, start_chatty
+
+        start_chatty(fleet.lab, fleet.hosts["n8"], 12, "worker-n8")
+        start_blocking(fleet.lab, fleet.hosts["laptop"], 4, "worker-laptop", "demo:idle")
         fleet.lab.start_workers(fleet.hosts["broker"], 2, "worker-broker")
         fleet.host_keys("n8", "min_clients = 10")
         return ""
@@ -99,62 +250,294 @@ min_clients = 10                             # fewer broker connections: WARN; n
         return super().demo_explain(result)
 
     def targets(self, fleet: FleetConfig, config: ClientsConfig) -> list[HostConfig | None]:
-        def wanted(h: HostConfig) -> bool:
-            own = h.settings(ClientsHostConfig)
-            return bool(own.addrs) or own.min_clients > 0
+        return [None, *(h for h in fleet.hosts if expects_clients(h))]
 
-        return [None, *(h for h in fleet.hosts if wanted(h))]
+    def why_no_row(self, host: HostConfig, config: ClientsConfig) -> str | None:
+        """Why `host` gets no row (None: it gets one), for `config check`'s listing."""
+        if expects_clients(host):
+            return None
+        return "no addrs and no min_clients written: no broker connections expected"
 
     def probe(
         self, ctx: PatrolContext, host: HostConfig | None, config: ClientsConfig
     ) -> ClientsFacts:
         table = ctx.client_table()
         claimed = ctx.once("clients:claimed", lambda: claimed_addrs(ctx.fleet))
-        mine = None if host is None else {normalise_ip(a) for a in addrs_of(host)}
-        return facts_of(table, claimed, mine, config.ignore_names)
+        previous = ctx.carried(self.name, host)
+        if host is None:
+            received, run_id = _connections_received(ctx)
+            return facts_of(table, claimed, None, config.ignore_names, previous, received, run_id)
+        mine = {normalise_ip(a) for a in addrs_of(host)}
+        facts = facts_of(table, claimed, mine, config.ignore_names, previous)
+        limit, _ = silence_limit(host.settings(ClientsHostConfig), config, previous)
+        quiet = facts.min_idle.values()
+        if limit is not None and quiet and min(quiet) > limit and not facts.waiting:
+            # silent, it seems: are jobs waiting meanwhile? (one LLEN round trip a patrol)
+            facts = replace(facts, queued=ctx.once("clients:queued", lambda: _queued(ctx)))
+        return facts
 
     def evaluate(
         self, facts: ClientsFacts, config: ClientsConfig, host: HostConfig | None, now: datetime
     ) -> Result:
         if host is None:
-            return self._unknown_clients(facts, config)
+            return self._broker_row(facts, config, now)
         own = host.settings(ClientsHostConfig)
         if not own.addrs:
             return self.result(
                 host,
                 Status.UNKNOWN,
-                "no addrs configured, so its broker connections cannot be "
-                "told apart (add the addresses it connects from)",
+                f"min_clients {own.min_clients} but no addrs configured, so its broker "
+                "connections cannot be told apart (add the addresses it connects from, or "
+                "min_clients = 0 for a host with no broker connections)",
             )
+        at = now.timestamp()
+        previous = facts.previous or {}
         mine = {normalise_ip(a) for a in own.addrs}
         groups = [(k, n) for k, n in facts.groups.items() if k[0] in mine]
-        counts: Counter[str] = Counter()
-        for (addr, _name, _cmd), n in groups:
-            counts[addr] += n
+        counts: dict[str, int] = {}
+        names: dict[str, int] = {}
+        for (addr, name, _cmd), n in groups:
+            counts[addr] = counts.get(addr, 0) + n
+            names[name] = names.get(name, 0) + n
         by_addr = {normalise_ip(a): counts.get(normalise_ip(a), 0) for a in own.addrs}
         total = sum(by_addr.values())
-        metrics = {"connections": total, "by_addr": by_addr}
+        metrics: dict[str, Any] = {"connections": total, "by_addr": by_addr}
         idle = [s for h, s in facts.max_idle.items() if h in mine]
-        evidence = {
+        quiet = [s for h, s in facts.min_idle.items() if h in mine]
+        waiting = sum(n for h, n in facts.waiting.items() if h in mine)
+        evidence: dict[str, Any] = {
             "names": sorted({k[1] for k, _ in groups if k[1]}),
             "max_idle_s": max(idle) if idle else None,
             "commands": sorted({k[2] for k, _ in groups if k[2]}),
         }
         spread = ", ".join(f"{a}: {n}" for a, n in by_addr.items())
+        row = _Row()
+        carry: dict[str, Any] = {"at": at, "n": total}
+        missing = _missing_names(previous, names)
+        gone = f"; missing: {missing}" if missing else ""
         if total == 0:
-            status = Status.CRIT if own.min_clients > 0 else Status.OK
             summary = f"no broker connections from {', '.join(by_addr)}"
+            if own.min_clients > 0:
+                row.add(Status.CRIT, summary + gone, "proof")
         elif total < own.min_clients:
-            status = Status.WARN
             summary = (
                 f"{total} broker connection{'s' if total != 1 else ''}, "
                 f"fewer than min_clients {own.min_clients} ({spread})"
             )
+            row.add(Status.WARN, summary + gone, "proof")
         else:
-            status = Status.OK
             summary = f"{total} broker connection{'s' if total != 1 else ''} ({spread})"
-        limits = {"min_clients": own.min_clients}
-        return self.result(host, status, summary, metrics=metrics, evidence=evidence, limits=limits)
+        if missing:
+            evidence["missing"] = missing
+        kept = names if total >= max(own.min_clients, 1) else previous.get("names")
+        carry["names"] = _top_names(kept)
+
+        if total:
+            if quiet:
+                metrics["quiet_s"] = min(quiet)
+            metrics["waiting"] = waiting
+            self._silence(facts, config, own, quiet, waiting, total, row, evidence, carry)
+            self._patterns(previous, names, row, evidence, carry)
+        self._reconnects(facts, config, previous, total, at, row, evidence, carry)
+
+        status = row.status()
+        texts = [f[1] for f in sorted(row.findings, key=lambda f: -f[0].rank)]
+        if status is Status.OK or not texts or not texts[0].startswith(summary):
+            texts = [summary, *[t for t in texts if t != summary]]
+        texts += row.notes  # what changed since the last round, also beside a finding
+        limits: dict[str, Any] = {"min_clients": own.min_clients}
+        if "silence_limit_s" in evidence:
+            limits["silent_after_s"] = evidence.pop("silence_limit_s")
+        return self.result(
+            host,
+            status,
+            "; ".join(texts),
+            metrics=metrics,
+            evidence=evidence,
+            limits=limits,
+            carry=carry,
+            evidence_strength=row.strength(),
+        )
+
+    @staticmethod
+    def _silence(
+        facts: ClientsFacts,
+        config: ClientsConfig,
+        own: ClientsHostConfig,
+        quiet: list[int],
+        waiting: int,
+        total: int,
+        row: _Row,
+        evidence: dict[str, Any],
+        carry: dict[str, Any],
+    ) -> None:
+        """Connected but silent: every connection idle past the host's limit and none
+        waiting for work (blocked in a pop or subscribed waits: healthy at any idle)."""
+        previous = facts.previous or {}
+        samples = _nums(previous.get("quiet"), QUIET_SAMPLES)
+        limit, base = silence_limit(own, config, previous)
+        if limit is not None:
+            evidence["silence_limit_s"] = limit
+        silence = min(quiet) if quiet else None
+        silent = limit is not None and silence is not None and silence > limit and waiting == 0
+        if silent and silence is not None and limit is not None:
+            usual = (
+                f"usually at most {format_duration(base)}, limit {format_duration(limit)}"
+                if base is not None
+                else f"limit {format_duration(limit)}"
+            )
+            text = (
+                f"silent: none of its {total} connection{'s' if total != 1 else ''} has sent "
+                f"a command for {format_duration(silence)} and none waits in a pop or a "
+                f"subscription ({usual})"
+            )
+            if facts.queued:
+                row.add(
+                    Status.CRIT,
+                    text + f", while {facts.queued} jobs wait in the queues",
+                    "behaviour",
+                )
+                evidence["queued"] = facts.queued
+            else:
+                row.add(Status.WARN, text, "behaviour")
+        elif silence is not None and waiting == 0:
+            samples.append(float(silence))  # a healthy round teaches the baseline
+        carry["quiet"] = samples[-QUIET_SAMPLES:]
+
+    @staticmethod
+    def _patterns(
+        previous: Mapping[str, Any],
+        names: Mapping[str, int],
+        row: _Row,
+        evidence: dict[str, Any],
+        carry: dict[str, Any],
+    ) -> None:
+        """Counts per client-name pattern against the host's own recent rounds: half or
+        more of a kind gone is a note the first round and WARN when the next round still
+        shows it (a rolling deploy caught half way is one round)."""
+        from fleetcheck.parse.clientlist import name_pattern
+
+        now: Counter[str] = Counter()
+        for name, n in names.items():
+            now[name_pattern(name)] += n
+        raw = previous.get("patterns")
+        history = raw if isinstance(raw, dict) else {}
+        low_before = previous.get("low")
+        low_before = set(low_before) if isinstance(low_before, list) else set()
+        low: list[str] = []
+        kept: dict[str, list[float]] = {}
+        lost: dict[str, str] = {}
+        for pattern in [*history, *(p for p in now if p not in history)]:
+            counts = _nums(history.get(pattern), PATTERN_ROUNDS) if isinstance(pattern, str) else []
+            n = now.get(pattern, 0)
+            if len(counts) >= 2:
+                usual = _median(counts)
+                if usual >= 2 and n <= usual / 2:
+                    low.append(pattern)
+                    text = f"{pattern}: {n} connection{'s' if n != 1 else ''}, usually {usual:g}"
+                    lost[pattern] = text
+                    if pattern in low_before:
+                        row.add(Status.WARN, text + " (for two rounds)", "behaviour")
+                    else:
+                        row.notes.append(text)
+            counts = (counts + [float(n)])[-PATTERN_ROUNDS:]
+            if any(counts):
+                kept[str(pattern)] = counts
+        if lost:
+            evidence["patterns"] = dict(now)
+            evidence["patterns_low"] = lost
+        carry["patterns"] = dict(list(kept.items())[:NAMES_KEPT])
+        carry["low"] = low
+
+    @staticmethod
+    def _reconnects(
+        facts: ClientsFacts,
+        config: ClientsConfig,
+        previous: Mapping[str, Any],
+        total: int,
+        at: float,
+        row: _Row,
+        evidence: dict[str, Any],
+        carry: dict[str, Any],
+    ) -> None:
+        """Reconnected: half or more of the previous round's connections replaced by
+        connections made since (a restart or a network drop between patrols), with when;
+        a note once, WARN when it recurs flap_count times within flap_window."""
+        events = [t for t in _nums(previous.get("reconnects"), 50) if at - t <= config.flap_window]
+        before_at, before_n = _num(previous.get("at")), _num(previous.get("n"))
+        interval = at - before_at if before_at is not None else None
+        event = None
+        if interval is not None and interval > 0 and before_n and total:
+            young = sorted(a for a, n in facts.ages.items() if a < interval - AGE_SLACK_S)
+            new = sum(facts.ages[a] for a in young)
+            closed = max(before_n - (total - new), 0)
+            replaced = min(new, closed)
+            if replaced >= 1 and 2 * replaced >= before_n:
+                first, last = at - young[-1], at - young[0]
+                event = (first, last, new)
+                events.append(at)
+        carry["reconnects"] = events
+        if event is not None:
+            first, last, new = event
+            when = _utc(first) if _utc(first) == _utc(last) else f"{_utc(first)}-{_utc(last)}"
+            evidence["reconnected"] = {
+                "first_s": _utc_iso(first),
+                "last_s": _utc_iso(last),
+                "new": new,
+            }
+            row.notes.append(
+                f"reconnected at {when} ({new} of {total} connections new since the previous "
+                "round: a restart or a network drop)"
+            )
+        if len(events) >= config.flap_count:
+            times = ", ".join(_utc(t) for t in events[-config.flap_count :])
+            evidence["reconnects"] = [_utc_iso(t) for t in events]
+            row.add(
+                Status.WARN,
+                f"flapping: reconnected {len(events)} times within "
+                f"{format_duration(config.flap_window)} (rounds at {times})",
+                "behaviour",
+            )
+
+    def _broker_row(self, facts: ClientsFacts, config: ClientsConfig, now: datetime) -> Result:
+        result = self._unknown_clients(facts, config)
+        at = now.timestamp()
+        carry: dict[str, Any] = {"at": at, "received": facts.received, "run_id": facts.run_id}
+        churn = _churn(facts, at)
+        if churn is None:
+            return replace(result, carry=carry)
+        rate, short_rate, seconds, new, short = churn
+        metrics = {
+            **result.metrics,
+            "new_connections_per_s": round(rate, 3),
+            "short_lived_per_s": round(short_rate, 3),
+        }
+        clients = result.metrics["clients"]
+        limits = {"max_churn": config.max_churn}
+        if not config.max_churn or short_rate <= config.max_churn:
+            return replace(result, metrics=metrics, limits=limits, carry=carry)
+        youngest = dict(sorted(facts.young.items(), key=lambda kv: -kv[1])[:5])
+        text = (
+            f"connection churn: {rate:.1f} new connections/s over the last "
+            f"{format_duration(seconds)} ({new} new, {short} already closed again) "
+            f"against {clients} clients connected"
+            + (f"; youngest from {_named(youngest)}" if youngest else "")
+            + f" (max_churn {config.max_churn:g}/s)"
+        )
+        evidence = {"churn": {"new": new, "short_lived": short, "youngest_by_addr": youngest}}
+        if result.evidence:
+            evidence["strays"] = result.evidence
+        summary = text if result.status is Status.OK else f"{result.summary}; {text}"
+        return self.result(
+            None,
+            Status.WARN,
+            summary,
+            metrics=metrics,
+            evidence=evidence,
+            limits=limits,
+            carry=carry,
+            evidence_strength="behaviour" if result.status is Status.OK else None,
+        )
 
     def _unknown_clients(self, facts: ClientsFacts, config: ClientsConfig) -> Result:
         counts: Counter[str] = Counter()
@@ -186,6 +569,103 @@ min_clients = 10                             # fewer broker connections: WARN; n
             metrics=metrics,
             evidence=evidence,
         )
+
+
+def expects_clients(host: HostConfig) -> bool:
+    """Whether a host has broker expectations: addresses to count, or a min_clients that
+    someone wrote (in its table, a group or [defaults]). A host with neither (a bastion, a
+    machine that runs no workers) gets no row rather than an UNKNOWN it can never lose."""
+    own = host.settings(ClientsHostConfig)
+    return bool(own.addrs) or (own.min_clients > 0 and "min_clients" in host.sources)
+
+
+def _connections_received(ctx: PatrolContext) -> tuple[int | None, str | None]:
+    """INFO's total_connections_received and run_id (INFO is read once per patrol and shared
+    with the broker check); (None, None) when INFO cannot be read: no churn this round."""
+    from fleetcheck.core.errors import CheckError
+
+    try:
+        info = ctx.info()
+    except CheckError:
+        return None, None
+    try:
+        received = int(info["total_connections_received"])
+    except (KeyError, TypeError, ValueError):
+        received = None
+    run_id = info.get("run_id")
+    return received, run_id if isinstance(run_id, str) else None
+
+
+def _queued(ctx: PatrolContext) -> int | None:
+    """Jobs in the lists the queue_depth check names (its config, read as plain values:
+    no check imports another), in one pipelined LLEN round trip; None when there are none
+    or they cannot be read (the silence is judged without them)."""
+    keys = getattr(ctx.fleet.checks.get("queue_depth"), "keys", None)
+    if not keys or not all(isinstance(k, str) for k in keys):
+        return None
+    try:
+        pipe = ctx.broker().pipeline(transaction=False)
+        for key in keys:
+            pipe.llen(key)
+        lengths = pipe.execute(raise_on_error=False)
+    except Exception:
+        return None
+    return sum(n for n in lengths if isinstance(n, int)) or None
+
+
+def _missing_names(previous: Mapping[str, Any], now: Mapping[str, int]) -> str:
+    """Client names the host's last round at strength had more of than this one: `w-3`, or
+    `worker-n8 (6 of 12)` when several connections share a name."""
+    raw = previous.get("names")
+    if not isinstance(raw, dict):
+        return ""
+    out = []
+    for name, n in raw.items():
+        had = _num(n)
+        have = now.get(name, 0) if isinstance(name, str) else 0
+        if not isinstance(name, str) or had is None or have >= had:
+            continue
+        label = name or "(no name)"
+        out.append(label if had == 1 and have == 0 else f"{label} ({have} of {int(had)})")
+    shown = ", ".join(out[:8])
+    return shown + (f" and {len(out) - 8} more" if len(out) > 8 else "")
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def _top_names(names: Any) -> dict[str, int]:
+    if type(names) is dict and len(names) <= NAMES_KEPT:  # this round's own: whole counts
+        return names
+    if not isinstance(names, Mapping):
+        return {}
+    good = [(k, int(v)) for k, v in names.items() if isinstance(k, str) and _num(v)]
+    return dict(sorted(good, key=lambda kv: -kv[1])[:NAMES_KEPT])
+
+
+def _churn(facts: ClientsFacts, at: float) -> tuple[float, float, float, int, int] | None:
+    """(new connections a second, short-lived ones a second, the interval, new, short-lived)
+    between the previous round and this one, or None on a first round, after a broker
+    restart (another run_id, or the counter went down) or without the counter. Short-lived:
+    received in the interval and already gone (received minus the clients now connected
+    that are younger than the interval): a pool's connections stay, so a deploy, whose new
+    connections are all still there, is not churn."""
+    previous = facts.previous or {}
+    before, before_at = _num(previous.get("received")), _num(previous.get("at"))
+    if facts.received is None or before is None or before_at is None:
+        return None
+    if previous.get("run_id") != facts.run_id or facts.received < before:
+        return None
+    seconds = at - before_at
+    if seconds <= 0:
+        return None
+    new = facts.received - int(before)
+    young = sum(n for age, n in facts.ages.items() if age <= seconds)
+    short = max(new - young, 0)
+    return new / seconds, short / seconds, seconds, new, short
 
 
 CHECK = ClientsCheck()

@@ -100,7 +100,7 @@ def line(addr: str, name: str = "w", idle: int = 1) -> str:
             "3 broker connections (192.168.1.20: 2, 172.20.0.5: 1)",
         ),
         (host(min_clients=0), [], Status.OK, "no broker connections from 192.168.1.30"),
-        (host(addrs=()), [], Status.UNKNOWN, "no addrs configured"),
+        (host(addrs=()), [], Status.UNKNOWN, "min_clients 1 but no addrs configured"),
     ],
 )
 def test_evaluate_host_rows(h: HostConfig, lines: list[str], status: Status, summary: str) -> None:
@@ -121,9 +121,15 @@ def test_evaluate_metrics_and_evidence() -> None:
     assert r.metrics == {
         "connections": 2,
         "by_addr": {"192.168.1.20": 2, "172.20.0.5": 0},
+        "quiet_s": 3,
+        "waiting": 0,
     }
-    assert r.limits == {"min_clients": 1}
-    assert r.evidence == {"names": ["w1", "w2"], "max_idle_s": 40, "commands": ["blpop"]}
+    assert r.limits == {"min_clients": 1, "silent_after_s": 30.0}
+    assert r.evidence == {
+        "names": ["w1", "w2"],
+        "max_idle_s": 40,
+        "commands": ["blpop"],
+    }
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 `fleetcheck config discover` (a hosts.toml draft from the broker)."""
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -69,7 +69,7 @@ def config_check(
     for line in warnings:
         say(line)
     if out:
-        print(out)
+        print(out + _rows_not_made(fleet))
     if code:
         raise typer.Exit(code)
     if connect:
@@ -114,6 +114,22 @@ def environment_warnings(fleet: "FleetConfig", service_user: str = "fleetcheck")
             f"read, or check as the timer does: runuser -u {service_user} -- fleetcheck doctor"
         )
     return out
+
+
+def _rows_not_made(fleet: "FleetConfig") -> str:
+    """Hosts an enabled check makes no row for by design, with its reason (a check says why
+    through `why_no_row(host, config)`: the clients check for a host with no broker
+    expectations, such as a bastion)."""
+    from fleetcheck.core import registry
+
+    lines = []
+    for name, cfg in fleet.checks.items():
+        why: Any = getattr(registry.available().get(name), "why_no_row", None)
+        for h in fleet.hosts if why is not None else ():
+            reason = why(h, cfg)
+            if reason:
+                lines.append(f"  {h.name}: no {name} row ({reason})")
+    return "\nrows not made:\n" + "\n".join(lines) if lines else ""
 
 
 @command(config_app, "discover")

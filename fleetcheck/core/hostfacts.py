@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue, IpAddress
 from fleetcheck.config import zone as config_zone
-from fleetcheck.core.judge import AgeLimit, check_count
+from fleetcheck.core.judge import AgeLimit, check_count, check_duration
 
 
 @dataclass(frozen=True)
@@ -22,9 +22,14 @@ class ClientsHostConfig:
     # the addresses it shows in CLIENT LIST (WSL2 NAT can add one); config check: IPs only
     addrs: tuple[IpAddress, ...] = ()
     min_clients: int = 1  # fewer broker connections: WARN; none: CRIT
+    # every connection idle this long, none waiting in a pop or subscribed: silent (WARN;
+    # CRIT while the queues hold jobs). Unset: learned from the host's own rounds (three
+    # times the longest quiet it showed, at least the [checks.clients] silent_after); 0: off
+    silent_after: Duration | None = None
 
     def __post_init__(self) -> None:
         check_count("min_clients", self.min_clients)
+        check_duration("silent_after", self.silent_after, positive=False)
 
 
 def addrs_of(host: HostConfig) -> tuple[str, ...]:

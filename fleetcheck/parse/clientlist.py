@@ -189,8 +189,8 @@ class ClientTable:
     Client rows when someone wants them.
 
     Read column-wise (see the module docstring) the table holds one tuple of text values a
-    line (id, host part, name, idle, cmd) and converts a value once per distinct value; read
-    line by line it holds the Clients."""
+    line (id, host part, name, age, idle, flags, cmd) and converts a value once per
+    distinct value; read line by line it holds the Clients."""
 
     def __init__(
         self,
@@ -203,8 +203,11 @@ class ClientTable:
         self._found = found  # the column path: one tuple a line, values in _COUNTED order
         self._text = text
         self._lines = lines  # each row's line in text (None: row i is line i)
-        self._summary: tuple[Counter[Group], dict[str, int]] | None = None
+        self._summary: tuple[Counter[Group], dict[str, int], dict[str, int]] | None = None
+        self._ages: dict[str, tuple[dict[int, int], int]] | None = None
+        self._every: dict[int, int] = {}
         self._raw_groups: Counter[tuple[str, str, str]] = Counter()  # column path: as written
+        self._merged: Counter[tuple[str, ...]] = Counter()  # column path: + age, flags
         self._hosts: dict[str, str] | None = None
         self._by_host: dict[str, dict[Group, int]] | None = None
 
@@ -234,30 +237,112 @@ class ClientTable:
             self._hosts = {h: _host_part(h) for h in set(map(_HOST, self._found or ()))}
         return self._hosts
 
-    def _summarise(self) -> tuple[Counter[Group], dict[str, int]]:
+    def _summarise(self) -> tuple[Counter[Group], dict[str, int], dict[str, int]]:
         if self._summary is None:
             groups: Counter[Group] = Counter()
             longest: dict[str, int] = {}
+            shortest: dict[str, int] = {}
             if self._found is None:
                 for c in self.clients():
                     groups[c.host, c.name, c.cmd] += 1
-                    if c.idle_s is not None and c.idle_s > longest.get(c.host, c.idle_s - 1):
-                        longest[c.host] = c.idle_s
+                    if c.idle_s is not None:
+                        if c.idle_s > longest.get(c.host, c.idle_s - 1):
+                            longest[c.host] = c.idle_s
+                        if c.idle_s < shortest.get(c.host, c.idle_s + 1):
+                            shortest[c.host] = c.idle_s
             else:
                 # counted and deduplicated by the C loops of Counter and set over the rows'
                 # text; Python sees only the distinct (host part, name, cmd) and (host
                 # part, idle) pairs, and converts each distinct text once
+                # (one Counter of (host part, name, cmd, age, flags): the groups and the
+                # clients by age and flags come from the same C pass, and a fleet's
+                # connections of one kind share a few ages, so few more distinct keys)
                 found, hosts = self._found, self._host_of()
-                self._raw_groups = Counter(map(_GROUP, found))
-                for (h, name, cmd), n in self._raw_groups.items():
+                self._merged = Counter(map(_GROUP_AGE_FLAGS, found))
+                raw: dict[tuple[str, str, str], int] = {}
+                out: dict[str, tuple[dict[int, int], int]] = {}  # see _behave
+                every: dict[int, int] = {}
+                seconds_of: dict[str, int | None] = {}
+                for (h, name, cmd, age, flags), n in self._merged.items():
+                    key = (h, name, cmd)
+                    raw[key] = raw.get(key, 0) + n
+                    host = hosts[h]
+                    known = out.get(host)
+                    ages, waiting = known if known is not None else ({}, 0)
+                    if age in seconds_of:
+                        seconds = seconds_of[age]
+                    else:
+                        seconds = seconds_of[age] = _int(age)
+                    if seconds is not None:
+                        ages[seconds] = ages.get(seconds, 0) + n
+                        every[seconds] = every.get(seconds, 0) + n
+                    if "b" in flags or "P" in flags:
+                        waiting += n
+                    out[host] = (ages, waiting)
+                self._ages, self._every = out, every
+                self._raw_groups = Counter(raw)
+                for (h, name, cmd), n in raw.items():
                     groups[hosts[h], name, cmd] += n
                 seconds_of = {t: _int(t) for t in set(map(_IDLE, found))}
                 for h, t in set(map(_HOST_IDLE, found)):
                     seconds = seconds_of[t]
-                    if seconds is not None and seconds > longest.get(hosts[h], seconds - 1):
-                        longest[hosts[h]] = seconds
-            self._summary = (groups, longest)
+                    if seconds is None:
+                        continue
+                    host = hosts[h]
+                    if seconds > longest.get(host, seconds - 1):
+                        longest[host] = seconds
+                    if seconds < shortest.get(host, seconds + 1):
+                        shortest[host] = seconds
+            self._summary = (groups, longest, shortest)
         return self._summary
+
+    def _behave(self) -> dict[str, tuple[dict[int, int], int]]:
+        """Per host: how many clients have each age (seconds), and how many wait for work
+        (blocked in a pop, stream read or WAIT: flag `b`; subscribed: flag `P`); and every
+        client by age. On the column path from the summary's Counter of (host part, name,
+        cmd, age, flags) texts: Python sees only the distinct ones (a fleet's connections
+        of one kind share a few ages and one or two flags)."""
+        if self._ages is None:
+            out: dict[str, tuple[dict[int, int], int]] = {}
+            every: dict[int, int] = {}
+            if self._found is not None:  # counted in the summary's pass
+                self._summarise()
+                return self._ages or {}
+            counted = Counter((c.host, c.age_s, c.flags) for c in self.clients()).items()
+            for (host, age, flags), n in counted:
+                known = out.get(host)
+                ages, waiting = known if known is not None else ({}, 0)
+                seconds = age
+                if seconds is not None:
+                    ages[seconds] = ages.get(seconds, 0) + n
+                    every[seconds] = every.get(seconds, 0) + n
+                out[host] = (ages, waiting + n * _waits(flags))
+            self._ages, self._every = out, every
+        return self._ages
+
+    def all_ages(self) -> dict[int, int]:
+        """Every client counted by age in seconds."""
+        self._behave()
+        return self._every
+
+    def ages(self) -> dict[str, dict[int, int]]:
+        """Each host's clients counted by age in seconds (clients with no readable age
+        left out): who connected since when, without an object per client."""
+        return {h: ages for h, (ages, _) in self._behave().items()}
+
+    def waiting(self) -> dict[str, int]:
+        """Each host's clients waiting for work: blocked (flag `b`: BLPOP, BRPOP, BLMOVE,
+        BZPOPMIN, XREAD(GROUP) BLOCK, WAIT...) or subscribed (flag `P`)."""
+        return {h: n for h, (_, n) in self._behave().items()}
+
+    def behaviour_of(self, host: str) -> tuple[dict[int, int], int]:
+        """(ages(), waiting()) of one host: (its clients by age, how many wait for work)."""
+        return self._behave().get(host) or ({}, 0)
+
+    def min_idle(self) -> dict[str, int]:
+        """Each host's shortest idle time in seconds: how long ago its chattiest client
+        last sent a command (hosts with no readable idle left out)."""
+        return self._summarise()[2]
 
     def groups(self) -> Counter[Group]:
         """How many clients have each (host, name, cmd), in order of first appearance."""
@@ -310,7 +395,7 @@ class ClientTable:
         # and the text is cut into lines only as far as the last one picked
         lines = self._text.split("\n", max(line for _, line in rows) + 1) if rows else []
         for i, line in rows:
-            out.append((line_fields(lines[line])["addr"], found[i][2], found[i][4]))
+            out.append((line_fields(lines[line])["addr"], found[i][2], found[i][6]))
         return out
 
     def without_own(self, own_id: int) -> ClientTable:
@@ -349,6 +434,11 @@ class ClientTable:
         )
         table._hosts = self._hosts
         return table
+
+
+def _waits(flags: str) -> int:
+    """1 when a client's flags say it waits for work (blocked or subscribed), else 0."""
+    return 1 if "b" in flags or "P" in flags else 0
 
 
 def _positions(column: Sequence[Any], value: str) -> list[int]:
@@ -391,9 +481,13 @@ def read_client_table(text: str | bytes) -> ClientTable:
 # the keys Client rows read, and the ones the clients check counts (in the column path's
 # tuples, in this order)
 _NEEDED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
-_COUNTED = ("id", "addr", "name", "idle", "cmd")
-_ID, _HOST, _NAME, _IDLE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
-_GROUP, _HOST_IDLE = itemgetter(1, 2, 4), itemgetter(1, 3)
+_COUNTED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
+_ID, _HOST, _NAME, _IDLE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(4)
+_GROUP, _HOST_IDLE, _GROUP_AGE_FLAGS = (
+    itemgetter(1, 2, 6),
+    itemgetter(1, 4),
+    itemgetter(1, 2, 6, 3, 5),
+)
 _OTHER_SPACE = "\t\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what strip(), split() or splitlines() also cut at
 _new = tuple.__new__
 
@@ -477,7 +571,8 @@ def _rows(text: str, wanted: Sequence[str], port: bool) -> tuple[list[Any], list
 
 
 def _counted_rows(text: str) -> list[tuple[str, ...]] | None:
-    """The clients check's values of every line, as (id, host part, name, idle, cmd)."""
+    """The clients check's values of every line, as (id, host part, name, age, idle,
+    flags, cmd)."""
     got = _rows(text, _COUNTED, port=False)
     if got is None:
         return None
@@ -530,3 +625,51 @@ def _ints(values: Iterable[str]) -> list[int | None]:
         return list(map(int, values))
     except ValueError:
         return [_int(v) for v in values]
+
+
+_NAME_TOKEN: Any = None  # compiled on first use (startup imports stay light)
+_UUID: Any = None
+
+
+def name_pattern(name: str) -> str:
+    """A client name with its instance part generalised, so a host's workers count as one
+    kind: `worker:n8:17` -> `worker:n8:*`, `celery@n8-4121` -> `celery@n8-*`,
+    `rq:worker:2f8a9c01d4e5` -> `rq:worker:*`. A token (between `:` `-` `_` `.` `/` `@` `#`
+    `|` `=` or space) that is a number, a long hex id or a UUID becomes `*`, and so do the
+    trailing digits of the last token (`w12` -> `w*`); a token inside the name that mixes
+    letters and digits (`n8`, `host12`) names a place and is kept. An empty name is
+    `(no name)`."""
+    return _name_pattern(name)
+
+
+@lru_cache(maxsize=4096)
+def _name_pattern(name: str) -> str:
+    global _NAME_TOKEN, _UUID
+    if not name:
+        return "(no name)"
+    if _NAME_TOKEN is None:
+        import re
+
+        _NAME_TOKEN = re.compile(r"([:\-_./@#|= ]+)")
+        _UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+    parts = _NAME_TOKEN.split(_UUID.sub("0", name))
+    tokens = [i for i in range(0, len(parts), 2) if parts[i]]
+    for i in tokens:
+        t = parts[i]
+        if t.isdigit() or _is_id(t):
+            parts[i] = "*"
+    if tokens and parts[tokens[-1]] != "*":
+        last = parts[tokens[-1]]
+        stem = last.rstrip("0123456789")
+        if stem != last and stem:
+            parts[tokens[-1]] = stem + "*"
+    return "".join(parts)
+
+
+def _is_id(token: str) -> bool:
+    """A long hex id (8+ hex digits with at least one digit), as pids and uuids print."""
+    return (
+        len(token) >= 8
+        and all(c in "0123456789abcdefABCDEF" for c in token)
+        and any(c.isdigit() for c in token)
+    )
