@@ -485,6 +485,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
                 "last_s": _utc_iso(last),
                 "new": new,
             }
+            evidence["reconnected_at"] = _utc_iso(first)  # what `fleetcheck explain` times
             row.notes.append(
                 f"reconnected at {when} ({new} of {total} connections new since the previous "
                 "round: a restart or a network drop)"
