@@ -30,8 +30,8 @@ if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported 
 class ClientsConfig:
     max_unknown: int = 0  # WARN when more clients than this come from unclaimed addresses
     ignore_names: tuple[str, ...] = ("fleetcheck",)  # client names never counted as unknown
-    # a host's silence limit before its own rounds give a baseline, and the least the
-    # learned one can be (a host's own silent_after overrides both)
+    # the least a host's learned silence limit can be, and the limit after one round seen
+    # with nothing learned (the first round teaches; a host's own silent_after overrides)
     silent_after: Duration = 30.0
     flap_count: int = 3  # this many reconnects of a host ...
     flap_window: Duration = 3600.0  # ... within this long: WARN (flapping)
@@ -218,7 +218,7 @@ class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
 [checks.clients]
 max_unknown = 0                  # clients from addresses no host claims: WARN past this many
 ignore_names = ["fleetcheck"]    # client names never counted as unknown
-silent_after = "30s"             # a host's silence limit until its own rounds teach one
+silent_after = "30s"             # least silence limit once a round is seen (then learned)
 flap_count = 3                   # a host reconnecting this many times ...
 flap_window = "1h"               # ... within this long is flapping: WARN
 max_churn = 10                   # broker-wide: WARN past this many short-lived connections/s
@@ -379,6 +379,11 @@ min_clients = 10                             # fewer broker connections: WARN; n
         if limit is not None:
             evidence["silence_limit_s"] = limit
         silence = min(quiet) if quiet else None
+        if own.silent_after is None and not samples:
+            # the first sighting teaches, it does not judge: a pool idle by design (web nodes
+            # at night) seen for the first time is its own baseline, never a first-run alarm;
+            # a host that spoke in its first round and froze after is still seen one round on
+            limit = None
         silent = limit is not None and silence is not None and silence > limit and waiting == 0
         if silent and silence is not None and limit is not None:
             usual = (

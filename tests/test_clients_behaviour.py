@@ -71,14 +71,17 @@ def run(facts: ClientsFacts, h: HostConfig | None = None, config: ClientsConfig 
 @pytest.mark.parametrize(
     ("facts", "h", "status"),
     [
-        # before a baseline: the default limit, 30s (silence past it, not at it)
-        (hfacts(quiet=29), None, Status.OK),
-        (hfacts(quiet=30), None, Status.OK),
-        (hfacts(quiet=31), None, Status.WARN),
+        # the first round seen teaches and never judges (a pool idle by design is no alarm)
+        (hfacts(quiet=31), None, Status.OK),
+        (hfacts(quiet=7200), None, Status.OK),
+        # after one round: the default limit, 30s (silence past it, not at it)
+        (hfacts(quiet=29, previous={"quiet": [1]}), None, Status.OK),
+        (hfacts(quiet=30, previous={"quiet": [1]}), None, Status.OK),
+        (hfacts(quiet=31, previous={"quiet": [1]}), None, Status.WARN),
         # the done-when case: answered every second, then ~45 s of silence
         (hfacts(quiet=45, previous={"quiet": [1, 0, 1, 1]}), None, Status.WARN),
         # work waiting in the queues meanwhile: CRIT
-        (hfacts(quiet=45, queued=12), None, Status.CRIT),
+        (hfacts(quiet=45, queued=12, previous={"quiet": [1]}), None, Status.CRIT),
         # one connection blocked in a pop or subscribed: waiting for work, healthy at any idle
         (hfacts(quiet=7200, waiting=1), None, Status.OK),
         (hfacts(quiet=7200, waiting=1, queued=50), None, Status.OK),
@@ -124,6 +127,16 @@ def test_silence_baseline_learns_healthy_rounds_only() -> None:
     assert silent.carry is not None and silent.carry["quiet"] == [1]  # silence is not the norm
     waiting = run(hfacts(quiet=400, waiting=2, previous={"quiet": [1]}))
     assert waiting.carry is not None and waiting.carry["quiet"] == [1]
+
+
+def test_first_round_seen_teaches_and_never_judges() -> None:
+    """A host first seen with every connection idle for two hours (a pool idle by design) is
+    OK and that quiet becomes its baseline: the next round judges against 3x it."""
+    first = run(hfacts(quiet=7200))
+    assert first.status is Status.OK, first.summary
+    assert first.carry is not None and first.carry["quiet"] == [7200]
+    assert run(hfacts(quiet=7300, previous=first.carry)).status is Status.OK
+    assert run(hfacts(quiet=21601, previous=first.carry)).status is Status.WARN
 
 
 def test_idle_host_whose_quiet_grows_each_round_is_learned() -> None:
