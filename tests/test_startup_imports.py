@@ -36,7 +36,17 @@ OURS = {
     "fleetcheck.cli",
     *(
         f"fleetcheck.cli.{name}"
-        for name in ("app", "common", "config", "demo", "history", "run", "serve", "timer")
+        for name in (
+            "app",
+            "common",
+            "config",
+            "demo",
+            "history",
+            "notify",
+            "run",
+            "serve",
+            "timer",
+        )
     ),
     "fleetcheck.config",
     *(f"fleetcheck.config.{name}" for name in ("builder", "files", "loading", "tables", "values")),

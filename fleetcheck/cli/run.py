@@ -87,6 +87,7 @@ def run(
     ] = False,
 ) -> None:
     """One patrol of the fleet (or one every --every); exit code is the worst status."""
+    from fleetcheck.cli.notify import notify_settings
     from fleetcheck.core import registry, runner
     from fleetcheck.rounds import patrol
     from fleetcheck.rounds import state as state_mod
@@ -117,6 +118,7 @@ def run(
         textfile=text_path,
         alertmanager=am_urls,
         heartbeat=beat_url,
+        notify=notify_settings(fleet, no_state),
     )
     fmt = output_format(format)
     if problems and fmt not in (Format.table, Format.plain):

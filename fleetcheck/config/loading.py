@@ -57,7 +57,18 @@ CheckConfigLookup = Callable[[str], type | None]
 HostTypesLookup = Callable[[Collection[str] | None], Mapping[str, type]]
 """{check name: its host_config_type} for the named checks (None: every registered check)."""
 
-TOP_LEVEL = ("broker", "ssh", "patrol", "defaults", "groups", "hosts", "checks", "outputs")
+TOP_LEVEL = (
+    "broker",
+    "ssh",
+    "patrol",
+    "defaults",
+    "groups",
+    "hosts",
+    "checks",
+    "outputs",
+    "notify",
+    "serve",
+)
 NOT_SHARED = ("name", "groups")  # host keys [defaults] and [groups.NAME] cannot set
 
 
@@ -108,6 +119,8 @@ def from_dict(
         ssh = build(tables.SshConfig, data.get("ssh", {}), file, "ssh")
         patrol = build(tables.PatrolConfig, data.get("patrol", {}), file, "patrol")
         outputs = build(tables.OutputsConfig, data.get("outputs", {}), file, "outputs")
+        notify = build(tables.NotifyConfig, data.get("notify", {}), file, "notify")
+        serve = build(tables.ServeConfig, data.get("serve", {}), file, "serve")
         raw_checks = data.get("checks", {})
         if not isinstance(raw_checks, dict):
             raise ConfigError(f"{file}: checks: expected a table ([checks.NAME])")
@@ -124,6 +137,8 @@ def from_dict(
         hosts=tuple(hosts),
         checks=checks,
         outputs=outputs,
+        notify=notify,
+        serve=serve,
         notes=tuple(notes),
     )
 

@@ -30,6 +30,7 @@ class Outputs:
     textfile: Path | None = None
     alertmanager: tuple[str, ...] = ()  # every URL gets every alert (an Alertmanager cluster)
     heartbeat: str | None = None
+    notify: Any = None  # rounds.notify.Settings: messages through Apprise (needs `state`)
 
 
 class OutputError(ValueError):
@@ -161,6 +162,13 @@ def one_round(
                 alerting.push_alerts(url, report, expires_after=max(300.0, 3 * fleet.patrol.every))
             except alerting.DeliveryError as e:
                 warn(str(e))
+    if outputs.notify is not None and outputs.state is not None:
+        from fleetcheck.rounds import notify, notify_ledger
+
+        try:
+            notify.after_round(report, outputs.notify, notify_ledger.ledger_path(outputs.state))
+        except Exception as e:  # a message never costs a patrol
+            warn(f"notify: {_why(e)}")
     if outputs.heartbeat is not None:
         from fleetcheck.rounds import alerting
 
