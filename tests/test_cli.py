@@ -152,6 +152,7 @@ DURATION_OPTIONS = [
     ["probe-rater", "--timeout"],
     ["reap-live", "--max-age"],
     ["reap-live", "--deadline"],
+    ["silence", "--for"],
     ["config", "discover", "--deadline"],
 ]
 

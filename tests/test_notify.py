@@ -169,11 +169,14 @@ def test_filters_statuses_hosts_groups_checks() -> None:
 
 def test_silenced_rows_say_nothing_until_the_silence_ends() -> None:
     rounds = Rounds()
-    quiet = crit("mini")
-    object.__setattr__(quiet, "silenced", True)  # until Result carries `silenced` itself
-    assert rounds(0, quiet) is None
-    m = rounds(15, crit("mini"))
+    assert rounds(0, crit("mini")) is not None
+    assert rounds(15, crit("mini", silenced="silenced until 09:00 UTC (deploy)")) is None
+    m = rounds(30, crit("mini"))  # the silence ended, the row still bad: said again
     assert m is not None and "New problems" in m.text()
+    m = rounds(45, crit("mini"), crit("n8", silenced="until 09:00 UTC (deploy)"))
+    assert m is None
+    m = rounds(60, ok("mini"), crit("n8", silenced="until 09:00 UTC (deploy)"))
+    assert m is not None and m.footer == "Nothing is failing now; 1 silenced."
 
 
 def test_links_markdown_and_no_control_characters() -> None:

@@ -59,6 +59,7 @@ OURS = {
     "fleetcheck.files",
     "fleetcheck.rounds",
     "fleetcheck.rounds.history",
+    "fleetcheck.rounds.silences",
     "fleetcheck.iso",
     "fleetcheck.core.model",
     "fleetcheck.core.safe_text",  # the model makes its text safe, and warnings are

@@ -91,6 +91,7 @@ def run(
     from fleetcheck.core import registry, runner
     from fleetcheck.rounds import patrol
     from fleetcheck.rounds import state as state_mod
+    from fleetcheck.rounds.silences import silences_path
 
     fleet = load_fleet(config)
     only, host = split_list(only), split_list(host)
@@ -119,6 +120,7 @@ def run(
         alertmanager=am_urls,
         heartbeat=beat_url,
         notify=notify_settings(fleet, no_state),
+        silences=silences_path(state or default_state),
     )
     fmt = output_format(format)
     if problems and fmt not in (Format.table, Format.plain):

@@ -242,6 +242,54 @@ class NotifyConfig:
         return bool(self.urls or self.urls_env or self.urls_file)
 
 
+SILENCE_TARGET = re.compile(r"[A-Za-z0-9._:@*-]+(/[A-Za-z0-9._:@*-]+)?")
+DAILY = re.compile(r"([01][0-9]|2[0-3]):([0-5][0-9])-([01][0-9]|2[0-3]):([0-5][0-9])")
+
+
+def silence_target_problem(text: str) -> str | None:
+    """Why `text` is not HOST, CHECK or HOST/CHECK (`*` for any), None when it is."""
+    if not SILENCE_TARGET.fullmatch(text):
+        return f"{text!r}: expected HOST, CHECK or HOST/CHECK (* for any)"
+    return None
+
+
+@dataclass(frozen=True)
+class SilenceWindow:
+    """A recurring silence: `match` (HOST, CHECK, HOST/CHECK) every day `daily` (HH:MM-HH:MM,
+    UTC; a window may cross midnight)."""
+
+    match: str
+    daily: str
+    reason: str
+
+    def __post_init__(self) -> None:
+        problem = silence_target_problem(self.match)
+        if problem:
+            raise InvalidValue("match", problem)
+        m = DAILY.fullmatch(self.daily)
+        if not m:
+            raise InvalidValue("daily", f"{self.daily!r}: expected HH:MM-HH:MM (UTC)")
+        if self.daily[:5] == self.daily[6:]:
+            raise InvalidValue("daily", f"{self.daily!r}: the window is empty")
+        if not self.reason.strip():
+            raise InvalidValue("reason", "say why (it shows on every silenced row)")
+
+    def minutes(self) -> tuple[int, int]:
+        """(start, end) in minutes after 00:00 UTC."""
+        m = DAILY.fullmatch(self.daily)
+        assert m is not None
+        a, b, c, d = (int(x) for x in m.groups())
+        return a * 60 + b, c * 60 + d
+
+
+@dataclass(frozen=True)
+class SilencesConfig:
+    """[silences]: recurring windows ([[silences.windows]]); one-off silences are made with
+    `fleetcheck silence` and kept next to the state file."""
+
+    windows: tuple[SilenceWindow, ...] = ()
+
+
 @dataclass(frozen=True)
 class ServeConfig:
     """[serve]: what the console is known as from outside (messages link to its rows)."""
@@ -404,6 +452,7 @@ class FleetConfig:
     outputs: OutputsConfig = field(default_factory=OutputsConfig)
     notify: NotifyConfig = field(default_factory=NotifyConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
+    silences: SilencesConfig = field(default_factory=SilencesConfig)
     # what `config check` echoes: durations written as bare numbers, with their unit
     notes: tuple[str, ...] = ()
 

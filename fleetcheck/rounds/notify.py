@@ -337,10 +337,10 @@ def plan(
         wanted = target.wants_place(r, groups_of)
         if not wanted:
             continue  # never told (or no longer wanted: forgotten quietly)
-        if getattr(r, "silenced", False):
+        if r.silenced is not None:
+            # nothing said while it lasts, and forgotten: a row still bad when its silence
+            # ends is news again
             silenced += 1
-            if prev is not None:  # said nothing while silenced: kept as it was
-                new_told[key] = {**prev, "seen": now_text}
             continue
         problem = r.should_alert and r.status.label in target.statuses
         if problem:

@@ -31,6 +31,7 @@ class Outputs:
     alertmanager: tuple[str, ...] = ()  # every URL gets every alert (an Alertmanager cluster)
     heartbeat: str | None = None
     notify: Any = None  # rounds.notify.Settings: messages through Apprise (needs `state`)
+    silences: Path | None = None  # `fleetcheck silence`'s file (rounds.silences)
 
 
 class OutputError(ValueError):
@@ -133,6 +134,13 @@ def one_round(
         except Exception as e:  # state never costs a patrol: it only loses its memory
             warn(f"state file {outputs.state}: {_why(e)}")
     report = run_patrol(fleet, items, carried=previous, keeper=keeper)
+    if outputs.silences is not None or fleet.silences.windows:
+        from fleetcheck.rounds import silences
+
+        try:
+            report = silences.apply(report, outputs.silences, fleet.silences.windows)
+        except Exception as e:  # a silence never costs a patrol (the rows show unsilenced)
+            warn(f"silences file {outputs.silences}: {_why(e)}")
     if outputs.state is not None:
         try:
             report = remember(report, outputs.state, memory, outputs.history)
