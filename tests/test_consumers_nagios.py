@@ -170,3 +170,192 @@ def test_nagios_schedules_fleetcheck_and_shows_critical(lab: Lab, nagios: Daemon
 
 
 # ---------------------------------------------------------------- Icinga 2
+ICINGA_USER, ICINGA_PASSWORD = "fleetcheck-test", "icinga-test-pw"
+
+
+def openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def icinga(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, str]]:
+    """A private Icinga 2 (its own dirs, its API on a loopback port with a throwaway CA made
+    by openssl: icinga2 pki's 4096-bit keys take 20 s), the shipped sample included."""
+    from tests.lab import free_port
+
+    if ICINGA is None:
+        pytest.skip("icinga2 is not installed (.ci/bootstrap installs icinga2-bin)")
+    d = tmp_path_factory.mktemp("icinga")
+    for sub in ("lib/certs", "log", "cache", "spool", "run"):
+        (d / sub).mkdir(parents=True)
+    certs = d / "lib/certs"
+    node = "fleetcheck-test"
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=test-ca",
+        "-keyout",
+        str(d / "ca.key"),
+        "-out",
+        str(certs / "ca.crt"),
+    )
+    openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        f"/CN={node}",
+        "-keyout",
+        str(certs / f"{node}.key"),
+        "-out",
+        str(d / "node.csr"),
+    )
+    openssl(
+        "x509",
+        "-req",
+        "-in",
+        str(d / "node.csr"),
+        "-CA",
+        str(certs / "ca.crt"),
+        "-CAkey",
+        str(d / "ca.key"),
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-out",
+        str(certs / f"{node}.crt"),
+    )
+    config = d / "hosts.toml"
+    (d / "fleetcheck.conf").write_text(
+        sample(
+            "contrib/icinga2/fleetcheck.conf",
+            config,
+            d / "state.json",
+            "/var/lib/icinga2/fleetcheck-state.json",
+        )
+    )
+    port = free_port()
+    (d / "icinga2.conf").write_text(
+        f"""include <itl>
+const PluginContribDir = "{BIN}"
+const NodeName = "{node}"
+const ZoneName = "{node}"
+object Endpoint NodeName {{ }}
+object Zone ZoneName {{ endpoints = [ NodeName ] }}
+object ApiListener "api" {{ bind_host = "127.0.0.1"; bind_port = {port} }}
+object ApiUser "{ICINGA_USER}" {{
+  password = "{ICINGA_PASSWORD}"
+  permissions = [ "objects/query/*", "actions/*" ]
+}}
+object CheckerComponent "checker" {{ }}
+include "{d}/fleetcheck.conf"
+"""
+    )
+    user = "root" if os.geteuid() == 0 else os.environ.get("USER", "nobody")
+    defines = [
+        f"-DRunAsUser={user}",
+        f"-DRunAsGroup={user if user != 'root' else 'root'}",
+        f"-DDataDir={d}/lib",
+        f"-DLogDir={d}/log",
+        f"-DCacheDir={d}/cache",
+        f"-DSpoolDir={d}/spool",
+        f"-DInitRunDir={d}/run",
+        f"-DConfigDir={d}",
+    ]
+    command = [ICINGA, "daemon", "-c", str(d / "icinga2.conf"), *defines]
+    check = subprocess.run([*command, "-C"], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    log = open(d / "daemon.log", "wb")
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"https://127.0.0.1:{port}"
+    try:
+        wait_for(
+            lambda: icinga_api(url, "GET", "/v1/objects/services") is not None, 60, "icinga's API"
+        )
+        yield Daemon(d, config, proc), url
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+def icinga_api(url: str, method: str, path: str, body: dict | None = None) -> dict | None:
+    """One API call (None when the API does not answer yet)."""
+    import base64
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    context = ssl.create_default_context()
+    context.check_hostname = False  # the throwaway CA's certificate names the node, not 127.0.0.1
+    context.verify_mode = ssl.CERT_NONE
+    request = urllib.request.Request(
+        url + path,
+        data=json.dumps(body).encode() if body is not None else None,
+        method=method,
+        headers={"Accept": "application/json", "Content-Type": "application/json"},
+    )
+    token = base64.b64encode(f"{ICINGA_USER}:{ICINGA_PASSWORD}".encode()).decode()
+    request.add_header("Authorization", f"Basic {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=10, context=context) as response:
+            return json.loads(response.read())
+    except (OSError, urllib.error.URLError):
+        return None
+
+
+@pytest.mark.lab
+def test_icinga_schedules_fleetcheck_and_shows_critical(
+    lab: Lab, icinga: tuple[Daemon, str]
+) -> None:
+    daemon, url = icinga
+    lab.add_host("mini", sshd=False)  # no workers: clients CRIT
+    n8 = lab.add_host("n8", sshd=False)
+    lab.start_workers(n8, 1)
+    shutil.copy(lab.config(), daemon.config)
+    asked = time.time()
+    answer = icinga_api(
+        url,
+        "POST",
+        "/v1/actions/reschedule-check",
+        {"type": "Service", "filter": 'service.name == "fleet"', "force": True},
+    )
+    assert answer is not None and answer["results"][0]["code"] == 200, answer
+
+    def result() -> dict | None:
+        got = icinga_api(url, "GET", "/v1/objects/services?attrs=last_check_result&attrs=state")
+        for svc in (got or {}).get("results", []):
+            cr = svc["attrs"]["last_check_result"]
+            if svc["name"] == "fleetcheck!fleet" and cr and cr["execution_start"] >= asked:
+                return svc["attrs"]
+        return None
+
+    wait_for(lambda: result() is not None, 60, "icinga's check of the fleet")
+    attrs = result()
+    assert attrs is not None
+    cr = attrs["last_check_result"]
+    assert attrs["state"] == 2 and cr["state"] == 2, cr  # CRITICAL
+    assert cr["exit_status"] == 2
+    first, *long_output = cr["output"].splitlines()
+    assert re.match(r"FLEETCHECK CRITICAL - 1 CRIT, \d+ OK", first), cr["output"]
+    assert "mini clients: no broker connections" in first
+    assert any(line.startswith("CRIT mini clients: no broker connections") for line in long_output)
+    perf = cr["performance_data"]  # Icinga's own split of the perfdata, one item each
+    assert "crit=1;;0;0" in perf, perf
+    assert any(re.fullmatch(r"'?mini_clients_connections'?=0(;.*)?", p) for p in perf), perf
+    assert any(re.fullmatch(r"'?n8_clients_connections'?=[1-9]\d*(;.*)?", p) for p in perf), perf
+    assert "|" not in cr["output"]  # every perfdata part was taken out of the text
