@@ -153,6 +153,7 @@ DURATION_OPTIONS = [
     ["reap-live", "--max-age"],
     ["reap-live", "--deadline"],
     ["silence", "--for"],
+    ["rules", "--stale-after"],
     ["config", "discover", "--deadline"],
 ]
 

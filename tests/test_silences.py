@@ -194,7 +194,11 @@ def test_lab_silenced_crit_row(lab: Lab, tmp_path: Path) -> None:
     with http_receiver() as (port, posts):
         cfg = lab.config(extra=f'[notify]\nurls = ["json://127.0.0.1:{port}/n"]\n')
         base = ["-c", str(cfg), "--state", str(state)]
-        proc = fc("silence", "mini", "--for", "2h", "--reason", "replacing its disk", *base)
+        from tests.test_docs_consumers import silence_commands
+
+        first = silence_commands()[0]  # docs/outputs.md's: silence mini --for 2h --reason ...
+        assert first == ["silence", "mini", "--for", "2h", "--reason", "replacing its disk"]
+        proc = fc(*first, *base)
         assert proc.returncode == 0, proc.stderr
         assert "silenced mini until" in proc.stdout
         listed = fc("silence", "list", *base)

@@ -43,8 +43,10 @@ OURS = {
             "demo",
             "history",
             "notify",
+            "rules",
             "run",
             "serve",
+            "silence",
             "timer",
         )
     ),
