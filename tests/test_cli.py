@@ -152,6 +152,8 @@ DURATION_OPTIONS = [
     ["probe-rater", "--timeout"],
     ["reap-live", "--max-age"],
     ["reap-live", "--deadline"],
+    ["silence", "--for"],
+    ["rules", "--stale-after"],
     ["config", "discover", "--deadline"],
     ["doctor", "--deadline"],
 ]

@@ -44,8 +44,11 @@ OURS = {
             "doctor",
             "explain",
             "history",
+            "notify",
+            "rules",
             "run",
             "serve",
+            "silence",
             "timer",
         )
     ),
@@ -61,6 +64,7 @@ OURS = {
     "fleetcheck.files",
     "fleetcheck.rounds",
     "fleetcheck.rounds.history",
+    "fleetcheck.rounds.silences",
     "fleetcheck.iso",
     "fleetcheck.core.model",
     "fleetcheck.core.safe_text",  # the model makes its text safe, and warnings are

@@ -14,6 +14,9 @@ from fleetcheck.cli import explain as _explain  # noqa: F401
 from fleetcheck.cli import timer as _timer  # noqa: F401
 from fleetcheck.cli import doctor as _doctor  # noqa: F401
 from fleetcheck.cli import serve as _serve  # noqa: F401
+from fleetcheck.cli import notify as _notify  # noqa: F401
+from fleetcheck.cli import silence as _silence  # noqa: F401
+from fleetcheck.cli import rules as _rules  # noqa: F401
 from fleetcheck.cli import config as _config  # noqa: F401  (config check, config discover)
 from fleetcheck.cli.app import app, config_app, main
 from fleetcheck.cli.common import split_list

@@ -87,9 +87,11 @@ def run(
     ] = False,
 ) -> None:
     """One patrol of the fleet (or one every --every); exit code is the worst status."""
+    from fleetcheck.cli.notify import notify_settings
     from fleetcheck.core import registry, runner
     from fleetcheck.rounds import patrol
     from fleetcheck.rounds import state as state_mod
+    from fleetcheck.rounds.silences import silences_path
 
     fleet = load_fleet(config)
     only, host = split_list(only), split_list(host)
@@ -127,6 +129,8 @@ def run(
         textfile=text_path,
         alertmanager=am_urls,
         heartbeat=beat_url,
+        notify=notify_settings(fleet, no_state),
+        silences=silences_path(state or default_state),
     )
     fmt = output_format(format)
     if problems and fmt not in (Format.table, Format.plain):

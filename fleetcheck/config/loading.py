@@ -57,17 +57,9 @@ CheckConfigLookup = Callable[[str], type | None]
 HostTypesLookup = Callable[[Collection[str] | None], Mapping[str, type]]
 """{check name: its host_config_type} for the named checks (None: every registered check)."""
 
-TOP_LEVEL = (
-    "broker",
-    "ssh",
-    "patrol",
-    "defaults",
-    "groups",
-    "hosts",
-    "inventory",
-    "checks",
-    "outputs",
-)
+TOP_LEVEL: tuple[str, ...] = ("broker", "ssh", "patrol", "defaults", "groups", "hosts")
+TOP_LEVEL += ("inventory", "checks")
+TOP_LEVEL += ("outputs", "notify", "serve", "silences")  # messages, the console's address, silences
 NOT_SHARED = ("name", "groups")  # host keys [defaults] and [groups.NAME] cannot set
 
 
@@ -118,6 +110,9 @@ def from_dict(
         ssh = build(tables.SshConfig, data.get("ssh", {}), file, "ssh")
         patrol = build(tables.PatrolConfig, data.get("patrol", {}), file, "patrol")
         outputs = build(tables.OutputsConfig, data.get("outputs", {}), file, "outputs")
+        notify = build(tables.NotifyConfig, data.get("notify", {}), file, "notify")
+        serve = build(tables.ServeConfig, data.get("serve", {}), file, "serve")
+        silences = build(tables.SilencesConfig, data.get("silences", {}), file, "silences")
         raw_checks = data.get("checks", {})
         if not isinstance(raw_checks, dict):
             raise ConfigError(f"{file}: checks: expected a table ([checks.NAME])")
@@ -135,6 +130,9 @@ def from_dict(
         hosts=tuple(hosts),
         checks=checks,
         outputs=outputs,
+        notify=notify,
+        serve=serve,
+        silences=silences,
         notes=tuple(notes),
         inventory=tuple(inventory),
     )

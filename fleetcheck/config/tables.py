@@ -180,6 +180,147 @@ def http_url_problem(url: str) -> str | None:
     return None
 
 
+STATUS_LABELS = ("OK", "WARN", "CRIT", "UNKNOWN")
+
+
+@dataclass(frozen=True)
+class NotifyTarget:
+    """One [notify] URL with what it wants: rows of these statuses, groups, hosts and checks
+    (empty: all). Broker-wide rows concern every host, so host and group filters pass them."""
+
+    url: str
+    statuses: tuple[str, ...] = ("WARN", "CRIT", "UNKNOWN")
+    groups: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    checks: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        problem = notify_url_problem(self.url)
+        if problem:
+            raise InvalidValue("url", problem)
+        for status in self.statuses:
+            if status not in STATUS_LABELS[1:]:
+                raise InvalidValue("statuses", f"{status!r}: use WARN, CRIT or UNKNOWN")
+
+
+def notify_url_problem(url: str) -> str | None:
+    """Why `url` cannot be an Apprise URL (None when it may be; Apprise itself judges the rest
+    when a patrol starts). Never repeats the URL: it carries tokens."""
+    if not url.strip():
+        return "empty URL"
+    if any(ord(c) < 33 or ord(c) == 127 for c in url):
+        return "contains spaces or control characters"
+    if "://" not in url:
+        return "not an Apprise URL (SCHEME://...: mailto://, json://, mmost://, slack://, ...)"
+    return None
+
+
+@dataclass(frozen=True)
+class NotifyConfig:
+    """[notify]: chat, e-mail and webhook messages through Apprise, one per round that changed
+    something. URLs carry tokens: `urls_env` (an environment variable holding URLs separated
+    by spaces or commas) and `urls_file` (one URL a line, # comments) keep them out of here."""
+
+    urls: tuple[NotifyTarget | str, ...] = ()
+    urls_env: str | None = None
+    urls_file: LocalFile | None = None
+    remind_every: Duration = 4 * 3600.0  # 0: never remind
+    timeout: Duration = 5.0  # each delivery's bound, all of it
+
+    def __post_init__(self) -> None:
+        targets = []
+        for i, item in enumerate(self.urls):
+            if isinstance(item, str):
+                problem = notify_url_problem(item)
+                if problem:
+                    raise InvalidValue(f"urls[{i}]", problem)
+                item = NotifyTarget(item)
+            targets.append(item)
+        object.__setattr__(self, "urls", tuple(targets))
+        if self.urls_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.urls_env):
+            raise InvalidValue("urls_env", f"{self.urls_env!r} is not an environment variable name")
+        if self.remind_every < 0:
+            raise InvalidValue("remind_every", "must be 0 (never) or longer")
+        if not 0 < self.timeout <= 60:
+            raise InvalidValue("timeout", "must be longer than 0s and at most 1m")
+
+    @property
+    def targets(self) -> tuple[NotifyTarget, ...]:
+        return tuple(t for t in self.urls if isinstance(t, NotifyTarget))
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.urls or self.urls_env or self.urls_file)
+
+
+SILENCE_TARGET = re.compile(r"[A-Za-z0-9._:@*-]+(/[A-Za-z0-9._:@*-]+)?")
+DAILY = re.compile(r"([01][0-9]|2[0-3]):([0-5][0-9])-([01][0-9]|2[0-3]):([0-5][0-9])")
+
+
+def silence_target_problem(text: str) -> str | None:
+    """Why `text` is not HOST, CHECK or HOST/CHECK (`*` for any), None when it is."""
+    if not SILENCE_TARGET.fullmatch(text):
+        return f"{text!r}: expected HOST, CHECK or HOST/CHECK (* for any)"
+    return None
+
+
+@dataclass(frozen=True)
+class SilenceWindow:
+    """A recurring silence: `match` (HOST, CHECK, HOST/CHECK) every day `daily` (HH:MM-HH:MM,
+    UTC; a window may cross midnight)."""
+
+    match: str
+    daily: str
+    reason: str
+
+    def __post_init__(self) -> None:
+        problem = silence_target_problem(self.match)
+        if problem:
+            raise InvalidValue("match", problem)
+        m = DAILY.fullmatch(self.daily)
+        if not m:
+            raise InvalidValue("daily", f"{self.daily!r}: expected HH:MM-HH:MM (UTC)")
+        if self.daily[:5] == self.daily[6:]:
+            raise InvalidValue("daily", f"{self.daily!r}: the window is empty")
+        if not self.reason.strip():
+            raise InvalidValue("reason", "say why (it shows on every silenced row)")
+
+    def minutes(self) -> tuple[int, int]:
+        """(start, end) in minutes after 00:00 UTC."""
+        m = DAILY.fullmatch(self.daily)
+        assert m is not None
+        a, b, c, d = (int(x) for x in m.groups())
+        return a * 60 + b, c * 60 + d
+
+
+@dataclass(frozen=True)
+class SilencesConfig:
+    """[silences]: recurring windows ([[silences.windows]]); one-off silences are made with
+    `fleetcheck silence` and kept next to the state file."""
+
+    windows: tuple[SilenceWindow, ...] = ()
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """[serve]: what the console is known as from outside (messages link to its rows)."""
+
+    public_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.public_url is not None:
+            problem = http_url_problem(self.public_url)
+            if problem:
+                raise InvalidValue("public_url", problem)
+            from urllib.parse import urlsplit
+
+            parts = urlsplit(self.public_url)
+            if parts.username or parts.password:
+                raise InvalidValue("public_url", "no user or password: messages show this URL")
+            if parts.query or parts.fragment:
+                raise InvalidValue("public_url", "no query or fragment: rows' links are added")
+
+
 @dataclass(frozen=True)
 class SshConfig:
     user: str | None = None
@@ -340,6 +481,9 @@ class FleetConfig:
     hosts: tuple[HostConfig, ...]
     checks: Mapping[str, Any] = field(default_factory=dict)
     outputs: OutputsConfig = field(default_factory=OutputsConfig)
+    notify: NotifyConfig = field(default_factory=NotifyConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
+    silences: SilencesConfig = field(default_factory=SilencesConfig)
     # what `config check` echoes: durations written as bare numbers, with their unit
     notes: tuple[str, ...] = ()
     # each [[inventory]] source's answer this load (fleetcheck.config.inventory.SourceStatus)

@@ -58,6 +58,7 @@ def report_from_dict(data: dict[str, Any]) -> Report:
                 flapping=bool(r.get("flapping")),
                 evidence_strength=_text_or_none(r.get("evidence_strength")),
                 cause=_text_or_none(r.get("cause")),
+                silenced=_text_or_none(r.get("silenced")),
             )
         )
     parse_iso(str(data["started_at"]))  # a malformed time is a malformed document

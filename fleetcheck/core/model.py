@@ -138,6 +138,9 @@ class Result:
     # The one cause this row shares with others (a broker that did not answer, a host key that
     # changed, a jump host): renderers group rows of one cause under it; None: its own
     cause: str | None = None
+    # Why and until when an operator (or a [silences] window) silenced this row: it still shows,
+    # marked, but does not alert, notify or raise the exit code (rounds.silences); None: not
+    silenced: str | None = None
 
     def __post_init__(self) -> None:
         # Summary, evidence and metric names carry text remote parties control: made safe
@@ -157,6 +160,8 @@ class Result:
             object.__setattr__(self, "since", printable(self.since))
         if self.cause is not None:
             object.__setattr__(self, "cause", one_line(self.cause))
+        if self.silenced is not None:
+            object.__setattr__(self, "silenced", one_line(self.silenced))
         if self.evidence_strength is not None and self.evidence_strength not in STRENGTHS:
             # only a row rebuilt from a damaged file can get here (checks are held to the
             # four values by the contract test): an unknown grade is no grade
@@ -167,7 +172,10 @@ class Result:
 
     @property
     def should_alert(self) -> bool:
-        """Whether this row should page: not OK, and bad for `fail_after` rounds if known."""
+        """Whether this row should page: not OK, not silenced, and bad for `fail_after` rounds
+        if known."""
+        if self.silenced is not None:
+            return False
         if self.alerting is not None:
             return self.alerting
         return self.status is not Status.OK
@@ -191,6 +199,8 @@ class Result:
             row["evidence_strength"] = self.evidence_strength
         if self.cause is not None:
             row["cause"] = self.cause
+        if self.silenced is not None:
+            row["silenced"] = self.silenced
         if self.since is not None:
             row["since"] = self.since
             row["bad_rounds"] = self.bad_rounds
@@ -232,7 +242,8 @@ class Report:
 
     @property
     def status(self) -> Status:
-        return worst(r.status for r in self.results)
+        """The worst row that is not silenced: a silenced row never raises the exit code."""
+        return worst(r.status for r in self.results if r.silenced is None)
 
     @property
     def exit_code(self) -> int:

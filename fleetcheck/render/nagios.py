@@ -1,12 +1,13 @@
 """--format nagios: a status line and performance data in the monitoring-plugins syntax.
 
-Output, per the Monitoring Plugins development guidelines (the multi-line form):
+Output, per the Monitoring Plugins development guidelines (the multi-line form, every perfdata
+item on the first line):
 
     FLEETCHECK CRITICAL - 4 CRIT, 1 WARN, 12 OK; * broker-wide queue_depth: depth 167 > ... | \
-    'crit'=4;;0;0 'warn'=1;0;;0 'unknown'=0;0;;0 'ok'=12;;;0 'patrol_duration'=0.56s;;;0
+    'crit'=4;;0;0 'warn'=1;0;;0 'unknown'=0;0;;0 'ok'=12;;;0 'patrol_duration'=0.56s;;;0 \
+    'queue_depth_depth'=167 'mini_clients_connections'=0 ...
     CRIT * broker-wide queue_depth: depth 167 > cap 100: the enqueue guard is not holding
-    CRIT mini clients: no broker connections from 198.18.0.12 | 'queue_depth_depth'=167
-    'mini_clients_connections'=0
+    CRIT mini clients: no broker connections from 198.18.0.12
     ...
 
 The first line carries the verdict, the counts and the worst rows' summaries (short), then the
@@ -14,8 +15,8 @@ patrol's perfdata: the rows per status with the thresholds that matter (any CRIT
 critical, any WARN or UNKNOWN row a warning, as the exit code says) and the patrol's duration.
 One long-output line follows per row that is not OK, worst first, its summary shortened, its
 evidence strength in words where it is weak; rows that share one cause follow one line that
-tells the cause once (`CRIT N rows on host H, one cause: CAUSE`), each indented. After
-the second `|` comes ONE perfdata item per row: the row's headline metric, the one its check
+tells the cause once (`CRIT N rows on host H, one cause: CAUSE`), each indented. The first
+line's perfdata goes on with ONE item per row: the row's headline metric, the one its check
 declares (`Result.headline`; the order of the metrics means nothing), labelled
 `host_check_metric` (broker-wide: `check_metric`), `U` when it was not measured this round; a
 row without a headline has no item. Never a map's keys, so no file path or address ever lands
@@ -242,11 +243,8 @@ def render(report: Report) -> str:
             f"(left out to stay under {MAX_BYTES} bytes: {long_left} rows' lines, "
             f"{items_left} perfdata items; --format json has every row)"
         )
-    lines = [f"{first} | {patrol}", *kept]
-    if items:
-        if len(lines) > 1:
-            lines[-1] += " | " + items[0]
-        else:
-            lines.append("| " + items[0])
-        lines += items[1:]
-    return "\n".join(lines)
+    # every perfdata item on the first line, after its one '|': Icinga 2 before 2.13.8 takes
+    # perfdata only from a line holding a '|' and mangles the first item after a second one
+    # (Icinga/icinga2#8912, #9379), so the guidelines' perfdata after the long output is lost
+    # there; Nagios reads this form as well (tests/test_consumers_nagios.py runs both)
+    return "\n".join([f"{first} | {' '.join([patrol, *items])}", *kept])

@@ -30,6 +30,8 @@ class Outputs:
     textfile: Path | None = None
     alertmanager: tuple[str, ...] = ()  # every URL gets every alert (an Alertmanager cluster)
     heartbeat: str | None = None
+    notify: Any = None  # rounds.notify.Settings: messages through Apprise (needs `state`)
+    silences: Path | None = None  # `fleetcheck silence`'s file (rounds.silences)
 
 
 class OutputError(ValueError):
@@ -136,6 +138,13 @@ def one_round(
         from fleetcheck.rounds import membership
 
         report = membership.observe(fleet, report, outputs.state)
+    if outputs.silences is not None or fleet.silences.windows:
+        from fleetcheck.rounds import silences
+
+        try:
+            report = silences.apply(report, outputs.silences, fleet.silences.windows)
+        except Exception as e:  # a silence never costs a patrol (the rows show unsilenced)
+            warn(f"silences file {outputs.silences}: {_why(e)}")
     if outputs.state is not None:
         try:
             report = remember(report, outputs.state, memory, outputs.history)
@@ -165,6 +174,13 @@ def one_round(
                 alerting.push_alerts(url, report, expires_after=max(300.0, 3 * fleet.patrol.every))
             except alerting.DeliveryError as e:
                 warn(str(e))
+    if outputs.notify is not None and outputs.state is not None:
+        from fleetcheck.rounds import notify, notify_ledger
+
+        try:
+            notify.after_round(report, outputs.notify, notify_ledger.ledger_path(outputs.state))
+        except Exception as e:  # a message never costs a patrol
+            warn(f"notify: {_why(e)}")
     if outputs.heartbeat is not None:
         from fleetcheck.rounds import alerting
 

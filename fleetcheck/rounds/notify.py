@@ -1,0 +1,620 @@
+"""Chat, e-mail and webhook messages through Apprise: one message per round, only when the
+round changed something a target wants to hear.
+
+Each target (an Apprise URL with its filters) gets, in one message: the new problems first
+(host, check, the one-line reason, since when, how strong the evidence is), rows that started
+flapping (once, not at every change), reminders of problems that have lasted `remind_every`
+since they were last told, the recoveries, then a count of what is still failing. Rows that
+share one cause (a broker that did not answer) are one line, not twenty. A row is a problem
+once it alerts (after `fail_after` bad rounds, see rounds.state); a silenced row tells
+nothing while its silence lasts, and is told as new if it is still bad when the silence ends.
+
+`plan` is pure (table-tested): the report, what the target was told (the ledger,
+rounds.notify_ledger) and the time give the message and the new ledger entries. `send`
+delivers in a thread with a deadline (Apprise's socket timeouts alone do not bound a server
+that drips); a failed or late delivery is a warning naming the target by its number and
+service, never by its URL (tokens live in URLs), and its ledger entries stay as they were so
+the same news goes out at the next round.
+
+Messages hold only the rows' own text (made safe by Result) and `[serve] public_url`: no part
+of any URL, no control character. A service whose native format is markup (e-mail's HTML,
+Matrix's or Discord's Markdown) gets Markdown, with the rows' text escaped, which Apprise turns
+into its format; every other service gets plain text.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from fleetcheck.core import stderr
+from fleetcheck.core.model import Report, Result, Status, Strength, place
+from fleetcheck.core.safe_text import one_line
+from fleetcheck.iso import iso_utc, parse_iso
+
+FORGET_AFTER = timedelta(days=30)  # a told row not seen this long is dropped from the ledger
+SECTIONS = (
+    ("new", "New problems"),
+    ("flapping", "Flapping"),
+    ("reminder", "Still failing (reminder)"),
+    ("recovered", "Recovered"),
+)
+
+
+class NotifyError(ValueError):
+    """A [notify] setting that cannot work, named by its key (a usage error, exit 3)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One URL to notify and what it wants. `number` is its place in the list of all URLs
+    (config, then urls_env, then urls_file): how every message about it names it."""
+
+    number: int
+    url: str
+    where: str
+    service: str = "?"
+    statuses: tuple[str, ...] = ("WARN", "CRIT", "UNKNOWN")
+    groups: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    checks: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return f"notify #{self.number} ({self.service})"
+
+    def wants_place(self, r: Result, groups_of: Mapping[str, tuple[str, ...]]) -> bool:
+        """The host, group and check filters (broker-wide rows concern every host)."""
+        if self.checks and r.check not in self.checks:
+            return False
+        if r.host is None:
+            return True
+        if self.hosts and r.host in self.hosts:
+            return True
+        if self.groups and set(groups_of.get(r.host, ())) & set(self.groups):
+            return True
+        return not self.hosts and not self.groups
+
+
+@dataclass(frozen=True)
+class Settings:
+    targets: tuple[Target, ...]
+    remind_every: float = 4 * 3600.0
+    timeout: float = 5.0
+    public_url: str | None = None
+    groups_of: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- resolving the targets
+
+
+def resolve(fleet: Any, environ: Mapping[str, str] | None = None) -> Settings | None:
+    """The targets of `fleet`'s [notify] (None when it has none), each URL checked by Apprise
+    now, before any patrol. Raises NotifyError naming the key, never the URL."""
+    cfg = fleet.notify
+    if not cfg.enabled:
+        return None
+    env = os.environ if environ is None else environ
+    found: list[tuple[str, Any]] = []  # (where, NotifyTarget or a bare URL)
+    for i, t in enumerate(cfg.targets):
+        found.append((f"[notify] urls[{i}]", t))
+    if cfg.urls_env is not None:
+        value = env.get(cfg.urls_env, "").strip()
+        if not value:
+            raise NotifyError(f"[notify] urls_env {cfg.urls_env}: not set in the environment")
+        for j, url in enumerate(u for u in re.split(r"[\s,]+", value) if u):
+            found.append((f"[notify] urls_env {cfg.urls_env} (URL {j + 1})", url))
+    if cfg.urls_file is not None:
+        path = Path(cfg.urls_file).expanduser()
+        if not path.is_absolute():
+            path = Path(fleet.path).parent / path
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+            raise NotifyError(f"[notify] urls_file {cfg.urls_file}: cannot read: {why}") from None
+        for n, line in enumerate(text.splitlines(), 1):
+            line = line.strip()
+            if line and not line.startswith("#"):
+                found.append((f"[notify] urls_file {cfg.urls_file} line {n}", line))
+    if not found:
+        raise NotifyError("[notify]: no URL (urls, urls_env or urls_file)")
+    known_groups = {g for h in fleet.hosts for g in h.groups}
+    known_hosts = {h.name for h in fleet.hosts}
+    targets = []
+    for number, (where, item) in enumerate(found, 1):
+        url = item if isinstance(item, str) else item.url
+        from fleetcheck.config.tables import notify_url_problem
+
+        problem = notify_url_problem(url)
+        if problem is None:
+            plugin = _instantiate(url)
+            problem = None if plugin is not None else _unusable(url)
+        if problem is not None:
+            raise NotifyError(f"{where}: {problem}")
+        filters: dict[str, Any] = {}
+        if not isinstance(item, str):
+            for g in item.groups:
+                if g not in known_groups:
+                    raise NotifyError(f"{where} groups: no host is in group {g!r}")
+            for h in item.hosts:
+                if h not in known_hosts:
+                    raise NotifyError(f"{where} hosts: no host {h!r} in the config")
+            filters = {
+                "statuses": item.statuses,
+                "groups": item.groups,
+                "hosts": item.hosts,
+                "checks": item.checks,
+            }
+        targets.append(
+            Target(number, url, where, str(getattr(plugin, "service_name", "?")), **filters)
+        )
+    return Settings(
+        targets=tuple(targets),
+        remind_every=cfg.remind_every,
+        timeout=cfg.timeout,
+        public_url=fleet.serve.public_url,
+        groups_of={h.name: tuple(h.groups) for h in fleet.hosts},
+    )
+
+
+def _unusable(url: str) -> str:
+    scheme = url.split("://", 1)[0].lower()
+    if not re.fullmatch(r"[a-z0-9+.-]{1,32}", scheme):
+        return "not an Apprise URL"
+    return f"Apprise cannot use this {scheme}:// URL (see its wiki for the {scheme}:// form)"
+
+
+_quiet = threading.Lock()
+_captured: dict[int, list[str]] = {}
+
+
+class _Capture(logging.Handler):
+    """Keeps Apprise's warnings per thread (the reason a delivery failed), instead of letting
+    them reach stderr raw: they may quote a server's words."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            lines = _captured.get(threading.get_ident())
+            if lines is not None:
+                try:
+                    lines.append(record.getMessage())
+                except Exception:
+                    lines.append(record.msg if isinstance(record.msg, str) else "")
+
+
+def _apprise() -> Any:
+    """The apprise module, its log kept off stderr (it is imported only when [notify] is
+    used: loading its plugins costs a quarter second)."""
+    import apprise
+
+    with _quiet:
+        log = logging.getLogger("apprise")
+        if not any(isinstance(h, _Capture) for h in log.handlers):
+            log.addHandler(_Capture())
+            log.propagate = False
+            log.setLevel(logging.WARNING)
+    return apprise
+
+
+def _instantiate(url: str) -> Any:
+    try:
+        return _apprise().Apprise.instantiate(url)
+    except Exception:
+        return None
+
+
+# ---------------------------------------------------------------- what to say (pure)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One line of a message: a row, or several rows of one cause."""
+
+    status: str
+    subject: str  # "mini broker_link", or "12 rows" for a cause
+    text: str  # the reason (or the cause)
+    since: str | None = None
+    strength: str | None = None
+    note: str = ""  # "was WARN", "no longer flapping", "CRIT for 3h"
+    link: str | None = None
+
+
+@dataclass(frozen=True)
+class Message:
+    title: str
+    sections: tuple[tuple[str, tuple[Item, ...]], ...]
+    footer: str
+
+    def text(self) -> str:
+        out: list[str] = []
+        for heading, items in self.sections:
+            out.append(f"{heading}:")
+            for it in items:
+                out.append("- " + _item_text(it))
+                if it.link:
+                    out.append(f"  {it.link}")
+            out.append("")
+        out.append(self.footer)
+        return "\n".join(out)
+
+    def markdown(self) -> str:
+        out: list[str] = []
+        for heading, items in self.sections:
+            out.append(f"**{heading}**")
+            out.append("")
+            for it in items:
+                line = _md(_item_text(it))
+                if it.link:
+                    line += f" ([details]({it.link}))"
+                out.append("- " + line)
+            out.append("")
+        out.append(_md(self.footer))
+        return "\n".join(out)
+
+
+def _item_text(it: Item) -> str:
+    parts = []
+    if it.since:
+        parts.append(f"since {_when(it.since)}")
+    if it.strength:
+        words = Strength(it.strength).words
+        parts.append(f"evidence: {it.strength}" + (f", {words}" if words else ""))
+    if it.note:
+        parts.append(it.note)
+    tail = f" ({'; '.join(parts)})" if parts else ""
+    return one_line(f"{it.status} {it.subject}: {it.text}{tail}")
+
+
+def _when(iso: str) -> str:
+    try:
+        return parse_iso(iso).strftime("%Y-%m-%d %H:%M UTC")
+    except ValueError:
+        return iso
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
+
+
+def _md(text: str) -> str:
+    """Text as Markdown that shows as itself (a host's reason could hold markup)."""
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def row_key(r: Result) -> str:
+    return f"{r.check}|{r.host or ''}"
+
+
+def _entry(r: Result, now: str, flapping: bool = False) -> dict[str, Any]:
+    return {
+        "status": r.status.label,
+        "since": r.since or now,
+        "sent": now,
+        "seen": now,
+        "flapping": flapping,
+        "summary": r.summary,
+    }
+
+
+def _link(public_url: str | None, r: Result | None) -> str | None:
+    if not public_url:
+        return None
+    base = public_url.rstrip("/")
+    if r is None:
+        return base + "/"
+    return f"{base}/row?" + urlencode({"check": r.check, "host": r.host or ""})
+
+
+def plan(
+    report: Report,
+    told: Mapping[str, Any],
+    target: Target,
+    remind_every: float,
+    public_url: str | None = None,
+    groups_of: Mapping[str, tuple[str, ...]] | None = None,
+) -> tuple[Message | None, dict[str, Any]]:
+    """(the message for `target`, None when nothing changed for it; its new ledger entries),
+    judged at the report's own time (so the test clock drives reminders)."""
+    groups_of = groups_of or {}
+    now_text = report.started_at
+    now = parse_iso(now_text)
+    news: dict[str, list[tuple[Result, str]]] = {k: [] for k, _ in SECTIONS}
+    new_told: dict[str, Any] = {}
+    failing: list[Result] = []
+    silenced = 0
+    current = {row_key(r): r for r in report.results}
+    for key, r in current.items():
+        prev = told.get(key)
+        wanted = target.wants_place(r, groups_of)
+        if not wanted:
+            continue  # never told (or no longer wanted: forgotten quietly)
+        if r.silenced is not None:
+            # nothing said while it lasts, and forgotten: a row still bad when its silence
+            # ends is news again
+            silenced += 1
+            continue
+        problem = r.should_alert and r.status.label in target.statuses
+        if problem:
+            failing.append(r)
+        if r.flapping:
+            if prev is not None and prev.get("flapping"):
+                new_told[key] = {**prev, "seen": now_text}
+            elif problem or prev is not None or r.status is Status.OK:
+                news["flapping"].append((r, "changes status often: told once"))
+                new_told[key] = _entry(r, now_text, flapping=True)
+            continue
+        if not problem:
+            if prev is not None:
+                was = str(prev.get("status"))
+                note = "stopped flapping" if prev.get("flapping") else f"was {was}"
+                news["recovered"].append((r, note))
+            continue
+        if prev is None:
+            news["new"].append((r, ""))
+            new_told[key] = _entry(r, now_text)
+        elif prev.get("flapping"):
+            news["new"].append((r, "no longer flapping"))
+            new_told[key] = _entry(r, now_text)
+        elif prev.get("status") != r.status.label:
+            news["new"].append((r, f"was {prev.get('status')}"))
+            new_told[key] = _entry(r, now_text)
+        elif remind_every > 0 and now - _parsed(prev.get("sent"), now) >= timedelta(
+            seconds=remind_every
+        ):
+            news["reminder"].append((r, ""))
+            new_told[key] = {**_entry(r, now_text), "since": prev.get("since") or now_text}
+        else:
+            new_told[key] = {**prev, "seen": now_text, "summary": r.summary}
+    for key, prev in told.items():
+        if key not in current and now - _parsed(prev.get("seen"), now) < FORGET_AFTER:
+            new_told[key] = prev  # not checked this round (--only, --host): kept, not resolved
+    if not any(news.values()):
+        return None, new_told
+    sections = []
+    for kind, heading in SECTIONS:
+        if news[kind]:
+            sections.append((heading, tuple(_items(news[kind], kind, public_url))))
+    return Message(_title(news, failing), tuple(sections), _footer(failing, silenced)), new_told
+
+
+def _parsed(text: Any, default: datetime) -> datetime:
+    try:
+        return parse_iso(text)
+    except (ValueError, TypeError):
+        return default
+
+
+def _items(rows: list[tuple[Result, str]], kind: str, public_url: str | None) -> Iterable[Item]:
+    """Rows as lines: those of one cause (and one status) as one line, the rest one each."""
+    by_cause: dict[tuple[str, str], list[tuple[Result, str]]] = {}
+    alone: list[tuple[Result, str]] = []
+    for r, note in rows:
+        if r.cause and kind != "recovered":
+            by_cause.setdefault((r.cause, r.status.label), []).append((r, note))
+        else:
+            alone.append((r, note))
+    out: list[tuple[int, Item]] = []
+    for (cause, status), group in by_cause.items():
+        if len(group) == 1:
+            alone.append(group[0])
+            continue
+        hosts = sorted({place(r.host) for r, _ in group})
+        shown = ", ".join(hosts[:5]) + (f" and {len(hosts) - 5} more" if len(hosts) > 5 else "")
+        first = group[0][0]
+        since = min((r.since for r, _ in group if r.since), default=None)
+        item = Item(
+            status,
+            f"{len(group)} rows",
+            f"{cause} (on {shown})",
+            since=since,
+            strength=first.evidence_strength,
+            link=_link(public_url, None),
+        )
+        out.append((-Status.parse(status).rank, item))
+    for r, note in alone:
+        status = r.status.label
+        item = Item(
+            status,
+            f"{place(r.host)} {r.check}",
+            r.summary,
+            since=r.since if kind != "recovered" else None,
+            strength=r.evidence_strength if r.status is not Status.OK else None,
+            note=note,
+            link=_link(public_url, r),
+        )
+        out.append((-r.status.rank, item))
+    out.sort(key=lambda pair: (pair[0], pair[1].subject))
+    return [item for _, item in out]
+
+
+def _title(news: Mapping[str, list[Any]], failing: list[Result]) -> str:
+    parts = []
+    for kind, word in (("new", "new"), ("flapping", "flapping"), ("reminder", "still failing")):
+        if news[kind]:
+            parts.append(f"{len(news[kind])} {word}")
+    if news["recovered"]:
+        parts.append(f"{len(news['recovered'])} recovered")
+    worst = max((r.status for r in failing), key=lambda s: s.rank, default=Status.OK)
+    return f"fleetcheck {worst.label}: " + ", ".join(parts)
+
+
+def _footer(failing: list[Result], silenced: int) -> str:
+    counts: dict[str, int] = {}
+    for r in failing:
+        counts[r.status.label] = counts.get(r.status.label, 0) + 1
+    quiet = f"; {silenced} silenced" if silenced else ""
+    if not failing:
+        return f"Nothing is failing now{quiet}."
+    detail = ", ".join(f"{n} {s}" for s, n in sorted(counts.items(), key=_by_rank))
+    noun = "row" if len(failing) == 1 else "rows"
+    return f"Failing now: {len(failing)} {noun} ({detail}){quiet}."
+
+
+def _by_rank(pair: tuple[str, int]) -> int:
+    return -Status.parse(pair[0]).rank
+
+
+# ---------------------------------------------------------------- delivering
+
+
+@dataclass(frozen=True)
+class Outcome:
+    target: Target
+    error: str | None  # None: delivered
+
+    @property
+    def line(self) -> str:
+        if self.error is None:
+            return f"{self.target.name}: delivered"
+        return f"{self.target.name}: not delivered: {self.error}"
+
+
+def send(
+    targets: Iterable[tuple[Target, Message]],
+    timeout: float,
+) -> list[Outcome]:
+    """Deliver each message to its target, all at once, each within `timeout` seconds in all
+    (a late one is left behind in its daemon thread: it can cost no more than that)."""
+    apprise = _apprise()
+    jobs = []
+    for target, message in targets:
+        result: list[str | None] = []
+        worker = threading.Thread(
+            target=_deliver,
+            args=(apprise, target, message, timeout, result),
+            name=f"fleetcheck {target.name}",
+            daemon=True,
+        )
+        jobs.append((target, worker, result))
+        worker.start()
+    deadline = time.monotonic() + timeout
+    outcomes = []
+    for target, worker, result in jobs:
+        worker.join(max(0.0, deadline - time.monotonic()))
+        if not result:
+            outcomes.append(Outcome(target, f"timed out after {timeout:g}s"))
+        else:
+            outcomes.append(Outcome(target, result[0]))
+    return outcomes
+
+
+def _deliver(
+    apprise: Any, target: Target, message: Message, timeout: float, result: list[str | None]
+) -> None:
+    ident = threading.get_ident()
+    _captured[ident] = []
+    try:
+        plugin = apprise.Apprise.instantiate(target.url)
+        if plugin is None:
+            result.append("Apprise cannot use this URL")
+            return
+        plugin.socket_connect_timeout = min(float(plugin.socket_connect_timeout), timeout)
+        plugin.socket_read_timeout = min(float(plugin.socket_read_timeout), timeout)
+        markup = _native(plugin, apprise)
+        body = message.markdown() if markup else message.text()
+        fmt = apprise.NotifyFormat.MARKDOWN if markup else apprise.NotifyFormat.TEXT
+        ok = plugin.notify(body=body, title=message.title, body_format=fmt)
+        if ok:
+            result.append(None)
+        else:
+            result.append(_reason(_captured.get(ident, []), target.url))
+    except Exception as e:  # a plugin's own failure: one line, no traceback, no secret
+        result.append(f"{type(e).__name__} in the {target.service} plugin")
+    finally:
+        _captured.pop(ident, None)
+
+
+def _native(plugin: Any, apprise: Any) -> bool:
+    """Whether the service's own format is markup (Markdown or HTML)."""
+    formats = plugin.notify_format
+    first = formats[0] if isinstance(formats, tuple | list) else formats
+    return first in (apprise.NotifyFormat.MARKDOWN, apprise.NotifyFormat.HTML)
+
+
+def _reason(lines: list[str], url: str) -> str:
+    """Apprise's last warning about the failure, every piece of the URL taken out of it
+    (Apprise masks what it knows is secret; the rest of the URL can be a token too)."""
+    text = lines[-1] if lines else "the service did not accept it"
+    return scrub(text, url)[:200]
+
+
+def scrub(text: str, url: str) -> str:
+    """`text` with each piece of `url` after its scheme (user, password, host, path parts,
+    query values) of 3 characters or more replaced by `***`, and made one safe line."""
+    rest = url.split("://", 1)[-1]
+    pieces = sorted(
+        {p for p in re.split(r"[/:@?&=#,]+", rest) if len(p) >= 3}, key=len, reverse=True
+    )
+    for piece in pieces:
+        text = text.replace(piece, "***")
+        from urllib.parse import quote, unquote
+
+        for variant in {quote(piece, safe=""), unquote(piece)}:
+            if len(variant) >= 3:
+                text = text.replace(variant, "***")
+    return one_line(text)
+
+
+# ---------------------------------------------------------------- one round
+
+
+def after_round(
+    report: Report,
+    settings: Settings,
+    ledger: Path,
+    warn: Callable[[str], None] = stderr.warn,
+) -> list[Outcome]:
+    """Plan each target's message from the ledger, deliver them, and record what was told
+    (a target whose delivery failed keeps its old entries: the news is sent again next round).
+    The ledger stays locked during the delivery (at most `timeout`), so two overlapping runs
+    never both send the same news."""
+    from fleetcheck.rounds.notify_ledger import Ledger, target_key
+
+    book = Ledger(ledger)
+    outcomes: list[Outcome] = []
+    with book.locked() as told:
+        plans: list[tuple[Target, Message]] = []
+        updates: dict[str, dict[str, Any]] = {}
+        for target in settings.targets:
+            key = target_key(target.url)
+            message, entries = plan(
+                report,
+                told.get(key, {}),
+                target,
+                settings.remind_every,
+                settings.public_url,
+                settings.groups_of,
+            )
+            if message is None:
+                told[key] = entries
+            else:
+                plans.append((target, message))
+                updates[key] = entries
+        if plans:
+            outcomes = send(plans, settings.timeout)
+        for outcome in outcomes:
+            if outcome.error is None:
+                told[target_key(outcome.target.url)] = updates[target_key(outcome.target.url)]
+            else:
+                warn(f"{outcome.line}; sent again at the next round")
+    return outcomes
+
+
+def test_message(host: str) -> Message:
+    """What `fleetcheck notify --test` sends."""
+    item = Item("OK", "fleetcheck", f"test message from {host}: this target is reachable")
+    now = iso_utc(datetime.now().astimezone())
+    return Message(
+        "fleetcheck: test message",
+        (("Test", (item,)),),
+        f"Sent {_when(now)}.",
+    )

@@ -1,0 +1,108 @@
+"""What each notification target has been told, remembered between rounds (cron runs are
+separate processes): the ledger file next to the state file.
+
+Per target (keyed by a digest of its URL: the URL itself carries tokens and never reaches a
+file) and per row: the status it was told, since when, when it was last told (for
+reminders) and whether it was told the row is flapping. A target's entries change only after
+a delivery to it succeeded, so a failed one is sent again at the next round.
+
+Like the state file: atomic (a temporary file renamed over it), under an exclusive lock held
+for the whole round, private (0600), and healing: an unreadable file is moved aside with one
+warning and the round goes on as if nothing had been told (worst case: a repeated message,
+never a lost patrol).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from fleetcheck.core import stderr
+from fleetcheck.files import private_open
+
+SCHEMA = "fleetcheck.notify/1"
+
+
+def target_key(url: str) -> str:
+    """A target's name in the ledger: a digest of its URL (changing the URL starts afresh)."""
+    return hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+def ledger_path(state: Path) -> Path:
+    """The ledger of a state file: next to it, named after it."""
+    return state.with_name(state.stem + ".notify.json")
+
+
+def entry_problem(entry: Any) -> str | None:
+    """Why a ledger entry cannot be used (None when it can)."""
+    if not isinstance(entry, dict):
+        return "not an object"
+    for key in ("status", "sent", "seen"):
+        if not isinstance(entry.get(key), str):
+            return key
+    if not isinstance(entry.get("flapping", False), bool):
+        return "flapping"
+    return None
+
+
+class Ledger:
+    """The ledger file: `locked()` yields {target key: {row key: entry}} and saves it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @contextmanager
+    def locked(self) -> Iterator[dict[str, dict[str, Any]]]:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        with private_open(lock_path) as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            targets = self._load()
+            yield targets
+            self._save(targets)
+
+    def read(self) -> dict[str, dict[str, Any]]:
+        with self.locked() as targets:
+            return targets
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        try:
+            raw = self.path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return {}
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+                raise ValueError("not a fleetcheck notify ledger")
+            targets = data.get("targets")
+            if not isinstance(targets, dict):
+                raise ValueError("no targets")
+        except ValueError as e:
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+            os.replace(self.path, aside)
+            stderr.warn(f"notify ledger {self.path} unreadable ({e}); kept as {aside}")
+            return {}
+        out: dict[str, dict[str, Any]] = {}
+        for key, rows in targets.items():
+            if isinstance(rows, dict):
+                out[key] = {k: v for k, v in rows.items() if entry_problem(v) is None}
+        return out
+
+    def _save(self, targets: dict[str, dict[str, Any]]) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        text = json.dumps({"schema": SCHEMA, "targets": targets}, indent=1, sort_keys=True)
+        try:
+            with private_open(tmp, "w") as f:
+                f.write(text)
+            os.replace(tmp, self.path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise

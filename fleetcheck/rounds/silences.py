@@ -1,0 +1,218 @@
+"""Silences: rows an operator knows about (maintenance, a deploy) that keep showing, marked,
+but do not alert, notify or raise the exit code while the silence lasts.
+
+One-off silences (`fleetcheck silence mini --for 2h --reason ...`) live in a small JSON file
+next to the state file, atomic and locked like it, private (0600). Recurring windows come from
+[silences] in the config. A silence ends on its own: the first round after its end drops it
+from the file and says so in the report's notes. A row is matched by HOST, CHECK or
+HOST/CHECK (`*` for any part; a bare word matches a host or a check of that name; a
+broker-wide row has no host, so only `*` or a bare CHECK reaches it).
+
+Marking is done once here, before state and history: the row's summary starts with
+`silenced until ... (REASON):` and its `silenced` field holds the same words, so every output
+(table, plain, Nagios, JSON, the console, the history) shows it without a renderer knowing.
+`Result.should_alert` is False for a silenced row (Alertmanager, the textfile's alerting
+gauge, notifications) and `Report.status` leaves it out (the exit code).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from fleetcheck.core import stderr
+from fleetcheck.core.model import Report, Result
+from fleetcheck.core.safe_text import one_line
+from fleetcheck.files import private_open
+from fleetcheck.iso import iso_utc, parse_iso
+
+SCHEMA = "fleetcheck.silences/1"
+MAX_FOR = timedelta(days=30)
+
+
+def silences_path(state: Path) -> Path:
+    """The silences of a state file: next to it, named after it."""
+    return state.with_name(state.stem + ".silences.json")
+
+
+@dataclass(frozen=True)
+class Silence:
+    id: str
+    target: str  # HOST, CHECK or HOST/CHECK, `*` for any part
+    until: str  # UTC ISO
+    reason: str
+    created: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "id": self.id,
+            "target": self.target,
+            "until": self.until,
+            "reason": self.reason,
+            "created": self.created,
+        }
+
+    @staticmethod
+    def from_dict(data: Any) -> Silence | None:
+        if not isinstance(data, dict):
+            return None
+        try:
+            fields = {k: data[k] for k in ("id", "target", "until", "reason", "created")}
+            if not all(isinstance(v, str) for v in fields.values()):
+                return None
+            parse_iso(fields["until"])
+        except (KeyError, ValueError):
+            return None
+        return Silence(**{k: one_line(v) for k, v in fields.items()})
+
+
+def matches(target: str, check: str, host: str | None) -> bool:
+    """Whether HOST, CHECK or HOST/CHECK (`*` any) names the row (check, host)."""
+    if "/" in target:
+        h, c = target.split("/", 1)
+        return (h == "*" or h == host) and (c == "*" or c == check)
+    return target == "*" or target == check or (host is not None and target == host)
+
+
+def _clock(text: str) -> str:
+    return parse_iso(text).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def window_active(start_min: int, end_min: int, now: datetime) -> bool:
+    """Whether a daily window [start, end) in minutes after 00:00 UTC holds `now` (UTC); a
+    window whose end is before its start crosses midnight."""
+    minute = now.hour * 60 + now.minute
+    if start_min < end_min:
+        return start_min <= minute < end_min
+    return minute >= start_min or minute < end_min
+
+
+class SilenceFile:
+    """The one-off silences: `locked()` yields the list (of Silence) and saves it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @contextmanager
+    def locked(self) -> Iterator[list[Silence]]:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        with private_open(lock_path) as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            items = self._load()
+            before = list(items)
+            yield items
+            if items != before or not self.path.exists():
+                self._save(items)
+
+    def read(self) -> list[Silence]:
+        with self.locked() as items:
+            return list(items)
+
+    def _load(self) -> list[Silence]:
+        try:
+            raw = self.path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return []
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+                raise ValueError("not a fleetcheck silences file")
+            entries = data.get("silences")
+            if not isinstance(entries, list):
+                raise ValueError("no silences list")
+        except ValueError as e:
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+            os.replace(self.path, aside)
+            stderr.warn(f"silences file {self.path} unreadable ({e}); kept as {aside}")
+            return []
+        out = []
+        for entry in entries:
+            silence = Silence.from_dict(entry)
+            if silence is None:
+                stderr.warn(f"silences file {self.path}: dropped a damaged entry")
+            else:
+                out.append(silence)
+        return out
+
+    def _save(self, items: list[Silence]) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        text = json.dumps({"schema": SCHEMA, "silences": [s.to_dict() for s in items]}, indent=1)
+        try:
+            with private_open(tmp, "w") as f:
+                f.write(text)
+            os.replace(tmp, self.path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+
+def add(path: Path, target: str, seconds: float, reason: str, now: datetime) -> Silence:
+    """A new silence of `target` for `seconds` from `now`."""
+    silence = Silence(
+        id=secrets.token_hex(3),
+        target=target,
+        until=iso_utc(now + timedelta(seconds=seconds)),
+        reason=one_line(reason),
+        created=iso_utc(now),
+    )
+    with SilenceFile(path).locked() as items:
+        items.append(silence)
+    return silence
+
+
+def end(path: Path, which: str, now: datetime) -> list[Silence]:
+    """End the silences whose id or target is `which` (now): the ones ended."""
+    with SilenceFile(path).locked() as items:
+        gone = [s for s in items if which in (s.id, s.target) and parse_iso(s.until) > now]
+        items[:] = [s for s in items if s not in gone]
+    return gone
+
+
+def active(path: Path, now: datetime) -> list[Silence]:
+    """The silences still running at `now` (expired ones are left for the next round to
+    drop and say so)."""
+    return [s for s in SilenceFile(path).read() if parse_iso(s.until) > now]
+
+
+def apply(report: Report, path: Path | None, windows: Iterable[Any] = ()) -> Report:
+    """The report with its silenced rows marked, the silences that ended since the last
+    round dropped from the file and named in the report's notes. Judged at the report's
+    own time. `windows`: the config's [silences] windows (config.tables.SilenceWindow)."""
+    now = parse_iso(report.started_at)
+    running: list[tuple[str, str]] = []  # (target, words)
+    notes: list[str] = []
+    if path is not None:
+        with SilenceFile(path).locked() as items:
+            ended = [s for s in items if parse_iso(s.until) <= now]
+            items[:] = [s for s in items if s not in ended]
+        for s in ended:
+            notes.append(
+                f"silence {s.id} of {s.target} ended at {_clock(s.until)} (it was: {s.reason})"
+            )
+        for s in items:
+            running.append((s.target, f"silenced until {_clock(s.until)} ({s.reason})"))
+    for w in windows:
+        start, stop = w.minutes()
+        if window_active(start, stop, now):
+            running.append((w.match, f"silenced daily {w.daily} UTC ({w.reason})"))
+    if not running and not notes:
+        return report
+    results: list[Result] = []
+    for r in report.results:
+        words = next((text for target, text in running if matches(target, r.check, r.host)), None)
+        if words is None:
+            results.append(r)
+        else:
+            results.append(replace(r, silenced=words, summary=f"{words}: {r.summary}"))
+    return replace(report, results=tuple(results), notes=(*report.notes, *notes))
