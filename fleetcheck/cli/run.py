@@ -115,6 +115,7 @@ def run(
     default_state, default_history = state_mod.default_paths(fleet.path)
     state_path = None if no_state else (state or default_state)
     history_path = history if history or no_state else default_history
+    silences_at: Path | None = silences_path(state or default_state)
     for kind, path in (("state", state_path), ("history", history_path)):
         problem = None if path is None else path_problem(path)
         if problem is not None:  # said once here, not once per read and write
@@ -122,6 +123,10 @@ def run(
 
             warn(f"{kind} {problem}; this patrol keeps no state and no history")
             state_path = history_path = None
+            # the silences file lives beside the state: no directory, no file to read (the
+            # config's [silences] windows still apply)
+            if kind == "state":
+                silences_at = None
             break
     outputs = patrol.Outputs(
         state=state_path,
@@ -130,7 +135,7 @@ def run(
         alertmanager=am_urls,
         heartbeat=beat_url,
         notify=notify_settings(fleet, no_state),
-        silences=silences_path(state or default_state),
+        silences=silences_at,
     )
     fmt = output_format(format)
     if problems and fmt not in (Format.table, Format.plain):
