@@ -49,6 +49,7 @@ OURS = {
     "fleetcheck.files",
     "fleetcheck.rounds",
     "fleetcheck.rounds.history",
+    "fleetcheck.rounds.store",  # the history database (sqlite3)
     "fleetcheck.iso",
     "fleetcheck.core.model",
     "fleetcheck.core.safe_text",  # the model makes its text safe, and warnings are
