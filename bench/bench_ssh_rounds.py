@@ -145,6 +145,18 @@ def sshd_pids(hosts: list[LabHost]) -> dict[str, set[int]]:
     return out
 
 
+def all_pids(hosts: list[LabHost]) -> dict[str, set[int]]:
+    """Every process of the hosts' namespaces: the sshds and, on kept connections, the
+    resident shells, whose gathered commands are reaped into their cutime, not the sshd's."""
+    out: dict[str, set[int]] = {}
+    for h in hosts:
+        pids = subprocess.run(
+            ["ip", "netns", "pids", h.ns], capture_output=True, text=True, check=True
+        ).stdout.split()
+        out[h.name] = set(map(int, pids))
+    return out
+
+
 def cpu_of(pids: dict[str, set[int]]) -> tuple[float, float]:
     """(own, reaped) seconds of CPU of these processes: their own utime + stime, and the
     cutime + cstime of the children they have reaped."""
@@ -203,7 +215,7 @@ def one_round(
     from fleetcheck.core.runner import run_patrol
 
     before_pids = sshd_pids(hosts)
-    own0, reaped0 = cpu_of(before_pids)
+    own0, reaped0 = cpu_of(all_pids(hosts))
     c0, t0 = time.process_time(), time.perf_counter()
     if bare:
         bare_patrol(fleet, keeper)
@@ -217,8 +229,8 @@ def one_round(
         return None
     # fresh: every connection's sshd has exited (reaped into the listener's cutime);
     # repeat: the kept connections' sshds are the ones there before (the shells reaped)
-    after = settle(hosts, None if mode == "fresh" else before_pids)
-    own1, reaped1 = cpu_of(after)
+    settle(hosts, None if mode == "fresh" else before_pids)
+    own1, reaped1 = cpu_of(all_pids(hosts))
     row = {
         "wall_s": round(wall, 3),
         "client_cpu_s": round(cpu, 3),
@@ -232,12 +244,39 @@ def one_round(
     return row
 
 
+def rc_burning(ms: float) -> str:
+    """An rc file that works `ms` of CPU in bash (a counting loop, calibrated here): the
+    stand-in for a `pyenv init` or a conda hook in ~/.bashrc."""
+    loop = "i=0; while [ $i -lt {n} ]; do i=$((i+1)); done\n"
+    n = 20000
+    while True:
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(["bash", "-c", loop.format(n=n)], check=True)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        took = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1000
+        if took > 20:
+            return loop.format(n=max(1, int(n * ms / took)))
+        n *= 4
+
+
+LOAD_BEFORE = list(os.getloadavg())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--hosts", type=int, default=50)
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--before", metavar="REV", help="also the routes fragment as at REV")
     ap.add_argument("--json", help="also write the numbers to this file")
+    ap.add_argument(
+        "--rc-ms",
+        type=float,
+        default=0.0,
+        help="the login shell sources an rc file that works this many ms of CPU for every "
+        "command sshd runs (as Debian's bash sources ~/.bashrc); then a third round kind: "
+        "repeat on kept connections with one exec a round (the before of the resident shell)",
+    )
+    ap.add_argument("--only", choices=["routes", "true"], help="one workload only")
     a = ap.parse_args()
     from fleetcheck.checks.routes import routes_fragment
 
@@ -253,10 +292,17 @@ def main() -> None:
     if before is not None:
         workloads.append((f"routes check as at {a.before}", False, before))
     workloads += [("routes check", False, None), ("exec of true", True, None)]
+    if a.only:
+        workloads = [w for w in workloads if w[1] == (a.only == "true")]
     results: dict[str, Any] = {}
     costs: dict[str, Any] = {}
     with Lab(prefix=24) as lab:
-        hosts = [lab.add_host(f"h{i:03d}") for i in range(a.hosts)]
+        options = ""
+        if a.rc_ms:
+            rcfile = lab.dir / "bashrc"
+            rcfile.write_text(rc_burning(a.rc_ms))
+            options = f"SetEnv BASH_ENV={rcfile}\n"
+        hosts = [lab.add_host(f"h{i:03d}", sshd_options=options) for i in range(a.hosts)]
         cfg = lab.config(checks="[checks.routes]\n", patrol='deadline = "120s"\n')
         fleet = load(cfg, registry.config_type, registry.host_config_types)
         items = plan(fleet, registry.select(fleet.checks))
@@ -269,10 +315,16 @@ def main() -> None:
         settle(hosts, None)
         one_round(fleet, items, hosts, None, "fresh")  # warm-up: imports, known_hosts cache
         for label, bare, swap in workloads:
-            fresh, repeat = [], []
+            fresh, repeat, execs = [], [], []
             with swapped(*(swap or (None, None))):
                 for _ in range(a.pairs):
                     fresh.append(one_round(fleet, items, hosts, None, "fresh", bare))
+                    if a.rc_ms:  # kept connections, one exec a round: as before issue 29
+                        keeper = Keeper(300.0, resident=False)
+                        one_round(fleet, items, hosts, keeper, "prime", bare)
+                        execs.append(one_round(fleet, items, hosts, keeper, "repeat", bare))
+                        keeper.close()
+                        settle(hosts, None)
                     keeper = Keeper(300.0)
                     one_round(fleet, items, hosts, keeper, "prime", bare)  # connects, keeps
                     repeat.append(one_round(fleet, items, hosts, keeper, "repeat", bare))
@@ -285,13 +337,16 @@ def main() -> None:
                         raise SystemExit(f"only {keeper.reused} of {a.hosts} connections reused")
                     keeper.close()
                     settle(hosts, None)
-            results[label] = (fresh, repeat)
+            results[label] = (fresh, repeat, execs)
 
     def med(rows: list[dict[str, Any]], key: str) -> float:
         return statistics.median(r[key] for r in rows)
 
     machine = f"{CORES} cores, Python {platform.python_version()}"
     res: dict[str, Any] = {"hosts": a.hosts, "pairs": a.pairs, "machine": machine}
+    res["rc_ms"] = a.rc_ms
+    res["load_before"] = LOAD_BEFORE
+    res["load_after"] = list(os.getloadavg())
     res["gathered_exec_per_host"] = costs
     print(f"the routes check's gathered exec, per host ({machine}):")
     for label, cost in costs.items():
@@ -299,8 +354,29 @@ def main() -> None:
             f"  {label}: {cost['processes']} processes ({' '.join(cost['programs'] or [])}), "
             f"{cost['cpu_ms']:.1f} ms CPU"
         )
-    for workload, (fresh, repeat) in results.items():
+    for workload, (fresh, repeat, execs) in results.items():
         out: dict[str, Any] = {"fresh": fresh, "repeat": repeat}
+        if execs:
+            out["repeat_exec"] = execs
+            print(f"{a.hosts} lab hosts, {workload}, rc file {a.rc_ms:g} ms, median of {a.pairs}:")
+            print(
+                f"  {'':<34}{'fresh':>8}{'kept, exec':>12}{'ratio':>7}"
+                f"{'kept, resident':>16}{'ratio':>7}"
+            )
+            for key, label in (
+                ("wall_s", "patrol wall (s)"),
+                ("server_cpu_s", "host CPU: sshds + shells (s)"),
+                ("client_cpu_s", "client CPU (s)"),
+            ):
+                f, e, r = med(fresh, key), med(execs, key), med(repeat, key)
+                out[f"rc_{key}"] = {
+                    "fresh": f,
+                    "repeat_exec": e,
+                    "repeat_resident": r,
+                    "exec_ratio": round(e / f, 3) if f else None,
+                    "resident_ratio": round(r / f, 3) if f else None,
+                }
+                print(f"  {label:<34}{f:>8.3f}{e:>12.3f}{e / f:>7.2f}{r:>16.3f}{r / f:>7.2f}")
         print(f"{a.hosts} lab hosts, {workload}, median of {a.pairs} pairs ({machine}):")
         print(f"  {'':<34}{'fresh round':>12}{'repeat round':>14}{'ratio':>8}")
         for key, label in (

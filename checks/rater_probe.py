@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import shlex
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -665,7 +664,7 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
         wait = max(0.0, deadline - time.perf_counter())
         # one exec that polls on the host (every exec costs the host a login shell)
         script = (
-            f"f={shlex.quote(path)}; id={shlex.quote(probe_id)}; n={int(wait * 10) + 1}\n"
+            f"f={_quote(path)}; id={_quote(probe_id)}; n={int(wait * 10) + 1}\n"
             '[ -r "$f" ] || { echo "unreadable"; exit 3; }\n'
             "while :; do\n"
             f'  tail -c {LOG_TAIL_BYTES} "$f" | grep -F -q -- "$id" && {{ echo found; exit 0; }}\n'
@@ -957,3 +956,11 @@ def probe_rater_command(fleet: FleetConfig, timeout: float | None = None) -> Rep
 
 
 CHECK = RaterProbeCheck()
+
+
+def _quote(text: str) -> str:
+    """shlex.quote, imported when a fragment is built: validating a config (every patrol,
+    also a broker-only one) imports this module and needs no shlex."""
+    import shlex
+
+    return shlex.quote(text)

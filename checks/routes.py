@@ -10,7 +10,6 @@ macOS/BSD), asking only about the interfaces that carry a default route."""
 from __future__ import annotations
 
 import ipaddress
-import shlex
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -147,9 +146,9 @@ def routes_fragment(target: str | None) -> str:
     if not target:
         ask = "t=\n"
     elif _is_ip(target):
-        ask = f"t={shlex.quote(target)}\n"
+        ask = f"t={_quote(target)}\n"
     else:  # a name, also one of hex letters only ("cafe", "db"): the host resolves it
-        ask = f"t=$(getent ahosts {shlex.quote(target)} 2>/dev/null | awk 'NR==1{{print $1}}')\n"
+        ask = f"t=$(getent ahosts {_quote(target)} 2>/dev/null | awk 'NR==1{{print $1}}')\n"
     each_dev = (
         f"sort -u | head -n {MAX_DEVS} | while read -r d; do\n"
         "    case \"$d\" in ''|*[!A-Za-z0-9_.:@-]*) continue;; esac\n"
@@ -406,3 +405,11 @@ def judge(facts: RouteFacts) -> tuple[Status, str]:
 
 
 CHECK = RoutesCheck()
+
+
+def _quote(text: str) -> str:
+    """shlex.quote, imported when a fragment is built: validating a config (every patrol,
+    also a broker-only one) imports this module and needs no shlex."""
+    import shlex
+
+    return shlex.quote(text)

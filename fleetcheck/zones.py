@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from datetime import UTC, tzinfo
 from functools import cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 UTC_NAMES = ("UTC", "Etc/UTC", "Z")
 
@@ -20,6 +19,10 @@ def zone_named(name: str) -> tzinfo:
     """The zone called `name`; UnknownZone when there is none by that name."""
     if name in UTC_NAMES:
         return UTC
+    # imported here: zoneinfo reads sysconfig at import (~5 ms a process), and a fleet in
+    # UTC (or a broker-only patrol that validates such a config) needs none of it
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):

@@ -1,6 +1,6 @@
-"""Issue 22 item 9: a full disk on a real (small) tmpfs. A history append cut short leaves a
-torn last line; the next complete round must not be glued to it (repair on append, and
-reading skips only the fragment); a state save that fails leaves no empty temp file behind.
+"""Issue 22 item 9: a full disk on a real (small) tmpfs. A history append cut short loses only
+that round (one transaction of the history's database; a JSONL history from before it, torn,
+loses only the fragment); a state save that fails leaves no empty temp file behind.
 
 Both tests fail on the code before the fix: the round after the torn line was lost (2 rounds
 read, not 3; the glued line counted bad), and `.state.json.<pid>.tmp` stayed behind at 0 bytes.
@@ -20,19 +20,20 @@ import pytest
 from fleetcheck.core.model import Report, Result, Status
 from fleetcheck.rounds import history
 from fleetcheck.rounds.state import SCHEMA, Memory, StateFile, remember
+from tests.history_util import jsonl_append
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 64 KiB tmpfs mounted for this test (unmounted also when it fails)."""
+    """A 512 KiB tmpfs mounted for this test (unmounted also when it fails)."""
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
     mnt = tmp_path / "disk"
     mnt.mkdir()
     subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(mnt)], check=True
+        ["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", str(mnt)], check=True
     )
     try:
         yield mnt
@@ -61,36 +62,32 @@ def rep(minute: int, summary: str = "s") -> Report:
     )
 
 
-def test_item9_torn_history_line_after_disk_full_does_not_swallow_the_next_round(
-    small_disk: Path,
-) -> None:
+def test_item9_a_history_append_on_a_full_disk_loses_only_that_round(small_disk: Path) -> None:
+    """The database takes the round in one transaction: on a full disk the append fails
+    with a one-line OSError (the patrol warns), the rounds before stay readable, and the
+    next round after the disk is freed is recorded whole."""
     path = small_disk / "history.jsonl"
     history.append(rep(0), path)
-    # pad the first round so the file ends 40 bytes short of a page: the next append needs a
-    # new page, which the full disk cannot give, so only its first 40 bytes land
-    size = path.stat().st_size
-    line = json.loads(path.read_text())
-    line["rows"][0]["summary"] += "x" * (PAGE - 40 - size)
-    path.write_text(json.dumps(line, separators=(",", ":")) + "\n")
-    assert path.stat().st_size == PAGE - 40
-    history.latest_path(path).unlink()
     filler = fill(small_disk)
-    with pytest.raises(OSError) as failed:
-        history.append(rep(1), path)
-    assert failed.value.errno == errno.ENOSPC
-    assert path.stat().st_size == PAGE and not path.read_bytes().endswith(b"\n")  # torn
+    with pytest.raises(OSError, match=r"history\.db: (database or disk is full|disk I/O error)"):
+        for minute in range(1, 30):  # until the pages the database had in hand run out
+            history.append(rep(minute, "x" * 4000), path)
     filler.unlink()  # the operator frees the disk; the next round is complete
-    history.append(rep(2), path)
     rounds, bad = history.load(path)
-    assert [r.started_at.minute for r in rounds] == [0, 2]
-    assert bad == 1  # only the torn fragment
+    assert rounds and rounds[0].started_at.minute == 0 and bad == 0
+    written = len(rounds)
+    history.append(rep(59), path)
+    rounds, bad = history.load(path)
+    assert len(rounds) == written + 1 and rounds[-1].started_at.minute == 59
+    assert bad == 0
 
 
 def test_item9_reading_recovers_a_round_glued_to_a_torn_fragment(tmp_path: Path) -> None:
-    """A history an older fleetcheck wrote (no repair on append): the fragment and the
-    complete round share one line; the round is read, the fragment counted bad."""
+    """A JSONL history an older fleetcheck wrote (no repair on append): the fragment and the
+    complete round share one line; the round is read, the fragment counted bad, before and
+    after the history is migrated into the database."""
     path = tmp_path / "h.jsonl"
-    history.append(rep(0), path)
+    jsonl_append(rep(0), path)
     full = json.dumps(
         {"started_at": "2026-11-29T10:02:00.000Z", "duration_s": 0.1, "status": "OK", "rows": []},
         separators=(",", ":"),
@@ -99,6 +96,10 @@ def test_item9_reading_recovers_a_round_glued_to_a_torn_fragment(tmp_path: Path)
         f.write('{"started_at":"2026-11-29T10:01:00.000Z","dura' + full + "\n")
     rounds, bad = history.load(path)
     assert [r.started_at.minute for r in rounds] == [0, 2]
+    assert bad == 1
+    history.append(rep(3), path)  # migrates
+    rounds, bad = history.load(path)
+    assert [r.started_at.minute for r in rounds] == [0, 2, 3]
     assert bad == 1
 
 

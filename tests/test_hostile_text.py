@@ -185,7 +185,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             "--state", str(state),
         )  # fmt: skip
         assert proc.returncode in (1, 2, 3), proc.stderr
-        assert history.exists(), proc.stderr
+        assert history.with_name("history.db").exists(), proc.stderr
         yield World(lab, config, broker_config, broker_port, history, work)
 
 

@@ -5,7 +5,6 @@ or past keep_alive_for."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -396,14 +395,16 @@ def test_serve_every_logs_in_once_while_rounds_are_close_enough(
 
     cfg, log = host_logging_logins(lab, keep_alive_for)
     history = tmp_path / "history.jsonl"
+    from fleetcheck.rounds import history as hist
+
     with serving("-c", str(cfg), "--history", str(history), "--every", "1s"):
         wait_for(
-            lambda: history.exists() and len(history.read_text().splitlines()) >= 3,
+            lambda: hist.exists(history) and len(hist.load(history)[0]) >= 3,
             60,
             "three rounds of serve --every",
         )
-    rounds = [json.loads(line) for line in history.read_text().splitlines()]
-    assert [r["status"] for r in rounds] == ["OK"] * len(rounds), rounds
+    rounds = hist.load(history)[0]
+    assert [r.status.label for r in rounds] == ["OK"] * len(rounds), rounds
     logins = log.read_text().count("Accepted publickey")
     if keep_alive_for == "5m":
         assert logins == 1, (logins, len(rounds))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fleetcheck.lab import Lab
+from fleetcheck.rounds import history as hist
 from tests.cli import fleetcheck
 from tests.test_alertmanager import active, alertmanager, no_proxies, recorder  # noqa: F401
 
@@ -56,13 +57,13 @@ def test_one_patrol_feeds_every_output(
         first = patrol()
         assert [r["host"] for r in first["results"] if r["status"] == "CRIT"] == ["mini"]
         assert 'fleetcheck_check_severity{check="clients",host="mini"} 3.0' in textfile.read_text()
-        assert len(history.read_text().splitlines()) == 1
+        assert len(hist.load(history)[0]) == 1
         assert seen == ["GET /ping/abc"]
         assert active(alertmanager) == {}  # fail_after = 2: one bad round does not page
 
         patrol()
         assert active(alertmanager) == {("clients", "mini"): "critical"}
-        assert len(history.read_text().splitlines()) == 2
+        assert len(hist.load(history)[0]) == 2
         assert seen == ["GET /ping/abc", "GET /ping/abc"]
 
 

@@ -236,12 +236,17 @@ def test_state_history_and_locks_are_private(tmp_path: Path) -> None:
         state.remember(report, st, state.Memory(), hist)
     finally:
         os.umask(old)
-    for path in (st, hist, st.with_name("state.json.lock"), hist.with_name("history.jsonl.lock")):
+    db = hist.with_name("history.db")
+    files = (st, db, st.with_name("state.json.lock"), hist.with_name("history.jsonl.lock"))
+    side = [
+        p for p in (db.with_name("history.db-wal"), db.with_name("history.db-shm")) if p.exists()
+    ]
+    for path in (*files, *side):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
     assert stat.S_IMODE(st.parent.stat().st_mode) == 0o700
 
 
-def test_history_is_rotated_under_the_state_lock(
+def test_history_is_written_under_the_state_lock(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     st, hist = tmp_path / "state.json", tmp_path / "history.jsonl"
@@ -261,8 +266,10 @@ def test_history_is_rotated_under_the_state_lock(
     monkeypatch.setattr(history, "append", append_and_look)
     state.remember(one_row(), st, state.Memory(), hist)
     assert held == [True]
-    assert hist.with_name("history.jsonl.1").read_text() == "x" * 100  # rotated
-    assert len(hist.read_text().splitlines()) == 1
+    # the old JSONL (here one unreadable line) migrated, then moved aside, never deleted
+    assert hist.with_name("history.jsonl.migrated").read_text() == "x" * 100
+    rounds, bad = history.load(hist)
+    assert len(rounds) == 1 and bad == 1
 
 
 # ---------------------------------------------------------------- state that heals

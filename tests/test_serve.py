@@ -17,6 +17,7 @@ from fleetcheck.console.server import Auth, parse_listen
 from fleetcheck.core.model import Report, Result, Status
 from fleetcheck.rounds import history
 from tests.cli import fleetcheck
+from tests.history_util import jsonl_append
 from tests.lab import wait_for
 from tests.serve_util import HOSTILE, basic, get, report, serving, write_config
 
@@ -367,7 +368,7 @@ def test_serve_binds_loopback_by_default(tmp_path: Path) -> None:
 def test_unreadable_history_lines_and_torn_latest_file(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "hosts.toml")
     hist_path = tmp_path / "history.jsonl"
-    history.append(report(iso(datetime.now(UTC))), hist_path)
+    jsonl_append(report(iso(datetime.now(UTC))), hist_path)  # a history not yet migrated
     with open(hist_path, "a") as f:
         f.write('{"started_at": "torn\n')
     history.latest_path(hist_path).write_text("{not json")

@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from fleetcheck.rounds import history
+from tests.history_util import jsonl_append
 from tests.lab import wait_for
 from tests.serve_util import get, report, write_config
 
@@ -323,7 +324,7 @@ def test_item10_a_wrong_typed_newest_history_line_never_makes_a_page_500(
     tmp_path: Path, changes: dict[str, object]
 ) -> None:
     hist = tmp_path / "history.jsonl"
-    history.append(report(iso(datetime.now(UTC))), hist)
+    jsonl_append(report(iso(datetime.now(UTC))), hist)  # a history not yet migrated
     good = json.loads(hist.read_text().splitlines()[-1])
     good["started_at"] = iso(datetime.now(UTC))  # newer than the whole-round file
     with open(hist, "a") as f:

@@ -65,6 +65,7 @@ OURS = {
     "fleetcheck.rounds",
     "fleetcheck.rounds.history",
     "fleetcheck.rounds.silences",
+    "fleetcheck.rounds.store",  # the history database (sqlite3)
     "fleetcheck.iso",
     "fleetcheck.core.model",
     "fleetcheck.core.safe_text",  # the model makes its text safe, and warnings are

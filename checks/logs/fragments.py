@@ -7,8 +7,6 @@ parse/journal.py."""
 
 from __future__ import annotations
 
-import shlex
-
 from fleetcheck.core.hostfacts import LogSpec
 
 
@@ -16,7 +14,7 @@ def log_fragment(spec: LogSpec) -> str:
     """POSIX sh printing `stat MTIME SIZE` then `tail` and the last `tail_bytes` of the file,
     or one `state ...` line. The path is shell-quoted; GNU and BSD stat are both tried."""
     assert spec.path is not None
-    p = shlex.quote(spec.path)
+    p = _quote(spec.path)
     n = int(spec.tail_bytes)
     return (
         "LC_ALL=C; export LC_ALL\n"
@@ -64,8 +62,8 @@ def journal_fragment(spec: LogSpec) -> str:
     if spec.journal is not None:
         select += ["-u", spec.journal]
     select += list(spec.journal_match)
-    q = " ".join(shlex.quote(a) for a in args)
-    sel = " ".join(shlex.quote(a) for a in select)
+    q = " ".join(_quote(a) for a in args)
+    sel = " ".join(_quote(a) for a in select)
     limit = min(spec.journal_entries * JOURNAL_BYTES_PER_ENTRY, JOURNAL_MAX_BYTES)
     return (
         "LC_ALL=C; export LC_ALL\n"
@@ -91,3 +89,11 @@ ZONE_FRAGMENT = (
     "  printf 'timedatectl=%s\\n' \"$(timedatectl show -p Timezone --value 2>/dev/null)\"\n"
     "fi"
 )
+
+
+def _quote(text: str) -> str:
+    """shlex.quote, imported when a fragment is built: validating a config (every patrol,
+    also a broker-only one) imports this module and needs no shlex."""
+    import shlex
+
+    return shlex.quote(text)

@@ -23,6 +23,15 @@ def history_cmd(
         Opt("--since", metavar="DURATION", parser=duration, help="How far back, e.g. 24h."),
     ] = "24h",  # type: ignore[assignment]  # converted by _duration
     history: HistoryOpt = None,
+    export: Annotated[
+        str | None,
+        Opt(
+            "--export",
+            metavar="FORMAT",
+            help="Write the rounds since --since to stdout instead: jsonl (one JSON line a "
+            "round, as the history was kept before its database).",
+        ),
+    ] = None,
 ) -> None:
     """Per-host timeline of past patrols: one cell per round, coloured by status."""
     from datetime import timedelta
@@ -33,9 +42,16 @@ def history_cmd(
 
     back = since.seconds or 0.0
     path = history or state_mod.default_paths(load_fleet(config).path)[1]
-    if not path.exists():
+    if export is not None and export != "jsonl":
+        raise UsageFailure(f"--export {export}: the one export format is jsonl")
+    if not hist.exists(path):
         raise UsageFailure(f"{path}: no history yet (run `fleetcheck run` first)")
-    rounds, bad = hist.load(path, utcnow() - timedelta(seconds=back))
+    if export is not None:
+        import sys
+
+        hist.export_jsonl(path, sys.stdout, utcnow() - timedelta(seconds=back))
+        return
+    rounds, bad = hist.load(path, utcnow() - timedelta(seconds=back), host)
     lines = hist.timeline(rounds, host)
     if host is not None and not lines:
         raise UsageFailure(f"--host {host}: not in the history of the last {since.text}")

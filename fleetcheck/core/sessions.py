@@ -294,16 +294,14 @@ class HostSessions:
         with self._lock:
             kept = host.name in self._from_keeper
         if not kept:
-            return None, shell.run(script, cfg.command_timeout, cfg.max_output_bytes)
+            return None, self._exec(shell, script)
         from fleetcheck.transport.ssh import StaleConnection
 
         kept_shell: Any = shell  # an SshShell: only SSH connections are kept
         # ssh_config's ConnectTimeout for this host beats [ssh], as for a new connection
         open_timeout = kept_shell.target.connect_timeout or cfg.connect_timeout
         try:
-            return None, kept_shell.run(
-                script, cfg.command_timeout, cfg.max_output_bytes, open_timeout=open_timeout
-            )
+            return None, self._exec(kept_shell, script, open_timeout)
         except StaleConnection:
             with self._lock:
                 self._from_keeper.discard(host.name)
@@ -313,7 +311,17 @@ class HostSessions:
             self._keeper.discard(shell)
         shell = self._open(host)  # the keeper has none left for this host: a new connection
         started = time.time()
-        return started, shell.run(script, cfg.command_timeout, cfg.max_output_bytes)
+        return started, self._exec(shell, script)
+
+    def _exec(self, shell: Shell, script: str, open_timeout: float | None = None) -> ExecResult:
+        """The gathered exec; in a long-running process (a keeper) through the connection's
+        resident shell (fleetcheck.transport.keep.Keeper.run)."""
+        cfg = self.fleet.ssh
+        if self._keeper is not None:
+            return self._keeper.run(
+                shell, script, cfg.command_timeout, cfg.max_output_bytes, open_timeout
+            )
+        return shell.run(script, cfg.command_timeout, cfg.max_output_bytes)
 
     def close(self) -> None:
         with self._lock:

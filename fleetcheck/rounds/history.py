@@ -1,10 +1,15 @@
-"""Each patrol appended as one JSON line, so `fleetcheck history` can show when a machine went
-dark and `fleetcheck serve` can chart the numbers behind each verdict. Rotated by size (one
-older file kept) so a timer running for months stays bounded. Rotation and append happen under
-a lock (and, from a patrol with state, under the state lock too), so two overlapping runs never
-both rotate; the files are private (0600).
+"""Each patrol recorded as one round, so `fleetcheck history` can show when a machine went
+dark, `fleetcheck serve` can chart the numbers behind each verdict and `explain` can read a
+host's past. Rounds are stored in an SQLite database beside the history path
+(fleetcheck.rounds.store: rows stored when they change, keyframes, retention, WAL so a second
+process reads while a patrol writes); the history path keeps its name (`history-x.jsonl`),
+and a JSONL history written by an older fleetcheck is migrated into the database on the
+first append (every row, as written), then moved aside as `*.migrated`. Until then, and for
+a history that was never migrated, the JSONL is read as before. `export_jsonl` writes the
+rounds back out as JSON lines. Appends happen under a lock (and, from a patrol with state,
+under the state lock too); the files are private (0600).
 
-Next to the history file, the latest round is kept whole (`latest_path`: the `run --format
+Next to the history, the latest round is kept whole (`latest_path`: the `run --format
 json` document, evidence included), replaced atomically each round: evidence is too bulky to
 keep for every round, but the console shows it for the newest one."""
 
@@ -27,21 +32,19 @@ MAX_BYTES = 10 * 1024 * 1024
 
 
 def append(report: Report, path: Path, max_bytes: int = MAX_BYTES) -> None:
+    """Record the round (`max_bytes`: the JSONL's rotation size, for callers from before the
+    database; the database is bounded by retention instead)."""
     import fcntl
 
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     with private_open(path.with_name(path.name + ".lock")) as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        _append(report, path, max_bytes)
+        _append(report, path)
 
 
-def _append(report: Report, path: Path, max_bytes: int) -> None:
-    try:
-        if path.stat().st_size >= max_bytes:
-            os.replace(path, path.with_name(path.name + ".1"))
-    except FileNotFoundError:
-        pass
-    line = {
+def _line(report: Report) -> dict[str, Any]:
+    """The round as a JSONL history line records it (and the database stores its rows)."""
+    return {
         "started_at": report.started_at,
         "duration_s": round(report.duration_s, 3),
         "status": report.status.label,
@@ -57,14 +60,46 @@ def _append(report: Report, path: Path, max_bytes: int) -> None:
             for r in report.results
         ],
     }
-    text = json.dumps(line, separators=(",", ":"), default=str) + "\n"
-    with private_open(path) as f:
-        # A write cut short (disk full, a crash) leaves a last line with no newline: start a
-        # new line, or this round would be glued to the torn fragment and both lost on read.
-        if torn_tail(path):
-            text = "\n" + text
-        f.write(text)
+
+
+def _append(report: Report, path: Path) -> None:
+    from fleetcheck.rounds import store
+
+    line = json.loads(json.dumps(_line(report), default=str))  # as a reader will see it
+    try:
+        db = store.connect(path, write=True)
+        try:
+            migrate(db, path)
+            with store.transaction(db):
+                store.add_round(db, line)
+                store.expire(db, store.epoch(line["started_at"]))
+        finally:
+            db.close()
+    except sqlite3_errors() as e:  # a full disk, a damaged file: the caller warns, once
+        raise OSError(f"{store.db_path(path)}: {e}") from None
     write_latest(report, latest_path(path))
+
+
+def migrate(db: Any, path: Path) -> None:
+    """A JSONL history (and its rotated file) into the database in one transaction, every
+    readable round as a keyframe (each row as written); then the files are moved aside as
+    `*.migrated` (kept: nothing is deleted). Done once: the database records it, so a crash
+    between the commit and the move never migrates twice."""
+    from fleetcheck.rounds import store
+
+    if store.meta(db, "migrated") is None:
+        records, bad = _read_jsonl(path)
+        with store.transaction(db):
+            for data in records:
+                store.add_round(db, data, full=True)
+            store.set_meta(db, "migrated", json.dumps({"rounds": len(records), "unreadable": bad}))
+    for p in _jsonl_files(path):
+        if p.exists():
+            os.replace(p, p.with_name(p.name + ".migrated"))
+
+
+def _jsonl_files(path: Path) -> tuple[Path, Path]:
+    return path.with_name(path.name + ".1"), path
 
 
 def torn_tail(path: Path) -> bool:
@@ -111,12 +146,67 @@ class Round:
     duration_s: float = 0.0
 
 
-def load(path: Path, since: datetime | None = None) -> tuple[list[Round], int]:
-    """Rounds from the rotated file and the current one, oldest first; and how many lines
-    could not be read (reported, never fatal: a torn last line after a crash is normal)."""
-    rounds: list[Round] = []
+def load(
+    path: Path, since: datetime | None = None, host: str | None = None
+) -> tuple[list[Round], int]:
+    """Rounds from the history, oldest first (those at or after `since`; with `host`, each
+    round with only that host's rows: its name, or model.BROKER_WIDE); and how many could
+    not be read (reported, never fatal: a torn last line after a crash is normal)."""
+    from fleetcheck.rounds import store
+
+    if store.exists(path):
+        db = store.connect(path, write=False)
+        try:
+            done = store.meta(db, "migrated")
+            if done is not None:
+                key = None if host is None else ("" if host == BROKER_WIDE else host)
+                found = store.read(db, since, key)
+                bad = int(json.loads(done).get("unreadable", 0))
+            else:
+                found = None
+        except sqlite3_errors() as e:
+            raise OSError(f"{store.db_path(path)}: {e}") from None
+        finally:
+            db.close()
+        if found is not None:
+            rounds, more = [], 0
+            for fields, rows in found:
+                try:
+                    rounds.append(_round({**fields, "rows": rows}))
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    more += 1
+            return rounds, bad + more
+    records, bad = _read_jsonl(path)
+    rounds = []
+    for data in records:
+        rnd = _round(data)
+        if host is not None:
+            rnd = _round({**data, "rows": [r for r in data["rows"] if place(r["host"]) == host]})
+        rounds.append(rnd)
+    if since is not None:
+        rounds = [r for r in rounds if r.started_at >= since]
+    return rounds, bad
+
+
+def exists(path: Path) -> bool:
+    """Whether there is a history at `path` (its database, or a JSONL not yet migrated)."""
+    from fleetcheck.rounds import store
+
+    return store.exists(path) or any(p.exists() for p in _jsonl_files(path))
+
+
+def sqlite3_errors() -> type[Exception]:
+    import sqlite3
+
+    return sqlite3.Error
+
+
+def _read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The readable rounds of a JSONL history (rotated file first) as recorded, oldest
+    first; and how many lines could not be read."""
+    records: list[tuple[datetime, dict[str, Any]]] = []
     bad = 0
-    for p in (path.with_name(path.name + ".1"), path):
+    for p in _jsonl_files(path):
         try:
             text = p.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
@@ -125,19 +215,38 @@ def load(path: Path, since: datetime | None = None) -> tuple[list[Round], int]:
             if not line.strip():
                 continue
             try:
-                records: list[Any] = [json.loads(line)]
+                pieces: list[Any] = [json.loads(line)]
             except ValueError:
-                records = _pieces(line)  # texts, parsed below
-            for record in records:
+                pieces = _pieces(line)  # texts, parsed below
+            for record in pieces:
                 try:
                     data = json.loads(record) if isinstance(record, str) else record
-                    rounds.append(_round(data))
+                    records.append((_round(data).started_at, data))
                 except (ValueError, KeyError, TypeError, AttributeError):
                     bad += 1
-    if since is not None:
-        rounds = [r for r in rounds if r.started_at >= since]
-    rounds.sort(key=lambda r: r.started_at)
-    return rounds, bad
+    records.sort(key=lambda r: r[0])
+    return [d for _, d in records], bad
+
+
+def export_jsonl(path: Path, out: Any, since: datetime | None = None) -> int:
+    """Every round as one JSON line (the format the history had before the database; a row
+    carried from an earlier round has `as_of`), oldest first; returns how many."""
+    rounds, _ = load(path, since)
+    for rnd in rounds:
+        line = {
+            "started_at": iso_of(rnd.started_at),
+            "duration_s": rnd.duration_s,
+            "status": rnd.status.label,
+            "rows": list(rnd.rows),
+        }
+        out.write(json.dumps(line, separators=(",", ":"), default=str) + "\n")
+    return len(rounds)
+
+
+def iso_of(when: datetime) -> str:
+    from fleetcheck.iso import iso_utc
+
+    return iso_utc(when)
 
 
 ROUND_START = '{"started_at":'

@@ -4,7 +4,12 @@ round does not pay every host's sshd a new key exchange and login.
 Kept only while idle for at most `keep_for` (with SSH keepalives), a bounded number, and only
 healthy ones: a connection whose exec timed out or was cut, whose transport died, or that runs
 through a jump host is closed, never kept. A kept connection found dead is replaced within
-the round, host key verified as for any new one."""
+the round, host key verified as for any new one.
+
+On a kept connection every round's gathered script goes to one resident shell started in the
+connection's first round (`Keeper.run`, fleetcheck.transport.ssh.resident), so the login
+shell's start and its rc files are paid once per connection; a resident shell that is dead or
+prints anything unframed is replaced by a fresh exec within the round."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fleetcheck.config import HostConfig
+from fleetcheck.transport.shell import ExecResult
 
 DEFAULT_KEEPALIVE = 30.0  # seconds between SSH keepalives on an idle kept connection
 
@@ -26,7 +32,11 @@ def identity(host: HostConfig) -> tuple[Any, ...]:
 
 class Keeper:
     def __init__(
-        self, keep_for: float, max_idle: int | None = None, keepalive: float = DEFAULT_KEEPALIVE
+        self,
+        keep_for: float,
+        max_idle: int | None = None,
+        keepalive: float = DEFAULT_KEEPALIVE,
+        resident: bool = True,
     ) -> None:
         if max_idle is None:
             from fleetcheck.transport.limiter import fd_bound
@@ -35,6 +45,7 @@ class Keeper:
         self.keep_for = keep_for
         self.max_idle = max_idle
         self.keepalive = keepalive
+        self.resident = resident  # False: one exec a round (the bench's before)
         self._lock = threading.Lock()
         self._idle: OrderedDict[tuple[Any, ...], tuple[float, Any]] = OrderedDict()
         self.closed = False
@@ -107,6 +118,26 @@ class Keeper:
                     self.dropped += 1
         for s in out:
             _close(s)
+
+    def run(
+        self,
+        shell: Any,
+        command: str,
+        timeout: float,
+        max_bytes: int,
+        open_timeout: float | None = None,
+    ) -> ExecResult:
+        """`command` on `shell` as a round of this process runs it: on an SSH connection,
+        through its resident shell (fleetcheck.transport.ssh.resident: the login shell and
+        its rc files paid once per connection, not once per round); a fresh exec otherwise.
+        Raises StaleConnection as SshShell.run does."""
+        from fleetcheck.transport.ssh.session import SshShell
+
+        if not (self.resident and isinstance(shell, SshShell)):
+            return shell.run(command, timeout, max_bytes)
+        from fleetcheck.transport.ssh import resident
+
+        return resident.run(shell, command, timeout, max_bytes, open_timeout=open_timeout)
 
     def discard(self, shell: Any) -> None:
         """A kept connection that failed when used: closed, counted as replaced."""

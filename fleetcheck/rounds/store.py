@@ -1,0 +1,288 @@
+"""The history's storage: one SQLite database (the standard library's) beside the history path,
+written once per round, read by host and by time.
+
+Why SQLite: each round is one transaction (a crash or a torn write loses at most the round
+being written: the journal rolls it back), WAL lets `serve`, `history` and `explain` read while
+a patrol writes, and its B-trees give a host's timeline and a time window without reading
+the rest. Why not every row every round: 10,000 hosts x 3 checks x 96 rounds a day is ~20
+million rows a week, ~4 GB as JSON lines. Most rows say the same thing round after round, so
+a row is stored only when it changes: its status, its summary's words (the numbers in a
+summary such as "12s ago" are not a change), its limits, or a metric's bucket (`bucket`:
+integers exactly, other numbers in ~19 % steps, durations under a minute as one). Every
+KEYFRAME rounds, every row is stored (a keyframe): a reader starts at the keyframe before the
+time it wants, and retention drops whole keyframe intervals. A row that disappears (a host
+removed) is stored as a tombstone, so it is not carried forward.
+
+A row read back for a round in which it was not stored is the last stored one, carrying
+`as_of` (that round's start): its summary and metrics are from then, rounded to the bucket
+the later rounds were in, and a reader can tell. Rows migrated from the JSONL history are
+all stored as written (every migrated round is a keyframe)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+KEYFRAME = 96  # rounds between keyframes: one a day at the default 15-minute interval
+RETENTION_S = 8 * 86400.0  # the console's 7-day window and a day of margin
+SCHEMA = 1
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS rounds (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, started TEXT NOT NULL,
+    duration_s REAL NOT NULL, status TEXT NOT NULL, keyframe INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS rounds_at ON rounds (at);
+CREATE TABLE IF NOT EXISTS keys (
+    id INTEGER PRIMARY KEY, host TEXT NOT NULL, check_name TEXT NOT NULL,
+    sig TEXT, UNIQUE (host, check_name));
+CREATE TABLE IF NOT EXISTS rows (
+    key INTEGER NOT NULL, round INTEGER NOT NULL, body TEXT,
+    PRIMARY KEY (key, round)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS rows_round ON rows (round);
+"""
+
+BROKER_KEY = ""  # the host column of broker-wide rows (host None)
+
+
+def db_path(history: Path) -> Path:
+    """`history-x.jsonl` -> `history-x.db` (the JSONL name stays the history's name)."""
+    name = history.name[: -len(".jsonl")] if history.name.endswith(".jsonl") else history.name
+    return history.with_name(name + ".db")
+
+
+def exists(history: Path) -> bool:
+    return db_path(history).exists()
+
+
+def connect(history: Path, write: bool) -> sqlite3.Connection:
+    """The store's connection; a writer creates it (0600, WAL) when missing."""
+    path = db_path(history)
+    if write and not path.exists():
+        from fleetcheck.files import private_open
+
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with private_open(path):
+            pass  # created private: SQLite gives its -wal and -shm the same mode
+    db = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA busy_timeout = 30000")
+    if write:
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")  # WAL: a crash loses at most the last round
+        db.executescript(_DDL)
+        got = db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
+        if got is None:
+            db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
+        elif got[0] != str(SCHEMA):
+            db.close()
+            raise OSError(f"{path}: history schema {got[0]}, this fleetcheck writes {SCHEMA}")
+    return db
+
+
+@contextmanager
+def transaction(db: sqlite3.Connection) -> Iterator[None]:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def bucket(key: str, value: Any) -> Any:
+    """What a metric must change by to be stored again (see the module doc)."""
+    kind = type(value)
+    if kind is int or kind is str or kind is bool or value is None:
+        return value
+    if kind is float:
+        if not math.isfinite(value):
+            return repr(value)
+        if key.endswith("_s") and abs(value) < 60:
+            return "<1m"
+        if value == 0:
+            return 0
+        return ("-" if value < 0 else "+") + str(round(math.log2(abs(value)) * 4))
+    if isinstance(value, dict):
+        return tuple((str(k), bucket(str(k), v)) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return tuple(bucket(key, v) for v in value)
+    if isinstance(value, int | float):
+        return bucket(key, float(value))
+    return str(value)
+
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def signature(row: dict[str, Any]) -> str:
+    """The part of a row that, when it changes, makes the row stored again (a repr, not
+    sorted JSON: a round of 30,000 rows computes 30,000 of them)."""
+    return repr(
+        (
+            row.get("status"),
+            _NUMBER.sub("#", str(row.get("summary", ""))),
+            bucket("", row.get("metrics") or {}),
+            row.get("limits") or None,  # a setting judged against: any change counts
+        )
+    )
+
+
+def _host_key(host: Any) -> str:
+    return BROKER_KEY if host is None else str(host)
+
+
+def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) -> None:
+    """One round (as the JSONL line recorded it), in the caller's transaction. `full`: every
+    row stored (a keyframe), whatever the round's number."""
+    at = epoch(line["started_at"])
+    (last_key_round,) = db.execute("SELECT max(id) FROM rounds WHERE keyframe = 1").fetchone()
+    (newest,) = db.execute("SELECT max(id) FROM rounds").fetchone()
+    since_key = 0 if last_key_round is None else (newest or 0) - last_key_round + 1
+    keyframe = full or last_key_round is None or since_key >= KEYFRAME
+    cur = db.execute(
+        "INSERT INTO rounds (at, started, duration_s, status, keyframe) VALUES (?, ?, ?, ?, ?)",
+        (
+            at,
+            str(line["started_at"]),
+            float(line.get("duration_s") or 0.0),
+            str(line["status"]),
+            int(keyframe),
+        ),
+    )
+    rnd = cur.lastrowid
+    keys = {
+        (h, c): (i, s) for i, h, c, s in db.execute("SELECT id, host, check_name, sig FROM keys")
+    }
+    seen: set[int] = set()
+    store: list[tuple[int, int, str | None]] = []
+    sigs: list[tuple[str, int]] = []
+    nth: dict[tuple[str, str], int] = {}
+    for row in line["rows"]:
+        k = (_host_key(row.get("host")), str(row.get("check")))
+        n = nth[k] = nth.get(k, -1) + 1
+        if n:  # a second row of one check for one host: kept apart, never merged
+            k = (k[0], f"{k[1]}#{n}")
+        sig = signature(row)
+        got = keys.get(k)
+        if got is None:
+            cur = db.execute("INSERT INTO keys (host, check_name, sig) VALUES (?, ?, ?)", (*k, sig))
+            key_id, old = int(cur.lastrowid or 0), None
+            keys[k] = (key_id, sig)
+        else:
+            key_id, old = got
+        seen.add(key_id)
+        if keyframe or old != sig or got is None:
+            store.append((key_id, rnd or 0, json.dumps(row, separators=(",", ":"), default=str)))
+            if got is not None and old != sig:
+                sigs.append((sig, key_id))
+    for key_id, old in keys.values():
+        if key_id not in seen and old is not None:  # gone this round: a tombstone
+            store.append((key_id, rnd or 0, None))
+            sigs.append((None, key_id))  # type: ignore[arg-type]
+    db.executemany("INSERT INTO rows (key, round, body) VALUES (?, ?, ?)", store)
+    db.executemany("UPDATE keys SET sig = ? WHERE id = ?", sigs)
+
+
+def expire(db: sqlite3.Connection, now: float, retention_s: float = RETENTION_S) -> None:
+    """Drop what is older than the newest keyframe at or before now - retention: readers of
+    every later round still find the keyframe they start from."""
+    (base,) = db.execute(
+        "SELECT max(id) FROM rounds WHERE keyframe = 1 AND at <= ?", (now - retention_s,)
+    ).fetchone()
+    if base is None:
+        return
+    db.execute("DELETE FROM rows WHERE round < ?", (base,))
+    db.execute("DELETE FROM rounds WHERE id < ?", (base,))
+
+
+def read(
+    db: sqlite3.Connection, since: datetime | None = None, host: str | None = None
+) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """(round fields, its rows) per round at or after `since`, oldest first; only `host`'s
+    rows (its own host name; "" for broker-wide) when given."""
+    t = since.timestamp() if since is not None else -math.inf
+    (base,) = db.execute(
+        "SELECT max(id) FROM rounds WHERE keyframe = 1 AND at <= ?", (t,)
+    ).fetchone()
+    if base is None:
+        (base,) = db.execute("SELECT min(id) FROM rounds").fetchone()
+    if base is None:
+        return []
+    rounds = db.execute(
+        "SELECT id, at, started, duration_s, status FROM rounds WHERE id >= ? ORDER BY id",
+        (base,),
+    ).fetchall()
+    if host is None:
+        rows: Iterable[tuple[int, int, str | None]] = db.execute(
+            "SELECT round, key, body FROM rows WHERE round >= ? ORDER BY round", (base,)
+        )
+    else:
+        ids = [i for (i,) in db.execute("SELECT id FROM keys WHERE host = ?", (host,))]
+        found: list[tuple[int, int, str | None]] = []
+        for key_id in ids:
+            found += [
+                (r, key_id, b)
+                for r, b in db.execute(
+                    "SELECT round, body FROM rows WHERE key = ? AND round >= ?", (key_id, base)
+                )
+            ]
+        found.sort(key=lambda x: x[0])
+        rows = found
+    started_of = {rid: started for rid, _, started, _, _ in rounds}
+    keyframes = {
+        rid
+        for (rid,) in db.execute("SELECT id FROM rounds WHERE keyframe = 1 AND id >= ?", (base,))
+    }
+    out: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    state: dict[int, tuple[int, dict[str, Any]]] = {}  # key -> (stored in round, row)
+    it = iter(rows)
+    pending = next(it, None)
+    for rid, at, started, duration, status in rounds:
+        if rid in keyframes:
+            state = {}
+        while pending is not None and pending[0] == rid:
+            _, key_id, body = pending
+            if body is None:
+                state.pop(key_id, None)
+            else:
+                try:
+                    state[key_id] = (rid, json.loads(body))
+                except ValueError:
+                    pass
+            pending = next(it, None)
+        if at < t:
+            continue
+        rows_now = []
+        for stored_in, row in state.values():
+            if stored_in != rid:
+                row = {**row, "as_of": started_of.get(stored_in, "")}
+            rows_now.append(row)
+        fields = {"started_at": started, "duration_s": duration, "status": status}
+        out.append((fields, rows_now))
+    return out
+
+
+def epoch(text: Any) -> float:
+    from fleetcheck.iso import parse_iso
+
+    when = parse_iso(str(text))
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
+
+
+def meta(db: sqlite3.Connection, name: str) -> str | None:
+    got = db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+    return None if got is None else str(got[0])
+
+
+def set_meta(db: sqlite3.Connection, name: str, value: str) -> None:
+    db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, value))

@@ -1,0 +1,235 @@
+"""The history's database (issue 29): a JSONL history migrates on the first append without
+losing a row; rows are stored only when they change, and read back for every round; a host
+removed is not carried forward; keyframes bound what a reader replays and what retention
+drops; a second process reads while a patrol holds the write lock; a writer killed in the
+middle of a round loses only that round; `history --export jsonl` writes every round."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from fleetcheck.core.model import BROKER_WIDE, Report, Result, Status
+from fleetcheck.rounds import history, store
+from tests.history_util import jsonl_append
+
+T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
+
+
+def iso(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def rep(i: int, rows: list[Result]) -> Report:
+    return Report(iso(T0 + timedelta(minutes=15 * i)), 0.5, tuple(rows))
+
+
+def fleet_round(i: int, hosts: int = 5) -> Report:
+    """A small fleet: log ages that move every round (numbers in the summary), a host that
+    goes CRIT for a while, one that is removed half-way, a broker-wide row."""
+    rows = [Result("broker", None, Status.OK, "up", metrics={"clients": 40 + i % 2})]
+    for h in range(hosts):
+        if h == 4 and i >= 10:
+            continue  # removed from the fleet
+        bad = h == 1 and 5 <= i < 8
+        age = 3.0 + (i * 7 + h) % 40  # under a minute: one bucket
+        rows.append(
+            Result(
+                "logs",
+                f"h{h}",
+                Status.CRIT if bad else Status.OK,
+                f"/var/log/w.log, {age:.0f}s ago",
+                metrics={"age_s": 4000.0 if bad else age},
+            )
+        )
+        rows.append(Result("clients", f"h{h}", Status.OK, "3 broker connections"))
+    return rep(i, rows)
+
+
+def as_recorded(report: Report) -> list[dict[str, Any]]:
+    return json.loads(json.dumps(history._line(report)["rows"], default=str))
+
+
+def without_as_of(rows: Any) -> list[dict[str, Any]]:
+    return [{k: v for k, v in r.items() if k != "as_of"} for r in rows]
+
+
+def key(row: dict[str, Any]) -> str:
+    return json.dumps(row, sort_keys=True)
+
+
+def test_a_jsonl_history_migrates_on_first_append_without_losing_a_row(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    reports = [fleet_round(i) for i in range(12)]
+    # hostile and odd rows as older fleetchecks or a tampered file left them
+    reports.append(
+        rep(
+            12,
+            [
+                Result("clients", "h0", Status.WARN, "\x1b[31mred\x1b[0m \u202e evil"),
+                Result("clients", "h0", Status.OK, "a second row of one check and host"),
+                Result("logs", "h\u00e9", Status.UNKNOWN, "x" * 500, metrics={"n": [1, 2]}),
+            ],
+        )
+    )
+    for r in reports[:6]:
+        jsonl_append(r, path)
+    path.rename(path.with_name("history.jsonl.1"))  # rotated by the old code
+    for r in reports[6:]:
+        jsonl_append(r, path)
+    with open(path, "a") as f:
+        f.write('{"started_at": "2026-11-29T1')  # torn by a crash
+    before, bad_before = history.load(path)
+    assert len(before) == len(reports) and bad_before == 1
+
+    history.append(fleet_round(13), path)  # the first append migrates
+
+    assert store.db_path(path).exists()
+    assert not path.exists() and not path.with_name("history.jsonl.1").exists()
+    assert path.with_name("history.jsonl.migrated").exists()  # kept, never deleted
+    after, bad = history.load(path)
+    assert bad == 1
+    assert len(after) == len(reports) + 1
+    for old, new, report in zip(before, after, reports, strict=False):
+        assert new.started_at == old.started_at and new.status is old.status
+        assert new.hosts == old.hosts and new.summaries == old.summaries
+        # every row, as written, none carried
+        assert Counter(map(key, new.rows)) == Counter(map(key, as_recorded(report)))
+    assert [r.hosts for r in after[-1:]] == [
+        {BROKER_WIDE: Status.OK} | {f"h{h}": Status.OK for h in range(4)}
+    ]
+    # migrated once: a second append does not import the moved-aside file again
+    history.append(fleet_round(14), path)
+    assert len(history.load(path)[0]) == len(reports) + 2
+
+
+def test_rows_are_stored_when_they_change_and_read_back_for_every_round(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "history.jsonl"
+    reports = [fleet_round(i) for i in range(store.KEYFRAME + 20)]
+    for r in reports:
+        history.append(r, path)
+    db = sqlite3.connect(store.db_path(path))
+    (stored,) = db.execute("SELECT count(*) FROM rows").fetchone()
+    (keyframes,) = db.execute("SELECT count(*) FROM rounds WHERE keyframe = 1").fetchone()
+    db.close()
+    total = sum(len(r.results) for r in reports)
+    assert keyframes == 2
+    assert stored < total / 4  # most rows said the same as the round before
+    rounds, bad = history.load(path)
+    assert bad == 0 and len(rounds) == len(reports)
+    for rnd, report in zip(rounds, reports, strict=True):
+        want = {(r.host, r.check): r.status for r in report.results}
+        got = {(r["host"], r["check"]): Status.parse(r["status"]) for r in rnd.rows}
+        assert got == want  # the removed host is not carried forward
+        summaries = {(r["host"], r["check"]): r["summary"] for r in rnd.rows}
+        for r in report.results:  # words exact; numbers may be from the round stored
+            assert summaries[(r.host, r.check)].split(",")[0] == r.summary.split(",")[0]
+    crit = [rnd.started_at for rnd in rounds if rnd.hosts.get("h1") is Status.CRIT]
+    assert crit == [T0 + timedelta(minutes=15 * i) for i in (5, 6, 7)]
+    assert history.went_dark(rounds[:7], "h1") == T0 + timedelta(minutes=75)
+    # a row carried from an earlier round says from when; one stored now does not
+    last = {(r["host"], r["check"]): r for r in rounds[-1].rows}
+    assert last[("h0", "clients")].get("as_of") is not None
+    assert "as_of" not in rounds[store.KEYFRAME].rows[0]
+    # one host's timeline, and a window that starts between keyframes
+    mine, _ = history.load(path, host="h1")
+    assert [set(r.hosts) for r in mine] == [{"h1"}] * len(reports)
+    since = T0 + timedelta(minutes=15 * (store.KEYFRAME + 3))
+    window, _ = history.load(path, since)
+    assert [r.started_at for r in window] == [r.started_at for r in rounds[-17:]]
+    assert [
+        without_as_of(r.rows) == without_as_of(o.rows)
+        for r, o in zip(window, rounds[-17:], strict=True)
+    ] == [True] * 17
+
+
+def test_retention_drops_whole_keyframe_intervals(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    days = int(store.RETENTION_S // 86400) + 3
+    for i in range(days * store.KEYFRAME):
+        history.append(fleet_round(i, hosts=2), path)
+    rounds, _ = history.load(path)
+    newest = rounds[-1].started_at
+    kept = newest - rounds[0].started_at
+    assert timedelta(seconds=store.RETENTION_S) <= kept
+    assert kept <= timedelta(seconds=store.RETENTION_S) + timedelta(minutes=15 * store.KEYFRAME)
+    # every kept round whole: the first one read back starts at a keyframe
+    assert {r["host"] for r in rounds[0].rows} == {None, "h0", "h1"}
+
+
+def test_a_second_process_reads_while_a_patrol_holds_the_write_lock(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    for i in range(3):
+        history.append(fleet_round(i), path)
+    writer = store.connect(path, write=True)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        store.add_round(writer, history._line(fleet_round(3)))  # not committed yet
+        code = (
+            "import sys; from pathlib import Path; from fleetcheck.rounds import history; "
+            "r, bad = history.load(Path(sys.argv[1])); print(len(r), bad)"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == ["3", "0"]  # the committed rounds, at once
+        writer.execute("COMMIT")
+    finally:
+        writer.close()
+    assert len(history.load(path)[0]) == 4
+
+
+def test_a_writer_killed_in_the_middle_of_a_round_loses_only_that_round(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    for i in range(3):
+        history.append(fleet_round(i), path)
+    code = (
+        "import os, sys; from pathlib import Path; from fleetcheck.rounds import history, store; "
+        "from tests.test_history_store import fleet_round; "
+        "db = store.connect(Path(sys.argv[1]), write=True); db.execute('BEGIN IMMEDIATE'); "
+        "store.add_round(db, history._line(fleet_round(3))); os._exit(9)"
+    )
+    killed = subprocess.run([sys.executable, "-c", code, str(path)], timeout=60)
+    assert killed.returncode == 9
+    rounds, bad = history.load(path)
+    assert len(rounds) == 3 and bad == 0
+    history.append(fleet_round(4), path)
+    assert [r.started_at.minute for r in history.load(path)[0]] == [0, 15, 30, 0]
+
+
+def test_history_export_jsonl(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    for i in range(4):
+        history.append(fleet_round(i), path)
+    cfg = tmp_path / "hosts.toml"
+    cfg.write_text('[broker]\nurl = "redis://127.0.0.1:1/0"\n')
+    out = subprocess.run(
+        [sys.executable, "-m", "fleetcheck", "history", "-c", str(cfg), "--history", str(path)]
+        + ["--since", "100000d", "--export", "jsonl"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(x) for x in out.stdout.splitlines()]
+    assert [x["started_at"] for x in lines] == [
+        iso(T0 + timedelta(minutes=15 * i)) for i in range(4)
+    ]
+    assert len(lines[1]["rows"]) == len(fleet_round(1).results)
+    bad = subprocess.run(
+        [sys.executable, "-m", "fleetcheck", "history", "-c", str(cfg), "--history", str(path)]
+        + ["--export", "csv"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode != 0 and "--export csv: the one export format is jsonl" in bad.stderr
