@@ -8,11 +8,13 @@ alias from ~/.ssh/config); what cannot be guessed is left as a TODO that fails
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fleetcheck.config import BrokerConfig, FleetConfig
@@ -551,8 +553,10 @@ def draft(
     hosts: list[HostDraft],
     source: str | None,
     ssh_config: str,
+    proposals: Iterable[str] = (),
 ) -> str:
-    """The hosts.toml draft (see the module docstring)."""
+    """The hosts.toml draft (see the module docstring); `proposals`: the commented
+    `[[inventory]]` tables (inventory_tables) before the checks'."""
     info = sample.info
     server = "valkey" if "valkey_version" in info else "redis"
     version = info.get("valkey_version") or info.get("redis_version") or "?"
@@ -587,6 +591,7 @@ def draft(
             lines.append("# (left commented out; uncomment only if that entry is wrong)")
             block = ["# " + line if line else "#" for line in block]
         lines += block + [""]
+    lines += list(proposals)
     lines += _check_tables(sample)
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -719,3 +724,90 @@ def write_draft(path: Any, text: str, force: bool) -> None:
             os.link(tmp, path)  # fails with FileExistsError instead of replacing
     finally:
         tmp.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------- inventories it sees
+def ansible_addresses(path: str, seconds: float) -> dict[str, str]:
+    """{address: host name} of the Ansible inventory at `path`, read through the real
+    `ansible-inventory --list` within `seconds` (its process group killed then). Raises
+    SourceFailed (one line) when it cannot be read; a host with no IP address is left out."""
+    from fleetcheck.config.inventory_sources import (
+        ANSIBLE_ENV,
+        from_ansible,
+        load_json,
+        run_program,
+    )
+
+    raw = run_program(
+        ["ansible-inventory", "-i", path, "--list"], max(1.0, seconds), env=ANSIBLE_ENV
+    )
+    found, _problems = from_ansible(load_json(raw, f"ansible {path}"), f"ansible {path}")
+    out: dict[str, str] = {}
+    for f in found:
+        for a in [*f.addrs, str(f.keys.get("ssh", ""))]:
+            ip = normalise_ip(a)
+            try:  # a DNS name is not looked up: discover asks no resolver
+                ipaddress.ip_address(ip)
+            except ValueError:
+                continue
+            out.setdefault(ip, f.name)
+    return out
+
+
+def named_by_inventory(
+    hosts: list[HostDraft], names: dict[str, str], label: str
+) -> tuple[list[HostDraft], int]:
+    """The drafts with the inventory's host name for every draft an address of which the
+    inventory knows (the inventory names machines better than client names guess them; a
+    draft claimed by the current config keeps its name), and how many were renamed."""
+    out, renamed = [], 0
+    for h in hosts:
+        name = next((names[a] for a in h.addrs if a in names), None)
+        if name is None or h.claimed:
+            out.append(h)
+            continue
+        renamed += 1
+        out.append(replace(h, name=name, named_from=label))
+    return out, renamed
+
+
+def _common_glob(aliases: list[str]) -> str | None:
+    """`worker-*` for worker-1, worker-2 (None when they share no prefix of 2 or more)."""
+    if len(aliases) < 2:
+        return None
+    prefix = os.path.commonprefix(aliases)
+    return f"{prefix}*" if len(prefix) >= 2 else None
+
+
+def inventory_tables(
+    hosts: list[HostDraft], ssh_config: str, ansible: str | None, ansible_hosts: int
+) -> list[str]:
+    """`[[inventory]]` tables the draft proposes, commented out (a source can bring hosts the
+    broker never saw: the operator decides): the Ansible inventory whose addresses matched
+    `ansible_hosts` drafts, and the ssh_config whose Host entries name drafts."""
+    lines: list[str] = []
+    if ansible and ansible_hosts:
+        lines += [
+            f"# PROPOSED: {ansible_hosts} of these hosts are in the Ansible inventory "
+            f"{comment(ansible)} (named from it): that inventory can be the fleet's source",
+            "# [[inventory]]",
+            '# source = "ansible"',
+            f"# path = {toml_str(ansible)}",
+            "",
+        ]
+    aliases = sorted(h.ssh for h in hosts if h.ssh)
+    if aliases:
+        shown = ", ".join(aliases[:5]) + (" ..." if len(aliases) > 5 else "")
+        lines += [
+            f"# PROPOSED: {len(aliases)} of these hosts have Host entries in "
+            f"{comment(ssh_config)} ({comment(shown)}): its Host entries can be the fleet's source",
+            "# [[inventory]]",
+            '# source = "ssh_config"',
+        ]
+        if os.path.expanduser(ssh_config) != os.path.expanduser("~/.ssh/config"):
+            lines.append(f"# path = {toml_str(ssh_config)}")
+        glob_ = _common_glob(aliases)
+        if glob_:
+            lines.append(f"# match = {toml_str(glob_)}")
+        lines.append("")
+    return lines

@@ -132,6 +132,21 @@ def _rows_not_made(fleet: "FleetConfig") -> str:
     return "\nrows not made:\n" + "\n".join(lines) if lines else ""
 
 
+def _ansible_inventory(given: str | None) -> str | None:
+    """The Ansible inventory discover reads: --ansible, else $ANSIBLE_INVENTORY or
+    /etc/ansible/hosts when it exists and ansible-inventory is on PATH (None: none)."""
+    import os
+
+    from fleetcheck.config.inventory_sources import find_program
+
+    if given is not None:
+        return given
+    if find_program("ansible-inventory") is None:
+        return None
+    default = os.environ.get("ANSIBLE_INVENTORY") or "/etc/ansible/hosts"
+    return default if os.path.exists(default) else None
+
+
 @command(config_app, "discover")
 def config_discover(
     config: ConfigOpt = None,
@@ -152,6 +167,15 @@ def config_discover(
         Opt("--write", metavar="FILE", help="Write the draft to FILE (else stdout)."),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Let --write replace a file.")] = False,
+    ansible: Annotated[
+        str | None,
+        Opt(
+            "--ansible",
+            metavar="INVENTORY",
+            help="Name hosts from this Ansible inventory and propose it as a source (default: "
+            "$ANSIBLE_INVENTORY or /etc/ansible/hosts when there and ansible-inventory is).",
+        ),
+    ] = None,
     scan_limit: Annotated[
         int,
         Opt("--scan-limit", metavar="N", min=1, help="Look at no more than N keys."),
@@ -236,7 +260,21 @@ def config_discover(
             f"({format_duration(limit)}; --deadline sets it): their hosts are named by address"
         )
     hosts = discover.group_hosts(sample.clients, aliases, claimed)
-    text = discover.draft(sample, broker, hosts, fleet.path if fleet else None, ssh_path)
+    inventory, in_inventory = _ansible_inventory(ansible), 0
+    if inventory is not None:
+        from fleetcheck.config.inventory import SourceFailed
+        from fleetcheck.core.stderr import warn
+
+        try:
+            names = discover.ansible_addresses(inventory, until - time.monotonic())
+        except SourceFailed as e:
+            if ansible is not None:  # asked for: say why it was not used
+                warn(f"--ansible {inventory}: {e.reason}; hosts are not named from it")
+        else:
+            label = f"the Ansible inventory {inventory}"
+            hosts, in_inventory = discover.named_by_inventory(hosts, names, label)
+    proposals = discover.inventory_tables(hosts, ssh_path, inventory, in_inventory)
+    text = discover.draft(sample, broker, hosts, fleet.path if fleet else None, ssh_path, proposals)
     if write is None:
         print(text, end="")
         return
