@@ -258,40 +258,62 @@ class ClientTable:
                 # clients by age and flags come from the same C pass, and a fleet's
                 # connections of one kind share a few ages, so few more distinct keys)
                 found, hosts = self._found, self._host_of()
-                self._merged = Counter(map(_GROUP_AGE_FLAGS, found))
+                merged = self._merged = Counter(map(_GROUP_AGE_FLAGS, found))
                 raw: dict[tuple[str, str, str], int] = {}
-                out: dict[str, tuple[dict[int, int], int]] = {}  # see _behave
-                every: dict[int, int] = {}
-                seconds_of: dict[str, int | None] = {}
-                for (h, name, cmd, age, flags), n in self._merged.items():
-                    key = (h, name, cmd)
-                    raw[key] = raw.get(key, 0) + n
-                    host = hosts[h]
-                    known = out.get(host)
-                    ages, waiting = known if known is not None else ({}, 0)
-                    if age in seconds_of:
-                        seconds = seconds_of[age]
-                    else:
-                        seconds = seconds_of[age] = _int(age)
-                    if seconds is not None:
-                        ages[seconds] = ages.get(seconds, 0) + n
-                        every[seconds] = every.get(seconds, 0) + n
+                by_age: dict[tuple[str, str], int] = {}  # (host part, age text) -> clients
+                waits: dict[str, int] = {}  # host part -> clients blocked or subscribed
+                get, age_get = raw.get, by_age.get
+                for (h, name, cmd, age, flags), n in merged.items():
+                    raw[h, name, cmd] = get((h, name, cmd), 0) + n
+                    by_age[h, age] = age_get((h, age), 0) + n
                     if "b" in flags or "P" in flags:
-                        waiting += n
-                    out[host] = (ages, waiting)
-                self._ages, self._every = out, every
+                        waits[h] = waits.get(h, 0) + n
                 self._raw_groups = Counter(raw)
                 for (h, name, cmd), n in raw.items():
                     groups[hosts[h], name, cmd] += n
-                seconds_of = {t: _int(t) for t in set(map(_IDLE, found))}
-                for h, t in set(map(_HOST_IDLE, found)):
-                    seconds = seconds_of[t]
-                    if seconds is None:
-                        continue
+                # per host from the distinct (host part, age) texts (a few a host), each
+                # age text converted once
+                seconds_of = {t: _int(t) for t in {age for _, age in by_age}}
+                out: dict[str, tuple[dict[int, int], int]] = {}  # see _behave
+                every: dict[int, int] = {}
+                for (h, age), n in by_age.items():
                     host = hosts[h]
-                    if seconds > longest.get(host, seconds - 1):
+                    known = out.get(host)
+                    if known is None:
+                        known = out[host] = ({}, 0)
+                    seconds = seconds_of[age]
+                    if seconds is not None:
+                        ages = known[0]
+                        ages[seconds] = ages.get(seconds, 0) + n
+                        every[seconds] = every.get(seconds, 0) + n
+                for h, n in waits.items():
+                    ages, waiting = out[hosts[h]]
+                    out[hosts[h]] = (ages, waiting + n)
+                self._ages, self._every = out, every
+                # each host part's longest and shortest idle from its distinct (host part,
+                # idle) texts: sorted by seconds, a dict of them keeps each host part's
+                # last (the longest), of them reversed its first (the shortest), in C
+                seconds_of = {t: _int(t) for t in set(map(_IDLE, found))}
+                rank = {
+                    t: i
+                    for i, t in enumerate(
+                        sorted(
+                            (t for t, s in seconds_of.items() if s is not None),
+                            key=seconds_of.__getitem__,
+                        )
+                    )
+                }
+                pairs = sorted(
+                    (p for p in set(map(_HOST_IDLE, found)) if p[1] in rank),
+                    key=lambda p: rank[p[1]],
+                )
+                for h, t in dict(pairs).items():
+                    host, seconds = hosts[h], seconds_of[t]
+                    if seconds is not None and seconds > longest.get(host, seconds - 1):
                         longest[host] = seconds
-                    if seconds < shortest.get(host, seconds + 1):
+                for h, t in dict(reversed(pairs)).items():
+                    host, seconds = hosts[h], seconds_of[t]
+                    if seconds is not None and seconds < shortest.get(host, seconds + 1):
                         shortest[host] = seconds
             self._summary = (groups, longest, shortest)
         return self._summary
