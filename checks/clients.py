@@ -19,7 +19,7 @@ from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs
 from fleetcheck.core.judge import check_count, check_duration, exceeds
 from fleetcheck.core.model import STRENGTHS, Result, Status
-from fleetcheck.parse.clientlist import ClientTable, normalise_ip
+from fleetcheck.parse.clientlist import ClientTable, name_pattern, normalise_ip
 from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
@@ -420,11 +420,10 @@ min_clients = 10                             # fewer broker connections: WARN; n
         """Counts per client-name pattern against the host's own recent rounds: half or
         more of a kind gone is a note the first round and WARN when the next round still
         shows it (a rolling deploy caught half way is one round)."""
-        from fleetcheck.parse.clientlist import name_pattern
-
-        now: Counter[str] = Counter()
+        now: dict[str, int] = {}
         for name, n in names.items():
-            now[name_pattern(name)] += n
+            pattern = name_pattern(name)
+            now[pattern] = now.get(pattern, 0) + n
         raw = previous.get("patterns")
         history = raw if isinstance(raw, dict) else {}
         low_before = previous.get("low")

@@ -293,27 +293,20 @@ class ClientTable:
                 # each host part's longest and shortest idle from its distinct (host part,
                 # idle) texts: sorted by seconds, a dict of them keeps each host part's
                 # last (the longest), of them reversed its first (the shortest), in C
-                seconds_of = {t: _int(t) for t in set(map(_IDLE, found))}
-                rank = {
-                    t: i
-                    for i, t in enumerate(
-                        sorted(
-                            (t for t, s in seconds_of.items() if s is not None),
-                            key=seconds_of.__getitem__,
-                        )
-                    )
-                }
+                readable = {t: _int(t) for t in set(map(_IDLE, found))}
+                idle_of = {t: s for t, s in readable.items() if s is not None}
+                rank = {t: i for i, t in enumerate(sorted(idle_of, key=idle_of.__getitem__))}
                 pairs = sorted(
                     (p for p in set(map(_HOST_IDLE, found)) if p[1] in rank),
                     key=lambda p: rank[p[1]],
                 )
                 for h, t in dict(pairs).items():
-                    host, seconds = hosts[h], seconds_of[t]
-                    if seconds is not None and seconds > longest.get(host, seconds - 1):
+                    host, seconds = hosts[h], idle_of[t]
+                    if seconds > longest.get(host, seconds - 1):
                         longest[host] = seconds
                 for h, t in dict(reversed(pairs)).items():
-                    host, seconds = hosts[h], seconds_of[t]
-                    if seconds is not None and seconds < shortest.get(host, seconds + 1):
+                    host, seconds = hosts[h], idle_of[t]
+                    if seconds < shortest.get(host, seconds + 1):
                         shortest[host] = seconds
             self._summary = (groups, longest, shortest)
         return self._summary
