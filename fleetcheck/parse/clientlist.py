@@ -206,8 +206,7 @@ class ClientTable:
         self._summary: tuple[Counter[Group], dict[str, int], dict[str, int]] | None = None
         self._ages: dict[str, tuple[dict[int, int], int]] | None = None
         self._every: dict[int, int] = {}
-        self._raw_groups: Counter[tuple[str, str, str]] = Counter()  # column path: as written
-        self._merged: Counter[tuple[str, ...]] = Counter()  # column path: + age, flags
+        self._raw_groups: dict[tuple[str, str, str], int] = {}  # column path: as written
         self._hosts: dict[str, str] | None = None
         self._by_host: dict[str, dict[Group, int]] | None = None
 
@@ -254,21 +253,25 @@ class ClientTable:
                 # counted and deduplicated by the C loops of Counter and set over the rows'
                 # text; Python sees only the distinct (host part, name, cmd) and (host
                 # part, idle) pairs, and converts each distinct text once
-                # (one Counter of (host part, name, cmd, age, flags): the groups and the
-                # clients by age and flags come from the same C pass, and a fleet's
-                # connections of one kind share a few ages, so few more distinct keys)
+                # (one Counter of (host part, name, cmd, age): the groups and each host's
+                # clients by age come from the same C pass, and a fleet's connections of
+                # one kind share a few ages, so few more distinct keys; summed in one loop
+                # over those keys into (host part, name, cmd) and (host part, age) counts)
                 found, hosts = self._found, self._host_of()
-                merged = self._merged = Counter(map(_GROUP_AGE_FLAGS, found))
                 raw: dict[tuple[str, str, str], int] = {}
                 by_age: dict[tuple[str, str], int] = {}  # (host part, age text) -> clients
-                waits: dict[str, int] = {}  # host part -> clients blocked or subscribed
                 get, age_get = raw.get, by_age.get
-                for (h, name, cmd, age, flags), n in merged.items():
+                for (h, name, cmd, age), n in Counter(map(_GROUP_AGE, found)).items():
                     raw[h, name, cmd] = get((h, name, cmd), 0) + n
                     by_age[h, age] = age_get((h, age), 0) + n
-                    if "b" in flags or "P" in flags:
-                        waits[h] = waits.get(h, 0) + n
-                self._raw_groups = Counter(raw)
+                self._raw_groups = raw
+                # the clients waiting for work (flags with `b` or `P`): their host parts
+                # counted in C over the rows of those flags only (none in most lists)
+                wait_flags = {f for f in set(map(_FLAGS, found)) if "b" in f or "P" in f}
+                waits: Counter[str] = Counter()
+                if wait_flags:
+                    rows = compress(found, map(wait_flags.__contains__, map(_FLAGS, found)))
+                    waits = Counter(map(_HOST, rows))
                 for (h, name, cmd), n in raw.items():
                     groups[hosts[h], name, cmd] += n
                 # per host from the distinct (host part, age) texts (a few a host), each
@@ -498,10 +501,11 @@ def read_client_table(text: str | bytes) -> ClientTable:
 _NEEDED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
 _COUNTED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
 _ID, _HOST, _NAME, _IDLE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(4)
-_GROUP, _HOST_IDLE, _GROUP_AGE_FLAGS = (
+_GROUP, _HOST_IDLE, _GROUP_AGE, _FLAGS = (
     itemgetter(1, 2, 6),
     itemgetter(1, 4),
-    itemgetter(1, 2, 6, 3, 5),
+    itemgetter(1, 2, 6, 3),
+    itemgetter(5),
 )
 _OTHER_SPACE = "\t\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what strip(), split() or splitlines() also cut at
 _new = tuple.__new__
