@@ -433,23 +433,23 @@ class ClientTable:
                     and not (own is not None and c.name in ours and c.host == own.host)
                 ]
             )
-        # ids are canonical decimal on this path: equal as text when equal as numbers
-        drop = _positions(list(map(_ID, found)), str(own_id))
+        # ids are canonical decimal on this path: equal as text when equal as numbers.
+        # One C pass a column (no list of it), and the few rows dropped by deleting them
+        # from copies (a memmove each) rather than a mask over every row
+        drop = list(compress(count(), map(str(own_id).__eq__, map(_ID, found))))
         if not drop:
             return self
         hosts = self._host_of()
         own_name, own_host = found[drop[0]][2], hosts[found[drop[0]][1]]
         if own_name:
-            names = list(map(_NAME, found))
-            for name in {own_name, f"{own_name}-probe"}:
-                drop += [i for i in _positions(names, name) if hosts[found[i][1]] == own_host]
-        keep = [True] * len(found)
-        for i in drop:
-            keep[i] = False
-        lines = self._lines if self._lines is not None else range(len(found))
-        table = ClientTable(
-            found=list(compress(found, keep)), text=self._text, lines=list(compress(lines, keep))
-        )
+            ours = {own_name, f"{own_name}-probe"}
+            named = compress(count(), map(ours.__contains__, map(_NAME, found)))
+            drop += [i for i in named if hosts[found[i][1]] == own_host]
+        kept = list(found)
+        lines = list(self._lines) if self._lines is not None else list(range(len(found)))
+        for i in sorted(set(drop), reverse=True):
+            del kept[i], lines[i]
+        table = ClientTable(found=kept, text=self._text, lines=lines)
         table._hosts = self._hosts
         return table
 
@@ -457,17 +457,6 @@ class ClientTable:
 def _waits(flags: str) -> int:
     """1 when a client's flags say it waits for work (blocked or subscribed), else 0."""
     return 1 if "b" in flags or "P" in flags else 0
-
-
-def _positions(column: Sequence[Any], value: str) -> list[int]:
-    out = []
-    i = -1
-    try:
-        while True:
-            i = column.index(value, i + 1)
-            out.append(i)
-    except ValueError:
-        return out
 
 
 def _host_part(h: str) -> str:
