@@ -162,9 +162,15 @@ def silence_limit(
     None): the host's own `silent_after` when set; else QUIET_FACTOR times the longest
     quiet its recent healthy rounds showed, at least the check's `silent_after` (which is
     also the limit before there is a baseline)."""
+    return _limit_of(own, config, _nums((previous or {}).get("quiet"), QUIET_SAMPLES))
+
+
+def _limit_of(
+    own: ClientsHostConfig, config: ClientsConfig, quiet: list[float]
+) -> tuple[float | None, float | None]:
+    """silence_limit from the baseline's samples already read from the carry."""
     if own.silent_after is not None:
         return (own.silent_after or None), None
-    quiet = _nums((previous or {}).get("quiet"), QUIET_SAMPLES)
     if not quiet:
         return config.silent_after, None
     base = max(quiet)
@@ -196,10 +202,14 @@ class _Row:
         self.findings.append((status, text, strength))
 
     def status(self) -> Status:
+        if not self.findings:  # most rows
+            return Status.OK
         return max((f[0] for f in self.findings), key=lambda s: s.rank, default=Status.OK)
 
     def strength(self) -> str | None:
         """The strongest evidence among the findings of the row's status."""
+        if not self.findings:
+            return None
         status = self.status()
         if status is Status.OK:
             return None
@@ -375,7 +385,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
         waiting for work (blocked in a pop or subscribed waits: healthy at any idle)."""
         previous = facts.previous or {}
         samples = _nums(previous.get("quiet"), QUIET_SAMPLES)
-        limit, base = silence_limit(own, config, previous)
+        limit, base = _limit_of(own, config, samples)
         if limit is not None:
             evidence["silence_limit_s"] = limit
         silence = min(quiet) if quiet else None
