@@ -206,7 +206,8 @@ class ClientTable:
         self._summary: tuple[Counter[Group], dict[str, int], dict[str, int]] | None = None
         self._ages: dict[str, tuple[dict[int, int], int]] | None = None
         self._every: dict[int, int] = {}
-        self._raw_groups: dict[tuple[str, str, str], int] = {}  # column path: as written
+        self._raw_groups: Counter[tuple[str, str, str]] = Counter()  # column path: as written
+        self._merged: Counter[tuple[str, ...]] = Counter()  # column path: + age, flags
         self._hosts: dict[str, str] | None = None
         self._by_host: dict[str, dict[Group, int]] | None = None
 
@@ -253,62 +254,43 @@ class ClientTable:
                 # counted and deduplicated by the C loops of Counter and set over the rows'
                 # text; Python sees only the distinct (host part, name, cmd) and (host
                 # part, idle) pairs, and converts each distinct text once
-                # (one Counter of (host part, name, cmd, age): the groups and each host's
-                # clients by age come from the same C pass, and a fleet's connections of
-                # one kind share a few ages, so few more distinct keys; summed in one loop
-                # over those keys into (host part, name, cmd) and (host part, age) counts)
+                # (one Counter of (host part, name, cmd, age, flags): the groups and the
+                # clients by age and flags come from the same C pass, and a fleet's
+                # connections of one kind share a few ages, so few more distinct keys)
                 found, hosts = self._found, self._host_of()
+                self._merged = Counter(map(_GROUP_AGE_FLAGS, found))
                 raw: dict[tuple[str, str, str], int] = {}
-                by_age: dict[tuple[str, str], int] = {}  # (host part, age text) -> clients
-                get, age_get = raw.get, by_age.get
-                for (h, name, cmd, age), n in Counter(map(_GROUP_AGE, found)).items():
-                    raw[h, name, cmd] = get((h, name, cmd), 0) + n
-                    by_age[h, age] = age_get((h, age), 0) + n
-                self._raw_groups = raw
-                # the clients waiting for work (flags with `b` or `P`): their host parts
-                # counted in C over the rows of those flags only (none in most lists)
-                wait_flags = {f for f in set(map(_FLAGS, found)) if "b" in f or "P" in f}
-                waits: Counter[str] = Counter()
-                if wait_flags:
-                    rows = compress(found, map(wait_flags.__contains__, map(_FLAGS, found)))
-                    waits = Counter(map(_HOST, rows))
-                for (h, name, cmd), n in raw.items():
-                    groups[hosts[h], name, cmd] += n
-                # per host from the distinct (host part, age) texts (a few a host), each
-                # age text converted once
-                seconds_of = {t: _int(t) for t in {age for _, age in by_age}}
                 out: dict[str, tuple[dict[int, int], int]] = {}  # see _behave
                 every: dict[int, int] = {}
-                for (h, age), n in by_age.items():
+                seconds_of: dict[str, int | None] = {}
+                for (h, name, cmd, age, flags), n in self._merged.items():
+                    key = (h, name, cmd)
+                    raw[key] = raw.get(key, 0) + n
                     host = hosts[h]
                     known = out.get(host)
-                    if known is None:
-                        known = out[host] = ({}, 0)
-                    seconds = seconds_of[age]
+                    ages, waiting = known if known is not None else ({}, 0)
+                    if age in seconds_of:
+                        seconds = seconds_of[age]
+                    else:
+                        seconds = seconds_of[age] = _int(age)
                     if seconds is not None:
-                        ages = known[0]
                         ages[seconds] = ages.get(seconds, 0) + n
                         every[seconds] = every.get(seconds, 0) + n
-                for h, n in waits.items():
-                    ages, waiting = out[hosts[h]]
-                    out[hosts[h]] = (ages, waiting + n)
+                    if "b" in flags or "P" in flags:
+                        waiting += n
+                    out[host] = (ages, waiting)
                 self._ages, self._every = out, every
-                # each host part's longest and shortest idle from its distinct (host part,
-                # idle) texts: sorted by seconds, a dict of them keeps each host part's
-                # last (the longest), of them reversed its first (the shortest), in C
-                readable = {t: _int(t) for t in set(map(_IDLE, found))}
-                idle_of = {t: s for t, s in readable.items() if s is not None}
-                rank = {t: i for i, t in enumerate(sorted(idle_of, key=idle_of.__getitem__))}
-                pairs = sorted(
-                    (p for p in set(map(_HOST_IDLE, found)) if p[1] in rank),
-                    key=lambda p: rank[p[1]],
-                )
-                for h, t in dict(pairs).items():
-                    host, seconds = hosts[h], idle_of[t]
+                self._raw_groups = Counter(raw)
+                for (h, name, cmd), n in raw.items():
+                    groups[hosts[h], name, cmd] += n
+                seconds_of = {t: _int(t) for t in set(map(_IDLE, found))}
+                for h, t in set(map(_HOST_IDLE, found)):
+                    seconds = seconds_of[t]
+                    if seconds is None:
+                        continue
+                    host = hosts[h]
                     if seconds > longest.get(host, seconds - 1):
                         longest[host] = seconds
-                for h, t in dict(reversed(pairs)).items():
-                    host, seconds = hosts[h], idle_of[t]
                     if seconds < shortest.get(host, seconds + 1):
                         shortest[host] = seconds
             self._summary = (groups, longest, shortest)
@@ -433,23 +415,23 @@ class ClientTable:
                     and not (own is not None and c.name in ours and c.host == own.host)
                 ]
             )
-        # ids are canonical decimal on this path: equal as text when equal as numbers.
-        # One C pass a column (no list of it), and the few rows dropped by deleting them
-        # from copies (a memmove each) rather than a mask over every row
-        drop = list(compress(count(), map(str(own_id).__eq__, map(_ID, found))))
+        # ids are canonical decimal on this path: equal as text when equal as numbers
+        drop = _positions(list(map(_ID, found)), str(own_id))
         if not drop:
             return self
         hosts = self._host_of()
         own_name, own_host = found[drop[0]][2], hosts[found[drop[0]][1]]
         if own_name:
-            ours = {own_name, f"{own_name}-probe"}
-            named = compress(count(), map(ours.__contains__, map(_NAME, found)))
-            drop += [i for i in named if hosts[found[i][1]] == own_host]
-        kept = list(found)
-        lines = list(self._lines) if self._lines is not None else list(range(len(found)))
-        for i in sorted(set(drop), reverse=True):
-            del kept[i], lines[i]
-        table = ClientTable(found=kept, text=self._text, lines=lines)
+            names = list(map(_NAME, found))
+            for name in {own_name, f"{own_name}-probe"}:
+                drop += [i for i in _positions(names, name) if hosts[found[i][1]] == own_host]
+        keep = [True] * len(found)
+        for i in drop:
+            keep[i] = False
+        lines = self._lines if self._lines is not None else range(len(found))
+        table = ClientTable(
+            found=list(compress(found, keep)), text=self._text, lines=list(compress(lines, keep))
+        )
         table._hosts = self._hosts
         return table
 
@@ -457,6 +439,17 @@ class ClientTable:
 def _waits(flags: str) -> int:
     """1 when a client's flags say it waits for work (blocked or subscribed), else 0."""
     return 1 if "b" in flags or "P" in flags else 0
+
+
+def _positions(column: Sequence[Any], value: str) -> list[int]:
+    out = []
+    i = -1
+    try:
+        while True:
+            i = column.index(value, i + 1)
+            out.append(i)
+    except ValueError:
+        return out
 
 
 def _host_part(h: str) -> str:
@@ -490,11 +483,10 @@ def read_client_table(text: str | bytes) -> ClientTable:
 _NEEDED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
 _COUNTED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
 _ID, _HOST, _NAME, _IDLE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(4)
-_GROUP, _HOST_IDLE, _GROUP_AGE, _FLAGS = (
+_GROUP, _HOST_IDLE, _GROUP_AGE_FLAGS = (
     itemgetter(1, 2, 6),
     itemgetter(1, 4),
-    itemgetter(1, 2, 6, 3),
-    itemgetter(5),
+    itemgetter(1, 2, 6, 3, 5),
 )
 _OTHER_SPACE = "\t\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what strip(), split() or splitlines() also cut at
 _new = tuple.__new__
