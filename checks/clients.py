@@ -19,7 +19,7 @@ from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs
 from fleetcheck.core.judge import check_count, check_duration, exceeds
 from fleetcheck.core.model import STRENGTHS, Result, Status
-from fleetcheck.parse.clientlist import ClientTable, normalise_ip
+from fleetcheck.parse.clientlist import ClientTable, name_pattern, normalise_ip
 from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
@@ -162,9 +162,15 @@ def silence_limit(
     None): the host's own `silent_after` when set; else QUIET_FACTOR times the longest
     quiet its recent healthy rounds showed, at least the check's `silent_after` (which is
     also the limit before there is a baseline)."""
+    return _limit_of(own, config, _nums((previous or {}).get("quiet"), QUIET_SAMPLES))
+
+
+def _limit_of(
+    own: ClientsHostConfig, config: ClientsConfig, quiet: list[float]
+) -> tuple[float | None, float | None]:
+    """silence_limit from the baseline's samples already read from the carry."""
     if own.silent_after is not None:
         return (own.silent_after or None), None
-    quiet = _nums((previous or {}).get("quiet"), QUIET_SAMPLES)
     if not quiet:
         return config.silent_after, None
     base = max(quiet)
@@ -196,10 +202,14 @@ class _Row:
         self.findings.append((status, text, strength))
 
     def status(self) -> Status:
+        if not self.findings:  # most rows
+            return Status.OK
         return max((f[0] for f in self.findings), key=lambda s: s.rank, default=Status.OK)
 
     def strength(self) -> str | None:
         """The strongest evidence among the findings of the row's status."""
+        if not self.findings:
+            return None
         status = self.status()
         if status is Status.OK:
             return None
@@ -375,7 +385,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
         waiting for work (blocked in a pop or subscribed waits: healthy at any idle)."""
         previous = facts.previous or {}
         samples = _nums(previous.get("quiet"), QUIET_SAMPLES)
-        limit, base = silence_limit(own, config, previous)
+        limit, base = _limit_of(own, config, samples)
         if limit is not None:
             evidence["silence_limit_s"] = limit
         silence = min(quiet) if quiet else None
@@ -420,11 +430,10 @@ min_clients = 10                             # fewer broker connections: WARN; n
         """Counts per client-name pattern against the host's own recent rounds: half or
         more of a kind gone is a note the first round and WARN when the next round still
         shows it (a rolling deploy caught half way is one round)."""
-        from fleetcheck.parse.clientlist import name_pattern
-
-        now: Counter[str] = Counter()
+        now: dict[str, int] = {}
         for name, n in names.items():
-            now[name_pattern(name)] += n
+            pattern = name_pattern(name)
+            now[pattern] = now.get(pattern, 0) + n
         raw = previous.get("patterns")
         history = raw if isinstance(raw, dict) else {}
         low_before = previous.get("low")

@@ -263,7 +263,7 @@ class ClientTable:
                 out: dict[str, tuple[dict[int, int], int]] = {}  # see _behave
                 every: dict[int, int] = {}
                 seconds_of: dict[str, int | None] = {}
-                for (h, name, cmd, age, flags), n in self._merged.items():
+                for (h, name, cmd, age), n in self._merged.items():
                     key = (h, name, cmd)
                     raw[key] = raw.get(key, 0) + n
                     host = hosts[h]
@@ -276,9 +276,15 @@ class ClientTable:
                     if seconds is not None:
                         ages[seconds] = ages.get(seconds, 0) + n
                         every[seconds] = every.get(seconds, 0) + n
-                    if "b" in flags or "P" in flags:
-                        waiting += n
                     out[host] = (ages, waiting)
+                # the clients waiting for work (flags with `b` or `P`): their host parts
+                # counted in C over the rows of those flags only (none in most lists)
+                wait_flags = {f for f in set(map(_FLAGS, found)) if "b" in f or "P" in f}
+                if wait_flags:
+                    rows = compress(found, map(wait_flags.__contains__, map(_FLAGS, found)))
+                    for h, n in Counter(map(_HOST, rows)).items():
+                        ages, waiting = out[hosts[h]]
+                        out[hosts[h]] = (ages, waiting + n)
                 self._ages, self._every = out, every
                 self._raw_groups = Counter(raw)
                 for (h, name, cmd), n in raw.items():
@@ -483,10 +489,11 @@ def read_client_table(text: str | bytes) -> ClientTable:
 _NEEDED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
 _COUNTED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
 _ID, _HOST, _NAME, _IDLE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(4)
-_GROUP, _HOST_IDLE, _GROUP_AGE_FLAGS = (
+_GROUP, _HOST_IDLE, _GROUP_AGE_FLAGS, _FLAGS = (
     itemgetter(1, 2, 6),
     itemgetter(1, 4),
-    itemgetter(1, 2, 6, 3, 5),
+    itemgetter(1, 2, 6, 3),  # flags apart: most lists have no waiting client at all
+    itemgetter(5),
 )
 _OTHER_SPACE = "\t\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what strip(), split() or splitlines() also cut at
 _new = tuple.__new__
