@@ -295,6 +295,13 @@ def test_unnamed_consumers_are_found_by_their_pop(lab: Lab) -> None:
     r = run(lab)
     assert (r["status"], r["evidence"]["proof"]) == ("OK", "returned"), r["summary"]
     wait_for(waiting, 10, "both to block again")
+    # the worker must have been waiting well before the push (its idle past the watch plus
+    # CLIENT LIST's whole-second slack), or it cannot be ruled out as the taker: on a loaded
+    # machine the first round can end only a few seconds after it blocked
+    oldest = lambda: max(  # noqa: E731
+        int(x["idle"]) for x in lab.client().client_list() if "b" in x["flags"]
+    )
+    wait_for(lambda: oldest() >= 6, 20, "the worker to wait 6 s")
     lab.freeze(rater)
     try:
         r = run(lab, "2s")

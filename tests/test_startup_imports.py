@@ -134,7 +134,7 @@ def fleet_config(tmp: Path, url: str) -> Path:
     assert url in text
     text = text[: text.index("\n[checks.")] + "\n"
     text += "\n".join(check.example for check in registry.available().values())
-    start, end = text.index("[[hosts]]"), text.index("# A check runs when")
+    start, end = text.index("\n[[hosts]]") + 1, text.index("# A check runs when")
     hosts = "".join(
         f'[[hosts]]\nname = "w{i}"\nssh = "local"\naddrs = ["127.0.1.{i}"]\ntz = "UTC"\n'
         f'logs = [{{ path = "/var/log/arena/worker.log", max_age = "10m" }}]\n\n'

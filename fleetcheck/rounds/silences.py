@@ -192,7 +192,7 @@ def apply(report: Report, path: Path | None, windows: Iterable[Any] = ()) -> Rep
     now = parse_iso(report.started_at)
     running: list[tuple[str, str]] = []  # (target, words)
     notes: list[str] = []
-    if path is not None:
+    if path is not None and path.exists():  # no silence set: no file made (nor read)
         with SilenceFile(path).locked() as items:
             ended = [s for s in items if parse_iso(s.until) <= now]
             items[:] = [s for s in items if s not in ended]
