@@ -96,10 +96,6 @@ def broker_needs(fleet: FleetConfig) -> list[Need]:
                 Need(name, ("LLEN", _k(inbox))),
                 Need(name, ("LRANGE", _k(inbox), "0", "0")),
                 Need(name, ("CLIENT", "LIST")),
-                # the push goes out in one MULTI with CLIENT ID and CLIENT LIST
-                Need(name, ("MULTI",)),
-                Need(name, ("EXEC",)),
-                Need(name, ("CLIENT", "ID")),
             ]
             ack = cfg.ack or ""
             if ack.startswith("reply:"):

@@ -110,7 +110,12 @@ def cluster(tmp_path: Path) -> Iterator[list[Server]]:
         nodes = [
             stack.enter_context(
                 Server(
-                    ["--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{i}.conf"],
+                    [
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-config-file",
+                        str(tmp_path / f"nodes-{i}.conf"),
+                    ],
                     binary="redis-server",
                 )  # fmt: skip
             )

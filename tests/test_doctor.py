@@ -192,6 +192,10 @@ def test_needs_cover_what_a_patrol_sends(lab: Lab) -> None:
     ours = {c.split()[0].strip('"').lower() for c in seen if c.strip()}
     # the rater's own BLPOP/RPUSH and the connection's set-up are not the checks' commands
     ours -= {"blpop", "brpop", "hello", "client", "select", "auth"}
+    # the probe's push goes in one MULTI ... EXEC: doctor proves commands by queuing them in
+    # a MULTI of its own, where MULTI and EXEC cannot be queued (EXEC would run them); the
+    # documented ACL user grants both (docs/brokers.md)
+    ours -= {"multi", "exec"}
     assert ours <= asked, ours - asked
 
 
