@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck.config.inventory import Found, InventorySpec, SourceFailed, SourceStatus, select
+from fleetcheck.files import replace_private
 
 SCHEMA = "fleetcheck.inventory/1"
 
@@ -69,15 +70,8 @@ class InventoryCache:
         return dict(sources) if isinstance(sources, dict) else {}
 
     def _save(self, sources: dict[str, Any]) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"schema": SCHEMA, "sources": sources}, f, indent=1, sort_keys=True)
-            os.replace(tmp, self.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        text = json.dumps({"schema": SCHEMA, "sources": sources}, indent=1, sort_keys=True)
+        replace_private(self.path, text)
 
 
 def _age(at: str, now: datetime) -> float | None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from fleetcheck.config import FleetConfig
 from fleetcheck.core.model import Report, Result, Status, worst
+from fleetcheck.files import replace_private
 
 SCHEMA = "fleetcheck.members/1"
 CHECK = "inventory"
@@ -69,15 +70,8 @@ class Members:
         }
 
     def _save(self, data: dict[str, Any]) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"schema": SCHEMA, **data}, f, indent=1, sort_keys=True)
-            os.replace(tmp, self.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        text = json.dumps({"schema": SCHEMA, **data}, indent=1, sort_keys=True)
+        replace_private(self.path, text)
 
 
 def changes(

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck.core import stderr
-from fleetcheck.files import private_open
+from fleetcheck.files import private_open, replace_private
 
 SCHEMA = "fleetcheck.notify/1"
 
@@ -96,13 +96,5 @@ class Ledger:
         return out
 
     def _save(self, targets: dict[str, dict[str, Any]]) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.unlink(missing_ok=True)
         text = json.dumps({"schema": SCHEMA, "targets": targets}, indent=1, sort_keys=True)
-        try:
-            with private_open(tmp, "w") as f:
-                f.write(text)
-            os.replace(tmp, self.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        replace_private(self.path, text)

@@ -32,7 +32,7 @@ from typing import Any
 from fleetcheck.core import stderr
 from fleetcheck.core.model import Report, Result
 from fleetcheck.core.safe_text import one_line
-from fleetcheck.files import private_open
+from fleetcheck.files import private_open, replace_private
 from fleetcheck.iso import iso_utc, parse_iso
 
 SCHEMA = "fleetcheck.silences/1"
@@ -145,16 +145,8 @@ class SilenceFile:
         return out
 
     def _save(self, items: list[Silence]) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.unlink(missing_ok=True)
         text = json.dumps({"schema": SCHEMA, "silences": [s.to_dict() for s in items]}, indent=1)
-        try:
-            with private_open(tmp, "w") as f:
-                f.write(text)
-            os.replace(tmp, self.path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        replace_private(self.path, text)
 
 
 def add(path: Path, target: str, seconds: float, reason: str, now: datetime) -> Silence:

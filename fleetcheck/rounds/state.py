@@ -26,7 +26,7 @@ from typing import Any
 
 from fleetcheck.core import stderr
 from fleetcheck.core.model import Report, Status
-from fleetcheck.files import private_open
+from fleetcheck.files import private_open, replace_private
 from fleetcheck.iso import parse_iso
 from fleetcheck.rounds import history as history_mod
 
@@ -237,18 +237,8 @@ class StateFile:
         warn(f"state file {self.path} {why}; kept as {aside}, starting fresh")
 
     def _save(self, rows: dict[str, Any]) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.unlink(missing_ok=True)
         text = json.dumps({"schema": SCHEMA, "rows": rows}, indent=1, sort_keys=True)
-        try:
-            with private_open(tmp, "w") as f:
-                f.write(text)
-            os.replace(tmp, self.path)
-        except BaseException:
-            # a full disk fails the write (or its flush at close): the old state stays, and
-            # no empty temp file is left for every later round to trip over
-            tmp.unlink(missing_ok=True)
-            raise
+        replace_private(self.path, text)
 
 
 def remember(report: Report, path: Path, memory: Memory, history: Path | None = None) -> Report:
