@@ -84,7 +84,8 @@ def install(tree: Path, venv: Path, constraints: Path) -> Path:
 def fleet_config(tree: Path, url: str, into: Path) -> Path:
     text = (tree / "hosts.example.toml").read_text()
     text = text.replace('url = "redis://192.168.1.10:6379/0"', f'url = "{url}"', 1)
-    start, end = text.index("[[hosts]]"), text.index("\n[checks.")
+    # the first real [[hosts]] table, not the comment that names it above
+    start, end = text.index("\n[[hosts]]") + 1, text.index("\n[checks.")
     hosts = "".join(
         f'[[hosts]]\nname = "w{i}"\nssh = "local"\naddrs = ["127.0.1.{i}"]\ntz = "UTC"\n'
         f'logs = [{{ path = "/var/log/arena/worker.log", max_age = "10m" }}]\n\n'

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # every module of ours a broker-only patrol loads: the CLI, config, the patrol and its
 # state/history, the registry and the modules of the configured checks (for their config
-# types), the broker transport and the JSON renderer
+# types), the broker transport and the JSON renderer; not core.peers (host rows only) nor
+# rounds.silences (only once a silence is set, or the config has [silences] windows)
 OURS = {
     "fleetcheck",
     "fleetcheck.__main__",
@@ -64,7 +65,6 @@ OURS = {
     "fleetcheck.files",
     "fleetcheck.rounds",
     "fleetcheck.rounds.history",
-    "fleetcheck.rounds.silences",
     "fleetcheck.rounds.store",  # the history database (sqlite3)
     "fleetcheck.iso",
     "fleetcheck.core.model",
@@ -79,7 +79,6 @@ OURS = {
     "fleetcheck.render",
     "fleetcheck.render.json",
     "fleetcheck.core.runner",
-    "fleetcheck.core.peers",  # the runner compares each host with its peers
     "fleetcheck.core.correlate",  # the post-patrol rules over all rows (half-open)
     "fleetcheck.rounds.state",
     "fleetcheck.transport",

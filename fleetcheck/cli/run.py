@@ -91,7 +91,6 @@ def run(
     from fleetcheck.core import registry, runner
     from fleetcheck.rounds import patrol
     from fleetcheck.rounds import state as state_mod
-    from fleetcheck.rounds.silences import silences_path
 
     fleet = load_fleet(config)
     only, host = split_list(only), split_list(host)
@@ -115,7 +114,7 @@ def run(
     default_state, default_history = state_mod.default_paths(fleet.path)
     state_path = None if no_state else (state or default_state)
     history_path = history if history or no_state else default_history
-    silences_at: Path | None = silences_path(state or default_state)
+    silences_at: Path | None = state_mod.silences_path(state or default_state)
     for kind, path in (("state", state_path), ("history", history_path)):
         problem = None if path is None else path_problem(path)
         if problem is not None:  # said once here, not once per read and write

@@ -21,7 +21,6 @@ from fleetcheck.core.context import PatrolContext, utcnow
 from fleetcheck.core.correlate import correlate
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.model import Report, Result, Status
-from fleetcheck.core.peers import with_peers
 from fleetcheck.iso import iso_utc
 from fleetcheck.parse.duration import format_duration
 
@@ -205,7 +204,10 @@ def run_patrol(
     # verdicts that need the whole patrol (a host gone from the network whose broker
     # connections are left open): once, after every row is in
     ordered = correlate(final[item.key] for item in items if item.key in final)
-    ordered = with_peers(fleet, ordered)  # peers as the control group (core.peers)
+    if any(r.host is not None for r in ordered):  # peers compare host rows only
+        from fleetcheck.core.peers import with_peers
+
+        ordered = with_peers(fleet, ordered)  # peers as the control group (core.peers)
     return Report(
         started_at=iso_utc(started),
         duration_s=time.monotonic() - t0,

@@ -138,7 +138,8 @@ def one_round(
         from fleetcheck.rounds import membership
 
         report = membership.observe(fleet, report, outputs.state)
-    if outputs.silences is not None or fleet.silences.windows:
+    # no silence set makes no file: then only the config's windows can silence a row
+    if (outputs.silences is not None and outputs.silences.exists()) or fleet.silences.windows:
         from fleetcheck.rounds import silences
 
         try:

@@ -34,14 +34,10 @@ from fleetcheck.core.model import Report, Result
 from fleetcheck.core.safe_text import one_line
 from fleetcheck.files import private_open, replace_private
 from fleetcheck.iso import iso_utc, parse_iso
+from fleetcheck.rounds.state import silences_path as silences_path  # its home (callers: here)
 
 SCHEMA = "fleetcheck.silences/1"
 MAX_FOR = timedelta(days=30)
-
-
-def silences_path(state: Path) -> Path:
-    """The silences of a state file: next to it, named after it."""
-    return state.with_name(state.stem + ".silences.json")
 
 
 @dataclass(frozen=True)

@@ -165,6 +165,12 @@ def default_paths(config_path: str) -> tuple[Path, Path]:
     return d / f"state-{digest}.json", d / f"history-{digest}.jsonl"
 
 
+def silences_path(state: Path) -> Path:
+    """The silences of a state file: next to it, named after it (here, not in
+    fleetcheck.rounds.silences: a patrol with no silence set never imports that module)."""
+    return state.with_name(state.stem + ".silences.json")
+
+
 def warn(message: str) -> None:
     """A warning on stderr, made safe there (a path or an OS error can hold any byte)."""
     stderr.warn(message)
