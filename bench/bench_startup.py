@@ -152,6 +152,13 @@ def main() -> None:
             ("import redis", [py, "-c", "import redis"], env_after),
             ("floor: import typer, redis", [py, "-c", "import typer, redis"], env_after),
             (
+                # the same, with the cycle collector handled as fleetcheck's entry point does
+                # (fleetcheck/__main__.py): off for the imports, their objects frozen
+                "floor, GC as our entry point: typer, redis",
+                [py, "-c", "import gc; gc.disable(); import typer, redis; gc.freeze()"],
+                env_after,
+            ),
+            (
                 "floor + typer builds our CLI (no command run)",
                 [
                     py,
@@ -245,6 +252,18 @@ def main() -> None:
           f" {ratio['import typer']:.1f}x"
           + (f"; before (typer 0.29) typer + pydantic + redis {before_floor:.1f}x"
              if before_floor is not None else ""))  # fmt: skip
+    patrol_ms = {
+        w: out["cases"][f"{w}:{' ' if w == 'after' else ''} fleetcheck broker-only patrol"][
+            "median_ms"
+        ]
+        for w in ("before", "after")
+    }
+    floor_ms = out["cases"]["floor: import typer, redis"]["median_ms"]
+    gc_floor_ms = out["cases"]["floor, GC as our entry point: typer, redis"]["median_ms"]
+    print(f"  issue 29 item 4 (<= 1.2x the floor): patrol / floor: before"
+          f" {patrol_ms['before'] / floor_ms:.2f}x, after {patrol_ms['after'] / floor_ms:.2f}x;"
+          f" after / the floor with our entry point's GC handling"
+          f" {patrol_ms['after'] / gc_floor_ms:.2f}x")  # fmt: skip
     print(f"  typer: before {versions['before']}, after {versions['after']}")
     out["typer"] = versions
     out["targets_x"] = targets
