@@ -15,7 +15,8 @@ from rich.console import Console
 from fleetcheck.console.html import not_ok
 from fleetcheck.core.model import Report, Result, Status, Strength
 from fleetcheck.render import json as render_json
-from fleetcheck.render import layout, left_to_say, nagios, plain, table
+from fleetcheck.render import nagios, plain, table
+from fleetcheck.render.causes import layout, left_to_say
 
 BROKER = (
     "broker 198.18.0.1:6379 accepted the connection but did not answer within "

@@ -32,14 +32,8 @@ from fleetcheck.console.source import (
 from fleetcheck.core.model import Report, Result, Status
 from fleetcheck.core.safe_text import printable
 from fleetcheck.parse.duration import format_duration
-from fleetcheck.render import (
-    CauseGroup,
-    host_verdicts,
-    layout,
-    left_to_say,
-    since_text,
-    with_strength,
-)
+from fleetcheck.render import host_verdicts, since_text, with_strength
+from fleetcheck.render.causes import CauseGroup, layout, left_to_say
 
 # Text and shape, not only colour: readable for colour-blind operators and on paper.
 SYMBOL = {Status.OK: "\u2714", Status.WARN: "\u25b2", Status.UNKNOWN: "?", Status.CRIT: "\u2716"}

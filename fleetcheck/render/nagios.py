@@ -43,7 +43,8 @@ import re
 from decimal import Decimal
 
 from fleetcheck.core.model import Report, Result, Status, place
-from fleetcheck.render import CauseGroup, absence_note, layout, left_to_say, strength_words
+from fleetcheck.render import absence_note, strength_words
+from fleetcheck.render.causes import CauseGroup, layout, left_to_say
 
 NAGIOS_WORDS = {
     Status.OK: "OK",

@@ -13,15 +13,8 @@ import shutil
 import textwrap
 
 from fleetcheck.core.model import Report, Result, Status, place
-from fleetcheck.render import (
-    CauseGroup,
-    footer,
-    layout,
-    left_to_say,
-    problem_lines,
-    since_cell,
-    with_strength,
-)
+from fleetcheck.render import footer, problem_lines, since_cell, with_strength
+from fleetcheck.render.causes import CauseGroup, layout, left_to_say
 
 INDENT = 8  # where a wrapped problem line continues: under the place, past the status
 GAP = "  "  # between columns, as tabulate's "simple" format

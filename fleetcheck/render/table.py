@@ -17,15 +17,8 @@ from rich.table import Table
 from rich.text import Text
 
 from fleetcheck.core.model import Report, Result, Status, place
-from fleetcheck.render import (
-    CauseGroup,
-    footer,
-    layout,
-    left_to_say,
-    problem_lines,
-    since_cell,
-    strength_words,
-)
+from fleetcheck.render import footer, problem_lines, since_cell, strength_words
+from fleetcheck.render.causes import CauseGroup, layout, left_to_say
 
 STYLES = {
     Status.OK: "green",
