@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OURS = {
     "fleetcheck",
     "fleetcheck.__main__",
+    "fleetcheck.collector",  # the cycle collector during start-up
     "fleetcheck.core",
     "fleetcheck.core.check",
     "fleetcheck.core.hostfacts",

@@ -87,6 +87,11 @@ def run(
     ] = False,
 ) -> None:
     """One patrol of the fleet (or one every --every); exit code is the worst status."""
+    from fleetcheck import collector
+
+    # start-up (the config, the checks' modules, the broker client library) with the cycle
+    # collector off, as the entry point does for the CLI's imports
+    collector.starting()
     from fleetcheck.cli.notify import notify_settings
     from fleetcheck.core import registry, runner
     from fleetcheck.rounds import patrol
@@ -144,6 +149,8 @@ def run(
         )
 
     keeper = round_keeper(fleet, interval)
+    runner.preload(items)
+    collector.settled()  # before any check runs
 
     first = [True]
 

@@ -39,6 +39,15 @@ class Planned:
         return (self.check.name, self.target.name if self.target else None)
 
 
+def preload(items: Iterable[Planned]) -> None:
+    """Import now the client library the planned checks will need (redis-py for a check on the
+    broker), as part of start-up rather than inside the first lane that connects."""
+    if any(item.check.scope is Scope.BROKER for item in items):
+        from fleetcheck.transport.redis import preload as preload_redis
+
+        preload_redis()
+
+
 def plan(
     fleet: FleetConfig,
     available: dict[str, Check[Any, Any]],

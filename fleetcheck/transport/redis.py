@@ -99,6 +99,15 @@ def secrets_of(cfg: BrokerConfig) -> list[str]:
     return out
 
 
+def preload() -> None:
+    """Import redis-py now (a patrol that will talk to the broker does, at start-up). One that
+    cannot be imported is left to the lane that connects: its rows say why, as before."""
+    try:
+        import redis  # noqa: F401
+    except Exception:  # noqa: S110 (not swallowed: the lane's own import raises it again)
+        pass
+
+
 def _connection_kwargs(cfg: BrokerConfig, client_name: str | None = None) -> dict[str, Any]:
     import redis
     from redis.backoff import ExponentialBackoff

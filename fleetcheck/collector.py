@@ -1,0 +1,47 @@
+"""The cycle collector during start-up.
+
+Importing typer, redis-py and our modules and reading the config allocate some 40,000 objects
+that live until the process ends; the collector would walk them again and again for cycles
+they are not part of (tens of milliseconds of a ~0.3 s patrol: docs/performance.md,
+"Start-up"), and the interpreter walks them once more at exit. So start-up runs with the
+collector off (`starting`), then `settled` freezes what it made (`gc.freeze()`: out of the
+collector's reach, still freed as usual) and turns it back on: the entry point around the
+CLI's imports, `run` around its own start-up (the config, the checks' modules, the broker client
+library), ending before any check runs, so a patrol, a `run --every` and `serve` collect what
+they make as any process does. At exit (`exiting`) what is left is frozen too: objects are still
+freed, atexit handlers and finalizers still run; only cycles among them are not collected,
+which Python never promises at exit anyway.
+
+All of this only in the fleetcheck process itself (the entry point calls `take_over`): a
+program that runs the CLI in-process (the tests) keeps its collector as it is.
+"""
+
+from __future__ import annotations
+
+import gc
+
+_ours = {"process": False}
+
+
+def take_over() -> None:
+    """This is the fleetcheck process (its entry point): the policy above applies."""
+    _ours["process"] = True
+
+
+def starting() -> None:
+    """A start-up begins: the cycle collector off."""
+    if _ours["process"]:
+        gc.disable()
+
+
+def settled() -> None:
+    """Start-up is over: what it made is frozen, the cycle collector on again."""
+    if _ours["process"]:
+        gc.freeze()
+        gc.enable()
+
+
+def exiting() -> None:
+    """The process ends: what is left is frozen, out of the interpreter's final passes."""
+    if _ours["process"]:
+        gc.freeze()
