@@ -216,3 +216,64 @@ def test_typer_reads_no_string_annotations_from_the_cli() -> None:
 
     walk(group)
     assert seen > 50  # the walk reached the commands' parameters
+
+
+GC_PROBE = """
+import gc, json, sys
+out = sys.argv[1]
+seen = {}
+from fleetcheck.core import runner
+real = runner.run_patrol
+def run_patrol(*a, **kw):  # the moment the checks start: the collector must be on again
+    seen["enabled_when_checks_start"] = gc.isenabled()
+    seen["frozen_at_start"] = gc.get_freeze_count()
+    return real(*a, **kw)
+runner.run_patrol = run_patrol
+import fleetcheck.rounds.patrol as patrol
+patrol.run_patrol = run_patrol
+seen["enabled_before"] = gc.isenabled()
+sys.argv = ["fleetcheck", *sys.argv[2:]]
+from fleetcheck.__main__ import main
+try:
+    main()
+finally:
+    with open(out, "w") as f:
+        json.dump(seen, f)
+"""
+
+
+def test_start_up_runs_without_the_cycle_collector_and_the_patrol_with_it(tmp_path: Path) -> None:
+    """fleetcheck.collector: the collector is off for start-up (what it made is frozen), on
+    again before any check runs; a program running the CLI in-process keeps its own."""
+    if missing_prerequisites(netns=False):
+        if os.environ.get("FLEETCHECK_REQUIRE_LAB") == "1":
+            pytest.fail("needs redis-server")
+        pytest.skip("needs redis-server")
+    with Lab(netns=False) as lab:
+        config = fleet_config(tmp_path, f"redis://127.0.0.1:{lab.redis_port}/0")
+        out = tmp_path / "gc.json"
+        args = ["run", "-c", str(config), "--only", "broker", "--format", "json"]
+        proc = subprocess.run(
+            [sys.executable, "-c", GC_PROBE, str(out), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(out.read_text())
+    assert seen["enabled_before"] is True
+    assert seen["enabled_when_checks_start"] is True
+    assert seen["frozen_at_start"] > 10_000  # the imports and the config, out of its reach
+
+    # in-process (CliRunner, as the CLI tests run it): the collector is left as it was
+    import gc
+
+    from typer.testing import CliRunner
+
+    from fleetcheck.cli import app
+
+    frozen = gc.get_freeze_count()
+    result = CliRunner().invoke(app, ["run", "-c", str(tmp_path / "missing.toml")])
+    assert result.exit_code != 0
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen
