@@ -15,7 +15,9 @@ verdicts is the share in within 15 minutes). Reported:
   namespaces, read from /proc as bench_ssh_rounds.py does (each listening sshd's utime + stime
   and the cutime + cstime of the per-connection sshds it reaped, which include the shells and
   commands they reaped), taken once every per-connection sshd has exited; the machine's busy
-  CPU over the same time (/proc/stat), whose rest is the other engineers' work;
+  CPU over the same time (/proc/stat), whose rest is the kernel's work charged to no process
+  and the other engineers' work (the top other processes by name, and the 1-minute load
+  average sampled every 5 s, are reported with it);
 - peak RSS (the process's maxrss) and open file descriptors (sampled every 20 ms) against the
   bound 4 x 128;
 - the state file's size and the time its write took, the history's append time, and the
@@ -79,11 +81,42 @@ main()
 """
 
 
-def busy_jiffies() -> tuple[int, int]:
-    """(busy, total) jiffies of the whole machine from /proc/stat."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    return sum(fields[:8]) - idle, sum(fields[:8])
+def machine_jiffies() -> dict[str, int]:
+    """The whole machine's CPU time from /proc/stat, in jiffies: busy (everything but idle
+    and iowait), of which softirq (the kernel's network work, charged to no process) and
+    steal (taken by the hypervisor), and the total."""
+    f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return {"busy": sum(f) - f[3] - f[4], "softirq": f[6], "steal": f[7], "total": sum(f)}
+
+
+def process_cpu() -> dict[int, tuple[str, int]]:
+    """Every live process's (name, utime + stime in jiffies)."""
+    out = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        head, _, tail = stat.rpartition(")")
+        fields = tail.split()
+        out[int(entry.name)] = (head.split("(", 1)[1], int(fields[11]) + int(fields[12]))
+    return out
+
+
+def top_others(
+    before: dict[int, tuple[str, int]], after: dict[int, tuple[str, int]], mine: set[int]
+) -> dict[str, float]:
+    """The other processes' CPU over the run (seconds), by name, the top 8: those alive at
+    both ends (what ran and exited in between shows only in its reaper's numbers)."""
+    by_name: dict[str, float] = {}
+    for pid, (name, cpu) in after.items():
+        if pid in mine or pid not in before or before[pid][0] != name:
+            continue
+        by_name[name] = by_name.get(name, 0.0) + (cpu - before[pid][1]) / TICK
+    top = sorted(by_name.items(), key=lambda kv: -kv[1])[:8]
+    return {k: round(v, 1) for k, v in top if v >= 0.5}
 
 
 def children_of(parents: set[int]) -> set[int]:
@@ -133,19 +166,25 @@ def settle(pids: set[int], timeout: float = 120) -> float:
 
 def run_measured(args: list[str]) -> dict[str, Any]:
     """Run the CLI; wall, its CPU (user + sys), peak RSS, the most fds and threads it had
-    open at once (sampled every 20 ms), its stdout, and its #timing lines."""
+    open at once (sampled every 20 ms), the machine's 1-minute load average (every 5 s), its
+    stdout, and its #timing lines."""
     t0 = time.monotonic()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     peak = {"fds": 0, "threads": 0}
+    loads: list[float] = []
     stop = threading.Event()
 
     def sample() -> None:
+        n = 0
         while not stop.is_set():
             try:
                 peak["fds"] = max(peak["fds"], len(os.listdir(f"/proc/{proc.pid}/fd")))
                 peak["threads"] = max(peak["threads"], len(os.listdir(f"/proc/{proc.pid}/task")))
             except OSError:
                 pass
+            if n % 250 == 0:
+                loads.append(os.getloadavg()[0])
+            n += 1
             stop.wait(0.02)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -176,6 +215,8 @@ def run_measured(args: list[str]) -> dict[str, Any]:
         "max_fds": peak["fds"],
         "max_threads": peak["threads"],
         "rc": proc.returncode,
+        "pid": proc.pid,
+        "load_1m_during": {"max": max(loads), "median": statistics.median(loads)},
         "stdout": b"".join(out).decode(errors="replace"),
         "stderr": "\n".join(rest)[-2000:],
         "timings": timings,
@@ -285,14 +326,15 @@ def main() -> None:
         sshds = listeners(hosts)
         settle(sshds)
         res["load_at_start"] = list(os.getloadavg())
-        h0, (busy0, total0) = hosts_cpu(sshds), busy_jiffies()
+        h0, m0, p0 = hosts_cpu(sshds), machine_jiffies(), process_cpu()
         r = run_measured(
             [PY, "-c", TIMED_CLI, "run", "-c", str(cfg), "--format", "json"]
             + ["--state", str(state), "--history", str(history)]
         )
         res["load_at_end"] = list(os.getloadavg())
         res["settle_s"] = round(settle(sshds), 2)
-        h1, (busy1, total1) = hosts_cpu(sshds), busy_jiffies()
+        h1, m1, p1 = hosts_cpu(sshds), machine_jiffies(), process_cpu()
+        m = {k: (m1[k] - m0[k]) / TICK for k in m0}
         try:
             doc = json.loads(r["stdout"])
         except json.JSONDecodeError:
@@ -302,7 +344,6 @@ def main() -> None:
         reasons: dict[str, int] = {}
         for x in unknown:
             reasons[x["summary"][:100]] = reasons.get(x["summary"][:100], 0) + 1
-        machine_busy = (busy1 - busy0) / TICK
         client, on_hosts = r["cpu_s"], h1 - h0
         run: dict[str, Any] = {
             "rows": len(rows),
@@ -316,9 +357,13 @@ def main() -> None:
             "client_cpu_ms_per_entry": round(1000 * client / a.entries, 2),
             "hosts_cpu_s": round(on_hosts, 1),
             "hosts_cpu_ms_per_entry": round(1000 * on_hosts / a.entries, 2),
-            "machine_busy_cpu_s": round(machine_busy, 1),
-            "others_cpu_s": round(machine_busy - client - on_hosts, 1),
-            "machine_cpu_s": round((total1 - total0) / TICK, 1),
+            "machine_cpu_s": round(m["total"], 1),
+            "machine_busy_cpu_s": round(m["busy"], 1),
+            "machine_softirq_s": round(m["softirq"], 1),
+            "machine_steal_s": round(m["steal"], 1),
+            "others_cpu_s": round(m["busy"] - client - on_hosts, 1),
+            "others_top_s": top_others(p0, p1, sshds | {r["pid"]}),
+            "load_1m_during": r["load_1m_during"],
             "floor_s": round((client + on_hosts) / CORES, 1),
             "max_rss_mb": round(r["max_rss_mb"], 1),
             "max_fds": r["max_fds"],
@@ -358,7 +403,10 @@ def report(res: dict[str, Any]) -> None:
         f"rows {r['rows']}, real verdicts {r['real_pct']:.2f} %, wall {r['wall_s']:.1f} s, "
         f"client CPU {r['client_cpu_s']:.1f} s ({r['client_cpu_ms_per_entry']:.1f} ms an entry), "
         f"hosts' CPU {r['hosts_cpu_s']:.1f} s ({r['hosts_cpu_ms_per_entry']:.1f} ms an entry), "
-        f"others {r['others_cpu_s']:.1f} s, floor {r['floor_s']:.1f} s"
+        f"others {r['others_cpu_s']:.1f} s (softirq {r['machine_softirq_s']:.1f} s, steal "
+        f"{r['machine_steal_s']:.1f} s; {r['others_top_s']}), floor {r['floor_s']:.1f} s; "
+        f"load during: max {r['load_1m_during']['max']:.2f}, median "
+        f"{r['load_1m_during']['median']:.2f}"
     )
     print(
         f"peak RSS {r['max_rss_mb']:.0f} MB, fds {r['max_fds']} (bound {r['fd_bound']}), "
