@@ -52,6 +52,7 @@ QUIET_FACTOR = 3  # silent: quieter than this many times the longest quiet it sh
 PATTERN_ROUNDS = 10  # rounds of counts per client-name pattern kept
 NAMES_KEPT = 50  # client names (with their counts) kept from the last round at strength
 AGE_SLACK_S = 1.0  # ages are whole seconds: a connection this much younger is surely new
+HORIZON_SLACK = 2.0  # seconds: ages read this much beyond the time since the previous round
 
 
 @dataclass(frozen=True)
@@ -80,15 +81,19 @@ def facts_of(
     previous: Mapping[str, Any] | None = None,
     received: int | None = None,
     run_id: str | None = None,
+    younger_than: float | None = None,
 ) -> ClientsFacts:
     """A host row's facts (`mine`: its normalised addresses) or the broker row's (None);
-    `previous` is what the row's previous round carried, `received` and `run_id` INFO's."""
+    `previous` is what the row's previous round carried, `received` and `run_id` INFO's.
+    `ages` holds the clients younger than `younger_than` seconds (None: every client): the
+    probe passes the time since the row's previous round plus a margin (see age_horizon),
+    all that judging reads of them."""
     idle = table.max_idle()
     quiet = table.min_idle()
     if mine is not None:
         if len(mine) == 1:  # most hosts: one address, its table entries as they are
             (h,) = mine
-            ages, waiting_n = table.behaviour_of(h)
+            ages, waiting_n = table.behaviour_of(h, younger_than)
             return ClientsFacts(
                 table.groups_of(h),
                 claimed,
@@ -103,7 +108,7 @@ def facts_of(
         waiting: dict[str, int] = {}
         for h in mine:
             own.update(table.groups_of(h))
-            host_ages, host_waiting = table.behaviour_of(h)
+            host_ages, host_waiting = table.behaviour_of(h, younger_than)
             for age, n in host_ages.items():
                 every[age] = every.get(age, 0) + n
             if host_waiting:
@@ -119,7 +124,7 @@ def facts_of(
         )
     strays = table.select(lambda h, name: h not in claimed and name not in ignore_names, 20)
     young: dict[str, int] = {}
-    for h, host_ages in table.ages().items():
+    for h, host_ages in table.ages(younger_than).items():
         n = host_ages.get(0, 0) + host_ages.get(1, 0)
         if n:
             young[h] = n
@@ -130,12 +135,28 @@ def facts_of(
         tuple(strays),
         min_idle=quiet,
         waiting={h: n for h, n in table.waiting().items() if n},
-        ages=table.all_ages(),
+        ages=table.all_ages(younger_than),
         young=young,
         previous=previous,
         received=received,
         run_id=run_id,
     )
+
+
+def age_horizon(previous: Mapping[str, Any] | None, at: float) -> float:
+    """How young a client must be for this round's judging to read its age: younger than
+    the time since the row's previous round (reconnects and churn count the clients
+    connected since; the broker row also names those of the last second), plus
+    HORIZON_SLACK for the moments between this probe and its evaluate, rounded up to a
+    power of two so that a patrol's rows, whose previous rounds were judged moments apart,
+    ask the table with one bound. A row with no previous round reads none (but those of the
+    last second, a fresh broker row's churn is no churn yet)."""
+    before = _num((previous or {}).get("at"))
+    since = max(at - before, 0.0) if before is not None else 0.0
+    bound = 2
+    while bound < since + HORIZON_SLACK:
+        bound *= 2
+    return float(bound)
 
 
 # ---------------------------------------------------------------- memory (pure)
@@ -274,11 +295,14 @@ min_clients = 10                             # fewer broker connections: WARN; n
         table = ctx.client_table()
         claimed = ctx.once("clients:claimed", lambda: claimed_addrs(ctx.fleet))
         previous = ctx.carried(self.name, host)
+        horizon = age_horizon(previous, ctx.clock().timestamp())
         if host is None:
             received, run_id = _connections_received(ctx)
-            return facts_of(table, claimed, None, config.ignore_names, previous, received, run_id)
+            return facts_of(
+                table, claimed, None, config.ignore_names, previous, received, run_id, horizon
+            )
         mine = {normalise_ip(a) for a in addrs_of(host)}
-        facts = facts_of(table, claimed, mine, config.ignore_names, previous)
+        facts = facts_of(table, claimed, mine, config.ignore_names, previous, younger_than=horizon)
         limit, _ = silence_limit(host.settings(ClientsHostConfig), config, previous)
         quiet = facts.min_idle.values()
         if limit is not None and quiet and min(quiet) > limit and not facts.waiting:
