@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from math import fsum, isfinite
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.config import Duration, FleetConfig, HostConfig
@@ -168,12 +169,20 @@ def _num(value: Any) -> float | None:
 
 
 def _nums(value: Any, keep: int) -> list[float]:
+    """The last `keep` numbers of a list from the state file (anything else dropped)."""
     if type(value) is not list:
         return []
-    return [float(x) for x in value[-keep:] if type(x) in _NUMBER and x == x and -1e15 < x < 1e15]
+    tail = value[-keep:]
+    # what this check wrote (floats in range, the common case) is checked by C loops: the
+    # types, the extremes, and a finite sum (NaN can hide from min and max, not from fsum)
+    if tail and set(map(type, tail)) <= _NUMBER_TYPES:
+        if -1e15 < min(tail) and max(tail) < 1e15 and isfinite(fsum(tail)):
+            return list(map(float, tail))
+    return [float(x) for x in tail if type(x) in _NUMBER and x == x and -1e15 < x < 1e15]
 
 
 _NUMBER = (int, float)  # exactly: a bool from the file is no number
+_NUMBER_TYPES = frozenset(_NUMBER)
 
 
 def silence_limit(
@@ -295,7 +304,8 @@ min_clients = 10                             # fewer broker connections: WARN; n
         table = ctx.client_table()
         claimed = ctx.once("clients:claimed", lambda: claimed_addrs(ctx.fleet))
         previous = ctx.carried(self.name, host)
-        horizon = age_horizon(previous, ctx.clock().timestamp())
+        # the clock only for a row with a previous round (a first round reads no ages)
+        horizon = age_horizon(previous, ctx.clock().timestamp() if previous else 0.0)
         if host is None:
             received, run_id = _connections_received(ctx)
             return facts_of(
@@ -656,7 +666,7 @@ def _missing_names(previous: Mapping[str, Any], now: Mapping[str, int]) -> str:
     """Client names the host's last round at strength had more of than this one: `w-3`, or
     `worker-n8 (6 of 12)` when several connections share a name."""
     raw = previous.get("names")
-    if not isinstance(raw, dict):
+    if not isinstance(raw, dict) or raw == now:  # equal: the same names, none fewer
         return ""
     out = []
     for name, n in raw.items():
