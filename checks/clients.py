@@ -451,7 +451,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
                 row.add(Status.WARN, text, "behaviour")
         elif silence is not None and waiting == 0:
             samples.append(float(silence))  # a healthy round teaches the baseline
-        carry["quiet"] = samples[-QUIET_SAMPLES:]
+        carry["quiet"] = samples if len(samples) <= QUIET_SAMPLES else samples[-QUIET_SAMPLES:]
 
     @staticmethod
     def _patterns(
@@ -470,8 +470,8 @@ min_clients = 10                             # fewer broker connections: WARN; n
             now[pattern] = now.get(pattern, 0) + n
         raw = previous.get("patterns")
         history = raw if isinstance(raw, dict) else {}
-        low_before = previous.get("low")
-        low_before = set(low_before) if isinstance(low_before, list) else set()
+        raw_low = previous.get("low")
+        low_before = {p for p in raw_low if isinstance(p, str)} if type(raw_low) is list else ()
         low: list[str] = []
         kept: dict[str, list[float]] = {}
         lost: dict[str, str] = {}
@@ -494,7 +494,9 @@ min_clients = 10                             # fewer broker connections: WARN; n
         if lost:
             evidence["patterns"] = dict(now)
             evidence["patterns_low"] = lost
-        carry["patterns"] = dict(list(kept.items())[:NAMES_KEPT])
+        carry["patterns"] = (
+            kept if len(kept) <= NAMES_KEPT else dict(list(kept.items())[:NAMES_KEPT])
+        )
         carry["low"] = low
 
     @staticmethod
