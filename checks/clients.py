@@ -513,11 +513,14 @@ min_clients = 10                             # fewer broker connections: WARN; n
         """Reconnected: half or more of the previous round's connections replaced by
         connections made since (a restart or a network drop between patrols), with when;
         a note once, WARN when it recurs flap_count times within flap_window."""
-        events = [t for t in _nums(previous.get("reconnects"), 50) if at - t <= config.flap_window]
+        earlier = previous.get("reconnects")
+        window = config.flap_window
+        events = [t for t in _nums(earlier, 50) if at - t <= window] if earlier else []
         before_at, before_n = _num(previous.get("at")), _num(previous.get("n"))
         interval = at - before_at if before_at is not None else None
         event = None
-        if interval is not None and interval > 0 and before_n and total:
+        # no connection young enough to be new (most rounds): nothing replaced
+        if facts.ages and interval is not None and interval > 0 and before_n and total:
             young = sorted(a for a, n in facts.ages.items() if a < interval - AGE_SLACK_S)
             new = sum(facts.ages[a] for a in young)
             closed = max(before_n - (total - new), 0)
