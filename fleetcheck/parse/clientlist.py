@@ -25,6 +25,7 @@ them, from a second pass that also reads the port, age and flags.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
@@ -32,7 +33,7 @@ from itertools import compress, count, islice, repeat
 from math import ceil
 from operator import itemgetter
 from socket import AF_INET, inet_ntop, inet_pton
-from typing import Any
+from typing import Any, overload
 
 
 class Client(tuple[Any, ...]):
@@ -199,7 +200,7 @@ class ClientTable:
         clients: list[Client] | None = None,
         found: list[tuple[str, ...]] | None = None,
         text: str = "",
-        lines: list[int] | None = None,
+        lines: Sequence[int] | None = None,
     ) -> None:
         self._rows = clients
         self._found = found  # the column path: one tuple a line, values in _COUNTED order
@@ -439,12 +440,42 @@ class ClientTable:
         keep = [True] * len(found)
         for i in drop:
             keep[i] = False
-        lines = self._lines if self._lines is not None else range(len(found))
-        table = ClientTable(
-            found=list(compress(found, keep)), text=self._text, lines=list(compress(lines, keep))
-        )
+        lines: Sequence[int]
+        if self._lines is None:  # row i was line i: a few lines now left out
+            lines = _LinesWithout(len(found), drop)
+        else:
+            lines = list(compress(self._lines, keep))
+        table = ClientTable(found=list(compress(found, keep)), text=self._text, lines=lines)
         table._hosts = self._hosts
         return table
+
+
+class _LinesWithout(Sequence[int]):
+    """Each row's line when a few lines of a table whose row i was line i are left out (our
+    own connection and its probe's): computed when asked, not a list of 10,000 numbers
+    (select and clients ask, the clients check never does)."""
+
+    def __init__(self, lines: int, gone: Iterable[int]) -> None:
+        gone = sorted(set(gone))
+        # the row at which each gap starts counting: row i is line i + the gaps at or before it
+        self._gaps = [line - k for k, line in enumerate(gone)]
+        self._len = lines - len(gone)
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[int]: ...
+    def __getitem__(self, i: int | slice) -> int | list[int]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._len))]
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
+            raise IndexError(i)
+        return i + bisect_right(self._gaps, i)
 
 
 def _waits(flags: str) -> int:
