@@ -66,7 +66,7 @@ class ClientsFacts:
     strays: tuple[tuple[str, str, str], ...] = ()  # broker row: (addr, name, cmd), first 20
     min_idle: Mapping[str, int] = field(default_factory=dict)  # shortest idle_s per host
     waiting: Mapping[str, int] = field(default_factory=dict)  # blocked or subscribed, per host
-    ages: Mapping[int, int] = field(default_factory=dict)  # the row's clients by age (seconds)
+    ages: Mapping[int, int] = field(default_factory=dict)  # clients by age (s), below the horizon
     young: Mapping[str, int] = field(default_factory=dict)  # broker row: age <= 1s, per host
     previous: Mapping[str, Any] | None = None  # what this row's previous round carried
     queued: int | None = None  # jobs in the queue_depth check's lists (read when silent)
@@ -150,10 +150,12 @@ def age_horizon(previous: Mapping[str, Any] | None, at: float) -> float:
     connected since; the broker row also names those of the last second), plus
     HORIZON_SLACK for the moments between this probe and its evaluate, rounded up to a
     power of two so that a patrol's rows, whose previous rounds were judged moments apart,
-    ask the table with one bound. A row with no previous round reads none (but those of the
-    last second, a fresh broker row's churn is no churn yet)."""
+    ask the table with one bound. A row with no previous round reads none: it can judge no
+    reconnect and no churn."""
     before = _num((previous or {}).get("at"))
-    since = max(at - before, 0.0) if before is not None else 0.0
+    if before is None:
+        return 0.0
+    since = max(at - before, 0.0)
     bound = 2
     while bound < since + HORIZON_SLACK:
         bound *= 2

@@ -412,12 +412,12 @@ def test_age_in_another_form_reads_line_by_line() -> None:
 @pytest.mark.parametrize(
     ("previous", "now", "horizon"),
     [
-        (None, 1000.0, 2.0),  # first round: only the last second's clients (a broker row's)
+        (None, 1000.0, 0.0),  # first round: no reconnect, no churn, no age read
         ({"at": 1000.0}, 1000.5, 4.0),
         ({"at": 1000.0}, 1060.0, 64.0),
         ({"at": 1000.0}, 1062.5, 128.0),
         ({"at": 1000.0}, 990.0, 2.0),  # the clock went back: nothing since
-        ({"at": "x"}, 1060.0, 2.0),
+        ({"at": "x"}, 1060.0, 0.0),
     ],
 )
 def test_age_horizon(previous: dict[str, Any] | None, now: float, horizon: float) -> None:

@@ -290,6 +290,8 @@ class ClientTable:
         known = self._aged.get(key)
         if known is not None:
             return known
+        if key == 0:  # none is younger than no time
+            return self._aged.setdefault(0, ({}, {}))
         pairs: Counter[tuple[str, Any]]
         if self._found is None:
             pairs = Counter(
