@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from math import fsum, isfinite
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.config import Duration, FleetConfig, HostConfig
@@ -52,6 +53,7 @@ QUIET_FACTOR = 3  # silent: quieter than this many times the longest quiet it sh
 PATTERN_ROUNDS = 10  # rounds of counts per client-name pattern kept
 NAMES_KEPT = 50  # client names (with their counts) kept from the last round at strength
 AGE_SLACK_S = 1.0  # ages are whole seconds: a connection this much younger is surely new
+HORIZON_SLACK = 2.0  # seconds: ages read this much beyond the time since the previous round
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class ClientsFacts:
     strays: tuple[tuple[str, str, str], ...] = ()  # broker row: (addr, name, cmd), first 20
     min_idle: Mapping[str, int] = field(default_factory=dict)  # shortest idle_s per host
     waiting: Mapping[str, int] = field(default_factory=dict)  # blocked or subscribed, per host
-    ages: Mapping[int, int] = field(default_factory=dict)  # the row's clients by age (seconds)
+    ages: Mapping[int, int] = field(default_factory=dict)  # clients by age (s), below the horizon
     young: Mapping[str, int] = field(default_factory=dict)  # broker row: age <= 1s, per host
     previous: Mapping[str, Any] | None = None  # what this row's previous round carried
     queued: int | None = None  # jobs in the queue_depth check's lists (read when silent)
@@ -80,15 +82,19 @@ def facts_of(
     previous: Mapping[str, Any] | None = None,
     received: int | None = None,
     run_id: str | None = None,
+    younger_than: float | None = None,
 ) -> ClientsFacts:
     """A host row's facts (`mine`: its normalised addresses) or the broker row's (None);
-    `previous` is what the row's previous round carried, `received` and `run_id` INFO's."""
+    `previous` is what the row's previous round carried, `received` and `run_id` INFO's.
+    `ages` holds the clients younger than `younger_than` seconds (None: every client): the
+    probe passes the time since the row's previous round plus a margin (see age_horizon),
+    all that judging reads of them."""
     idle = table.max_idle()
     quiet = table.min_idle()
     if mine is not None:
         if len(mine) == 1:  # most hosts: one address, its table entries as they are
             (h,) = mine
-            ages, waiting_n = table.behaviour_of(h)
+            ages, waiting_n = table.behaviour_of(h, younger_than)
             return ClientsFacts(
                 table.groups_of(h),
                 claimed,
@@ -103,7 +109,7 @@ def facts_of(
         waiting: dict[str, int] = {}
         for h in mine:
             own.update(table.groups_of(h))
-            host_ages, host_waiting = table.behaviour_of(h)
+            host_ages, host_waiting = table.behaviour_of(h, younger_than)
             for age, n in host_ages.items():
                 every[age] = every.get(age, 0) + n
             if host_waiting:
@@ -119,7 +125,7 @@ def facts_of(
         )
     strays = table.select(lambda h, name: h not in claimed and name not in ignore_names, 20)
     young: dict[str, int] = {}
-    for h, host_ages in table.ages().items():
+    for h, host_ages in table.ages(younger_than).items():
         n = host_ages.get(0, 0) + host_ages.get(1, 0)
         if n:
             young[h] = n
@@ -130,12 +136,30 @@ def facts_of(
         tuple(strays),
         min_idle=quiet,
         waiting={h: n for h, n in table.waiting().items() if n},
-        ages=table.all_ages(),
+        ages=table.all_ages(younger_than),
         young=young,
         previous=previous,
         received=received,
         run_id=run_id,
     )
+
+
+def age_horizon(previous: Mapping[str, Any] | None, at: float) -> float:
+    """How young a client must be for this round's judging to read its age: younger than
+    the time since the row's previous round (reconnects and churn count the clients
+    connected since; the broker row also names those of the last second), plus
+    HORIZON_SLACK for the moments between this probe and its evaluate, rounded up to a
+    power of two so that a patrol's rows, whose previous rounds were judged moments apart,
+    ask the table with one bound. A row with no previous round reads none: it can judge no
+    reconnect and no churn."""
+    before = _num((previous or {}).get("at"))
+    if before is None:
+        return 0.0
+    since = max(at - before, 0.0)
+    bound = 2
+    while bound < since + HORIZON_SLACK:
+        bound *= 2
+    return float(bound)
 
 
 # ---------------------------------------------------------------- memory (pure)
@@ -147,12 +171,20 @@ def _num(value: Any) -> float | None:
 
 
 def _nums(value: Any, keep: int) -> list[float]:
+    """The last `keep` numbers of a list from the state file (anything else dropped)."""
     if type(value) is not list:
         return []
-    return [float(x) for x in value[-keep:] if type(x) in _NUMBER and x == x and -1e15 < x < 1e15]
+    tail = value[-keep:]
+    # what this check wrote (floats in range, the common case) is checked by C loops: the
+    # types, the extremes, and a finite sum (NaN can hide from min and max, not from fsum)
+    if tail and set(map(type, tail)) <= _NUMBER_TYPES:
+        if -1e15 < min(tail) and max(tail) < 1e15 and isfinite(fsum(tail)):
+            return list(map(float, tail))
+    return [float(x) for x in tail if type(x) in _NUMBER and x == x and -1e15 < x < 1e15]
 
 
 _NUMBER = (int, float)  # exactly: a bool from the file is no number
+_NUMBER_TYPES = frozenset(_NUMBER)
 
 
 def silence_limit(
@@ -274,11 +306,15 @@ min_clients = 10                             # fewer broker connections: WARN; n
         table = ctx.client_table()
         claimed = ctx.once("clients:claimed", lambda: claimed_addrs(ctx.fleet))
         previous = ctx.carried(self.name, host)
+        # the clock only for a row with a previous round (a first round reads no ages)
+        horizon = age_horizon(previous, ctx.clock().timestamp() if previous else 0.0)
         if host is None:
             received, run_id = _connections_received(ctx)
-            return facts_of(table, claimed, None, config.ignore_names, previous, received, run_id)
+            return facts_of(
+                table, claimed, None, config.ignore_names, previous, received, run_id, horizon
+            )
         mine = {normalise_ip(a) for a in addrs_of(host)}
-        facts = facts_of(table, claimed, mine, config.ignore_names, previous)
+        facts = facts_of(table, claimed, mine, config.ignore_names, previous, younger_than=horizon)
         limit, _ = silence_limit(host.settings(ClientsHostConfig), config, previous)
         quiet = facts.min_idle.values()
         if limit is not None and quiet and min(quiet) > limit and not facts.waiting:
@@ -351,10 +387,13 @@ min_clients = 10                             # fewer broker connections: WARN; n
         self._reconnects(facts, config, previous, total, at, row, evidence, carry)
 
         status = row.status()
-        texts = [f[1] for f in sorted(row.findings, key=lambda f: -f[0].rank)]
-        if status is Status.OK or not texts or not texts[0].startswith(summary):
-            texts = [summary, *[t for t in texts if t != summary]]
-        texts += row.notes  # what changed since the last round, also beside a finding
+        if not row.findings:  # most rows: the summary, and what changed since the last round
+            texts = [summary, *row.notes]
+        else:
+            texts = [f[1] for f in sorted(row.findings, key=lambda f: -f[0].rank)]
+            if status is Status.OK or not texts[0].startswith(summary):
+                texts = [summary, *[t for t in texts if t != summary]]
+            texts += row.notes  # also beside a finding
         limits: dict[str, Any] = {"min_clients": own.min_clients}
         if "silence_limit_s" in evidence:
             limits["silent_after_s"] = evidence.pop("silence_limit_s")
@@ -417,7 +456,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
                 row.add(Status.WARN, text, "behaviour")
         elif silence is not None and waiting == 0:
             samples.append(float(silence))  # a healthy round teaches the baseline
-        carry["quiet"] = samples[-QUIET_SAMPLES:]
+        carry["quiet"] = samples if len(samples) <= QUIET_SAMPLES else samples[-QUIET_SAMPLES:]
 
     @staticmethod
     def _patterns(
@@ -436,8 +475,8 @@ min_clients = 10                             # fewer broker connections: WARN; n
             now[pattern] = now.get(pattern, 0) + n
         raw = previous.get("patterns")
         history = raw if isinstance(raw, dict) else {}
-        low_before = previous.get("low")
-        low_before = set(low_before) if isinstance(low_before, list) else set()
+        raw_low = previous.get("low")
+        low_before = {p for p in raw_low if isinstance(p, str)} if type(raw_low) is list else ()
         low: list[str] = []
         kept: dict[str, list[float]] = {}
         lost: dict[str, str] = {}
@@ -460,7 +499,9 @@ min_clients = 10                             # fewer broker connections: WARN; n
         if lost:
             evidence["patterns"] = dict(now)
             evidence["patterns_low"] = lost
-        carry["patterns"] = dict(list(kept.items())[:NAMES_KEPT])
+        carry["patterns"] = (
+            kept if len(kept) <= NAMES_KEPT else dict(list(kept.items())[:NAMES_KEPT])
+        )
         carry["low"] = low
 
     @staticmethod
@@ -477,11 +518,14 @@ min_clients = 10                             # fewer broker connections: WARN; n
         """Reconnected: half or more of the previous round's connections replaced by
         connections made since (a restart or a network drop between patrols), with when;
         a note once, WARN when it recurs flap_count times within flap_window."""
-        events = [t for t in _nums(previous.get("reconnects"), 50) if at - t <= config.flap_window]
+        earlier = previous.get("reconnects")
+        window = config.flap_window
+        events = [t for t in _nums(earlier, 50) if at - t <= window] if earlier else []
         before_at, before_n = _num(previous.get("at")), _num(previous.get("n"))
         interval = at - before_at if before_at is not None else None
         event = None
-        if interval is not None and interval > 0 and before_n and total:
+        # no connection young enough to be new (most rounds): nothing replaced
+        if facts.ages and interval is not None and interval > 0 and before_n and total:
             young = sorted(a for a, n in facts.ages.items() if a < interval - AGE_SLACK_S)
             new = sum(facts.ages[a] for a in young)
             closed = max(before_n - (total - new), 0)
@@ -632,7 +676,7 @@ def _missing_names(previous: Mapping[str, Any], now: Mapping[str, int]) -> str:
     """Client names the host's last round at strength had more of than this one: `w-3`, or
     `worker-n8 (6 of 12)` when several connections share a name."""
     raw = previous.get("names")
-    if not isinstance(raw, dict):
+    if not isinstance(raw, dict) or raw == now:  # equal: the same names, none fewer
         return ""
     out = []
     for name, n in raw.items():

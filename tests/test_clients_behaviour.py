@@ -13,7 +13,9 @@ from fleetcheck.checks.clients import (
     CHECK,
     ClientsConfig,
     ClientsFacts,
+    age_horizon,
     expects_clients,
+    facts_of,
     silence_limit,
 )
 
@@ -386,6 +388,59 @@ def test_table_ages_waiting_and_quiet_equal_line_by_line() -> None:
         assert t.ages() == {"10.0.0.1": {5: 2, 9: 1}, "10.0.0.2": {0: 2}, "10.0.0.3": {12: 1}}
         assert t.behaviour_of("10.0.0.2") == ({0: 2}, 0)
         assert t.behaviour_of("nobody") == ({}, 0)
+        # below a bound: only the younger clients (the column path picks them by text)
+        assert t.ages(9) == {"10.0.0.1": {5: 2}, "10.0.0.2": {0: 2}}
+        assert t.ages(5.5) == {"10.0.0.1": {5: 2}, "10.0.0.2": {0: 2}}
+        assert t.ages(5) == {"10.0.0.2": {0: 2}}
+        assert t.all_ages(13) == {5: 2, 9: 1, 0: 2, 12: 1}
+        assert t.all_ages(0) == {}
+        assert t.behaviour_of("10.0.0.1", 6) == ({5: 2}, 2)
+        assert t.ages(10_000) == t.ages()  # past AGE_TEXTS: every age counted
+
+
+def test_age_in_another_form_reads_line_by_line() -> None:
+    """An age that is not canonical decimal (never seen from a server) cannot be matched
+    by text: such a list is read line by line, where it is a number like any other."""
+    text = LINE.format(
+        id=1, addr="10.0.0.1", port=5, name="w", age="07", idle=0, flags="N", cmd="get"
+    )
+    table = read_client_table(text)
+    assert table._found is None
+    assert table.ages(8) == {"10.0.0.1": {7: 1}}
+
+
+@pytest.mark.parametrize(
+    ("previous", "now", "horizon"),
+    [
+        (None, 1000.0, 0.0),  # first round: no reconnect, no churn, no age read
+        ({"at": 1000.0}, 1000.5, 4.0),
+        ({"at": 1000.0}, 1060.0, 64.0),
+        ({"at": 1000.0}, 1062.5, 128.0),
+        ({"at": 1000.0}, 990.0, 2.0),  # the clock went back: nothing since
+        ({"at": "x"}, 1060.0, 0.0),
+    ],
+)
+def test_age_horizon(previous: dict[str, Any] | None, now: float, horizon: float) -> None:
+    assert age_horizon(previous, now) == horizon
+    if previous and isinstance(previous.get("at"), float):
+        # every age judging can read stays below it: the interval, evaluated a second later
+        assert now + 1 - previous["at"] <= horizon
+
+
+def test_reconnect_seen_through_the_horizon() -> None:
+    """The probe's bound and evaluate agree: connections made since the previous round are
+    counted, those older are not read, and a reconnect is seen as before."""
+    rows = [(ADDR, "w", 3, 0, "N", "get")] * 6 + [(ADDR, "w", 4000, 0, "N", "get")] * 4
+    text = "\n".join(
+        LINE.format(id=i + 1, addr=a, port=1000 + i, name=n, age=age, idle=idle, flags=f, cmd=c)
+        for i, (a, n, age, idle, f, c) in enumerate(rows)
+    )
+    previous = {"at": T - 60, "n": 10}
+    table = read_client_table(text)
+    facts = facts_of(table, frozenset({ADDR}), {ADDR}, younger_than=age_horizon(previous, T))
+    assert facts.ages == {3: 6}
+    r = run(replace(facts, previous=previous))
+    assert "reconnected" in r.summary and "6 of 10 connections new" in r.summary
 
 
 @pytest.mark.parametrize(

@@ -11,26 +11,29 @@ only the values we use. `cmd` stands 16 keys after the others in Redis 6.2+ and 
 walking those keys was a third of the pass, so the pattern skips to the line's last
 " cmd=" instead, and a count of " cmd=" in the whole text proves it is each line's only
 one. Anything else (tabs, blank lines, non-ASCII, lines of different shapes, a repeated
-key before the last one read, an id not in canonical decimal) goes line by line
+key before the last one read, an id or age not in canonical decimal) goes line by line
 (`parse_line`); tests prove both give the same clients and fields.
 
 The clients check never builds a Client: it asks a ClientTable for counts per (host, name,
 cmd) and each host's longest idle time, made from a count of the (host part, name, cmd)
 texts and a set of the (host part, idle) texts, so Python sees only distinct values and
-converts each once; a per-host index serves a fleet's host rows. Client rows (tuples that
+converts each once; a per-host index serves a fleet's host rows. Ages are counted apart and
+only below a bound when one is given (ClientTable._ages_of). Client rows (tuples that
 keep their line: `fields` is read from it when asked) are made for the checks that want
 them, from a second pass that also reads the port, age and flags.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from itertools import compress, count, islice, repeat
+from math import ceil
 from operator import itemgetter
 from socket import AF_INET, inet_ntop, inet_pton
-from typing import Any
+from typing import Any, overload
 
 
 class Client(tuple[Any, ...]):
@@ -197,17 +200,16 @@ class ClientTable:
         clients: list[Client] | None = None,
         found: list[tuple[str, ...]] | None = None,
         text: str = "",
-        lines: list[int] | None = None,
+        lines: Sequence[int] | None = None,
     ) -> None:
         self._rows = clients
         self._found = found  # the column path: one tuple a line, values in _COUNTED order
         self._text = text
         self._lines = lines  # each row's line in text (None: row i is line i)
         self._summary: tuple[Counter[Group], dict[str, int], dict[str, int]] | None = None
-        self._ages: dict[str, tuple[dict[int, int], int]] | None = None
-        self._every: dict[int, int] = {}
         self._raw_groups: Counter[tuple[str, str, str]] = Counter()  # column path: as written
-        self._merged: Counter[tuple[str, ...]] = Counter()  # column path: + age, flags
+        self._waiting: dict[str, int] | None = None
+        self._aged: dict[int | None, tuple[dict[str, dict[int, int]], dict[int, int]]] = {}
         self._hosts: dict[str, str] | None = None
         self._by_host: dict[str, dict[Group, int]] | None = None
 
@@ -253,41 +255,11 @@ class ClientTable:
             else:
                 # counted and deduplicated by the C loops of Counter and set over the rows'
                 # text; Python sees only the distinct (host part, name, cmd) and (host
-                # part, idle) pairs, and converts each distinct text once
-                # (one Counter of (host part, name, cmd, age, flags): the groups and the
-                # clients by age and flags come from the same C pass, and a fleet's
-                # connections of one kind share a few ages, so few more distinct keys)
+                # part, idle) pairs, and converts each distinct text once. Ages are not in
+                # these keys: they are counted apart, and only as far as asked (see _ages_of)
                 found, hosts = self._found, self._host_of()
-                self._merged = Counter(map(_GROUP_AGE_FLAGS, found))
-                raw: dict[tuple[str, str, str], int] = {}
-                out: dict[str, tuple[dict[int, int], int]] = {}  # see _behave
-                every: dict[int, int] = {}
-                seconds_of: dict[str, int | None] = {}
-                for (h, name, cmd, age), n in self._merged.items():
-                    key = (h, name, cmd)
-                    raw[key] = raw.get(key, 0) + n
-                    host = hosts[h]
-                    known = out.get(host)
-                    ages, waiting = known if known is not None else ({}, 0)
-                    if age in seconds_of:
-                        seconds = seconds_of[age]
-                    else:
-                        seconds = seconds_of[age] = _int(age)
-                    if seconds is not None:
-                        ages[seconds] = ages.get(seconds, 0) + n
-                        every[seconds] = every.get(seconds, 0) + n
-                    out[host] = (ages, waiting)
-                # the clients waiting for work (flags with `b` or `P`): their host parts
-                # counted in C over the rows of those flags only (none in most lists)
-                wait_flags = {f for f in set(map(_FLAGS, found)) if "b" in f or "P" in f}
-                if wait_flags:
-                    rows = compress(found, map(wait_flags.__contains__, map(_FLAGS, found)))
-                    for h, n in Counter(map(_HOST, rows)).items():
-                        ages, waiting = out[hosts[h]]
-                        out[hosts[h]] = (ages, waiting + n)
-                self._ages, self._every = out, every
-                self._raw_groups = Counter(raw)
-                for (h, name, cmd), n in raw.items():
+                self._raw_groups = Counter(map(_GROUP, found))
+                for (h, name, cmd), n in self._raw_groups.items():
                     groups[hosts[h], name, cmd] += n
                 seconds_of = {t: _int(t) for t in set(map(_IDLE, found))}
                 for h, t in set(map(_HOST_IDLE, found)):
@@ -302,48 +274,84 @@ class ClientTable:
             self._summary = (groups, longest, shortest)
         return self._summary
 
-    def _behave(self) -> dict[str, tuple[dict[int, int], int]]:
-        """Per host: how many clients have each age (seconds), and how many wait for work
-        (blocked in a pop, stream read or WAIT: flag `b`; subscribed: flag `P`); and every
-        client by age. On the column path from the summary's Counter of (host part, name,
-        cmd, age, flags) texts: Python sees only the distinct ones (a fleet's connections
-        of one kind share a few ages and one or two flags)."""
-        if self._ages is None:
-            out: dict[str, tuple[dict[int, int], int]] = {}
-            every: dict[int, int] = {}
-            if self._found is not None:  # counted in the summary's pass
-                self._summarise()
-                return self._ages or {}
-            counted = Counter((c.host, c.age_s, c.flags) for c in self.clients()).items()
-            for (host, age, flags), n in counted:
-                known = out.get(host)
-                ages, waiting = known if known is not None else ({}, 0)
-                seconds = age
-                if seconds is not None:
-                    ages[seconds] = ages.get(seconds, 0) + n
-                    every[seconds] = every.get(seconds, 0) + n
-                out[host] = (ages, waiting + n * _waits(flags))
-            self._ages, self._every = out, every
-        return self._ages
+    def _ages_of(self, below: float | None) -> tuple[dict[str, dict[int, int]], dict[int, int]]:
+        """(each host's clients by age in seconds, every client by age), of the clients
+        younger than `below` seconds only (None: all of them).
 
-    def all_ages(self) -> dict[int, int]:
-        """Every client counted by age in seconds."""
-        self._behave()
-        return self._every
+        Why a bound: a round judges ages only against the time since its previous round (who
+        connected since?), and a fleet's pools are mostly older than that. On the column
+        path the young rows are picked in C by their age text, from the set of the texts
+        "0" .. below-1 (ages are canonical decimal there), so Python sees only those rows'
+        distinct (host part, age) pairs; counting every age of 10,000 clients (hashing a
+        text a row, walking ~2,000 distinct pairs) cost more than the rest of the summary.
+        Beyond AGE_TEXTS (an hour) every age is counted. Kept per bound: the clients check
+        asks with a few bounds a patrol (see its probe)."""
+        key = None if below is None else max(ceil(below), 0)
+        known = self._aged.get(key)
+        if known is not None:
+            return known
+        if key == 0:  # none is younger than no time
+            return self._aged.setdefault(0, ({}, {}))
+        pairs: Counter[tuple[str, Any]]
+        if self._found is None:
+            pairs = Counter(
+                (c.host, c.age_s)
+                for c in self.clients()
+                if c.age_s is not None and (key is None or c.age_s < key)
+            )
+        else:
+            found, hosts = self._found, self._host_of()
+            rows: Iterable[tuple[str, ...]] = found
+            if key is not None and key <= AGE_TEXTS:
+                rows = compress(found, map(_age_texts(key).__contains__, map(_AGE, found)))
+            texts = Counter(map(_HOST_AGE, rows))
+            pairs = Counter()
+            for (h, t), n in texts.items():
+                seconds = _int(t)
+                if seconds is not None and (key is None or seconds < key):
+                    pairs[hosts[h], seconds] += n
+        per_host: dict[str, dict[int, int]] = {}
+        every: dict[int, int] = {}
+        for (host, seconds), n in pairs.items():
+            ages = per_host.setdefault(host, {})
+            ages[seconds] = ages.get(seconds, 0) + n
+            every[seconds] = every.get(seconds, 0) + n
+        self._aged[key] = (per_host, every)
+        return per_host, every
 
-    def ages(self) -> dict[str, dict[int, int]]:
+    def all_ages(self, below: float | None = None) -> dict[int, int]:
+        """Every client counted by age in seconds (with `below`: only those younger)."""
+        return self._ages_of(below)[1]
+
+    def ages(self, below: float | None = None) -> dict[str, dict[int, int]]:
         """Each host's clients counted by age in seconds (clients with no readable age
-        left out): who connected since when, without an object per client."""
-        return {h: ages for h, (ages, _) in self._behave().items()}
+        left out; with `below`, only those younger than `below` seconds): who connected
+        since when, without an object per client."""
+        return self._ages_of(below)[0]
 
     def waiting(self) -> dict[str, int]:
         """Each host's clients waiting for work: blocked (flag `b`: BLPOP, BRPOP, BLMOVE,
-        BZPOPMIN, XREAD(GROUP) BLOCK, WAIT...) or subscribed (flag `P`)."""
-        return {h: n for h, (_, n) in self._behave().items()}
+        BZPOPMIN, XREAD(GROUP) BLOCK, WAIT...) or subscribed (flag `P`); 0 for a host with
+        none. On the column path the distinct flags texts come first, then, only when one
+        of them waits, a C count of the host parts of those rows (none in most lists)."""
+        if self._waiting is None:
+            out = dict.fromkeys((h for h, _, _ in self.groups()), 0)
+            if self._found is None:
+                for c in self.clients():
+                    out[c.host] += _waits(c.flags)
+            else:
+                found, hosts = self._found, self._host_of()
+                wait_flags = {f for f in set(map(_FLAGS, found)) if "b" in f or "P" in f}
+                if wait_flags:
+                    rows = compress(found, map(wait_flags.__contains__, map(_FLAGS, found)))
+                    for h, n in Counter(map(_HOST, rows)).items():
+                        out[hosts[h]] += n
+            self._waiting = out
+        return self._waiting
 
-    def behaviour_of(self, host: str) -> tuple[dict[int, int], int]:
-        """(ages(), waiting()) of one host: (its clients by age, how many wait for work)."""
-        return self._behave().get(host) or ({}, 0)
+    def behaviour_of(self, host: str, below: float | None = None) -> tuple[dict[int, int], int]:
+        """(ages(below), waiting()) of one host: (its clients by age, how many wait for work)."""
+        return self._ages_of(below)[0].get(host, {}), self.waiting().get(host, 0)
 
     def min_idle(self) -> dict[str, int]:
         """Each host's shortest idle time in seconds: how long ago its chattiest client
@@ -434,12 +442,42 @@ class ClientTable:
         keep = [True] * len(found)
         for i in drop:
             keep[i] = False
-        lines = self._lines if self._lines is not None else range(len(found))
-        table = ClientTable(
-            found=list(compress(found, keep)), text=self._text, lines=list(compress(lines, keep))
-        )
+        lines: Sequence[int]
+        if self._lines is None:  # row i was line i: a few lines now left out
+            lines = _LinesWithout(len(found), drop)
+        else:
+            lines = list(compress(self._lines, keep))
+        table = ClientTable(found=list(compress(found, keep)), text=self._text, lines=lines)
         table._hosts = self._hosts
         return table
+
+
+class _LinesWithout(Sequence[int]):
+    """Each row's line when a few lines of a table whose row i was line i are left out (our
+    own connection and its probe's): computed when asked, not a list of 10,000 numbers
+    (select and clients ask, the clients check never does)."""
+
+    def __init__(self, lines: int, gone: Iterable[int]) -> None:
+        gone = sorted(set(gone))
+        # the row at which each gap starts counting: row i is line i + the gaps at or before it
+        self._gaps = [line - k for k, line in enumerate(gone)]
+        self._len = lines - len(gone)
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[int]: ...
+    def __getitem__(self, i: int | slice) -> int | list[int]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._len))]
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
+            raise IndexError(i)
+        return i + bisect_right(self._gaps, i)
 
 
 def _waits(flags: str) -> int:
@@ -488,13 +526,17 @@ def read_client_table(text: str | bytes) -> ClientTable:
 # tuples, in this order)
 _NEEDED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
 _COUNTED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
-_ID, _HOST, _NAME, _IDLE = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(4)
-_GROUP, _HOST_IDLE, _GROUP_AGE_FLAGS, _FLAGS = (
-    itemgetter(1, 2, 6),
-    itemgetter(1, 4),
-    itemgetter(1, 2, 6, 3),  # flags apart: most lists have no waiting client at all
-    itemgetter(5),
-)
+_ID, _HOST, _NAME, _AGE, _IDLE, _FLAGS = map(itemgetter, (0, 1, 2, 3, 4, 5))
+_GROUP, _HOST_IDLE, _HOST_AGE = itemgetter(1, 2, 6), itemgetter(1, 4), itemgetter(1, 3)
+AGE_TEXTS = 3600  # ages_of picks young rows by text up to this bound (seconds), then counts all
+
+
+@lru_cache(maxsize=8)
+def _age_texts(below: int) -> frozenset[str]:
+    """The canonical texts of the ages 0 .. below-1."""
+    return frozenset(map(str, range(below)))
+
+
 _OTHER_SPACE = "\t\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what strip(), split() or splitlines() also cut at
 _new = tuple.__new__
 
@@ -539,7 +581,7 @@ def _pattern(keys: list[str], wanted: Sequence[str], port: bool) -> tuple[str, l
                 # it is taken only whole: "[" up to that "]", then ":port"
                 return k + r"(\[[^ \]]*+\]|(?!\[)[^ ]*):([0-9]++)"
             return k + r"([^ ]*):[0-9]++"  # the host part (see read_client_table)
-        if key == "id":
+        if key in ("id", "age") and key in wanted:  # canonical decimal: compared as text
             groups.append(key)
             return k + "(0|[1-9][0-9]*+)"
         if key in wanted:
@@ -560,7 +602,7 @@ def _rows(text: str, wanted: Sequence[str], port: bool) -> tuple[list[Any], list
     """Every line's wanted values (one tuple a line, in line order) and the group names, or
     None when the text is not one uniform table: every line the first line's keys in the
     same order, each once, up to the last wanted key (what follows it is never read: a key
-    there is a later occurrence), addr as <host>:<digits>, id in canonical decimal."""
+    there is a later occurrence), addr as <host>:<digits>, id and age in canonical decimal."""
     import re
 
     keys = _shape(text, wanted)
