@@ -144,6 +144,15 @@ class Snapshot:
     unreadable: int = 0  # history lines that could not be read
     problem: str | None = None  # why the newest round could not be read whole
     version: int = 0  # changes whenever the files are re-read (a cache key)
+    # the history's database when it has one: `rounds` is then left empty and each page
+    # reads only what it shows (a host's rounds, a chart's rows); `count`: its rounds
+    stored: Path | None = None
+    count: int = 0
+
+    @property
+    def round_count(self) -> int:
+        """How many rounds the history holds."""
+        return self.count if self.stored is not None else len(self.rounds)
 
     @property
     def finished_at(self) -> datetime | None:
@@ -156,7 +165,41 @@ class Snapshot:
         return None
 
     def window(self, since: datetime) -> list[hist.Round]:
+        """Every round at or after `since`, all its rows (from a database: every row of
+        every round read back; the pages read less, see `host_window` and `window_charts`)."""
+        if self.stored is not None:
+            return _cleaned(hist.load(self.stored, since)[0])
         return [r for r in self.rounds if r.started_at >= since]
+
+    def host_window(self, since: datetime | None, host: str | None) -> list[hist.Round]:
+        """The rounds at or after `since` (every round when None), each with at least
+        `host`'s rows (None: the broker-wide ones); from a database, only those."""
+        if self.stored is not None:
+            key = BROKER_WIDE if host is None else host
+            return _cleaned(hist.load(self.stored, since, key)[0])
+        return self.rounds if since is None else self.window(since)
+
+    def window_key(self, since: datetime) -> tuple[Any, ...]:
+        """What the rounds at or after `since` are, for a cache: (first start, how many)."""
+        if self.stored is not None:
+            from fleetcheck.rounds import store
+
+            db = store.connect(self.stored, write=False)
+            try:
+                whole = store.whole_from(db) or 0
+                got = db.execute(
+                    "SELECT min(at), count(*) FROM rounds WHERE at >= ? AND id >= ?",
+                    (since.timestamp(), whole),
+                ).fetchone()
+            finally:
+                db.close()
+            return tuple(got)
+        window = self.window(since)
+        return (window[0].started_at if window else None, len(window))
+
+
+def _cleaned(rounds: list[hist.Round]) -> list[hist.Round]:
+    return [clean_round(r)[0] for r in rounds]
 
 
 def _signature(paths: list[Path]) -> tuple[tuple[int, int, int], ...]:
@@ -186,7 +229,16 @@ class Source:
         return hist.latest_path(self.history)
 
     def _paths(self) -> list[Path]:
-        return [self.history, self.history.with_name(self.history.name + ".1"), self.latest]
+        from fleetcheck.rounds import store
+
+        db = store.db_path(self.history)
+        return [
+            self.history,
+            self.history.with_name(self.history.name + ".1"),
+            self.latest,
+            db,
+            db.with_name(db.name + "-wal"),
+        ]
 
     def snapshot(self) -> Snapshot:
         sig = _signature(self._paths())
@@ -201,6 +253,9 @@ class Source:
             return self._snap
 
     def _load(self) -> Snapshot:
+        stored = self._load_stored()
+        if stored is not None:
+            return stored
         rounds, bad = hist.load(self.history)
         problems: list[str] = []
         wrong: list[str] = []
@@ -228,6 +283,53 @@ class Source:
                     problems.append(f"the newest round: unreadable ({type(e).__name__}: {e})")
         problem = one_line("; ".join(problems))[:1000] if problems else None
         return Snapshot(report, rounds, bad, problem)
+
+    def _latest_report(self, problems: list[str]) -> Report | None:
+        try:
+            return report_from_dict(json.loads(self.latest.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            problems.insert(0, f"{self.latest}: unreadable ({type(e).__name__}: {e})")
+            return None
+
+    def _load_stored(self) -> Snapshot | None:
+        """From the history's database (None: there is none yet, or it is not migrated):
+        the newest round and how many there are; the pages read the rest as they need it."""
+        from fleetcheck.rounds import store
+
+        if not store.exists(self.history):
+            return None
+        db = store.connect(self.history, write=False)
+        try:
+            done = store.meta(db, "migrated")
+            if done is None:
+                return None
+            whole = store.whole_from(db) or 0
+            count, newest = db.execute(
+                "SELECT count(*), max(at) FROM rounds WHERE id >= ?", (whole,)
+            ).fetchone()
+        except hist.sqlite3_errors() as e:
+            raise OSError(f"{store.db_path(self.history)}: {e}") from None
+        finally:
+            db.close()
+        bad = int(json.loads(done).get("unreadable", 0))
+        problems: list[str] = []
+        report = self._latest_report(problems)
+        if newest is not None and (
+            report is None or parse_iso(report.started_at).timestamp() < newest
+        ):
+            from datetime import UTC
+
+            since = datetime.fromtimestamp(newest, UTC)
+            rounds = _cleaned(hist.load(self.history, since)[0])
+            if rounds:
+                try:  # the whole-round file lags or is missing
+                    report = report_from_round(rounds[-1])
+                except (ValueError, KeyError, TypeError, AttributeError) as e:
+                    problems.append(f"the newest round: unreadable ({type(e).__name__}: {e})")
+        problem = one_line("; ".join(problems))[:1000] if problems else None
+        return Snapshot(report, [], bad, problem, stored=self.history, count=int(count))
 
 
 # ---------------------------------------------------------------- the grid
@@ -461,6 +563,94 @@ def charts(rounds: list[hist.Round], max_ages: dict[str, tuple[str, float]]) -> 
             age_series,
         ),
     ]
+
+
+MAX_LINES = 12  # per-host lines a chart draws; past it, the hosts that matter most
+
+
+def window_charts(
+    snap: Snapshot, since: datetime, max_ages: dict[str, tuple[str, float]], now: datetime
+) -> tuple[list[Chart], float, float]:
+    """The charts of the rounds at or after `since`, and their time span. From a database
+    with more than MAX_LINES hosts, only the broker-wide rows and the rows of the hosts each
+    per-host chart draws are read: the MAX_LINES hosts with the fewest connections, and
+    those whose log got oldest, in the window (chosen by one SQL query over the rows stored
+    in it, which hold every change of bucket)."""
+    if snap.stored is None or _host_count(snap.stored) <= MAX_LINES:
+        window = snap.window(since)
+        t0 = window[0].started_at.timestamp() if window else now.timestamp()
+        t1 = window[-1].started_at.timestamp() if window else now.timestamp()
+        return charts(window, max_ages), t0, t1
+    broker = snap.host_window(since, None)
+    t0 = broker[0].started_at.timestamp() if broker else now.timestamp()
+    t1 = broker[-1].started_at.timestamp() if broker else now.timestamp()
+    out = charts(broker, {})
+    hosts = _host_count(snap.stored)
+    picks = (
+        ("connections", "clients", "$.metrics.connections", "ASC", "fewest connections"),
+        ("logs", "logs", "$.metrics.age_s", "DESC", "oldest logs"),
+    )
+    for key, check, field_path, order, what in picks:
+        chosen = _extreme_hosts(snap.stored, since, check, field_path, order)
+        rounds = [r for h in chosen for r in snap.host_window(since, h)]
+        i = next(n for n, c in enumerate(out) if c.key == key)
+        if key == "connections":
+            pts = _collect(rounds, "clients", "connections", True)
+            series = [Series(h, pts[h]) for h in chosen if h in pts]
+        else:
+            ages = _log_ages(rounds, max_ages)
+            series = [Series(h, ages[h]) for h in chosen if h in ages]
+            limits: dict[float, list[str]] = {}
+            for h in chosen:
+                if h in max_ages and h in ages:
+                    limits.setdefault(max_ages[h][1], []).append(h)
+            for limit, names in sorted(limits.items()):
+                label = "max_age" if len(limits) == 1 else f"max_age {', '.join(names)}"
+                series.append(Series(label, [(t0, limit), (t1, limit)], reference=True))
+        title = f"{out[i].title}: the {len(chosen)} of {hosts} hosts with the {what}"
+        out[i] = replace(out[i], title=title, series=series)
+    return out, t0, t1
+
+
+def _host_count(path: Path) -> int:
+    from fleetcheck.rounds import store
+
+    db = store.connect(path, write=False)
+    try:
+        (n,) = db.execute(
+            "SELECT count(DISTINCT host) FROM keys WHERE host != ? AND sig IS NOT NULL",
+            (store.BROKER_KEY,),
+        ).fetchone()
+    finally:
+        db.close()
+    return int(n)
+
+
+def _extreme_hosts(
+    path: Path, since: datetime, check: str, field_path: str, order: str
+) -> list[str]:
+    """The MAX_LINES hosts whose `check` rows stored in the window have the lowest (ASC) or
+    highest (DESC) value at `field_path`."""
+    from fleetcheck.rounds import store
+
+    db = store.connect(path, write=False)
+    try:
+        (first,) = db.execute(
+            "SELECT min(id) FROM rounds WHERE at >= ?", (since.timestamp(),)
+        ).fetchone()
+        if first is None:
+            return []
+        agg = "min" if order == "ASC" else "max"
+        got = db.execute(
+            f"SELECT k.host, {agg}(json_extract(r.body, ?)) AS v FROM keys k "  # noqa: S608
+            "JOIN rows r ON r.key = k.id WHERE k.check_name = ? AND k.host != ? "
+            "AND r.round >= ? AND r.body IS NOT NULL GROUP BY k.host HAVING v IS NOT NULL "
+            f"ORDER BY v {order}, k.host LIMIT ?",
+            (field_path, check, store.BROKER_KEY, store.reader_start(db, first), MAX_LINES),
+        ).fetchall()
+    finally:
+        db.close()
+    return [str(h) for h, _ in got]
 
 
 def config_max_ages(fleet: Any) -> dict[str, tuple[str, float]]:
