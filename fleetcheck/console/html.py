@@ -183,11 +183,31 @@ def cell(result: Result | None, report: Report, check: str, host: str) -> str:
     )
 
 
-def grid_page(snap: Snapshot, now: datetime, stale_after: float) -> str:
+GRID_PAGE = 500  # hosts a grid page shows (worst first): 10,000 hosts' cells are 7 MB
+
+
+def grid_page(snap: Snapshot, now: datetime, stale_after: float, number: int = 1) -> str:
+    """The grid; a fleet of more than GRID_PAGE hosts is paged (`number`, from 1), worst
+    hosts first, so the first page holds every host that is not OK (up to GRID_PAGE)."""
     body = [header(snap, now, stale_after, "fleetcheck: the fleet now")]
     report = snap.report
     if report is not None:
         g = ordered(grid(report))
+        if len(g.hosts) > GRID_PAGE:
+            pages = -(-len(g.hosts) // GRID_PAGE)
+            number = min(max(number, 1), pages)
+            first = (number - 1) * GRID_PAGE
+            shown = g.hosts[first : first + GRID_PAGE]
+            links = [
+                f'<a href="/?page={n}">{"previous" if n < number else "next"}</a>'
+                for n in (number - 1, number + 1)
+                if 1 <= n <= pages
+            ]
+            body.append(
+                f'<p class="meta">Hosts {first + 1}-{first + len(shown)} of {len(g.hosts)}, '
+                f"worst first (page {number} of {pages}) {' '.join(links)}</p>"
+            )
+            g = Grid(g.checks, shown, g.cells)
         body.append(
             '<table class="grid"><thead><tr><th scope="col">host</th>'
             + "".join(f'<th scope="col">{e(c)}</th>' for c in g.checks)

@@ -155,7 +155,11 @@ class Console:
         html_type = "text/html; charset=utf-8"
         since = now - timedelta(seconds=self.window)
         if path == "/":
-            return 200, html_type, html.grid_page(snap, now, self.stale_after).encode()
+            number = (query.get("page") or ["1"])[0]
+            text = html.grid_page(
+                snap, now, self.stale_after, int(number) if number.isdigit() else 1
+            )
+            return 200, html_type, text.encode()
         if path == "/charts":
             from fleetcheck.console.source import window_charts
 

@@ -344,19 +344,18 @@ class Grid:
 
 def grid(report: Report) -> Grid:
     """Hosts x checks in the patrol's own order (config order), broker-wide rows first."""
-    checks: list[str] = []
-    hosts: list[str] = []
+    checks: dict[str, None] = {}  # ordered sets: a list's `in` made 10,000 hosts take 2 s
+    hosts: dict[str, None] = {}
     cells: dict[tuple[str, str], Result] = {}
     broker = False
     for r in report.results:
-        if r.check not in checks:
-            checks.append(r.check)
+        checks.setdefault(r.check)
         if r.host is None:
             broker = True
-        elif r.host not in hosts:
-            hosts.append(r.host)
+        else:
+            hosts.setdefault(r.host)
         cells.setdefault((r.host or BROKER, r.check), r)
-    return Grid(checks, ([BROKER] if broker else []) + hosts, cells)
+    return Grid(list(checks), ([BROKER] if broker else []) + list(hosts), cells)
 
 
 def find_row(report: Report, check: str, host: str | None) -> Result | None:
