@@ -241,3 +241,32 @@ def test_history_export_jsonl(tmp_path: Path) -> None:
         timeout=60,
     )
     assert bad.returncode != 0 and "--export csv: the one export format is jsonl" in bad.stderr
+
+
+def test_a_database_from_before_staggered_refreshes_keeps_every_row_readable(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "history.jsonl"
+    reports = [fleet_round(i) for i in range(store.KEYFRAME + 30)]
+    for r in reports[:40]:
+        history.append(r, path)
+    db = sqlite3.connect(store.db_path(path))
+    db.execute("ALTER TABLE keys DROP COLUMN last")  # as the first database's code wrote it
+    db.commit()
+    db.close()
+    for r in reports[40:]:
+        history.append(r, path)
+    db = sqlite3.connect(store.db_path(path))
+    gaps = db.execute(
+        "SELECT max(gap) FROM (SELECT round - lag(round) OVER (PARTITION BY key ORDER BY round)"
+        " AS gap FROM rows)"
+    ).fetchone()[0]
+    db.close()
+    assert gaps <= store.KEYFRAME
+    since = T0 + timedelta(minutes=15 * (store.KEYFRAME + 10))
+    window, bad = history.load(path, since)
+    assert bad == 0 and len(window) == 20
+    for rnd, report in zip(window, reports[-20:], strict=True):
+        assert {(r["host"], r["check"]) for r in rnd.rows} == {
+            (r.host, r.check) for r in report.results
+        }
