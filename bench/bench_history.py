@@ -177,6 +177,7 @@ def main() -> None:
         state_path = Path(tmp) / "state.json"
         appends: list[float] = []
         states: list[float] = []
+        latest: list[float] = []
         jsonl_bytes = 0
         for i in range(rounds):
             at = T0 + timedelta(minutes=15 * i)
@@ -191,6 +192,9 @@ def main() -> None:
                 jsonl_bytes = len(json.dumps(line, separators=(",", ":"), default=str)) + 1
             took, _ = timed(functools.partial(history.append, report, path))
             appends.append(took)
+            if i % 8 == 0:  # the newest round's whole file alone, written aside
+                aside = Path(tmp) / "aside.last.json"
+                latest.append(timed(functools.partial(history.write_latest, report, aside))[0])
             if i == 95:
                 res["history_mb_96_rounds"] = round(disk(path) / 1e6, 1)
                 res["state_mb_96_rounds"] = round(state_path.stat().st_size / 1e6, 1)
@@ -220,6 +224,7 @@ def main() -> None:
             "append_p95_s": round(ordered[int(len(ordered) * 0.95)], 3),
             "append_max_s": round(ordered[-1], 3),
             "append_first_round_s": round(appends[0], 3),
+            "latest_file_median_s": round(sorted(latest)[len(latest) // 2], 3),
             "explain_read_max_s": round(max(r for r, _ in reads), 3),
             "explain_total_max_s": round(max(t for _, t in reads), 3),
             "load_before": load_before,
