@@ -1,8 +1,8 @@
 """Each patrol recorded as one round, so `fleetcheck history` can show when a machine went
 dark, `fleetcheck serve` can chart the numbers behind each verdict and `explain` can read a
 host's past. Rounds are stored in an SQLite database beside the history path
-(fleetcheck.rounds.store: rows stored when they change, keyframes, retention, WAL so a second
-process reads while a patrol writes); the history path keeps its name (`history-x.jsonl`),
+(fleetcheck.rounds.store: rows stored when they change, staggered refreshes, retention, WAL so
+a second process reads while a patrol writes); the history path keeps its name (`history-x.jsonl`),
 and a JSONL history written by an older fleetcheck is migrated into the database on the
 first append (every row, as written), then moved aside as `*.migrated`. Until then, and for
 a history that was never migrated, the JSONL is read as before. `export_jsonl` writes the
