@@ -90,8 +90,19 @@ def test_a_large_fleet_charts_the_hosts_that_matter(tmp_path: Path) -> None:
     assert dict(conns.series[0].points)[(T0 + timedelta(minutes=60)).timestamp()] == 0
     ages = [s.label for s in drawn["logs"].series]
     assert ages[:2] == ["h11", "h07"]  # the oldest logs first
+    # each line, drawn from the rows stored, holds at every round the value that round has
+    whole_rounds = history.load(path)[0]
+    full = {c.key: {s.label: s.points for s in c.series} for c in console.charts(whole_rounds, {})}
+    for key in ("connections", "logs"):
+        for line in drawn[key].series:
+            if line.reference:
+                continue
+            for t, v in full[key][line.label]:
+                held = [pv for pt, pv in line.points if pt <= t][-1]
+                assert held == v, (key, line.label, t)
+            assert len(line.points) < 2 * len(full[key][line.label])
     # the broker-wide charts as the whole history draws them
-    whole = console.charts(history.load(path)[0], {})
+    whole = console.charts(whole_rounds, {})
     assert [c.series for c in whole if c.key in ("queue", "live")] == [
         drawn["queue"].series,
         drawn["live"].series,

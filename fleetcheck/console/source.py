@@ -494,18 +494,9 @@ def _log_ages(
     for rnd in rounds:
         t = rnd.started_at.timestamp()
         for row in rnd.rows:
-            host = row.get("host")
-            metrics = row.get("metrics")
-            if row.get("check") != "logs" or host is None or not isinstance(metrics, dict):
-                continue
-            value = _number(metrics.get("age_s"))
-            per_log = metrics.get("logs")
-            if host in max_ages and isinstance(per_log, dict):
-                first = per_log.get(max_ages[host][0])
-                if isinstance(first, dict):
-                    value = _number(first.get("age_s"))
+            value = _log_age(row, max_ages)
             if value is not None:
-                out.setdefault(str(host), []).append((t, value))
+                out.setdefault(str(row.get("host")), []).append((t, value))
     return out
 
 
@@ -591,13 +582,14 @@ def window_charts(
     )
     for key, check, field_path, order, what in picks:
         chosen = _extreme_hosts(snap.stored, since, check, field_path, order)
-        rounds = [r for h in chosen for r in snap.host_window(since, h)]
         i = next(n for n, c in enumerate(out) if c.key == key)
         if key == "connections":
-            pts = _collect(rounds, "clients", "connections", True)
+            pts = _stored_series(snap.stored, since, chosen, "clients", _connections)
             series = [Series(h, pts[h]) for h in chosen if h in pts]
         else:
-            ages = _log_ages(rounds, max_ages)
+            ages = _stored_series(
+                snap.stored, since, chosen, "logs", lambda row: _log_age(row, max_ages)
+            )
             series = [Series(h, ages[h]) for h in chosen if h in ages]
             limits: dict[float, list[str]] = {}
             for h in chosen:
@@ -609,6 +601,91 @@ def window_charts(
         title = f"{out[i].title}: the {len(chosen)} of {hosts} hosts with the {what}"
         out[i] = replace(out[i], title=title, series=series)
     return out, t0, t1
+
+
+def _connections(row: dict[str, Any]) -> float | None:
+    metrics = row.get("metrics")
+    return _number(metrics.get("connections")) if isinstance(metrics, dict) else None
+
+
+def _log_age(row: dict[str, Any], max_ages: dict[str, tuple[str, float]]) -> float | None:
+    """A logs row's age: of the host's first configured log (the one `max_ages` names),
+    else the age the row reports (its worst log's)."""
+    host = row.get("host")
+    metrics = row.get("metrics")
+    if row.get("check") != "logs" or host is None or not isinstance(metrics, dict):
+        return None
+    value = _number(metrics.get("age_s"))
+    per_log = metrics.get("logs")
+    if host in max_ages and isinstance(per_log, dict):
+        first = per_log.get(max_ages[host][0])
+        if isinstance(first, dict):
+            value = _number(first.get("age_s"))
+    return value
+
+
+def _stored_series(
+    path: Path,
+    since: datetime,
+    hosts: list[str],
+    check: str,
+    value: Callable[[dict[str, Any]], float | None],
+) -> dict[str, list[tuple[float, float]]]:
+    """Per host, `value` of its `check` row over the rounds at or after `since`, read from
+    the rows the database stored (each change, each refresh), not round by round: a value
+    holds from the round it was stored in until the round before the next one, so each
+    change is drawn as a step (the value before it at the round before), which is the line
+    one point a round draws."""
+    from fleetcheck.rounds import store
+
+    db = store.connect(path, write=False)
+    try:
+        (first,) = db.execute(
+            "SELECT min(id) FROM rounds WHERE at >= ?", (since.timestamp(),)
+        ).fetchone()
+        if first is None:
+            return {}
+        first = max(first, store.whole_from(db) or 0)
+        base = store.reader_start(db, first)
+        times = dict(db.execute("SELECT id, at FROM rounds WHERE id >= ?", (base,)).fetchall())
+        newest = max(times)
+        out: dict[str, list[tuple[float, float]]] = {}
+        for host in hosts:
+            got = db.execute(
+                "SELECT id FROM keys WHERE host = ? AND check_name = ?", (host, check)
+            ).fetchone()
+            if got is None:
+                continue
+            pts: list[tuple[float, float]] = []
+            held: float | None = None
+            for rnd, body in db.execute(
+                "SELECT round, body FROM rows WHERE key = ? AND round >= ? ORDER BY round",
+                (got[0], base),
+            ):
+                try:
+                    row = json.loads(body) if body is not None else None
+                except ValueError:
+                    continue
+                now = value(row) if isinstance(row, dict) else None
+                if rnd <= first:
+                    held = now
+                    continue
+                if not pts and held is not None:
+                    pts.append((times[first], held))
+                if held is not None and rnd - 1 in times:
+                    pts.append((times[rnd - 1], held))
+                if now is not None:
+                    pts.append((times[rnd], now))
+                held = now
+            if not pts and held is not None:
+                pts.append((times[first], held))
+            if held is not None:
+                pts.append((times[newest], held))
+            if pts:
+                out[host] = pts
+    finally:
+        db.close()
+    return out
 
 
 def _host_count(path: Path) -> int:
