@@ -211,7 +211,7 @@ def main() -> None:
             if i % 8 == 0:  # the newest round's whole file alone, written aside
                 aside = Path(tmp) / "aside.last.json"
                 latest.append(timed(functools.partial(history.write_latest, report, aside))[0])
-            if i == 95:
+            if i == 95 and not a.pages_only:
                 res["history_mb_96_rounds"] = round(disk(path) / 1e6, 1)
                 res["state_mb_96_rounds"] = round(state_path.stat().st_size / 1e6, 1)
                 res["state_remember_median_s"] = round(sorted(states)[48], 3)
