@@ -215,7 +215,7 @@ def main() -> None:
                 res["history_mb_96_rounds"] = round(disk(path) / 1e6, 1)
                 res["state_mb_96_rounds"] = round(state_path.stat().st_size / 1e6, 1)
                 res["state_remember_median_s"] = round(sorted(states)[48], 3)
-            if i % 96 == 95:
+            if i % 96 == 95 and not a.pages_only:
                 print(
                     f"day {i // 96 + 1}: {disk(path) / 1e6:.1f} MB, append median "
                     f"{sorted(appends[-96:])[48]:.3f} s, max {max(appends[-96:]):.3f} s, "
