@@ -1,22 +1,30 @@
-"""Benchmark: the history's database at fleet scale (issue 29 item 2).
+"""Benchmark: the history's database at fleet scale (issue 29 items 2 and 3).
 
-Simulates --hosts hosts x 3 host checks (clients, logs, routes) for --days days of 96 rounds
-a day, appended round by round through the store as `history.append` does (one transaction a
-round); then times the last --timed rounds through `history.append` itself (the whole path,
-the newest round's file included), one host's timeline over the 7 days
-(`history.load(path, since, host)`, what `history --host` and `explain` read), and reports
-the size on disk (database and WAL) against what the JSONL history would have taken.
+Simulates --hosts hosts x 3 host checks (clients, logs, routes) plus two broker-wide rows
+(queue_depth, live_hash) for --days days of 96 rounds a day, every round recorded through
+`history.append` itself (the store's transaction and the newest round's whole file), each
+timed; the state file written by `state.remember` for the first 96 rounds (its size and time).
+Then, against the 7 days' database: the console's pages built by `Console.route` as the
+server does, each first with a fresh source and cache (the first answer after a new round:
+the newest round's file parsed, nothing cached) and then again (cached): the grid `/`, the
+charts `/charts`, a host's page `/host` (its explanation) and a row's page `/row`; and
+`explain HOST`'s reading of the history (`history.load(path, host=HOST)` and
+`explain.explain` over the newest round's rows; the CLI also runs a patrol, not timed here).
+Sizes on disk (database and WAL) after 96 rounds and at the end, against the JSONL history
+the same rounds would have taken.
 
 The simulated fleet: log ages under a minute most rounds (the summary's seconds move every
 round), 1 % of rounds a log older than a minute, connection counts that change in 1 % of
 rounds, 0.2 % of rows WARN for a round; the routes row never changes.
 
-    .venv/bin/python bench/bench_history.py --hosts 10000 --days 7 --json bench/history_results.json
+    flock /tmp/fleetcheck-bench.lock .venv/bin/python bench/bench_history.py --hosts 10000 \
+        --days 7 --json bench/history_results.json
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -75,9 +83,26 @@ class Fleet:
         return out
 
 
-def line_of(at: datetime, results: list[Result]) -> dict[str, Any]:
-    report = Report(at.strftime("%Y-%m-%dT%H:%M:%S.000Z"), 12.0, tuple(results))
-    return json.loads(json.dumps(history._line(report), default=str))
+def broker_rows(i: int, rng: random.Random) -> list[Result]:
+    depth = rng.randint(0, 80)
+    fresh, stale = rng.randint(40, 55), i % 7
+    return [
+        Result(
+            "queue_depth",
+            None,
+            Status.OK,
+            f"summed depth {depth} of cap 100",
+            metrics={"depth": depth},
+            limits={"cap": 100},
+        ),
+        Result(
+            "live_hash",
+            None,
+            Status.OK,
+            f"{fresh} fresh, {stale} stale entries",
+            metrics={"fresh": fresh, "stale": stale},
+        ),
+    ]
 
 
 def disk(path: Path) -> int:
@@ -85,73 +110,146 @@ def disk(path: Path) -> int:
     return sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.exists())
 
 
+def timed(fn: Any) -> tuple[float, Any]:
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
+
+
+def pages(path: Path, now: datetime, hosts: list[str]) -> dict[str, float]:
+    """Each page first from a fresh source and cache (uncached), then again (cached)."""
+    from fleetcheck.console.server import Console
+    from fleetcheck.console.source import Source
+
+    max_ages = {h: ("/var/log/worker.log", 900.0) for h in hosts}
+    host = hosts[len(hosts) // 2]
+    out: dict[str, float] = {}
+    for name, url, query in (
+        ("grid", "/", {}),
+        ("charts", "/charts", {}),
+        ("host", "/host", {"host": [host]}),
+        ("row", "/row", {"check": ["clients"], "host": [host]}),
+    ):
+        console = Console(Source(path), 900.0, 7 * 86400.0, "7d", max_ages, clock=lambda: now)
+        ask = functools.partial(console.route, url, query)
+        first, (code, _, body) = timed(ask)
+        assert code == 200, (url, code, body[:300])
+        again, (code, _, _) = timed(ask)
+        assert code == 200
+        out[f"{name}_first_s"] = round(first, 3)
+        out[f"{name}_cached_s"] = round(again, 3)
+        out[f"{name}_bytes"] = len(body)
+    return out
+
+
+def explain_host(path: Path, host: str) -> tuple[float, float]:
+    """`explain HOST`'s history part: the host's rounds read, then explained (the newest
+    round's rows from its whole file, as the console has them)."""
+    from fleetcheck.console.source import Source
+    from fleetcheck.iso import parse_iso
+    from fleetcheck.rounds import explain
+
+    report = Source(path).snapshot().report
+    assert report is not None
+    now = parse_iso(report.started_at)
+    t = time.perf_counter()
+    rounds, _ = history.load(path, host=host)
+    read = time.perf_counter() - t
+    told = explain.explain(host, report.results, rounds, now, (), explain.hints_from_registry())
+    assert told.lines()
+    return read, time.perf_counter() - t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--hosts", type=int, default=10000)
     ap.add_argument("--days", type=int, default=7)
-    ap.add_argument("--timed", type=int, default=5, help="rounds through history.append")
     ap.add_argument("--json")
+    ap.add_argument(
+        "--pages-only",
+        action="store_true",
+        help="every round but the last written by store.add_round untimed (no state, no "
+        "newest-round file): to time the pages again without the appends",
+    )
     a = ap.parse_args()
+    from fleetcheck.rounds import state
+
     load_before = list(os.getloadavg())
     fleet = Fleet(a.hosts)
     rounds = a.days * 96
+    res: dict[str, Any] = {"hosts": a.hosts, "checks": 3, "broker_rows": 2, "rounds": rounds}
     with tempfile.TemporaryDirectory(prefix="fc-bench-history-") as tmp:
         path = Path(tmp) / "history.jsonl"
+        state_path = Path(tmp) / "state.json"
         appends: list[float] = []
+        states: list[float] = []
+        latest: list[float] = []
         jsonl_bytes = 0
-        for i in range(rounds - a.timed):
+        for i in range(rounds):
             at = T0 + timedelta(minutes=15 * i)
-            line = line_of(at, fleet.results())
+            results = broker_rows(i, fleet.rng) + fleet.results()
+            report = Report(at.strftime("%Y-%m-%dT%H:%M:%S.000Z"), 12.0, tuple(results))
+            if a.pages_only and i < rounds - 1:
+                db = store.connect(path, write=True)
+                try:
+                    history.migrate(db, path)
+                    with store.transaction(db):
+                        store.add_round(db, history._line(report))
+                        store.expire(db, at.timestamp())
+                finally:
+                    db.close()
+                continue
+            if i < 96 and not a.pages_only:
+                remember = functools.partial(state.remember, report, state_path, state.Memory())
+                took, report = timed(remember)
+                states.append(took)
             if i == 0:
-                jsonl_bytes = len(json.dumps(line, separators=(",", ":"))) + 1
-            t = time.perf_counter()
-            db = store.connect(path, write=True)
-            try:
-                history.migrate(db, path)
-                with store.transaction(db):
-                    store.add_round(db, line)
-                    store.expire(db, store.epoch(line["started_at"]))
-            finally:
-                db.close()
-            appends.append(time.perf_counter() - t)
-            if i % 96 == 0:
-                print(f"day {i // 96}: {disk(path) / 1e6:.1f} MB, append {appends[-1]:.3f} s")
-        whole: list[float] = []
-        for i in range(rounds - a.timed, rounds):
-            at = T0 + timedelta(minutes=15 * i)
-            report = Report(at.strftime("%Y-%m-%dT%H:%M:%S.000Z"), 12.0, tuple(fleet.results()))
-            t = time.perf_counter()
-            history.append(report, path)
-            whole.append(time.perf_counter() - t)
+                line = history._line(report)
+                jsonl_bytes = len(json.dumps(line, separators=(",", ":"), default=str)) + 1
+            took, _ = timed(functools.partial(history.append, report, path))
+            appends.append(took)
+            if i % 8 == 0:  # the newest round's whole file alone, written aside
+                aside = Path(tmp) / "aside.last.json"
+                latest.append(timed(functools.partial(history.write_latest, report, aside))[0])
+            if i == 95 and not a.pages_only:
+                res["history_mb_96_rounds"] = round(disk(path) / 1e6, 1)
+                res["state_mb_96_rounds"] = round(state_path.stat().st_size / 1e6, 1)
+                res["state_remember_median_s"] = round(sorted(states)[48], 3)
+            if i % 96 == 95 and not a.pages_only:
+                print(
+                    f"day {i // 96 + 1}: {disk(path) / 1e6:.1f} MB, append median "
+                    f"{sorted(appends[-96:])[48]:.3f} s, max {max(appends[-96:]):.3f} s, "
+                    f"load {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
         size = disk(path)
-        since = T0 + timedelta(minutes=15 * rounds) - timedelta(days=7)
-        reads = []
-        for h in (fleet.hosts[0], fleet.hosts[len(fleet.hosts) // 2], fleet.hosts[-1]):
-            t = time.perf_counter()
-            got, _ = history.load(path, since, h)
-            reads.append(time.perf_counter() - t)
-            assert len(got) >= rounds - 96 and all(h in r.hosts for r in got)
+        now = T0 + timedelta(minutes=15 * (rounds - 1), seconds=30)
+        res.update(pages(path, now, fleet.hosts))
+        reads = [explain_host(path, h) for h in (fleet.hosts[0], fleet.hosts[-1])]
         db = store.connect(path, write=False)
         (stored,) = db.execute("SELECT count(*) FROM rows").fetchone()
         db.close()
-    appends.sort()
-    res = {
-        "hosts": a.hosts,
-        "checks": 3,
-        "rounds": rounds,
-        "rows_recorded": rounds * a.hosts * 3,
-        "rows_stored": stored,
-        "disk_mb": round(size / 1e6, 1),
-        "jsonl_mb_same_rounds": round(jsonl_bytes * rounds / 1e6, 1),
-        "append_store_median_s": round(appends[len(appends) // 2], 3),
-        "append_store_max_s": round(appends[-1], 3),
-        "append_whole_median_s": round(sorted(whole)[len(whole) // 2], 3),
-        "append_whole_max_s": round(max(whole), 3),
-        "host_timeline_7d_max_s": round(max(reads), 3),
-        "load_before": load_before,
-        "load_after": list(os.getloadavg()),
-        "machine": f"{os.cpu_count()} cores, shared with other engineers' work",
-    }
+    ordered = sorted(appends)
+    if a.pages_only:
+        ordered = appends = latest = [0.0]
+    res.update(
+        {
+            "rows_recorded": rounds * (a.hosts * 3 + 2),
+            "rows_stored": stored,
+            "disk_mb": round(size / 1e6, 1),
+            "jsonl_mb_same_rounds": round(jsonl_bytes * rounds / 1e6, 1),
+            "append_median_s": round(ordered[len(ordered) // 2], 3),
+            "append_p95_s": round(ordered[int(len(ordered) * 0.95)], 3),
+            "append_max_s": round(ordered[-1], 3),
+            "append_first_round_s": round(appends[0], 3),
+            "latest_file_median_s": round(sorted(latest)[len(latest) // 2], 3),
+            "explain_read_max_s": round(max(r for r, _ in reads), 3),
+            "explain_total_max_s": round(max(t for _, t in reads), 3),
+            "load_before": load_before,
+            "load_after": list(os.getloadavg()),
+            "machine": f"{os.cpu_count()} cores, shared with other engineers' work",
+        }
+    )
     print(json.dumps(res, indent=1))
     if a.json:
         Path(a.json).write_text(json.dumps(res, indent=2) + "\n")

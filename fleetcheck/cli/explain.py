@@ -71,9 +71,9 @@ def explain_cmd(
         report, _ = state_mod.apply(report, rows, memory)  # since when, nothing saved
         sources.append(f"the state file {state_path}")
     rounds: list[hist.Round] = []
-    if history_path.exists():
+    if hist.exists(history_path):  # its database, or a JSONL not yet migrated
         try:
-            rounds, _bad = hist.load(history_path)
+            rounds, _bad = hist.load(history_path, host=host)  # this host's rows only
         except OSError as e:
             sources.append(f"history file {history_path}: unreadable ({e.strerror or e})")
         else:

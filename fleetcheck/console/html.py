@@ -151,7 +151,7 @@ def header(snap: Snapshot, now: datetime, stale_after: float, title: str) -> str
     parts.append(
         f'<p class="meta">Fleet {status_badge(r.status)}; newest round {e(_when(finished))} '
         f"({e(_ago(age))} ago), {len(r.results)} rows: {e(counts or 'none')}; "
-        f"{len(snap.rounds)} rounds in the history.</p>"
+        f"{snap.round_count} rounds in the history.</p>"
     )
     if snap.problem:
         parts.append(f'<p class="banner">{e(snap.problem)}</p>')
@@ -177,11 +177,31 @@ def cell(result: Result | None, report: Report, check: str, host: str) -> str:
     )
 
 
-def grid_page(snap: Snapshot, now: datetime, stale_after: float) -> str:
+GRID_PAGE = 500  # hosts a grid page shows (worst first): 10,000 hosts' cells are 7 MB
+
+
+def grid_page(snap: Snapshot, now: datetime, stale_after: float, number: int = 1) -> str:
+    """The grid; a fleet of more than GRID_PAGE hosts is paged (`number`, from 1), worst
+    hosts first, so the first page holds every host that is not OK (up to GRID_PAGE)."""
     body = [header(snap, now, stale_after, "fleetcheck: the fleet now")]
     report = snap.report
     if report is not None:
         g = ordered(grid(report))
+        if len(g.hosts) > GRID_PAGE:
+            pages = -(-len(g.hosts) // GRID_PAGE)
+            number = min(max(number, 1), pages)
+            first = (number - 1) * GRID_PAGE
+            shown = g.hosts[first : first + GRID_PAGE]
+            links = [
+                f'<a href="/?page={n}">{"previous" if n < number else "next"}</a>'
+                for n in (number - 1, number + 1)
+                if 1 <= n <= pages
+            ]
+            body.append(
+                f'<p class="meta">Hosts {first + 1}-{first + len(shown)} of {len(g.hosts)}, '
+                f"worst first (page {number} of {pages}) {' '.join(links)}</p>"
+            )
+            g = Grid(g.checks, shown, g.cells)
         body.append(
             '<table class="grid"><thead><tr><th scope="col">host</th>'
             + "".join(f'<th scope="col">{e(c)}</th>' for c in g.checks)
@@ -320,13 +340,14 @@ def explanation_html(snap: Snapshot, report: Report, host: str) -> str:
 
     now = parse_iso(report.started_at)
     sources = [f"the newest recorded round ({explaining.when(now)})"]
-    past = [r for r in snap.rounds if r.started_at < now]
+    rounds = snap.host_window(None, host)  # from a database: this host's rows only
+    past = [r for r in rounds if r.started_at < now]
     if past:
         sources.append(f"the history ({len(past)} earlier rounds)")
     else:
         sources.append("no earlier round in the history: this round only")
     told = explaining.explain(
-        host, report.results, snap.rounds, now, sources, explaining.hints_from_registry()
+        host, report.results, rounds, now, sources, explaining.hints_from_registry()
     )
     lines = "\n".join(told.lines())
     return (
@@ -381,8 +402,13 @@ def chart_sections(window: list[Any], max_ages: dict[str, tuple[str, float]], no
     """The charts themselves: depend only on the rounds in the window (cacheable)."""
     t0 = window[0].started_at.timestamp() if window else now.timestamp()
     t1 = window[-1].started_at.timestamp() if window else now.timestamp()
+    return sections_of(charts(window, max_ages), t0, t1)
+
+
+def sections_of(drawn: list[Chart], t0: float, t1: float) -> str:
+    """The charts' sections, over the time span t0..t1."""
     body = ['<div class="charts">']
-    for chart in charts(window, max_ages):
+    for chart in drawn:
         body.append(chart_html(chart, t0, t1))
     body.append("</div>")
     return "".join(body)

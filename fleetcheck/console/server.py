@@ -153,19 +153,28 @@ class Console:
             )
             return 200, METRICS_TYPE, body
         html_type = "text/html; charset=utf-8"
-        window = snap.window(now - timedelta(seconds=self.window))
+        since = now - timedelta(seconds=self.window)
         if path == "/":
-            return 200, html_type, html.grid_page(snap, now, self.stale_after).encode()
+            number = (query.get("page") or ["1"])[0]
+            text = html.grid_page(
+                snap, now, self.stale_after, int(number) if number.isdigit() else 1
+            )
+            return 200, html_type, text.encode()
         if path == "/charts":
-            key = ("charts", snap.version, window[0].started_at if window else now, len(window))
-            sections = self.cached(
-                key, lambda: html.chart_sections(window, self.max_ages, now).encode()
-            ).decode()
+            from fleetcheck.console.source import window_charts
+
+            def draw() -> bytes:
+                drawn, t0, t1 = window_charts(snap, since, self.max_ages, now)
+                return html.sections_of(drawn, t0, t1).encode()
+
+            key = ("charts", snap.version, *snap.window_key(since))
+            sections = self.cached(key, draw).decode()
             text = html.charts_page(snap, sections, self.window_text, now, self.stale_after)
             return 200, html_type, text.encode()
         if path == "/row":
             check = (query.get("check") or [""])[0]
             host = (query.get("host") or [""])[0] or None
+            window = snap.host_window(since, host)  # from a database: this host's rows only
             body_or_none = html.row_page(snap, check, host, window, now, self.stale_after)
             if body_or_none is None:
                 text = f"no row {check!r} for {host or 'the broker'} in the newest round"

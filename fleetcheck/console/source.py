@@ -144,6 +144,15 @@ class Snapshot:
     unreadable: int = 0  # history lines that could not be read
     problem: str | None = None  # why the newest round could not be read whole
     version: int = 0  # changes whenever the files are re-read (a cache key)
+    # the history's database when it has one: `rounds` is then left empty and each page
+    # reads only what it shows (a host's rounds, a chart's rows); `count`: its rounds
+    stored: Path | None = None
+    count: int = 0
+
+    @property
+    def round_count(self) -> int:
+        """How many rounds the history holds."""
+        return self.count if self.stored is not None else len(self.rounds)
 
     @property
     def finished_at(self) -> datetime | None:
@@ -156,7 +165,41 @@ class Snapshot:
         return None
 
     def window(self, since: datetime) -> list[hist.Round]:
+        """Every round at or after `since`, all its rows (from a database: every row of
+        every round read back; the pages read less, see `host_window` and `window_charts`)."""
+        if self.stored is not None:
+            return _cleaned(hist.load(self.stored, since)[0])
         return [r for r in self.rounds if r.started_at >= since]
+
+    def host_window(self, since: datetime | None, host: str | None) -> list[hist.Round]:
+        """The rounds at or after `since` (every round when None), each with at least
+        `host`'s rows (None: the broker-wide ones); from a database, only those."""
+        if self.stored is not None:
+            key = BROKER_WIDE if host is None else host
+            return _cleaned(hist.load(self.stored, since, key)[0])
+        return self.rounds if since is None else self.window(since)
+
+    def window_key(self, since: datetime) -> tuple[Any, ...]:
+        """What the rounds at or after `since` are, for a cache: (first start, how many)."""
+        if self.stored is not None:
+            from fleetcheck.rounds import store
+
+            db = store.connect(self.stored, write=False)
+            try:
+                whole = store.whole_from(db) or 0
+                got = db.execute(
+                    "SELECT min(at), count(*) FROM rounds WHERE at >= ? AND id >= ?",
+                    (since.timestamp(), whole),
+                ).fetchone()
+            finally:
+                db.close()
+            return tuple(got)
+        window = self.window(since)
+        return (window[0].started_at if window else None, len(window))
+
+
+def _cleaned(rounds: list[hist.Round]) -> list[hist.Round]:
+    return [clean_round(r)[0] for r in rounds]
 
 
 def _signature(paths: list[Path]) -> tuple[tuple[int, int, int], ...]:
@@ -186,7 +229,16 @@ class Source:
         return hist.latest_path(self.history)
 
     def _paths(self) -> list[Path]:
-        return [self.history, self.history.with_name(self.history.name + ".1"), self.latest]
+        from fleetcheck.rounds import store
+
+        db = store.db_path(self.history)
+        return [
+            self.history,
+            self.history.with_name(self.history.name + ".1"),
+            self.latest,
+            db,
+            db.with_name(db.name + "-wal"),
+        ]
 
     def snapshot(self) -> Snapshot:
         sig = _signature(self._paths())
@@ -201,6 +253,9 @@ class Source:
             return self._snap
 
     def _load(self) -> Snapshot:
+        stored = self._load_stored()
+        if stored is not None:
+            return stored
         rounds, bad = hist.load(self.history)
         problems: list[str] = []
         wrong: list[str] = []
@@ -229,6 +284,53 @@ class Source:
         problem = one_line("; ".join(problems))[:1000] if problems else None
         return Snapshot(report, rounds, bad, problem)
 
+    def _latest_report(self, problems: list[str]) -> Report | None:
+        try:
+            return report_from_dict(json.loads(self.latest.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            problems.insert(0, f"{self.latest}: unreadable ({type(e).__name__}: {e})")
+            return None
+
+    def _load_stored(self) -> Snapshot | None:
+        """From the history's database (None: there is none yet, or it is not migrated):
+        the newest round and how many there are; the pages read the rest as they need it."""
+        from fleetcheck.rounds import store
+
+        if not store.exists(self.history):
+            return None
+        db = store.connect(self.history, write=False)
+        try:
+            done = store.meta(db, "migrated")
+            if done is None:
+                return None
+            whole = store.whole_from(db) or 0
+            count, newest = db.execute(
+                "SELECT count(*), max(at) FROM rounds WHERE id >= ?", (whole,)
+            ).fetchone()
+        except hist.sqlite3_errors() as e:
+            raise OSError(f"{store.db_path(self.history)}: {e}") from None
+        finally:
+            db.close()
+        bad = int(json.loads(done).get("unreadable", 0))
+        problems: list[str] = []
+        report = self._latest_report(problems)
+        if newest is not None and (
+            report is None or parse_iso(report.started_at).timestamp() < newest
+        ):
+            from datetime import UTC
+
+            since = datetime.fromtimestamp(newest, UTC)
+            rounds = _cleaned(hist.load(self.history, since)[0])
+            if rounds:
+                try:  # the whole-round file lags or is missing
+                    report = report_from_round(rounds[-1])
+                except (ValueError, KeyError, TypeError, AttributeError) as e:
+                    problems.append(f"the newest round: unreadable ({type(e).__name__}: {e})")
+        problem = one_line("; ".join(problems))[:1000] if problems else None
+        return Snapshot(report, [], bad, problem, stored=self.history, count=int(count))
+
 
 # ---------------------------------------------------------------- the grid
 
@@ -242,19 +344,18 @@ class Grid:
 
 def grid(report: Report) -> Grid:
     """Hosts x checks in the patrol's own order (config order), broker-wide rows first."""
-    checks: list[str] = []
-    hosts: list[str] = []
+    checks: dict[str, None] = {}  # ordered sets: a list's `in` made 10,000 hosts take 2 s
+    hosts: dict[str, None] = {}
     cells: dict[tuple[str, str], Result] = {}
     broker = False
     for r in report.results:
-        if r.check not in checks:
-            checks.append(r.check)
+        checks.setdefault(r.check)
         if r.host is None:
             broker = True
-        elif r.host not in hosts:
-            hosts.append(r.host)
+        else:
+            hosts.setdefault(r.host)
         cells.setdefault((r.host or BROKER, r.check), r)
-    return Grid(checks, ([BROKER] if broker else []) + hosts, cells)
+    return Grid(list(checks), ([BROKER] if broker else []) + list(hosts), cells)
 
 
 def find_row(report: Report, check: str, host: str | None) -> Result | None:
@@ -393,18 +494,9 @@ def _log_ages(
     for rnd in rounds:
         t = rnd.started_at.timestamp()
         for row in rnd.rows:
-            host = row.get("host")
-            metrics = row.get("metrics")
-            if row.get("check") != "logs" or host is None or not isinstance(metrics, dict):
-                continue
-            value = _number(metrics.get("age_s"))
-            per_log = metrics.get("logs")
-            if host in max_ages and isinstance(per_log, dict):
-                first = per_log.get(max_ages[host][0])
-                if isinstance(first, dict):
-                    value = _number(first.get("age_s"))
+            value = _log_age(row, max_ages)
             if value is not None:
-                out.setdefault(str(host), []).append((t, value))
+                out.setdefault(str(row.get("host")), []).append((t, value))
     return out
 
 
@@ -461,6 +553,180 @@ def charts(rounds: list[hist.Round], max_ages: dict[str, tuple[str, float]]) -> 
             age_series,
         ),
     ]
+
+
+MAX_LINES = 12  # per-host lines a chart draws; past it, the hosts that matter most
+
+
+def window_charts(
+    snap: Snapshot, since: datetime, max_ages: dict[str, tuple[str, float]], now: datetime
+) -> tuple[list[Chart], float, float]:
+    """The charts of the rounds at or after `since`, and their time span. From a database
+    with more than MAX_LINES hosts, only the broker-wide rows and the rows of the hosts each
+    per-host chart draws are read: the MAX_LINES hosts with the fewest connections, and
+    those whose log got oldest, in the window (chosen by one SQL query over the rows stored
+    in it, which hold every change of bucket)."""
+    if snap.stored is None or _host_count(snap.stored) <= MAX_LINES:
+        window = snap.window(since)
+        t0 = window[0].started_at.timestamp() if window else now.timestamp()
+        t1 = window[-1].started_at.timestamp() if window else now.timestamp()
+        return charts(window, max_ages), t0, t1
+    broker = snap.host_window(since, None)
+    t0 = broker[0].started_at.timestamp() if broker else now.timestamp()
+    t1 = broker[-1].started_at.timestamp() if broker else now.timestamp()
+    out = charts(broker, {})
+    hosts = _host_count(snap.stored)
+    picks = (
+        ("connections", "clients", "$.metrics.connections", "ASC", "fewest connections"),
+        ("logs", "logs", "$.metrics.age_s", "DESC", "oldest logs"),
+    )
+    for key, check, field_path, order, what in picks:
+        chosen = _extreme_hosts(snap.stored, since, check, field_path, order)
+        i = next(n for n, c in enumerate(out) if c.key == key)
+        if key == "connections":
+            pts = _stored_series(snap.stored, since, chosen, "clients", _connections)
+            series = [Series(h, pts[h]) for h in chosen if h in pts]
+        else:
+            ages = _stored_series(
+                snap.stored, since, chosen, "logs", lambda row: _log_age(row, max_ages)
+            )
+            series = [Series(h, ages[h]) for h in chosen if h in ages]
+            limits: dict[float, list[str]] = {}
+            for h in chosen:
+                if h in max_ages and h in ages:
+                    limits.setdefault(max_ages[h][1], []).append(h)
+            for limit, names in sorted(limits.items()):
+                label = "max_age" if len(limits) == 1 else f"max_age {', '.join(names)}"
+                series.append(Series(label, [(t0, limit), (t1, limit)], reference=True))
+        title = f"{out[i].title}: the {len(chosen)} of {hosts} hosts with the {what}"
+        out[i] = replace(out[i], title=title, series=series)
+    return out, t0, t1
+
+
+def _connections(row: dict[str, Any]) -> float | None:
+    metrics = row.get("metrics")
+    return _number(metrics.get("connections")) if isinstance(metrics, dict) else None
+
+
+def _log_age(row: dict[str, Any], max_ages: dict[str, tuple[str, float]]) -> float | None:
+    """A logs row's age: of the host's first configured log (the one `max_ages` names),
+    else the age the row reports (its worst log's)."""
+    host = row.get("host")
+    metrics = row.get("metrics")
+    if row.get("check") != "logs" or host is None or not isinstance(metrics, dict):
+        return None
+    value = _number(metrics.get("age_s"))
+    per_log = metrics.get("logs")
+    if host in max_ages and isinstance(per_log, dict):
+        first = per_log.get(max_ages[host][0])
+        if isinstance(first, dict):
+            value = _number(first.get("age_s"))
+    return value
+
+
+def _stored_series(
+    path: Path,
+    since: datetime,
+    hosts: list[str],
+    check: str,
+    value: Callable[[dict[str, Any]], float | None],
+) -> dict[str, list[tuple[float, float]]]:
+    """Per host, `value` of its `check` row over the rounds at or after `since`, read from
+    the rows the database stored (each change, each refresh), not round by round: a value
+    holds from the round it was stored in until the round before the next one, so each
+    change is drawn as a step (the value before it at the round before), which is the line
+    one point a round draws."""
+    from fleetcheck.rounds import store
+
+    db = store.connect(path, write=False)
+    try:
+        (first,) = db.execute(
+            "SELECT min(id) FROM rounds WHERE at >= ?", (since.timestamp(),)
+        ).fetchone()
+        if first is None:
+            return {}
+        first = max(first, store.whole_from(db) or 0)
+        base = store.reader_start(db, first)
+        times = dict(db.execute("SELECT id, at FROM rounds WHERE id >= ?", (base,)).fetchall())
+        newest = max(times)
+        out: dict[str, list[tuple[float, float]]] = {}
+        for host in hosts:
+            got = db.execute(
+                "SELECT id FROM keys WHERE host = ? AND check_name = ?", (host, check)
+            ).fetchone()
+            if got is None:
+                continue
+            pts: list[tuple[float, float]] = []
+            held: float | None = None
+            for rnd, body in db.execute(
+                "SELECT round, body FROM rows WHERE key = ? AND round >= ? ORDER BY round",
+                (got[0], base),
+            ):
+                try:
+                    row = json.loads(body) if body is not None else None
+                except ValueError:
+                    continue
+                now = value(row) if isinstance(row, dict) else None
+                if rnd <= first:
+                    held = now
+                    continue
+                if not pts and held is not None:
+                    pts.append((times[first], held))
+                if held is not None and rnd - 1 in times:
+                    pts.append((times[rnd - 1], held))
+                if now is not None:
+                    pts.append((times[rnd], now))
+                held = now
+            if not pts and held is not None:
+                pts.append((times[first], held))
+            if held is not None:
+                pts.append((times[newest], held))
+            if pts:
+                out[host] = pts
+    finally:
+        db.close()
+    return out
+
+
+def _host_count(path: Path) -> int:
+    from fleetcheck.rounds import store
+
+    db = store.connect(path, write=False)
+    try:
+        (n,) = db.execute(
+            "SELECT count(DISTINCT host) FROM keys WHERE host != ? AND sig IS NOT NULL",
+            (store.BROKER_KEY,),
+        ).fetchone()
+    finally:
+        db.close()
+    return int(n)
+
+
+def _extreme_hosts(
+    path: Path, since: datetime, check: str, field_path: str, order: str
+) -> list[str]:
+    """The MAX_LINES hosts whose `check` rows stored in the window have the lowest (ASC) or
+    highest (DESC) value at `field_path`."""
+    from fleetcheck.rounds import store
+
+    db = store.connect(path, write=False)
+    try:
+        (first,) = db.execute(
+            "SELECT min(id) FROM rounds WHERE at >= ?", (since.timestamp(),)
+        ).fetchone()
+        if first is None:
+            return []
+        agg = "min" if order == "ASC" else "max"
+        got = db.execute(
+            f"SELECT k.host, {agg}(json_extract(r.body, ?)) AS v FROM keys k "  # noqa: S608
+            "JOIN rows r ON r.key = k.id WHERE k.check_name = ? AND k.host != ? "
+            "AND r.round >= ? AND r.body IS NOT NULL GROUP BY k.host HAVING v IS NOT NULL "
+            f"ORDER BY v {order}, k.host LIMIT ?",
+            (field_path, check, store.BROKER_KEY, store.reader_start(db, first), MAX_LINES),
+        ).fetchall()
+    finally:
+        db.close()
+    return [str(h) for h, _ in got]
 
 
 def config_max_ages(fleet: Any) -> dict[str, tuple[str, float]]:

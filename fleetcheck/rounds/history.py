@@ -1,8 +1,8 @@
 """Each patrol recorded as one round, so `fleetcheck history` can show when a machine went
 dark, `fleetcheck serve` can chart the numbers behind each verdict and `explain` can read a
 host's past. Rounds are stored in an SQLite database beside the history path
-(fleetcheck.rounds.store: rows stored when they change, keyframes, retention, WAL so a second
-process reads while a patrol writes); the history path keeps its name (`history-x.jsonl`),
+(fleetcheck.rounds.store: rows stored when they change, staggered refreshes, retention, WAL so
+a second process reads while a patrol writes); the history path keeps its name (`history-x.jsonl`),
 and a JSONL history written by an older fleetcheck is migrated into the database on the
 first append (every row, as written), then moved aside as `*.migrated`. Until then, and for
 a history that was never migrated, the JSONL is read as before. `export_jsonl` writes the
@@ -65,7 +65,7 @@ def _line(report: Report) -> dict[str, Any]:
 def _append(report: Report, path: Path) -> None:
     from fleetcheck.rounds import store
 
-    line = json.loads(json.dumps(_line(report), default=str))  # as a reader will see it
+    line = _line(report)  # each stored row is written as JSON (a reader sees it so)
     try:
         db = store.connect(path, write=True)
         try:
@@ -124,7 +124,8 @@ def write_latest(report: Report, path: Path) -> None:
     """The report as `run --format json` prints it, replaced atomically (readers never see
     half a file)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    data = json.dumps(report.to_dict(), indent=1, default=str).encode("utf-8")
+    # compact: indenting makes json use its pure-Python encoder (0.6 s for 30,000 rows)
+    data = json.dumps(report.to_dict(), separators=(",", ":"), default=str).encode("utf-8")
     # private like the state: evidence carries log lines and client names
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:

@@ -8,9 +8,12 @@ the rest. Why not every row every round: 10,000 hosts x 3 checks x 96 rounds a d
 million rows a week, ~4 GB as JSON lines. Most rows say the same thing round after round, so
 a row is stored only when it changes: its status, its summary's words (the numbers in a
 summary such as "12s ago" are not a change), its limits, or a metric's bucket (`bucket`:
-integers exactly, other numbers in ~19 % steps, durations under a minute as one). Every
-KEYFRAME rounds, every row is stored (a keyframe): a reader starts at the keyframe before the
-time it wants, and retention drops whole keyframe intervals. A row that disappears (a host
+integers exactly, other numbers in ~19 % steps, durations under a minute as one). Each row is
+also stored again at least once every KEYFRAME rounds (its refresh), staggered by the row's
+id so that no round stores every row: any KEYFRAME consecutive rounds hold every live row at
+least once, so a reader of a round starts KEYFRAME - 1 rounds before it (or at a full round,
+one with every row stored: the first, and every migrated round), and retention keeps the
+KEYFRAME - 1 rounds before the oldest round it keeps whole. A row that disappears (a host
 removed) is stored as a tombstone, so it is not carried forward.
 
 A row read back for a round in which it was not stored is the last stored one, carrying
@@ -42,7 +45,7 @@ CREATE TABLE IF NOT EXISTS rounds (
 CREATE INDEX IF NOT EXISTS rounds_at ON rounds (at);
 CREATE TABLE IF NOT EXISTS keys (
     id INTEGER PRIMARY KEY, host TEXT NOT NULL, check_name TEXT NOT NULL,
-    sig TEXT, UNIQUE (host, check_name));
+    sig TEXT, last INTEGER, UNIQUE (host, check_name));
 CREATE TABLE IF NOT EXISTS rows (
     key INTEGER NOT NULL, round INTEGER NOT NULL, body TEXT,
     PRIMARY KEY (key, round)) WITHOUT ROWID;
@@ -77,6 +80,13 @@ def connect(history: Path, write: bool) -> sqlite3.Connection:
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")  # WAL: a crash loses at most the last round
         db.executescript(_DDL)
+        columns = [c[1] for c in db.execute("PRAGMA table_info(keys)")]
+        if "last" not in columns:  # written before rows were refreshed one by one
+            with transaction(db):
+                db.execute("ALTER TABLE keys ADD COLUMN last INTEGER")
+                db.execute(  # no later than the round it was last stored in: safe
+                    "UPDATE keys SET last = (SELECT max(id) FROM rounds WHERE keyframe = 1)"
+                )
         got = db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
         if got is None:
             db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
@@ -111,7 +121,9 @@ def bucket(key: str, value: Any) -> Any:
             return 0
         return ("-" if value < 0 else "+") + str(round(math.log2(abs(value)) * 4))
     if isinstance(value, dict):
-        return tuple((str(k), bucket(str(k), v)) for k, v in value.items())
+        return tuple(
+            (str(k), v if type(v) in _EXACT else bucket(str(k), v)) for k, v in value.items()
+        )
     if isinstance(value, list | tuple):
         return tuple(bucket(key, v) for v in value)
     if isinstance(value, int | float):
@@ -119,6 +131,7 @@ def bucket(key: str, value: Any) -> Any:
     return str(value)
 
 
+_EXACT = frozenset((int, str, bool, type(None)))  # a metric's own value is its bucket
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
@@ -135,18 +148,15 @@ def signature(row: dict[str, Any]) -> str:
     )
 
 
-def _host_key(host: Any) -> str:
-    return BROKER_KEY if host is None else str(host)
-
-
 def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) -> None:
     """One round (as the JSONL line recorded it), in the caller's transaction. `full`: every
-    row stored (a keyframe), whatever the round's number."""
+    row stored (a full round), whatever the round's number. A row is stored when it is new,
+    when its signature changed, on its staggered refresh ((id + round) % KEYFRAME == 0) and
+    whenever KEYFRAME rounds have passed since it was last stored (a row that changed just
+    before its refresh, or a database written before refreshes were staggered)."""
     at = epoch(line["started_at"])
-    (last_key_round,) = db.execute("SELECT max(id) FROM rounds WHERE keyframe = 1").fetchone()
     (newest,) = db.execute("SELECT max(id) FROM rounds").fetchone()
-    since_key = 0 if last_key_round is None else (newest or 0) - last_key_round + 1
-    keyframe = full or last_key_round is None or since_key >= KEYFRAME
+    full = full or newest is None
     cur = db.execute(
         "INSERT INTO rounds (at, started, duration_s, status, keyframe) VALUES (?, ?, ?, ?, ?)",
         (
@@ -154,53 +164,85 @@ def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) 
             str(line["started_at"]),
             float(line.get("duration_s") or 0.0),
             str(line["status"]),
-            int(keyframe),
+            int(full),
         ),
     )
-    rnd = cur.lastrowid
+    rnd = int(cur.lastrowid or 0)
     keys = {
-        (h, c): (i, s) for i, h, c, s in db.execute("SELECT id, host, check_name, sig FROM keys")
+        (h, c): (i, s, last)
+        for i, h, c, s, last in db.execute("SELECT id, host, check_name, sig, last FROM keys")
     }
     seen: set[int] = set()
     store: list[tuple[int, int, str | None]] = []
-    sigs: list[tuple[str, int]] = []
+    marks: list[tuple[str | None, int, int]] = []  # (sig, round, key)
     nth: dict[tuple[str, str], int] = {}
+    dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
     for row in line["rows"]:
-        k = (_host_key(row.get("host")), str(row.get("check")))
+        host = row.get("host")
+        k = (BROKER_KEY if host is None else str(host), str(row.get("check")))
         n = nth[k] = nth.get(k, -1) + 1
         if n:  # a second row of one check for one host: kept apart, never merged
             k = (k[0], f"{k[1]}#{n}")
         sig = signature(row)
         got = keys.get(k)
         if got is None:
-            cur = db.execute("INSERT INTO keys (host, check_name, sig) VALUES (?, ?, ?)", (*k, sig))
-            key_id, old = int(cur.lastrowid or 0), None
-            keys[k] = (key_id, sig)
-        else:
-            key_id, old = got
+            cur = db.execute(
+                "INSERT INTO keys (host, check_name, sig, last) VALUES (?, ?, ?, ?)",
+                (*k, sig, rnd),
+            )
+            key_id = int(cur.lastrowid or 0)
+            keys[k] = (key_id, sig, rnd)
+            seen.add(key_id)
+            store.append((key_id, rnd, dumps(row)))
+            continue
+        key_id, old, last = got
         seen.add(key_id)
-        if keyframe or old != sig or got is None:
-            store.append((key_id, rnd or 0, json.dumps(row, separators=(",", ":"), default=str)))
-            if got is not None and old != sig:
-                sigs.append((sig, key_id))
-    for key_id, old in keys.values():
+        if (
+            full
+            or old != sig
+            or (key_id + rnd) % KEYFRAME == 0
+            or last is None
+            or rnd - last >= KEYFRAME
+        ):
+            store.append((key_id, rnd, dumps(row)))
+            marks.append((sig, rnd, key_id))
+    for key_id, old, _ in keys.values():
         if key_id not in seen and old is not None:  # gone this round: a tombstone
-            store.append((key_id, rnd or 0, None))
-            sigs.append((None, key_id))  # type: ignore[arg-type]
+            store.append((key_id, rnd, None))
+            marks.append((None, rnd, key_id))
     db.executemany("INSERT INTO rows (key, round, body) VALUES (?, ?, ?)", store)
-    db.executemany("UPDATE keys SET sig = ? WHERE id = ?", sigs)
+    db.executemany("UPDATE keys SET sig = ?, last = ? WHERE id = ?", marks)
 
 
 def expire(db: sqlite3.Connection, now: float, retention_s: float = RETENTION_S) -> None:
-    """Drop what is older than the newest keyframe at or before now - retention: readers of
-    every later round still find the keyframe they start from."""
-    (base,) = db.execute(
-        "SELECT max(id) FROM rounds WHERE keyframe = 1 AND at <= ?", (now - retention_s,)
-    ).fetchone()
-    if base is None:
+    """Keep every round from the newest one at or before now - retention (the oldest kept
+    whole, recorded as `whole_from`) and the KEYFRAME - 1 rounds before it (where the rows
+    its readers start from were stored); drop the rest."""
+    (cut,) = db.execute("SELECT max(id) FROM rounds WHERE at <= ?", (now - retention_s,)).fetchone()
+    if cut is None or cut <= (whole_from(db) or 0):
         return
+    (full,) = db.execute(
+        "SELECT max(id) FROM rounds WHERE keyframe = 1 AND id <= ?", (cut,)
+    ).fetchone()
+    base = max(cut - (KEYFRAME - 1), full or 0)
     db.execute("DELETE FROM rows WHERE round < ?", (base,))
     db.execute("DELETE FROM rounds WHERE id < ?", (base,))
+    set_meta(db, "whole_from", str(cut))
+
+
+def whole_from(db: sqlite3.Connection) -> int | None:
+    """The oldest round a reader can rebuild whole (None: every round kept)."""
+    got = meta(db, "whole_from")
+    return None if got is None else int(got)
+
+
+def reader_start(db: sqlite3.Connection, first: int) -> int:
+    """Where a reader of round `first` and later starts: KEYFRAME - 1 rounds before it, or
+    the newest full round at or before it when that is later."""
+    (full,) = db.execute(
+        "SELECT max(id) FROM rounds WHERE keyframe = 1 AND id <= ?", (first,)
+    ).fetchone()
+    return max(first - (KEYFRAME - 1), full or 0)
 
 
 def read(
@@ -209,13 +251,11 @@ def read(
     """(round fields, its rows) per round at or after `since`, oldest first; only `host`'s
     rows (its own host name; "" for broker-wide) when given."""
     t = since.timestamp() if since is not None else -math.inf
-    (base,) = db.execute(
-        "SELECT max(id) FROM rounds WHERE keyframe = 1 AND at <= ?", (t,)
-    ).fetchone()
-    if base is None:
-        (base,) = db.execute("SELECT min(id) FROM rounds").fetchone()
-    if base is None:
+    (first,) = db.execute("SELECT min(id) FROM rounds WHERE at >= ?", (t,)).fetchone()
+    if first is None:
         return []
+    first = max(first, whole_from(db) or 0)
+    base = reader_start(db, first)
     rounds = db.execute(
         "SELECT id, at, started, duration_s, status FROM rounds WHERE id >= ? ORDER BY id",
         (base,),
@@ -245,7 +285,7 @@ def read(
     state: dict[int, tuple[int, dict[str, Any]]] = {}  # key -> (stored in round, row)
     it = iter(rows)
     pending = next(it, None)
-    for rid, at, started, duration, status in rounds:
+    for rid, _at, started, duration, status in rounds:
         if rid in keyframes:
             state = {}
         while pending is not None and pending[0] == rid:
@@ -258,10 +298,11 @@ def read(
                 except ValueError:
                     pass
             pending = next(it, None)
-        if at < t:
+        if rid < first:
             continue
         rows_now = []
-        for stored_in, row in state.values():
+        for key_id in sorted(state):  # first seen first, wherever the reader started
+            stored_in, row = state[key_id]
             if stored_in != rid:
                 row = {**row, "as_of": started_of.get(stored_in, "")}
             rows_now.append(row)
