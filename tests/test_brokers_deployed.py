@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from fleetcheck.lab import wait_for
+from fleetcheck.lab.system import free_port
 from tests.cli import fleetcheck
 from tests.conftest import _require_lab
 from tests.servers import Server, fleet_toml
@@ -103,6 +105,21 @@ def test_sentinel_with_password_acl_user_and_tls(tmp_path: Path, pki: dict[str, 
         assert "nope" not in json.dumps(got)
 
 
+def _cluster_port() -> int:
+    """A free port whose cluster bus (port + 10000) is free too: Redis refuses a cluster
+    node above 55535."""
+    while True:
+        port = free_port()
+        if port > 55535:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+
+
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[list[Server]]:
     need("redis-server", "redis-cli")
@@ -110,7 +127,8 @@ def cluster(tmp_path: Path) -> Iterator[list[Server]]:
         nodes = [
             stack.enter_context(
                 Server(
-                    [
+                    port=_cluster_port(),
+                    args=[
                         "--cluster-enabled",
                         "yes",
                         "--cluster-config-file",
