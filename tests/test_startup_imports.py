@@ -145,21 +145,27 @@ def fleet_config(tmp: Path, url: str) -> Path:
     return path
 
 
-def test_a_broker_only_patrol_imports_only_what_it_uses(tmp_path: Path) -> None:
+def _broker_only_patrol(tmp_path: Path, probe: str, out: Path) -> subprocess.CompletedProcess[str]:
+    """A broker-only patrol of the five-host fleet against a local redis-server, run under
+    `probe` (a script that writes what it saw to `out`)."""
     if missing_prerequisites(netns=False):
         if os.environ.get("FLEETCHECK_REQUIRE_LAB") == "1":
             pytest.fail("needs redis-server")
         pytest.skip("needs redis-server")
     with Lab(netns=False) as lab:
         config = fleet_config(tmp_path, f"redis://127.0.0.1:{lab.redis_port}/0")
-        out = tmp_path / "modules.json"
         args = ["run", "-c", str(config), "--only", "broker", "--format", "json"]
-        proc = subprocess.run(
-            [sys.executable, "-c", PROBE, str(out), *args],
+        return subprocess.run(
+            [sys.executable, "-c", probe, str(out), *args],
             capture_output=True,
             text=True,
             timeout=60,
         )
+
+
+def test_a_broker_only_patrol_imports_only_what_it_uses(tmp_path: Path) -> None:
+    out = tmp_path / "modules.json"
+    proc = _broker_only_patrol(tmp_path, PROBE, out)
     report = json.loads(proc.stdout)
     assert [r["check"] for r in report["results"]] == ["broker"]
     assert report["results"][0]["status"] == "OK", report
@@ -245,20 +251,8 @@ finally:
 def test_start_up_runs_without_the_cycle_collector_and_the_patrol_with_it(tmp_path: Path) -> None:
     """fleetcheck.collector: the collector is off for start-up (what it made is frozen), on
     again before any check runs; a program running the CLI in-process keeps its own."""
-    if missing_prerequisites(netns=False):
-        if os.environ.get("FLEETCHECK_REQUIRE_LAB") == "1":
-            pytest.fail("needs redis-server")
-        pytest.skip("needs redis-server")
-    with Lab(netns=False) as lab:
-        config = fleet_config(tmp_path, f"redis://127.0.0.1:{lab.redis_port}/0")
-        out = tmp_path / "gc.json"
-        args = ["run", "-c", str(config), "--only", "broker", "--format", "json"]
-        proc = subprocess.run(
-            [sys.executable, "-c", GC_PROBE, str(out), *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+    out = tmp_path / "gc.json"
+    proc = _broker_only_patrol(tmp_path, GC_PROBE, out)
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(out.read_text())
     assert seen["enabled_before"] is True
