@@ -46,6 +46,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -89,9 +90,8 @@ def machine_jiffies() -> dict[str, int]:
     return {"busy": sum(f) - f[3] - f[4], "softirq": f[6], "steal": f[7], "total": sum(f)}
 
 
-def process_cpu() -> dict[int, tuple[str, int]]:
-    """Every live process's (name, utime + stime in jiffies)."""
-    out = {}
+def proc_stats() -> Iterator[tuple[int, str, list[str]]]:
+    """Every live process's (pid, name, the fields of /proc/PID/stat after its name)."""
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -100,9 +100,12 @@ def process_cpu() -> dict[int, tuple[str, int]]:
         except (FileNotFoundError, ProcessLookupError):
             continue
         head, _, tail = stat.rpartition(")")
-        fields = tail.split()
-        out[int(entry.name)] = (head.split("(", 1)[1], int(fields[11]) + int(fields[12]))
-    return out
+        yield int(entry.name), head.split("(", 1)[1], tail.split()
+
+
+def process_cpu() -> dict[int, tuple[str, int]]:
+    """Every live process's (name, utime + stime in jiffies)."""
+    return {pid: (name, int(f[11]) + int(f[12])) for pid, name, f in proc_stats()}
 
 
 def top_others(
@@ -121,17 +124,7 @@ def top_others(
 
 def children_of(parents: set[int]) -> set[int]:
     """Every live process whose parent is one of `parents`."""
-    out = set()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry.name}/stat").read_text()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) in parents:
-            out.add(int(entry.name))
-    return out
+    return {pid for pid, _, f in proc_stats() if int(f[1]) in parents}
 
 
 def listeners(hosts: list[LabHost]) -> set[int]:
