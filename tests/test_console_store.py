@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,51 @@ def test_a_migrated_history_exports_every_row_and_round_trips(tmp_path: Path) ->
     out2 = io.StringIO()
     history.export_jsonl(again, out2)
     same(exported, [json.loads(line) for line in out2.getvalue().splitlines()][: len(exported)])
+
+
+def test_the_charts_page_never_makes_the_newest_rounds_rows(tmp_path: Path) -> None:
+    """The charts page's header needs the newest round's status and counts only: its 30,000
+    rows at 10,000 hosts are made Results when a page shows them, not before, and the
+    header says the same thing either way."""
+    from fleetcheck.console.server import Console
+
+    path, reports = recorded(tmp_path, hosts=20, rounds=6)  # h03 CRIT from round 4
+    now = T0 + timedelta(minutes=76)
+    source = console.Source(path)
+    app = Console(source, 900.0, 86400.0, "1d", {}, clock=lambda: now)
+    code, _, charts_page = app.route("/charts", {})
+    snap = source.snapshot()
+    assert code == 200 and snap.later is not None and not snap.later.parsed
+    newest = reports[-1]
+    assert snap.head == console.Head.of(newest)
+    assert "42 rows: 41 OK, 1 CRIT" in charts_page.decode()
+    assert snap.finished_at == datetime.fromisoformat(newest.started_at) + timedelta(seconds=0.5)
+    before = html.header(snap, now, 1800, "t")
+    code, _, grid_page = app.route("/", {})
+    assert code == 200 and snap.later.parsed and snap.report is not None
+    assert snap.report.to_dict() == newest.to_dict()
+    assert snap.head == console.Head.of(newest)
+    whole = replace(snap, given=newest, later=None)  # the same snapshot, its report given
+    assert html.header(snap, now, 1800, "t") == before == html.header(whole, now, 1800, "t")
+
+
+def test_newest_rows_that_cannot_be_made_results_fall_back_to_the_database(
+    tmp_path: Path,
+) -> None:
+    """A whole-round file whose header reads but whose rows do not (a row's metrics not a
+    map): once a page needs the rows, the newest round comes from the database and the
+    banner says why, as it does for a file that does not parse at all."""
+    path, reports = recorded(tmp_path, hosts=4, rounds=2)
+    latest = history.latest_path(path)
+    data = json.loads(latest.read_text())
+    data["results"][0]["metrics"] = "not a map"
+    latest.write_text(json.dumps(data))
+    snap = console.Source(path).snapshot()
+    assert snap.later is not None and snap.banner is None  # the header alone reads
+    now = T0 + timedelta(minutes=16)
+    page = html.grid_page(snap, now, 1800)
+    report = snap.report
+    assert report is not None and report.started_at == reports[-1].started_at
+    assert [r.evidence for r in report.results] == [None] * len(report.results)  # from the rows
+    assert snap.banner is not None and "unreadable (ValueError" in snap.banner
+    assert "unreadable (ValueError" in page

@@ -134,7 +134,8 @@ def status_badge(status: Status) -> str:
 def header(snap: Snapshot, now: datetime, stale_after: float, title: str) -> str:
     parts = [f"<h1>{e(title)}</h1>"]
     finished = snap.finished_at
-    if snap.report is None or finished is None:
+    r = snap.head  # not snap.report: the charts page never needs the newest round's rows
+    if r is None or finished is None:
         parts.append(
             '<p class="banner">No patrol round recorded yet: start the timer '
             "(<code>fleetcheck timer</code>) or <code>fleetcheck serve --every 15m</code>.</p>"
@@ -146,15 +147,15 @@ def header(snap: Snapshot, now: datetime, stale_after: float, title: str) -> str
             f'<p class="banner">STALE: the newest round finished {e(_ago(age))} ago '
             f"(expected every {e(_ago(stale_after / 2))}): what you see may be old.</p>"
         )
-    r = snap.report
-    counts = ", ".join(f"{n} {label}" for label, n in r.counts().items() if n)
+    counts = ", ".join(f"{n} {label}" for label, n in r.counts.items() if n)
     parts.append(
         f'<p class="meta">Fleet {status_badge(r.status)}; newest round {e(_when(finished))} '
-        f"({e(_ago(age))} ago), {len(r.results)} rows: {e(counts or 'none')}; "
+        f"({e(_ago(age))} ago), {r.rows} rows: {e(counts or 'none')}; "
         f"{snap.round_count} rounds in the history.</p>"
     )
-    if snap.problem:
-        parts.append(f'<p class="banner">{e(snap.problem)}</p>')
+    banner = snap.banner
+    if banner:
+        parts.append(f'<p class="banner">{e(banner)}</p>')
     if snap.unreadable:
         parts.append(f'<p class="meta">{snap.unreadable} unreadable history lines skipped.</p>')
     return "".join(parts)
@@ -183,8 +184,8 @@ GRID_PAGE = 500  # hosts a grid page shows (worst first): 10,000 hosts' cells ar
 def grid_page(snap: Snapshot, now: datetime, stale_after: float, number: int = 1) -> str:
     """The grid; a fleet of more than GRID_PAGE hosts is paged (`number`, from 1), worst
     hosts first, so the first page holds every host that is not OK (up to GRID_PAGE)."""
+    report = snap.report  # first: rows that cannot be read are in the header's banner
     body = [header(snap, now, stale_after, "fleetcheck: the fleet now")]
-    report = snap.report
     if report is not None:
         g = ordered(grid(report))
         if len(g.hosts) > GRID_PAGE:

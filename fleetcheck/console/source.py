@@ -136,10 +136,80 @@ def clean_round(rnd: hist.Round) -> tuple[hist.Round, list[str]]:
 
 
 @dataclass(frozen=True)
+class Head:
+    """What a page's header says of the newest round: its time, its status and its counts."""
+
+    started_at: str
+    duration_s: float
+    status: Status
+    counts: dict[str, int]
+    rows: int
+
+    @classmethod
+    def of(cls, report: Report) -> Head:
+        counts, rows = report.counts(), len(report.results)
+        return cls(report.started_at, report.duration_s, report.status, counts, rows)
+
+
+def head_from_dict(data: dict[str, Any]) -> Head:
+    """The Head of a `fleetcheck.report/2` document without making its rows Results (the
+    expensive part: each one's text made safe). Raises ValueError/KeyError/TypeError/
+    AttributeError on a document that is not one, as `report_from_dict` does."""
+    if data.get("schema") not in READABLE_SCHEMAS:
+        raise ValueError(f"not a {REPORT_SCHEMA} document")
+    started = str(data["started_at"])
+    parse_iso(started)
+    counts = {s.label: 0 for s in Status}
+    worst_rank, status = -1, Status.OK
+    for r in data["results"]:
+        st = Status.parse(str(r["status"]))
+        counts[st.label] += 1
+        if _text_or_none(r.get("silenced")) is None and st.rank > worst_rank:
+            worst_rank, status = st.rank, st
+    return Head(printable(started), float(data["duration_s"]), status, counts, len(data["results"]))
+
+
+class Later:
+    """The newest round's file, read and parsed as JSON, its rows made `Result`s only when a
+    page first needs them (the charts page needs only its Head: at 10,000 hosts making the
+    30,000 Results is ~0.5 s). A document whose rows cannot be made Results counts as
+    unreadable then: `fallback` gives the newest round from the history instead and
+    `problem` says why."""
+
+    def __init__(
+        self, path: Path, data: dict[str, Any], fallback: Callable[[], Report | None]
+    ) -> None:
+        self.head = head_from_dict(data)
+        self.problem: str | None = None
+        self._path = path
+        self._data: dict[str, Any] | None = data
+        self._fallback = fallback
+        self._report: Report | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def parsed(self) -> bool:
+        return self._data is None
+
+    def report(self) -> Report | None:
+        with self._lock:
+            if self._data is not None:
+                try:
+                    self._report = report_from_dict(self._data)
+                except (ValueError, KeyError, TypeError, AttributeError) as e:
+                    self.problem = f"{self._path}: unreadable ({type(e).__name__}: {e})"
+                    self._report = self._fallback()
+                    if self._report is not None:
+                        self.head = Head.of(self._report)
+                self._data = None
+            return self._report
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Everything one page is rendered from."""
 
-    report: Report | None  # the newest round (None: no round yet)
+    given: Report | None  # the newest round (None: no round yet, or it is `later`)
     rounds: list[hist.Round]  # every readable round, oldest first
     unreadable: int = 0  # history lines that could not be read
     problem: str | None = None  # why the newest round could not be read whole
@@ -148,6 +218,28 @@ class Snapshot:
     # reads only what it shows (a host's rounds, a chart's rows); `count`: its rounds
     stored: Path | None = None
     count: int = 0
+    later: Later | None = None  # the newest round, its rows parsed when first needed
+
+    @property
+    def report(self) -> Report | None:
+        """The newest round (None: no round yet)."""
+        return self.later.report() if self.later is not None else self.given
+
+    @property
+    def head(self) -> Head | None:
+        """The newest round's time, status and counts, without parsing its rows."""
+        if self.later is not None:
+            return self.later.head
+        return None if self.given is None else Head.of(self.given)
+
+    @property
+    def banner(self) -> str | None:
+        """What the pages say is wrong: `problem`, and a newest round's rows that could not
+        be read once a page needed them."""
+        late = self.later.problem if self.later is not None else None
+        if late is None:
+            return self.problem
+        return one_line("; ".join(p for p in (late, self.problem) if p))[:1000]
 
     @property
     def round_count(self) -> int:
@@ -157,8 +249,9 @@ class Snapshot:
     @property
     def finished_at(self) -> datetime | None:
         """When the newest round finished."""
-        if self.report is not None:
-            return parse_iso(self.report.started_at) + timedelta(seconds=self.report.duration_s)
+        head = self.head
+        if head is not None:
+            return parse_iso(head.started_at) + timedelta(seconds=head.duration_s)
         if self.rounds:
             last = self.rounds[-1]
             return last.started_at + timedelta(seconds=last.duration_s)
@@ -284,15 +377,6 @@ class Source:
         problem = one_line("; ".join(problems))[:1000] if problems else None
         return Snapshot(report, rounds, bad, problem)
 
-    def _latest_report(self, problems: list[str]) -> Report | None:
-        try:
-            return report_from_dict(json.loads(self.latest.read_text(encoding="utf-8")))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-            problems.insert(0, f"{self.latest}: unreadable ({type(e).__name__}: {e})")
-            return None
-
     def _load_stored(self) -> Snapshot | None:
         """From the history's database (None: there is none yet, or it is not migrated):
         the newest round and how many there are; the pages read the rest as they need it."""
@@ -315,21 +399,42 @@ class Source:
             db.close()
         bad = int(json.loads(done).get("unreadable", 0))
         problems: list[str] = []
-        report = self._latest_report(problems)
-        if newest is not None and (
-            report is None or parse_iso(report.started_at).timestamp() < newest
-        ):
-            from datetime import UTC
-
-            since = datetime.fromtimestamp(newest, UTC)
-            rounds = _cleaned(hist.load(self.history, since)[0])
-            if rounds:
-                try:  # the whole-round file lags or is missing
-                    report = report_from_round(rounds[-1])
-                except (ValueError, KeyError, TypeError, AttributeError) as e:
-                    problems.append(f"the newest round: unreadable ({type(e).__name__}: {e})")
+        later = self._latest_later(problems, newest)
+        report = None
+        if later is None or parse_iso(later.head.started_at).timestamp() < (newest or 0):
+            later = None  # the whole-round file lags or is missing
+            report = self._newest_round(newest, problems)
         problem = one_line("; ".join(problems))[:1000] if problems else None
-        return Snapshot(report, [], bad, problem, stored=self.history, count=int(count))
+        return Snapshot(
+            report, [], bad, problem, stored=self.history, count=int(count), later=later
+        )
+
+    def _latest_later(self, problems: list[str], newest: float | None) -> Later | None:
+        """The newest round's file read as JSON, its rows left for later (None: missing or
+        unreadable, said in `problems`)."""
+        try:
+            data = json.loads(self.latest.read_text(encoding="utf-8"))
+            return Later(self.latest, data, lambda: self._newest_round(newest, []))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            problems.insert(0, f"{self.latest}: unreadable ({type(e).__name__}: {e})")
+            return None
+
+    def _newest_round(self, newest: float | None, problems: list[str]) -> Report | None:
+        """The newest round from the database's rows (no evidence)."""
+        if newest is None:
+            return None
+        from datetime import UTC
+
+        since = datetime.fromtimestamp(newest, UTC)
+        rounds = _cleaned(hist.load(self.history, since)[0])
+        if rounds:
+            try:
+                return report_from_round(rounds[-1])
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
+                problems.append(f"the newest round: unreadable ({type(e).__name__}: {e})")
+        return None
 
 
 # ---------------------------------------------------------------- the grid

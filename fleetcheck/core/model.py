@@ -267,12 +267,13 @@ class Report:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        status = self.status  # once: each is a pass over every row
         return {
             "schema": REPORT_SCHEMA,
             "started_at": self.started_at,
             "duration_s": round(self.duration_s, 6),
-            "status": self.status.label,
-            "exit_code": self.exit_code,
+            "status": status.label,
+            "exit_code": status.code,
             "results": [r.to_dict() for r in self.sorted_results()],
             **({"notes": list(self.notes)} if self.notes else {}),
         }

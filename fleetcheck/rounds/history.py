@@ -15,10 +15,13 @@ keep for every round, but the console shows it for the newest one."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -39,7 +42,23 @@ def append(report: Report, path: Path, max_bytes: int = MAX_BYTES) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     with private_open(path.with_name(path.name + ".lock")) as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        _append(report, path)
+        with gc_paused():
+            _append(report, path)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector held off: a round of 30,000 rows makes ~100,000 dicts
+    and tuples that all live until the round is written (none is garbage), and each
+    collection the allocations trigger walks them all again (a third of an append at
+    10,000 hosts). Reference counting still frees everything as usual."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _line(report: Report) -> dict[str, Any]:

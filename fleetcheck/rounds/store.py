@@ -138,14 +138,29 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 def signature(row: dict[str, Any]) -> str:
     """The part of a row that, when it changes, makes the row stored again (a repr, not
     sorted JSON: a round of 30,000 rows computes 30,000 of them)."""
+    metrics = row.get("metrics") or {}
+    if type(metrics) is dict:  # bucket("", metrics), its loop inlined (the common case)
+        buckets: Any = tuple(
+            [
+                (k, v) if type(v) in _EXACT and type(k) is str else (str(k), _value(str(k), v))
+                for k, v in metrics.items()
+            ]
+        )
+    else:
+        buckets = bucket("", metrics)
+    summary = row.get("summary", "")
     return repr(
         (
             row.get("status"),
-            _NUMBER.sub("#", str(row.get("summary", ""))),
-            bucket("", row.get("metrics") or {}),
+            _NUMBER.sub("#", summary if type(summary) is str else str(summary)),
+            buckets,
             row.get("limits") or None,  # a setting judged against: any change counts
         )
     )
+
+
+def _value(key: str, v: Any) -> Any:
+    return v if type(v) in _EXACT else bucket(key, v)
 
 
 def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) -> None:
