@@ -745,9 +745,7 @@ def _stored_series(
 
     db = store.connect(path, write=False)
     try:
-        (first,) = db.execute(
-            "SELECT min(id) FROM rounds WHERE at >= ?", (since.timestamp(),)
-        ).fetchone()
+        first = store.first_round(db, since)
         if first is None:
             return {}
         first = max(first, store.whole_from(db) or 0)
@@ -816,9 +814,7 @@ def _extreme_hosts(
 
     db = store.connect(path, write=False)
     try:
-        (first,) = db.execute(
-            "SELECT min(id) FROM rounds WHERE at >= ?", (since.timestamp(),)
-        ).fetchone()
+        first = store.first_round(db, since)
         if first is None:
             return []
         agg = "min" if order == "ASC" else "max"

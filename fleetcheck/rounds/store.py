@@ -251,6 +251,14 @@ def whole_from(db: sqlite3.Connection) -> int | None:
     return None if got is None else int(got)
 
 
+def first_round(db: sqlite3.Connection, since: datetime | None) -> int | None:
+    """The id of the oldest round at or after `since` (every round when None); None: no such
+    round."""
+    t = since.timestamp() if since is not None else -math.inf
+    (first,) = db.execute("SELECT min(id) FROM rounds WHERE at >= ?", (t,)).fetchone()
+    return None if first is None else int(first)
+
+
 def reader_start(db: sqlite3.Connection, first: int) -> int:
     """Where a reader of round `first` and later starts: KEYFRAME - 1 rounds before it, or
     the newest full round at or before it when that is later."""
@@ -265,8 +273,7 @@ def read(
 ) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """(round fields, its rows) per round at or after `since`, oldest first; only `host`'s
     rows (its own host name; "" for broker-wide) when given."""
-    t = since.timestamp() if since is not None else -math.inf
-    (first,) = db.execute("SELECT min(id) FROM rounds WHERE at >= ?", (t,)).fetchone()
+    first = first_round(db, since)
     if first is None:
         return []
     first = max(first, whole_from(db) or 0)
