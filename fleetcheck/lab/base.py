@@ -121,10 +121,17 @@ class LabBase:
                 pass
         for ns in self.namespaces:
             kill_namespace(ns)
+        # a veth goes with its namespace, unless something still holds the namespace:
+        # delete the root-side ends by name so the lab's names are free again either way
+        veths = [veth for host in self.hosts.values() for veth in host.veths]
+        if veths:
+            batch = "".join(f"link del {veth}\n" for veth in veths).encode()
+            run("ip", "-force", "-batch", "-", check=False, input=batch)
         if self.bridge:
             run("ip", "link", "del", self.bridge, check=False)
         shutil.rmtree(self.dir, ignore_errors=True)
-        (REGISTRY / self.id).unlink(missing_ok=True)
+        if self.netns:  # a loopback lab's id is not claimed: another lab may hold it
+            (REGISTRY / self.id).unlink(missing_ok=True)
 
     def keep(self) -> Path:
         """Leave the lab running after this process ends (`fleetcheck demo --keep`): its

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from fleetcheck.lab.system import (
+    claim_lab_id,
     free_port,
     missing_prerequisites,
     roomy_neighbour_table,
@@ -31,7 +32,8 @@ class Lab(WorkersLab):
         self.netns = netns
         if netns:
             sweep_orphans()
-        self.id = secrets.token_hex(2)
+        # a namespace lab's names must be free on the machine; a loopback lab makes none
+        self.id = claim_lab_id(os.getpid()) if netns else secrets.token_hex(2)
         self.dir = Path(tempfile.mkdtemp(prefix=f"fleetcheck-lab-{self.id}-"))
         self.bridge = f"fcbr{self.id}" if netns else ""
         self.prefix = prefix  # 22 for up to ~1,000 hosts (a bridge takes 1,024 ports)

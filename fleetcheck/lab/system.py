@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -137,6 +138,35 @@ def kill_namespace(ns: str) -> None:
         except (ProcessLookupError, ValueError):
             pass
     run("ip", "netns", "del", ns, check=False)
+
+
+def claim_lab_id(owner: int) -> str:
+    """A lab id no other lab on this machine holds. Every name of a lab (its bridge
+    `fcbr<id>`, veths `fv<id>…`, namespaces `fc<id>-…`, registry entry) comes from it, and
+    4 hex digits drawn at random repeat within one test run (about 1,500 labs): a repeat
+    next to a lab still alive, or next to a namespace a killed process kept, failed with
+    "File exists". The id is taken by creating its registry entry exclusively, so two
+    processes cannot take the same one, and skipped while any link or namespace uses it."""
+    REGISTRY.mkdir(parents=True, exist_ok=True)
+    links = [
+        line.split(":", 2)[1].strip().split("@")[0]
+        for line in run("ip", "-o", "link", "show", check=False).stdout.decode().splitlines()
+        if line.count(":") >= 2
+    ]
+    spaces = run("ip", "netns", "list", check=False).stdout.decode().split()
+    for _ in range(1000):
+        lab_id = secrets.token_hex(2)
+        if any(n == f"fcbr{lab_id}" or n.startswith(f"fv{lab_id}") for n in links):
+            continue
+        if any(s.startswith(f"fc{lab_id}-") for s in spaces):
+            continue
+        try:
+            with open(REGISTRY / lab_id, "x") as entry:
+                entry.write(json.dumps({"owner": owner}))
+        except FileExistsError:
+            continue
+        return lab_id
+    raise RuntimeError(f"no free lab id: {REGISTRY} holds {len(list(REGISTRY.iterdir()))} labs")
 
 
 def sweep_orphans() -> None:
