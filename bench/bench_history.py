@@ -209,7 +209,7 @@ def main() -> None:
             took, _ = timed(functools.partial(history.append, report, path))
             appends.append(took)
             if i % 8 == 0:  # the newest round's whole file alone, written aside
-                aside = Path(tmp) / "aside.last.json"
+                aside = Path(tmp) / "aside.last.marshal"
                 latest.append(timed(functools.partial(history.write_latest, report, aside))[0])
             if i == 95 and not a.pages_only:
                 res["history_mb_96_rounds"] = round(disk(path) / 1e6, 1)

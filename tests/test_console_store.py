@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import marshal
 from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -192,9 +193,9 @@ def test_newest_rows_that_cannot_be_made_results_fall_back_to_the_database(
     banner says why, as it does for a file that does not parse at all."""
     path, reports = recorded(tmp_path, hosts=4, rounds=2)
     latest = history.latest_path(path)
-    data = json.loads(latest.read_text())
+    data = history.read_latest(latest)
     data["results"][0]["metrics"] = "not a map"
-    latest.write_text(json.dumps(data))
+    latest.write_bytes(marshal.dumps(data))
     snap = console.Source(path).snapshot()
     assert snap.later is not None and snap.banner is None  # the header alone reads
     now = T0 + timedelta(minutes=16)

@@ -270,3 +270,27 @@ def test_a_database_from_before_staggered_refreshes_keeps_every_row_readable(
         assert {(r["host"], r["check"]) for r in rnd.rows} == {
             (r.host, r.check) for r in report.results
         }
+
+
+def test_the_database_keeps_the_recorded_part_of_each_row(tmp_path: Path) -> None:
+    """`append` hands the store each row as `Result.to_dict` makes it (evidence, headline,
+    the state's fields): only check, host, status, summary, metrics and limits are stored."""
+    path = tmp_path / "history.jsonl"
+    row = Result(
+        "logs",
+        "h0",
+        Status.WARN,
+        "/var/log/w.log, 700s ago",
+        metrics={"age_s": 700.0},
+        evidence={"last_line": "x" * 500},
+        limits={"max_age_s": 600},
+        headline="silent",
+        since="2026-11-29T02:00:00.000Z",
+        bad_rounds=2,
+    )
+    report = rep(0, [row, Result("clients", "h0", Status.OK, "3 broker connections")])
+    history.append(report, path)
+    rounds, bad = history.load(path)
+    assert bad == 0
+    assert without_as_of(rounds[-1].rows) == as_recorded(report)
+    assert "evidence" not in json.dumps(rounds[-1].rows)

@@ -377,7 +377,7 @@ def test_unreadable_history_lines_and_torn_latest_file(tmp_path: Path) -> None:
         page = body.decode()
     assert status == 200
     assert "1 unreadable history lines skipped" in page
-    assert "unreadable (JSONDecodeError" in page
+    assert "unreadable (ValueError: not a newest-round file" in page
     assert "\u2716 CRIT" in page  # the newest round, from its history line
 
 

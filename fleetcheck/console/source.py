@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from fleetcheck import collector
 from fleetcheck.core.model import (
     BROKER_WIDE,
     READABLE_SCHEMAS,
@@ -170,7 +171,7 @@ def head_from_dict(data: dict[str, Any]) -> Head:
 
 
 class Later:
-    """The newest round's file, read and parsed as JSON, its rows made `Result`s only when a
+    """The newest round's file, read and parsed, its rows made `Result`s only when a
     page first needs them (the charts page needs only its Head: at 10,000 hosts making the
     30,000 Results is ~0.5 s). A document whose rows cannot be made Results counts as
     unreadable then: `fallback` gives the newest round from the history instead and
@@ -195,7 +196,8 @@ class Later:
         with self._lock:
             if self._data is not None:
                 try:
-                    self._report = report_from_dict(self._data)
+                    with collector.paused():  # 30,000 Results that all live on
+                        self._report = report_from_dict(self._data)
                 except (ValueError, KeyError, TypeError, AttributeError) as e:
                     self.problem = f"{self._path}: unreadable ({type(e).__name__}: {e})"
                     self._report = self._fallback()
@@ -362,7 +364,8 @@ class Source:
             )
         report = None
         try:
-            report = report_from_dict(json.loads(self.latest.read_text(encoding="utf-8")))
+            with collector.paused():
+                report = report_from_dict(hist.read_latest(self.latest))
         except FileNotFoundError:
             pass
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
@@ -410,11 +413,12 @@ class Source:
         )
 
     def _latest_later(self, problems: list[str], newest: float | None) -> Later | None:
-        """The newest round's file read as JSON, its rows left for later (None: missing or
+        """The newest round's file read, its rows left for later (None: missing or
         unreadable, said in `problems`)."""
         try:
-            data = json.loads(self.latest.read_text(encoding="utf-8"))
-            return Later(self.latest, data, lambda: self._newest_round(newest, []))
+            with collector.paused():  # the whole round's dicts, all kept
+                data = hist.read_latest(self.latest)
+                return Later(self.latest, data, lambda: self._newest_round(newest, []))
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:

@@ -266,14 +266,21 @@ class Report:
             out[r.status.label] += 1
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The `run --format json` document. `rows`: each result's `to_dict()` already made,
+        in `results` order (the history keeps them in that order), placed worst first here."""
         status = self.status  # once: each is a pass over every row
+        if rows is None:
+            results = [r.to_dict() for r in self.sorted_results()]
+        else:
+            made = dict(zip(map(id, self.results), rows, strict=True))
+            results = [made[id(r)] for r in self.sorted_results()]
         return {
             "schema": REPORT_SCHEMA,
             "started_at": self.started_at,
             "duration_s": round(self.duration_s, 6),
             "status": status.label,
             "exit_code": status.code,
-            "results": [r.to_dict() for r in self.sorted_results()],
+            "results": results,
             **({"notes": list(self.notes)} if self.notes else {}),
         }
