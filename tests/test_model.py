@@ -81,3 +81,17 @@ def test_report_worst_by_host() -> None:
     )
     report = Report("2026-11-29T06:21:00.000Z", 0.1, rows)
     assert report.worst_by_host() == {"h1": Status.CRIT, None: Status.OK}
+
+
+def test_with_memory_is_replace_without_making_the_text_safe_again() -> None:
+    from dataclasses import replace
+
+    row = Result(
+        "logs", "n8", Status.WARN, "red \x1b[31m", metrics={"age_s": 1.0}, evidence={"l": "x"}
+    )
+    hostile_since = "2026-11-29T02:21:00Z\x1b[2J"
+    fast = row.with_memory(hostile_since, 3, True, False)
+    slow = replace(row, since=hostile_since, bad_rounds=3, alerting=True, flapping=False)
+    assert fast == slow
+    assert "\x1b" not in (fast.since or "")  # the state file's text, made safe
+    assert row.since is None and row.bad_rounds == 0  # the original is untouched

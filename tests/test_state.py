@@ -215,3 +215,19 @@ def test_usage_errors_of_patrol_options(tmp_path: Path) -> None:
         proc = fc("run", "-c", str(cfg), "--no-state", *args)
         assert proc.returncode == 3, (args, proc.stderr)
         assert message in proc.stderr
+
+
+def test_rows_sharing_an_unreadable_time_are_each_dropped(tmp_path: Path) -> None:
+    """The loader remembers each time text's answer for the pass: a bad one shared by two
+    rows drops both, a good one shared keeps both."""
+    path = tmp_path / "state.json"
+    row = {"status": "OK", "since": "2026-11-29T02:00:00Z", "bad_rounds": 0, "recent": ["OK"]}
+    rows = {
+        "a|h1": {**row, "last_seen": "yesterday"},
+        "a|h2": {**row, "last_seen": "yesterday"},
+        "a|h3": {**row, "last_seen": "2026-11-29T02:15:00Z"},
+        "a|h4": {**row, "last_seen": "2026-11-29T02:15:00Z"},
+        "a|h5": {**row, "last_seen": "2026-11-29T02:15:00Z", "recent": ["OK", 3]},
+    }
+    path.write_text(json.dumps({"schema": "fleetcheck.state/1", "rows": rows}))
+    assert sorted(StateFile(path).read()) == ["a|h3", "a|h4"]

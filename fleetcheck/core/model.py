@@ -180,6 +180,19 @@ class Result:
             return self.alerting
         return self.status is not Status.OK
 
+    def with_memory(self, since: str, bad_rounds: int, alerting: bool, flapping: bool) -> Result:
+        """This row with what the state remembers of it (rounds.state.apply). A copy that
+        does not make its text safe again, as `replace` would (it is already, and at 30,000
+        rows that was a third of a round's state): only `since`, read from the state file,
+        is made safe here."""
+        row = object.__new__(Result)
+        row.__dict__.update(self.__dict__)
+        object.__setattr__(row, "since", printable(since))
+        object.__setattr__(row, "bad_rounds", bad_rounds)
+        object.__setattr__(row, "alerting", alerting)
+        object.__setattr__(row, "flapping", flapping)
+        return row
+
     def with_duration(self, seconds: float) -> Result:
         return replace(self, duration_s=round(seconds, 6))
 
