@@ -211,19 +211,21 @@ def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) 
     ids: dict[str, int] = dict(db.execute("SELECT host || char(0) || check_name, id FROM keys"))
     sigs: dict[int, str | None] = dict(db.execute("SELECT id, sig FROM keys"))
     lasts: dict[int, int | None] = dict(db.execute("SELECT id, last FROM keys"))
-    seen: set[int] = set()
+    seen: list[int] = []
     store: list[tuple[int, int, str | None]] = []
     marks: list[tuple[str | None, int, int]] = []  # (sig, round, key)
-    nth: dict[str, int] = {}
+    used: set[str] = set()
     dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
     for row in line["rows"]:
         host = row.get("host")
         h, c = BROKER_KEY if host is None else str(host), str(row.get("check"))
         k = f"{h}\0{c}"
-        n = nth[k] = nth.get(k, -1) + 1
-        if n:  # a second row of one check for one host: kept apart, never merged
-            c = f"{c}#{n}"
-            k = f"{h}\0{c}"
+        if k in used:  # a second row of one check for one host: kept apart, never merged
+            n = 1
+            while f"{k}#{n}" in used:
+                n += 1
+            c, k = f"{c}#{n}", f"{k}#{n}"
+        used.add(k)
         sig = signature(row)
         key_id = ids.get(k)
         if key_id is None:
@@ -233,22 +235,21 @@ def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) 
             )
             key_id = ids[k] = int(cur.lastrowid or 0)
             sigs[key_id] = sig
-            seen.add(key_id)
+            seen.append(key_id)
             store.append((key_id, rnd, dumps(recorded(row))))
             continue
-        seen.add(key_id)
-        last = lasts[key_id]
+        seen.append(key_id)
         if (
             full
             or sigs[key_id] != sig
             or (key_id + rnd) % KEYFRAME == 0
-            or last is None
+            or (last := lasts[key_id]) is None
             or rnd - last >= KEYFRAME
         ):
             store.append((key_id, rnd, dumps(recorded(row))))
             marks.append((sig, rnd, key_id))
-    for key_id, old in sigs.items():
-        if old is not None and key_id not in seen:  # gone this round: a tombstone
+    for key_id in sorted(sigs.keys() - set(seen)):  # the set difference in C
+        if sigs[key_id] is not None:  # gone this round: a tombstone
             store.append((key_id, rnd, None))
             marks.append((None, rnd, key_id))
     db.executemany("INSERT INTO rows (key, round, body) VALUES (?, ?, ?)", store)
