@@ -294,3 +294,75 @@ def test_the_database_keeps_the_recorded_part_of_each_row(tmp_path: Path) -> Non
     assert bad == 0
     assert without_as_of(rounds[-1].rows) == as_recorded(report)
     assert "evidence" not in json.dumps(rounds[-1].rows)
+
+
+def _timeline(rounds: list[history.Round]) -> list[tuple[Any, ...]]:
+    return [(r.started_at, r.status, r.hosts, r.duration_s) for r in rounds]
+
+
+def test_statuses_alone_read_as_the_whole_rounds_say(tmp_path: Path) -> None:
+    """`fleetcheck history`'s timeline reads each host's worst status a round without the
+    rows (store.read_statuses): the same hosts and statuses as the whole rounds, with a host
+    that goes CRIT, one removed from the fleet (its rows' tombstones), a second row of one
+    check, rows carried between stores, and a `since` that starts between two stores."""
+    path = tmp_path / "history.jsonl"
+    for i in range(14):
+        report = fleet_round(i)
+        if i == 11:  # a second clients row for h0, worse than its first
+            extra = Result("clients", "h0", Status.WARN, "a second row")
+            report = Report(report.started_at, 0.5, (*report.results, extra))
+        history.append(report, path)
+    whole, bad = history.load(path)
+    statuses, bad_statuses = history.load_statuses(path)
+    assert (bad, bad_statuses) == (0, 0)
+    assert _timeline(statuses) == _timeline(whole)
+    assert {r.hosts.get("h1") for r in statuses} == {Status.OK, Status.CRIT}
+    assert "h4" in statuses[9].hosts and "h4" not in statuses[10].hosts  # removed
+    assert statuses[11].hosts["h0"] is Status.WARN
+    since = T0 + timedelta(minutes=15 * 6, seconds=1)
+    assert _timeline(history.load_statuses(path, since)[0]) == _timeline(
+        history.load(path, since)[0]
+    )
+    assert all(r.summaries == {} and r.rows == () for r in statuses)
+
+
+def test_a_round_with_a_status_that_is_none_is_counted_not_drawn(tmp_path: Path) -> None:
+    """A row a tampered or older file left with a status that is not one: the round is
+    counted unreadable by the statuses' reader as by the whole rounds'; the others read."""
+    path = tmp_path / "history.jsonl"
+    for i in range(3):
+        jsonl_append(fleet_round(i), path)
+    lines = path.read_text().splitlines()
+    lines[1] = lines[1].replace('"status":"OK"', '"status":"FINE"', 1)
+    path.write_text("\n".join(lines) + "\n")
+    history.append(fleet_round(3), path)  # migrates
+    whole, bad = history.load(path)
+    statuses, bad_statuses = history.load_statuses(path)
+    assert bad == bad_statuses == 1
+    assert _timeline(statuses) == _timeline(whole) and len(statuses) == 3
+
+
+def test_the_history_command_draws_every_host_from_statuses(tmp_path: Path) -> None:
+    """`fleetcheck history` without --host: one line a host, the CRIT host's streak named."""
+    from typer.testing import CliRunner
+
+    from fleetcheck.cli import app
+
+    path = tmp_path / "history.jsonl"
+    now = datetime.now(UTC).replace(microsecond=0)
+    for i in range(4):
+        at = now - timedelta(minutes=15 * (3 - i))
+        rows = [
+            Result("clients", "h0", Status.OK, "ok"),
+            Result("clients", "h1", Status.CRIT if i >= 2 else Status.OK, "gone"),
+        ]
+        history.append(Report(iso(at), 0.5, tuple(rows)), path)
+    config = tmp_path / "hosts.toml"
+    config.write_text('[broker]\nurl = "redis://127.0.0.1:1"\n\n[[hosts]]\nname = "h0"\n')
+    out = CliRunner().invoke(app, ["history", "-c", str(config), "--history", str(path)])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert lines[0].startswith("4 rounds")
+    h1 = next(line for line in lines if line.startswith("h1"))
+    assert h1.split()[1] == "..XX" and "not OK since" in h1
+    assert next(line for line in lines if line.startswith("h0")).split()[1] == "...."

@@ -51,7 +51,11 @@ def history_cmd(
 
         hist.export_jsonl(path, sys.stdout, utcnow() - timedelta(seconds=back))
         return
-    rounds, bad = hist.load(path, utcnow() - timedelta(seconds=back), host)
+    start = utcnow() - timedelta(seconds=back)
+    if host is None:  # every host's timeline: statuses are all it draws
+        rounds, bad = hist.load_statuses(path, start)
+    else:
+        rounds, bad = hist.load(path, start, host)
     lines = hist.timeline(rounds, host)
     if host is not None and not lines:
         raise UsageFailure(f"--host {host}: not in the history of the last {since.text}")

@@ -20,7 +20,7 @@ import json
 import os
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -245,6 +245,42 @@ def load(
     if since is not None:
         rounds = [r for r in rounds if r.started_at >= since]
     return rounds, bad
+
+
+def load_statuses(path: Path, since: datetime | None = None) -> tuple[list[Round], int]:
+    """As `load(path, since)`, each Round with its hosts' statuses only (no summaries, no
+    rows): all that `fleetcheck history`'s timeline draws, read without rebuilding every row
+    of every round (see store.read_statuses). A history not yet in a database is read by
+    `load`."""
+    from fleetcheck.rounds import store
+
+    if store.exists(path):
+        db = store.connect(path, write=False)
+        try:
+            done = store.meta(db, "migrated")
+            found = None if done is None else store.read_statuses(db, since)
+        except sqlite3_errors() as e:
+            raise OSError(f"{store.db_path(path)}: {e}") from None
+        finally:
+            db.close()
+        if done is not None and found is not None:
+            rounds, more = [], found[1]
+            for fields, hosts in found[0]:
+                try:
+                    rounds.append(
+                        Round(
+                            started_at=parse_iso(str(fields["started_at"])),
+                            status=Status.parse(str(fields["status"])),
+                            hosts=hosts,
+                            summaries={},
+                            duration_s=float(fields.get("duration_s") or 0.0),
+                        )
+                    )
+                except (ValueError, TypeError):
+                    more += 1
+            return rounds, int(json.loads(done).get("unreadable", 0)) + more
+    rounds, bad = load(path, since)
+    return [replace(r, summaries={}, rows=()) for r in rounds], bad
 
 
 def exists(path: Path) -> bool:

@@ -33,6 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fleetcheck.core.model import BROKER_WIDE, Status, place
+
 KEYFRAME = 96  # rounds between keyframes: one a day at the default 15-minute interval
 RETENTION_S = 8 * 86400.0  # the console's 7-day window and a day of margin
 SCHEMA = 1
@@ -358,6 +360,86 @@ def read(
         fields = {"started_at": started, "duration_s": duration, "status": status}
         out.append((fields, rows_now))
     return out
+
+
+def read_statuses(
+    db: sqlite3.Connection, since: datetime | None = None
+) -> tuple[list[tuple[dict[str, Any], dict[str, Status]]], int]:
+    """(round fields, each host's worst status) per round at or after `since`, oldest first,
+    and how many rounds could not be read: what `read` gives without the rows, for the
+    timeline of `fleetcheck history`. Hosts are named as the HOST column shows them
+    (model.place: BROKER_WIDE for broker-wide rows). A round holding a row whose status is
+    not a status is left out and counted, as `history.load` does with `read`'s rounds.
+
+    Why apart from `read`: rebuilding every row of every round took 32 s and ~1 GB for a
+    day at 10,000 hosts. This reads only each stored row's status, extracted by SQLite, and
+    recomputes a host's worst only in the rounds where one of its rows was stored."""
+    first = first_round(db, since)
+    if first is None:
+        return [], 0
+    first = max(first, whole_from(db) or 0)
+    base = reader_start(db, first)
+    rounds = db.execute(
+        "SELECT id, started, duration_s, status FROM rounds WHERE id >= ? ORDER BY id", (base,)
+    ).fetchall()
+    host_of: dict[int, str] = {
+        key_id: place(None if host == BROKER_KEY else str(host))
+        for key_id, host in db.execute("SELECT id, host FROM keys")
+    }
+    keyframes = {
+        rid
+        for (rid,) in db.execute("SELECT id FROM rounds WHERE keyframe = 1 AND id >= ?", (base,))
+    }
+    labels = {s.label: s for s in Status}
+    rows = db.execute(
+        "SELECT round, key, CASE WHEN body IS NULL THEN NULL "
+        "ELSE coalesce(json_extract(body, '$.status'), '') END FROM rows "
+        "WHERE round >= ? ORDER BY round",
+        (base,),
+    )
+    out: list[tuple[dict[str, Any], dict[str, Status]]] = []
+    bad = 0
+    per_host: dict[str, dict[int, Status]] = {}  # each host's rows now, carried forward
+    worst: dict[str, Status] = {}
+    unreadable: set[int] = set()  # rows now whose status is not one
+    it = iter(rows)
+    pending = next(it, None)
+    for rid, started, duration, round_status in rounds:
+        if rid in keyframes:
+            per_host, worst, unreadable = {}, {}, set()
+        changed: set[str] = set()
+        while pending is not None and pending[0] == rid:
+            _, key_id, label = pending
+            host = host_of.get(key_id, BROKER_WIDE)
+            mine = per_host.setdefault(host, {})
+            mine.pop(key_id, None)
+            unreadable.discard(key_id)
+            if label is not None:  # None: a tombstone, the row is gone
+                got = labels.get(label) if isinstance(label, str) else None
+                if got is None:
+                    unreadable.add(key_id)
+                else:
+                    mine[key_id] = got
+            changed.add(host)
+            pending = next(it, None)
+        for host in changed:
+            mine = per_host[host]
+            if mine:
+                worst[host] = max(mine.values(), key=_rank)
+            else:
+                worst.pop(host, None)
+        if rid < first:
+            continue
+        if unreadable:
+            bad += 1
+            continue
+        fields = {"started_at": started, "duration_s": duration, "status": round_status}
+        out.append((fields, dict(worst)))
+    return out, bad
+
+
+def _rank(status: Status) -> int:
+    return status.rank
 
 
 def epoch(text: Any) -> float:
