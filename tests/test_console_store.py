@@ -205,3 +205,53 @@ def test_newest_rows_that_cannot_be_made_results_fall_back_to_the_database(
     assert [r.evidence for r in report.results] == [None] * len(report.results)  # from the rows
     assert snap.banner is not None and "unreadable (ValueError" in snap.banner
     assert "unreadable (ValueError" in page
+
+
+def test_a_hosts_and_a_rows_page_make_only_that_hosts_rows_results(tmp_path: Path) -> None:
+    """The host's and the row's pages read that host's rows from the newest round's file
+    without making every row a Result; the page is what the whole round would show, and a
+    broken row of another host does not hide this one."""
+    path, reports = recorded(tmp_path, hosts=6, rounds=5)
+    latest = history.latest_path(path)
+    data = history.read_latest(latest)
+    other = next(i for i, r in enumerate(data["results"]) if r["host"] == "h05")
+    data["results"][other]["metrics"] = "not a map"  # only a whole parse trips on it
+    latest.write_bytes(marshal.dumps(data))
+    now = T0 + timedelta(minutes=15 * 5)
+    snap = console.Source(path).snapshot()
+    host_text = html.host_page(snap, "h03", now, 1800)
+    row_text = html.row_page(snap, "clients", "h03", snap.host_window(None, "h03"), now, 1800)
+    assert snap.later is not None and not snap.later.parsed  # no Result made for every row
+    assert host_text is not None and row_text is not None
+    assert "0 connections" in host_text and "0 connections" in row_text
+    assert html.host_page(snap, "h99", now, 1800) is None
+    # the same pages from the whole round, as before
+    whole = console.Snapshot(reports[-1], history.load(path)[0])
+    assert [r.check for r in whole.rows_of("h03")] == [r.check for r in snap.rows_of("h03")]
+    assert [r.summary for r in whole.rows_of("h03")] == [r.summary for r in snap.rows_of("h03")]
+
+
+def test_a_host_whose_name_was_made_safe_has_its_page(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    evil = "w\x1b[31m1"
+    history.append(
+        Report(iso(T0), 0.5, (Result("clients", evil, Status.CRIT, "0 connections"),)), path
+    )
+    snap = console.Source(path).snapshot()
+    shown = console.printable(evil)
+    assert shown != evil
+    rows = snap.rows_of(shown)
+    assert [r.host for r in rows] == [shown] and rows[0].status is Status.CRIT
+
+
+def test_a_hosts_own_broken_row_falls_back_to_the_database(tmp_path: Path) -> None:
+    path, reports = recorded(tmp_path, hosts=4, rounds=2)
+    latest = history.latest_path(path)
+    data = history.read_latest(latest)
+    mine = next(i for i, r in enumerate(data["results"]) if r["host"] == "h01")
+    data["results"][mine]["metrics"] = "not a map"
+    latest.write_bytes(marshal.dumps(data))
+    snap = console.Source(path).snapshot()
+    rows = snap.rows_of("h01")
+    assert {r.check for r in rows} == {"clients", "logs"}  # from the database's round
+    assert snap.banner is not None and "unreadable (ValueError" in snap.banner

@@ -25,7 +25,6 @@ from fleetcheck.console.source import (
     Snapshot,
     changes,
     charts,
-    find_row,
     grid,
     since_from_history,
 )
@@ -282,8 +281,9 @@ def row_page(
     """The row's page, or None when the newest round has no such row."""
     from fleetcheck.console.source import row_timeline
 
-    report = snap.report
-    result = find_row(report, check, host) if report is not None else None
+    head = snap.head
+    rows = snap.rows_of(host) if head is not None else []  # not every row: this host's
+    result = next((r for r in rows if r.check == check), None)
     points = row_timeline(window, check, host)
     if result is None and not any(p.status for p in points):
         return None
@@ -322,8 +322,8 @@ def row_page(
         else:
             text = json.dumps(result.evidence, indent=2, default=str, ensure_ascii=False)
             body.append(f"<pre>{e(text)}</pre>")
-    if host is not None and report is not None:
-        body.append(explanation_html(snap, report, host))
+    if host is not None and head is not None:
+        body.append(explanation_html(snap, rows, head.started_at, host))
     body.append(f"<h2>Timeline ({len(points)} rounds in the window)</h2>")
     t0 = window[0].started_at.timestamp() if window else 0.0
     t1 = window[-1].started_at.timestamp() if window else 0.0
@@ -333,13 +333,14 @@ def row_page(
     return page(f"{where} / {check}", "".join(body))
 
 
-def explanation_html(snap: Snapshot, report: Report, host: str) -> str:
-    """`fleetcheck explain HOST`'s text for the newest round, from the recorded files (the
-    console never patrols): the same lines, each escaped."""
+def explanation_html(snap: Snapshot, rows: list[Result], started_at: str, host: str) -> str:
+    """`fleetcheck explain HOST`'s text for the newest round (`rows`: its rows of `host`,
+    `started_at`: its start), from the recorded files (the console never patrols): the same
+    lines, each escaped."""
     from fleetcheck.iso import parse_iso
     from fleetcheck.rounds import explain as explaining
 
-    now = parse_iso(report.started_at)
+    now = parse_iso(started_at)
     sources = [f"the newest recorded round ({explaining.when(now)})"]
     rounds = snap.host_window(None, host)  # from a database: this host's rows only
     past = [r for r in rounds if r.started_at < now]
@@ -347,9 +348,7 @@ def explanation_html(snap: Snapshot, report: Report, host: str) -> str:
         sources.append(f"the history ({len(past)} earlier rounds)")
     else:
         sources.append("no earlier round in the history: this round only")
-    told = explaining.explain(
-        host, report.results, rounds, now, sources, explaining.hints_from_registry()
-    )
+    told = explaining.explain(host, rows, rounds, now, sources, explaining.hints_from_registry())
     lines = "\n".join(told.lines())
     return (
         f'<h2 id="explain">Explanation: {e(host)}</h2>'
@@ -360,9 +359,10 @@ def explanation_html(snap: Snapshot, report: Report, host: str) -> str:
 def host_page(snap: Snapshot, host: str, now: datetime, stale_after: float) -> str | None:
     """One host: its explanation and a link to each of its rows; None when the newest round
     has no row of it."""
-    report = snap.report
-    rows = [r for r in report.sorted_results() if r.host == host] if report else []
-    if report is None or not rows:
+    head = snap.head
+    mine = snap.rows_of(host) if head is not None else []  # not every row: this host's
+    rows = sorted(mine, key=lambda r: (-r.status.rank, r.check))  # worst first, as the grid
+    if head is None or not rows:
         return None
     body = [header(snap, now, stale_after, f"{host}: explained")]
     body.append("<h2>Rows</h2><ul>")
@@ -372,7 +372,7 @@ def host_page(snap: Snapshot, host: str, now: datetime, stale_after: float) -> s
             f"{e(r.check)}</a>: {e(r.summary)}</li>"
         )
     body.append("</ul>")
-    body.append(explanation_html(snap, report, host))
+    body.append(explanation_html(snap, mine, head.started_at, host))
     return page(f"{host}: explained", "".join(body))
 
 
