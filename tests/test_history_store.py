@@ -366,3 +366,56 @@ def test_the_history_command_draws_every_host_from_statuses(tmp_path: Path) -> N
     h1 = next(line for line in lines if line.startswith("h1"))
     assert h1.split()[1] == "..XX" and "not OK since" in h1
     assert next(line for line in lines if line.startswith("h0")).split()[1] == "...."
+
+
+def test_a_signature_is_the_same_bytes_in_another_process() -> None:
+    """Signatures are compared with those an earlier patrol (another process) stored: equal
+    rows give equal bytes whatever the interpreter interned or shared."""
+    row = {
+        "status": "OK",
+        "summary": "/var/log/w.log, 12s ago",
+        "metrics": {"age_s": 12.5, "lines": 3, "by": {"a": 1.5}},
+        "limits": {"max_age_s": 900, "names": ["x", "y"]},
+    }
+    code = (
+        "import json, sys; from fleetcheck.rounds import store; "
+        "sys.stdout.write(store.signature(json.loads(sys.argv[1])).hex())"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(row)], capture_output=True, text=True, check=True
+    )
+    assert bytes.fromhex(other.stdout) == store.signature(row)
+    moved = {**row, "summary": "/var/log/w.log, 47s ago"}  # numbers in the words: the same
+    assert store.signature(moved) == store.signature(row)
+    assert store.signature({**row, "status": "WARN"}) != store.signature(row)
+    dated = {**row, "limits": {"until": datetime(2026, 12, 1, tzinfo=UTC)}}  # a TOML date
+    assert store.signature(dated) != store.signature(row)  # repr's bytes, no error
+
+
+def test_text_signatures_of_an_older_database_store_each_row_once_more(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    for i in range(3):
+        history.append(fleet_round(i), path)
+    db = sqlite3.connect(store.db_path(path))
+    db.execute("UPDATE keys SET sig = CAST(sig AS TEXT) || 'old' WHERE sig IS NOT NULL")
+    db.commit()
+    db.close()
+
+    def stored_in(round_index: int) -> int:
+        db = sqlite3.connect(store.db_path(path))
+        try:
+            (n,) = db.execute(
+                "SELECT count(*) FROM rows WHERE round = (SELECT id FROM rounds "
+                "ORDER BY id LIMIT 1 OFFSET ?)",
+                (round_index,),
+            ).fetchone()
+            return int(n)
+        finally:
+            db.close()
+
+    history.append(fleet_round(3), path)
+    history.append(fleet_round(4), path)
+    rows_a_round = len(fleet_round(3).results)
+    assert stored_in(3) == rows_a_round  # every row once more
+    assert stored_in(4) < rows_a_round  # then only what changed
+    assert len(history.load(path)[0]) == 5
