@@ -187,6 +187,28 @@ def test_a_mistyped_command_is_suggested_from_every_name(args: list[str], sugges
     assert f"Did you mean {suggested}?" in proc.stderr, proc.stderr
 
 
+def test_a_bad_key_in_a_check_not_run_still_fails_the_patrol(tmp_path: Path) -> None:
+    """`--only broker` validates the whole file: a bad key in another check's table (one whose
+    settings are declared apart from the check, so the check is not imported) is named with
+    file, table and key, and the patrol does not run (exit 3)."""
+    config = tmp_path / "hosts.toml"
+    config.write_text(
+        '[broker]\nurl = "redis://127.0.0.1:1/0"\n[checks.broker]\n'
+        '[checks.rater_probe]\ntimeout = "5s"\ntimout = "5s"\n'
+    )
+    proc = cli("run", "-c", str(config), "--only", "broker", "--format", "json")
+    assert proc.returncode == 3, proc
+    assert f"{config}: [checks.rater_probe]" in proc.stderr, proc.stderr
+    assert "timout" in proc.stderr, proc.stderr
+    config.write_text(
+        '[broker]\nurl = "redis://127.0.0.1:1/0"\n[checks.broker]\n'
+        '[checks.rater_probe]\ntimeout = "500s"\n'
+    )
+    proc = cli("run", "-c", str(config), "--only", "broker", "--format", "json")
+    assert proc.returncode == 3, proc
+    assert "[checks.rater_probe]" in proc.stderr and "timeout" in proc.stderr, proc.stderr
+
+
 # ---------------------------------------------------------------- usage errors: one line
 @pytest.mark.parametrize(
     "args, names",
