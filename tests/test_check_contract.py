@@ -238,13 +238,14 @@ def test_settings_declared_apart_are_the_checks_own(name: str) -> None:
     a config does not import the check) declares the very types of its check, and keeps the
     check itself in `.check`; the registry answers with them either way."""
     module = importlib.import_module(f"fleetcheck.checks.{name}")
-    check = registry.find(name)
+    check = registry.builtin(name)
     assert check is not None
-    assert registry.config_type(name) is check.config_type
-    host = registry.host_config_types([name])
-    assert host == ({name: check.host_config_type} if check.host_config_type else {})
+    assert registry.config_type(check.name) is check.config_type
+    host = registry.host_config_types([check.name])
+    assert host == ({check.name: check.host_config_type} if check.host_config_type else {})
     if "CONFIG_TYPE" not in vars(module):
         return
+    assert check.name == name  # the registry finds the settings by the check's name
     assert module.CONFIG_TYPE is check.config_type
     assert module.HOST_CONFIG_TYPE is check.host_config_type
     assert "CHECK" not in vars(module)

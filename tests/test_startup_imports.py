@@ -58,9 +58,7 @@ OURS = {
     "fleetcheck.core.safe_text",  # the model makes its text safe, and warnings are
     "fleetcheck.core.stderr",  # written through it
     "fleetcheck.parse",
-    "fleetcheck.parse.clientlist",
     "fleetcheck.parse.duration",
-    "fleetcheck.parse.instant",
     "fleetcheck.rounds.patrol",
     "fleetcheck.core.registry",
     "fleetcheck.render",
@@ -171,12 +169,17 @@ def test_a_broker_only_patrol_imports_only_what_it_uses(tmp_path: Path) -> None:
     assert (
         not {
             "fleetcheck.checks.rater_probe.check",
+            "fleetcheck.checks.queue_depth.check",
+            "fleetcheck.checks.clients.check",
+            "fleetcheck.checks.groups.check",
             "fleetcheck.checks.live_hash.reaper",
             "fleetcheck.checks.live_hash.scan",
             "fleetcheck.parse.live_entry",
             "fleetcheck.parse.logtail",
             "fleetcheck.parse.timestamps",
             "fleetcheck.parse.routes",
+            "fleetcheck.parse.clientlist",  # clients' and rater_probe's
+            "fleetcheck.parse.instant",  # queue_depth's
         }
         & modules
     )
