@@ -106,7 +106,13 @@ def find(name: str) -> Check | None:
     check = builtin(name)
     if check is not None and check.name == name:
         return check
-    return available().get(name)
+    for module in _builtin_names():  # a built-in named otherwise than its module
+        if _declared_types(module) is not None:  # named as its module (a contract test)
+            continue
+        check = builtin(module)
+        if check is not None and check.name == name:
+            return check
+    return plugins().get(name)
 
 
 def select(names: Iterable[str]) -> dict[str, Check]:
