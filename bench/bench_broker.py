@@ -689,7 +689,7 @@ class Bench:
         import re
 
         import redis
-        from fleetcheck.checks.clients import facts_of
+        from fleetcheck.checks.clients.check import facts_of
 
         from fleetcheck.core import registry
         from fleetcheck.core.context import PatrolContext

@@ -31,7 +31,12 @@ ENTRY_POINTS = f"[{registry.ENTRY_POINT_GROUP}]\nexample_marker = tests.example_
 
 def _clear_registry() -> None:
     importlib.invalidate_caches()
-    for cached in (registry.plugins, registry.available, registry.builtin):
+    for cached in (
+        registry.plugins,
+        registry.available,
+        registry.builtin,
+        registry._declared_types,
+    ):
         cached.cache_clear()
 
 
@@ -225,6 +230,26 @@ def declaration_problems(check: Check[Any, Any]) -> list[str]:
 @pytest.mark.parametrize("name", sorted(registry.available()))
 def test_every_registered_check_declares_everything(name: str) -> None:
     assert declaration_problems(registry.available()[name]) == []
+
+
+@pytest.mark.parametrize("name", registry._builtin_names())
+def test_settings_declared_apart_are_the_checks_own(name: str) -> None:
+    """A check package that declares its settings types in its `__init__` (so that validating
+    a config does not import the check) declares the very types of its check, and keeps the
+    check itself in `.check`; the registry answers with them either way."""
+    module = importlib.import_module(f"fleetcheck.checks.{name}")
+    check = registry.builtin(name)
+    assert check is not None
+    assert registry.config_type(check.name) is check.config_type
+    host = registry.host_config_types([check.name])
+    assert host == ({check.name: check.host_config_type} if check.host_config_type else {})
+    if "CONFIG_TYPE" not in vars(module):
+        return
+    assert check.name == name  # the registry finds the settings by the check's name
+    assert module.CONFIG_TYPE is check.config_type
+    assert module.HOST_CONFIG_TYPE is check.host_config_type
+    assert "CHECK" not in vars(module)
+    assert type(check).__module__ == f"fleetcheck.checks.{name}.check"
 
 
 def test_the_example_plugin_declares_everything() -> None:

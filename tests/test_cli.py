@@ -112,6 +112,103 @@ def test_top_level_help_does_not_truncate_command_descriptions() -> None:
         assert first and f"{path[0]} {first}" in flat, (path, first)
 
 
+def test_the_index_of_own_commands_is_what_the_modules_register() -> None:
+    """The root group resolves its own commands through `app.OWN` (name -> module); every
+    command a module of fleetcheck.cli registers on the root is there under its module, in the
+    order the help lists them, and nothing else is."""
+    import importlib
+    import pkgutil
+
+    import fleetcheck.cli as package
+    from fleetcheck.cli.app import GROUPS, OWN, app
+
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"fleetcheck.cli.{info.name}")
+    registered = {i.name: i.callback.__module__ for i in app.registered_commands if i.callback}
+    assert {n: f"fleetcheck.cli.{m}" for n, m in OWN.items()} == registered
+    groups = [i.typer_instance for i in app.registered_groups]
+    assert [g.info.name for g in groups if g is not None] == list(GROUPS) == ["config"]
+    commands = cli("--help").stdout.split("\nCommands:\n")[1].splitlines()
+    listed = [line.split()[0] for line in commands if re.match(r"  \S", line)]
+    assert listed[: len(OWN)] == list(OWN)
+    assert listed[: len(OWN)] == [  # the order `fleetcheck --help` has always had
+        "run", "checks", "demo", "history", "explain", "timer", "doctor", "serve", "notify",
+        "silence", "rules",
+    ]  # fmt: skip
+
+
+def test_a_command_imports_only_its_own_module_and_builds_only_itself() -> None:
+    """`fleetcheck checks` imports the module that declares it (cli.run) and none of the other
+    command modules, and typer builds that one command; `--help` builds them all."""
+    code = (
+        "import sys\n"
+        "from fleetcheck.cli import app, main\n"
+        "import typer.main\n"
+        "built = []\n"
+        "real = typer.main.get_command_from_info\n"
+        "def spy(info, **kw):\n"
+        "    built.append(info.name)\n"
+        "    return real(info, **kw)\n"
+        "typer.main.get_command_from_info = spy\n"
+        "sys.argv = ['fleetcheck', *sys.argv[1:]]\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "cli = sorted(m for m in sys.modules if m.startswith('fleetcheck.cli.'))\n"
+        "print('SEEN', cli, sorted(built), file=sys.stderr)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "checks"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "clients" in proc.stdout
+    seen = proc.stderr.split("SEEN ")[1]
+    assert seen.strip() == (
+        "['fleetcheck.cli.app', 'fleetcheck.cli.common', 'fleetcheck.cli.run'] ['checks']"
+    ), proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "--help"], capture_output=True, text=True, timeout=60
+    )
+    seen = proc.stderr.split("SEEN ")[1]
+    for module in ("serve", "timer", "config", "rules"):
+        assert f"'fleetcheck.cli.{module}'" in seen, seen
+    assert "'serve'" in seen and "'timer'" in seen, seen
+
+
+@pytest.mark.parametrize(
+    ("args", "suggested"),
+    [(["rn"], "'run'"), (["probe-ratr"], "'probe-rater'"), (["config", "chek"], "'check'")],
+)
+def test_a_mistyped_command_is_suggested_from_every_name(args: list[str], suggested: str) -> None:
+    """Suggestions know the commands not built yet, and those the checks add."""
+    proc = cli(*args)
+    assert proc.returncode == 3
+    assert f"Did you mean {suggested}?" in proc.stderr, proc.stderr
+
+
+def test_a_bad_key_in_a_check_not_run_still_fails_the_patrol(tmp_path: Path) -> None:
+    """`--only broker` validates the whole file: a bad key in another check's table (one whose
+    settings are declared apart from the check, so the check is not imported) is named with
+    file, table and key, and the patrol does not run (exit 3)."""
+    config = tmp_path / "hosts.toml"
+    config.write_text(
+        '[broker]\nurl = "redis://127.0.0.1:1/0"\n[checks.broker]\n'
+        '[checks.rater_probe]\ntimeout = "5s"\ntimout = "5s"\n'
+    )
+    proc = cli("run", "-c", str(config), "--only", "broker", "--format", "json")
+    assert proc.returncode == 3, proc
+    assert f"{config}: [checks.rater_probe]" in proc.stderr, proc.stderr
+    assert "timout" in proc.stderr, proc.stderr
+    config.write_text(
+        '[broker]\nurl = "redis://127.0.0.1:1/0"\n[checks.broker]\n'
+        '[checks.rater_probe]\ntimeout = "500s"\n'
+    )
+    proc = cli("run", "-c", str(config), "--only", "broker", "--format", "json")
+    assert proc.returncode == 3, proc
+    assert "[checks.rater_probe]" in proc.stderr and "timeout" in proc.stderr, proc.stderr
+
+
 # ---------------------------------------------------------------- usage errors: one line
 @pytest.mark.parametrize(
     "args, names",

@@ -8,7 +8,7 @@ import sys
 from datetime import UTC, datetime
 
 import pytest
-from fleetcheck.checks.clients import CHECK, ClientsConfig, ClientsFacts, facts_of
+from fleetcheck.checks.clients.check import CHECK, ClientsConfig, ClientsFacts, facts_of
 
 from fleetcheck.config import HostConfig
 from fleetcheck.core.hostfacts import ClientsHostConfig

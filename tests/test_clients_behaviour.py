@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from fleetcheck.checks.clients import (
+from fleetcheck.checks.clients.check import (
     CHECK,
     ClientsConfig,
     ClientsFacts,

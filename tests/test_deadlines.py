@@ -202,7 +202,7 @@ def test_probe_rater_ends_at_its_patrol_deadline(tmp_path: Path) -> None:
     """probe-rater runs as a patrol of one check, so the runner's deadline (probe_deadline:
     twice the probe's timeout plus the broker's whole retry budget plus 10 s) bounds it. This
     held before the fix too; the test keeps it so against a broker that drips every reply."""
-    from fleetcheck.checks.rater_probe import RaterProbeConfig, probe_deadline
+    from fleetcheck.checks.rater_probe.check import RaterProbeConfig, probe_deadline
 
     extra = '[checks.rater_probe]\ninbox = "q"\ntimeout = "1s"\n'
     with DripServer("drip", interval=0.9, kind="list") as server:

@@ -7,7 +7,7 @@ any default)."""
 from __future__ import annotations
 
 import pytest
-from fleetcheck.checks.queue_depth import read_head
+from fleetcheck.checks.queue_depth.check import read_head
 
 from fleetcheck.parse.journal import parse_journal_output
 from fleetcheck.parse.jsonlog import parse_object

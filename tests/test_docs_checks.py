@@ -6,6 +6,7 @@ docstring instead, so its own file is its reference until docs/checks.md grows a
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 import re
 from pathlib import Path
@@ -13,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from fleetcheck.core import registry
-from tests.test_check_contract import home_of
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "checks.md"
@@ -42,8 +42,12 @@ def test_every_section_names_a_registered_check() -> None:
 def test_every_key_of_every_check_is_documented(name: str) -> None:
     check = registry.available()[name]
     section = sections().get(name)
-    where = "docs/checks.md" if section is not None else f"the module docstring of {home_of(check)}"
-    text = section if section is not None else inspect.getmodule(type(check)).__doc__ or ""  # type: ignore[union-attr]
+    module = inspect.getmodule(type(check))
+    assert module is not None
+    if module.__name__.endswith(".check"):  # a package's check: its docstring is the package's
+        module = importlib.import_module(module.__name__.removesuffix(".check"))
+    where = "docs/checks.md" if section is not None else f"the docstring of {module.__file__}"
+    text = section if section is not None else module.__doc__ or ""
     documented = {w for span in re.findall(r"`([^`]+)`", text) for w in re.findall(r"\w+", span)}
     missing = sorted(keys_of(check) - documented)
     assert missing == [], f"{name}: keys not documented (as `key`) in {where}: {missing}"

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from fleetcheck.checks.groups import CHECK, GroupFacts, GroupsConfig
+from fleetcheck.checks.groups.check import CHECK, GroupFacts, GroupsConfig
 
 from fleetcheck.config import ConfigError, load
 from fleetcheck.core import registry

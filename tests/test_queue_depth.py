@@ -7,7 +7,7 @@ import time
 from datetime import UTC, datetime
 
 import pytest
-from fleetcheck.checks.queue_depth import CHECK, Head, QueueDepthConfig, QueueFacts, read_head
+from fleetcheck.checks.queue_depth.check import CHECK, Head, QueueDepthConfig, QueueFacts, read_head
 
 from fleetcheck.config import ConfigError, from_dict
 from fleetcheck.core.context import PatrolContext

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fleetcheck.checks.rater_probe import (
+from fleetcheck.checks.rater_probe.check import (
     CHECK,
     LoopFacts,
     ProbeFacts,

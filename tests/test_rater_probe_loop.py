@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from fleetcheck.checks.rater_probe import (
+from fleetcheck.checks.rater_probe.check import (
     CHECK,
     LoopFacts,
     ProbeFacts,

@@ -4,13 +4,18 @@ Exit codes follow Nagios: 0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN. Usage and config erro
 with one line on stderr (click's own usage errors would exit 2, which cron and Nagios read
 as CRITICAL).
 
-The root group is lazy about the commands checks add (`probe-rater`, `reap-live`): the
-commands of the CLI itself resolve without the registry, so `fleetcheck run` imports no check
-for them; the full listing (`--help`) reads the checks' declarations from their source
-(fleetcheck.core.command_index, no check imported), and a name that is none of the CLI's own
-asks the registry, which imports the one module that declares it.
+The root group is lazy about every command. The CLI's own commands are named in `OWN` with
+the module that declares each: resolving a command imports that one module and typer builds
+that one click command (`fleetcheck run` imports none of the other command modules and builds
+none of their commands: ~10 ms of a patrol's start-up, docs/performance.md "Start-up"). The
+commands checks add (`probe-rater`, `reap-live`) resolve without the registry for the CLI's
+own names, so `fleetcheck run` imports no check for them; the full listing (`--help`) reads
+the checks' declarations from their source (fleetcheck.core.command_index, no check
+imported), and a name that is none of the CLI's own asks the registry, which imports the one
+module that declares it.
 """
 
+import importlib
 import os
 import re
 import sys
@@ -27,17 +32,34 @@ from fleetcheck.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, UsageFailure, sh
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
+# The CLI's own commands, in the order `fleetcheck --help` lists them, each with the module
+# of fleetcheck.cli that declares it (a test holds this to the registrations); then its
+# sub-groups, listed after the commands checks add.
+OWN = {
+    "run": "run",
+    "checks": "run",
+    "demo": "demo",
+    "history": "history",
+    "explain": "explain",
+    "timer": "timer",
+    "doctor": "doctor",
+    "serve": "serve",
+    "notify": "notify",
+    "silence": "silence",
+    "rules": "rules",
+}
+GROUPS = {"config": "config"}
+
+
 class RootGroup(typer.core.TyperGroup):
     """The root command group: its own commands, then those of the checks (by name), then its
-    sub-groups, as `fleetcheck --help` has always listed them."""
+    sub-groups, as `fleetcheck --help` has always listed them; each built when resolved."""
 
     def list_commands(self, ctx: Any) -> list[str]:
         from fleetcheck.core.command_index import command_listing
 
-        own = [n for n, c in self.commands.items() if not hasattr(c, "commands")]
-        groups = [n for n, c in self.commands.items() if hasattr(c, "commands")]
-        added = sorted(n for n in command_listing() if n not in self.commands)
-        return [*own, *added, *groups]
+        added = sorted(n for n in command_listing() if n not in OWN and n not in GROUPS)
+        return [*OWN, *added, *GROUPS]
 
     listing: dict[str, tuple[str, str]] | None = None  # while `--help` lists the commands
 
@@ -45,11 +67,32 @@ class RootGroup(typer.core.TyperGroup):
         found = super().get_command(ctx, cmd_name)
         if found is not None:
             return found
+        if cmd_name in OWN or cmd_name in GROUPS:
+            built = _own(cmd_name)
+            self.add_command(built, cmd_name)
+            return built
         if self.listing is not None and cmd_name in self.listing:
             return _Listed(short_help(self.listing[cmd_name][0]))
         from fleetcheck.cli.check_commands import build
 
         return build(cmd_name, CONTEXT)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """As typer's, with "Did you mean" taken from every command's name, built or not
+        (typer's own suggestions know only the commands already built)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except Exception as e:
+            if not is_click_error(e) or not args or not hasattr(e, "message"):
+                raise
+            from difflib import get_close_matches
+
+            matches = get_close_matches(args[0], self.list_commands(ctx))
+            if matches:
+                suggestions = ", ".join(f"{m!r}" for m in matches)
+                message = str(getattr(e, "message", "")).rstrip(".")
+                setattr(e, "message", f"{message}. Did you mean {suggestions}?")  # noqa: B010
+            raise
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         """The listing takes the checks' commands as the command index lists them (name and
@@ -61,6 +104,20 @@ class RootGroup(typer.core.TyperGroup):
             super().format_commands(ctx, formatter)
         finally:
             self.listing = None
+
+
+def _own(name: str) -> Any:
+    """The click command (or group) of the CLI's own command `name`: its module imported now,
+    which registers it, and typer building that one command."""
+    import typer.main
+
+    importlib.import_module(f"fleetcheck.cli.{OWN.get(name) or GROUPS[name]}")
+    if name in GROUPS:
+        return typer.main.get_group(config_app)
+    (info,) = (i for i in app.registered_commands if i.name == name)
+    one = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False)
+    one.registered_commands.append(info)
+    return typer.main.get_command(one)
 
 
 class _Listed:
@@ -84,9 +141,15 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings=CONTEXT,
     cls=RootGroup,
+    suggest_commands=False,  # RootGroup suggests, from every command's name
 )
 config_app = typer.Typer(
-    help="Validate and show the configuration.", no_args_is_help=True, context_settings=CONTEXT
+    name="config",
+    help="Validate and show the configuration.",
+    short_help="Validate and show the configuration.",
+    no_args_is_help=True,
+    context_settings=CONTEXT,
+    rich_markup_mode=None,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from fleetcheck.cli.app import command, config_app
+from fleetcheck.cli.app import app, command, config_app
 from fleetcheck.cli.common import (
     ConfigOpt,
     DurationArg,
@@ -18,6 +18,8 @@ from fleetcheck.cli.common import (
 
 if TYPE_CHECKING:
     from fleetcheck.config import FleetConfig
+
+app.add_typer(config_app)  # as `config` (its name, help and short help are config_app's own)
 
 
 @command(config_app, "check")

@@ -100,7 +100,7 @@ def run(
     fleet = load_fleet(config)
     only, host = split_list(only), split_list(host)
     try:
-        checks = registry.select([*fleet.checks, *only])
+        checks = registry.select(only or fleet.checks)  # the checks this patrol runs
         items = runner.plan(fleet, checks, only, host)
         if shard:
             part = patrol.parse_shard(shard)

@@ -23,8 +23,8 @@ _LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"')
 @cache
 def command_listing() -> dict[str, tuple[str, str]]:
     """{command name: (help, module)} of the commands the built-in checks declare, in their
-    module or in their package's `command` module. A plugin's commands are found by name only
-    (reading the entry points would cost every `--help` tens of milliseconds)."""
+    module or in their package's `command` or `check` module. A plugin's commands are found
+    by name only (reading the entry points would cost every `--help` tens of milliseconds)."""
     import fleetcheck.checks as package
 
     found: dict[str, tuple[str, str]] = {}
@@ -35,6 +35,7 @@ def command_listing() -> dict[str, tuple[str, str]]:
         sources = [(path, name)] if path.suffix == ".py" else []
         if (path / "__init__.py").is_file():
             sources = [(path / "__init__.py", name), (path / "command.py", f"{name}.command")]
+            sources.append((path / "check.py", f"{name}.check"))
         for source, module in sources:
             text = source.read_text(encoding="utf-8") if source.is_file() else ""
             for command, literals in _COMMAND.findall(text):

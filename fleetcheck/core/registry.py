@@ -6,6 +6,12 @@ A patrol asks for its checks by name (`find`), so it imports only the modules of
 its config names, and reads the installed packages' entry points (importlib.metadata, tens of
 milliseconds) only for a name no built-in module has. Built-ins win over plugins of the same
 name, as in the full listing (`available`).
+
+Validating a config file needs every configured check's settings types, not the checks: a
+built-in check that is a package may declare them in its `__init__` (`CONFIG_TYPE`,
+`HOST_CONFIG_TYPE`) and put the check itself (`CHECK`) in its `check` module, which is then
+imported only when the check is asked for (`find`): a patrol that runs one check does not
+import the others' probes.
 """
 
 from __future__ import annotations
@@ -39,8 +45,28 @@ def builtin(name: str) -> Check | None:
     module_name = f"fleetcheck.checks.{name}"
     if module_name not in sys.modules and importlib.util.find_spec(module_name) is None:
         return None
-    check = getattr(importlib.import_module(module_name), "CHECK", None)
+    module = importlib.import_module(module_name)
+    if "CHECK" not in vars(module) and "CONFIG_TYPE" in vars(module):  # the check in `.check`
+        module = importlib.import_module(f"{module_name}.check")
+    check = getattr(module, "CHECK", None)
     return check if isinstance(check, Check) else None
+
+
+@cache
+def _declared_types(name: str) -> tuple[type, type | None] | None:
+    """(settings type, per-host settings type) of built-in check `name` as its package declares
+    them without the check (see above), or None (then the check is asked)."""
+    if not name.isidentifier() or name.startswith("_"):
+        return None
+    module_name = f"fleetcheck.checks.{name}"
+    if module_name not in sys.modules and importlib.util.find_spec(module_name) is None:
+        return None
+    declared = vars(importlib.import_module(module_name))
+    config_type = declared.get("CONFIG_TYPE")
+    if not isinstance(config_type, type):
+        return None
+    host_type = declared.get("HOST_CONFIG_TYPE")
+    return config_type, host_type if isinstance(host_type, type) else None
 
 
 @cache
@@ -80,7 +106,13 @@ def find(name: str) -> Check | None:
     check = builtin(name)
     if check is not None and check.name == name:
         return check
-    return available().get(name)
+    for module in _builtin_names():  # a built-in named otherwise than its module
+        if _declared_types(module) is not None:  # named as its module (a contract test)
+            continue
+        check = builtin(module)
+        if check is not None and check.name == name:
+            return check
+    return plugins().get(name)
 
 
 def select(names: Iterable[str]) -> dict[str, Check]:
@@ -95,14 +127,30 @@ def select(names: Iterable[str]) -> dict[str, Check]:
 
 
 def config_type(name: str) -> type | None:
+    """The settings type of check `name` (None: no such check), importing the check itself
+    only when its package does not declare the type apart."""
+    declared = _declared_types(name)
+    if declared is not None:
+        return declared[0]
     check = find(name)
     return check.config_type if check else None
 
 
 def host_config_types(names: Collection[str] | None = None) -> dict[str, type]:
-    """{check name: its per-host settings type} for `names` (None: every check, plugins too)."""
-    checks = available() if names is None else select(names)
-    return {n: c.host_config_type for n, c in checks.items() if c.host_config_type is not None}
+    """{check name: its per-host settings type} for `names` (None: every check, plugins too),
+    as `config_type` finds them."""
+    if names is None:
+        checks = available()
+        return {n: c.host_config_type for n, c in checks.items() if c.host_config_type is not None}
+    out: dict[str, type] = {}
+    for name in names:
+        declared = _declared_types(name)
+        if declared is None:
+            check = find(name)
+            declared = (check.config_type, check.host_config_type) if check else None
+        if declared is not None and declared[1] is not None:
+            out[name] = declared[1]
+    return out
 
 
 # ------------------------------------------------------------ commands checks add to the CLI

@@ -1,19 +1,5 @@
-"""groups: is a pool of machines judged as a pool? (incident 4, the field notes' autoscaled fleet)
-
-An autoscaled pool is healthy when enough of its machines are at work, whichever they are: a
-`[groups.NAME]` table with `min_hosts` (how many of its hosts must have at least one broker
-connection) and/or `min_group_clients` (how many broker connections the group must hold in
-all) gets one line in this check's broker-wide row, "8 of 10 workers connected to the
-broker", naming the hosts that are missing (their own `clients` rows still say why). A group
-that falls below `min_hosts` is WARN, below `crit_share` of it (or with no host connected)
-CRIT. The group's hosts are every host listing it, from `[[hosts]]` or from an
-[[inventory]] source that reports the group; a host's broker addresses are its `addrs`, or the
-addresses its inventory reports. (`min_clients` in a `[groups.NAME]` table keeps its meaning:
-each member's own minimum.)
-
-Keys: `[checks.groups]` `crit_share` (CRIT below this share of min_hosts; default 0.5);
-per group, `min_hosts` and `min_group_clients` (only in a `[groups.NAME]` table).
-"""
+"""groups's check: the probe, its facts and their judging (the settings are the package's,
+fleetcheck.checks.groups)."""
 
 from __future__ import annotations
 
@@ -21,44 +7,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from fleetcheck.config import FleetConfig, HostConfig, InvalidValue
+from fleetcheck.checks.groups import GroupsConfig, GroupsHostConfig
+
+from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.hostfacts import addrs_of
-from fleetcheck.core.judge import check_count
 from fleetcheck.core.model import Result, Status, worst
 
 if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
     from fleetcheck.lab.demo import DemoFleet
 
 MAX_NAMED = 10  # missing hosts named in the summary; the evidence lists them all
-
-
-@dataclass(frozen=True)
-class GroupsConfig:
-    crit_share: float = 0.5  # CRIT when fewer than this share of min_hosts are connected
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.crit_share <= 1:
-            raise InvalidValue("crit_share", "a share between 0 and 1 (0.5: half)")
-
-
-@dataclass(frozen=True)
-class GroupsHostConfig:
-    """Keys of a [groups.NAME] table (read from its members, where the loader put them)."""
-
-    min_hosts: int = 0  # hosts of the group with a broker connection: fewer is WARN
-    min_group_clients: int = 0  # broker connections of the group's hosts in all: fewer, WARN
-
-    def __post_init__(self) -> None:
-        check_count("min_hosts", self.min_hosts)
-        check_count("min_group_clients", self.min_group_clients)
-
-    def check_host(self, host: HostConfig) -> None:
-        for key in ("min_hosts", "min_group_clients"):
-            where = host.sources.get(key)
-            if where is not None and not where.startswith("groups.") and getattr(self, key):
-                raise InvalidValue(key, "a group's expectation: set it in a [groups.NAME] table")
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,5 @@
-"""clients: is every machine present in the broker's CLIENT LIST? (incident 4)
-
-Global numbers hid a machine that was dead for 2.5 hours; a per-host count of broker
-connections shows it within one patrol. A host may connect from several addresses (WSL2 NAT),
-all counted as one host. One broker-wide row lists clients from addresses no host claims.
-"""
+"""clients's check: the probe, its facts and their judging (the settings are the package's,
+fleetcheck.checks.clients)."""
 
 from __future__ import annotations
 
@@ -14,36 +10,19 @@ from datetime import UTC, datetime
 from math import fsum, isfinite
 from typing import TYPE_CHECKING, Any
 
-from fleetcheck.config import Duration, FleetConfig, HostConfig
+from fleetcheck.checks.clients import ClientsConfig
+
+from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs
-from fleetcheck.core.judge import check_count, check_duration, exceeds
+from fleetcheck.core.judge import exceeds
 from fleetcheck.core.model import STRENGTHS, Result, Status
 from fleetcheck.parse.clientlist import ClientTable, name_pattern, normalise_ip
 from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
     from fleetcheck.lab.demo import DemoFleet
-
-
-@dataclass(frozen=True)
-class ClientsConfig:
-    max_unknown: int = 0  # WARN when more clients than this come from unclaimed addresses
-    ignore_names: tuple[str, ...] = ("fleetcheck",)  # client names never counted as unknown
-    # the least a host's learned silence limit can be, and the limit after one round seen
-    # with nothing learned (the first round teaches; a host's own silent_after overrides)
-    silent_after: Duration = 30.0
-    flap_count: int = 3  # this many reconnects of a host ...
-    flap_window: Duration = 3600.0  # ... within this long: WARN (flapping)
-    max_churn: float = 10.0  # broker-wide: WARN past this many short-lived connections a second
-
-    def __post_init__(self) -> None:
-        check_count("max_unknown", self.max_unknown)
-        check_duration("silent_after", self.silent_after)
-        check_count("flap_count", self.flap_count, minimum=2)
-        check_duration("flap_window", self.flap_window)
-        check_count("max_churn", self.max_churn, zero_means="off")
 
 
 Group = tuple[str, str, str]  # (host, name, cmd)
