@@ -4,10 +4,7 @@ Global numbers hid a machine that was dead for 2.5 hours; a per-host count of br
 connections shows it within one patrol. A host may connect from several addresses (WSL2 NAT),
 all counted as one host. One broker-wide row lists clients from addresses no host claims.
 
-The settings ([checks.clients]) are declared here and the check itself in `.check`, so that
-validating a config file that names this check (every patrol validates the whole file) does
-not import the check: the registry reads `CONFIG_TYPE` and `HOST_CONFIG_TYPE` here and imports
-`.check` only for a patrol that runs it.
+Its settings ([checks.clients]) are here, the check in `.check` (why: fleetcheck.core.registry).
 """
 
 from __future__ import annotations

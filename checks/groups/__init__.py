@@ -14,10 +14,7 @@ each member's own minimum.)
 Keys: `[checks.groups]` `crit_share` (CRIT below this share of min_hosts; default 0.5);
 per group, `min_hosts` and `min_group_clients` (only in a `[groups.NAME]` table).
 
-The settings ([checks.groups]) are declared here and the check itself in `.check`, so that
-validating a config file that names this check (every patrol validates the whole file) does
-not import the check: the registry reads `CONFIG_TYPE` and `HOST_CONFIG_TYPE` here and imports
-`.check` only for a patrol that runs it.
+Its settings ([checks.groups]) are here, the check in `.check` (why: fleetcheck.core.registry).
 """
 
 from __future__ import annotations

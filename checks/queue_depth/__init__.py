@@ -8,10 +8,7 @@ taken, all reported, judged on the largest. Where jobs are JSON with an enqueue 
 of each list's head (the next job out) is reported too: a short queue can still hold a job that
 has waited for two hours.
 
-The settings ([checks.queue_depth]) are declared here and the check itself in `.check`, so that
-validating a config file that names this check (every patrol validates the whole file) does
-not import the check: the registry reads `CONFIG_TYPE` and `HOST_CONFIG_TYPE` here and imports
-`.check` only for a patrol that runs it.
+Its settings ([checks.queue_depth]) are here, the check in `.check` (why: fleetcheck.core.registry).
 """
 
 from __future__ import annotations

@@ -18,10 +18,7 @@ push is sent once on a connection of its own, never retried (a retry after a tim
 a second copy). A push whose fate is unknown (the connection dropped before the reply) is
 cleaned up by its unique envelope, every copy, before any verdict is given.
 
-The settings ([checks.rater_probe]) are declared here and the check itself in `.check`, so
-that validating a config file that names this check (every patrol validates the whole file)
-imports this module and not the probe: the registry reads `CONFIG_TYPE` and
-`HOST_CONFIG_TYPE` here and imports `.check` only for a patrol that runs it.
+Its settings ([checks.rater_probe]) are here, the check in `.check` (why: fleetcheck.core.registry).
 """
 
 from __future__ import annotations
