@@ -20,6 +20,7 @@ import json
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -213,28 +214,17 @@ def load(
     not be read (reported, never fatal: a torn last line after a crash is normal)."""
     from fleetcheck.rounds import store
 
-    if store.exists(path):
-        db = store.connect(path, write=False)
-        try:
-            done = store.meta(db, "migrated")
-            if done is not None:
-                key = None if host is None else ("" if host == BROKER_WIDE else host)
-                found = store.read(db, since, key)
-                bad = int(json.loads(done).get("unreadable", 0))
-            else:
-                found = None
-        except sqlite3_errors() as e:
-            raise OSError(f"{store.db_path(path)}: {e}") from None
-        finally:
-            db.close()
-        if found is not None:
-            rounds, more = [], 0
-            for fields, rows in found:
-                try:
-                    rounds.append(_round({**fields, "rows": rows}))
-                except (ValueError, KeyError, TypeError, AttributeError):
-                    more += 1
-            return rounds, bad + more
+    key = None if host is None else ("" if host == BROKER_WIDE else host)
+    got = _from_store(path, lambda db: store.read(db, since, key))
+    if got is not None:
+        found, bad = got
+        rounds, more = [], 0
+        for fields, rows in found:
+            try:
+                rounds.append(_round({**fields, "rows": rows}))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                more += 1
+        return rounds, bad + more
     records, bad = _read_jsonl(path)
     rounds = []
     for data in records:
@@ -254,33 +244,45 @@ def load_statuses(path: Path, since: datetime | None = None) -> tuple[list[Round
     `load`."""
     from fleetcheck.rounds import store
 
-    if store.exists(path):
-        db = store.connect(path, write=False)
+    got = _from_store(path, lambda db: store.read_statuses(db, since))
+    if got is None:
+        rounds, bad = load(path, since)
+        return [replace(r, summaries={}, rows=()) for r in rounds], bad
+    (found, more), bad = got
+    rounds = []
+    for fields, hosts in found:
         try:
-            done = store.meta(db, "migrated")
-            found = None if done is None else store.read_statuses(db, since)
-        except sqlite3_errors() as e:
-            raise OSError(f"{store.db_path(path)}: {e}") from None
-        finally:
-            db.close()
-        if done is not None and found is not None:
-            rounds, more = [], found[1]
-            for fields, hosts in found[0]:
-                try:
-                    rounds.append(
-                        Round(
-                            started_at=parse_iso(str(fields["started_at"])),
-                            status=Status.parse(str(fields["status"])),
-                            hosts=hosts,
-                            summaries={},
-                            duration_s=float(fields.get("duration_s") or 0.0),
-                        )
-                    )
-                except (ValueError, TypeError):
-                    more += 1
-            return rounds, int(json.loads(done).get("unreadable", 0)) + more
-    rounds, bad = load(path, since)
-    return [replace(r, summaries={}, rows=()) for r in rounds], bad
+            rounds.append(
+                Round(
+                    started_at=parse_iso(str(fields["started_at"])),
+                    status=Status.parse(str(fields["status"])),
+                    hosts=hosts,
+                    summaries={},
+                    duration_s=float(fields.get("duration_s") or 0.0),
+                )
+            )
+        except (ValueError, TypeError):
+            more += 1
+    return rounds, bad + more
+
+
+def _from_store(path: Path, read: Callable[[Any], Any]) -> tuple[Any, int] | None:
+    """`read(db)` of the history's database and how many rounds its migration could not
+    read; None when there is no database yet, or it is not migrated (the JSONL is read)."""
+    from fleetcheck.rounds import store
+
+    if not store.exists(path):
+        return None
+    db = store.connect(path, write=False)
+    try:
+        done = store.meta(db, "migrated")
+        if done is None:
+            return None
+        return read(db), int(json.loads(done).get("unreadable", 0))
+    except sqlite3_errors() as e:
+        raise OSError(f"{store.db_path(path)}: {e}") from None
+    finally:
+        db.close()
 
 
 def exists(path: Path) -> bool:

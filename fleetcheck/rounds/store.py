@@ -28,7 +28,7 @@ import marshal
 import math
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -304,25 +304,54 @@ def reader_start(db: sqlite3.Connection, first: int) -> int:
     return max(first - (KEYFRAME - 1), full or 0)
 
 
-def read(
-    db: sqlite3.Connection, since: datetime | None = None, host: str | None = None
-) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    """(round fields, its rows) per round at or after `since`, oldest first; only `host`'s
-    rows (its own host name; "" for broker-wide) when given."""
+Stored = tuple[int, Any]  # (key, what the round stored for it: a body, a status, None)
+
+
+def _replay(
+    db: sqlite3.Connection,
+    since: datetime | None,
+    stored_from: Callable[[int], Iterable[tuple[int, int, Any]]],
+) -> Iterator[tuple[tuple[Any, ...], bool, list[Stored], bool]]:
+    """The rounds a reader of the rounds at or after `since` walks, oldest first: from the
+    one it must start at (`reader_start`) so that rows stored earlier are known. Each as
+    (its rounds row: id, at, started, duration_s, status; whether it is a keyframe, so the
+    rows before it are forgotten; what it stored, from `stored_from(first round walked)`'s
+    (round, key, value) in round order; whether it is at or after `since`, to be shown)."""
     first = first_round(db, since)
     if first is None:
-        return []
+        return
     first = max(first, whole_from(db) or 0)
     base = reader_start(db, first)
     rounds = db.execute(
         "SELECT id, at, started, duration_s, status FROM rounds WHERE id >= ? ORDER BY id",
         (base,),
     ).fetchall()
-    if host is None:
-        rows: Iterable[tuple[int, int, str | None]] = db.execute(
-            "SELECT round, key, body FROM rows WHERE round >= ? ORDER BY round", (base,)
-        )
-    else:
+    keyframes = {
+        rid
+        for (rid,) in db.execute("SELECT id FROM rounds WHERE keyframe = 1 AND id >= ?", (base,))
+    }
+    it = iter(stored_from(base))
+    pending = next(it, None)
+    for rnd in rounds:
+        rid = rnd[0]
+        stored: list[Stored] = []
+        while pending is not None and pending[0] == rid:
+            stored.append((pending[1], pending[2]))
+            pending = next(it, None)
+        yield rnd, rid in keyframes, stored, rid >= first
+
+
+def read(
+    db: sqlite3.Connection, since: datetime | None = None, host: str | None = None
+) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """(round fields, its rows) per round at or after `since`, oldest first; only `host`'s
+    rows (its own host name; "" for broker-wide) when given."""
+
+    def bodies(base: int) -> Iterable[tuple[int, int, str | None]]:
+        if host is None:
+            return db.execute(
+                "SELECT round, key, body FROM rows WHERE round >= ? ORDER BY round", (base,)
+            )
         ids = [i for (i,) in db.execute("SELECT id FROM keys WHERE host = ?", (host,))]
         found: list[tuple[int, int, str | None]] = []
         for key_id in ids:
@@ -333,21 +362,18 @@ def read(
                 )
             ]
         found.sort(key=lambda x: x[0])
-        rows = found
-    started_of = {rid: started for rid, _, started, _, _ in rounds}
-    keyframes = {
-        rid
-        for (rid,) in db.execute("SELECT id FROM rounds WHERE keyframe = 1 AND id >= ?", (base,))
-    }
+        return found
+
     out: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
     state: dict[int, tuple[int, dict[str, Any]]] = {}  # key -> (stored in round, row)
-    it = iter(rows)
-    pending = next(it, None)
-    for rid, _at, started, duration, status in rounds:
-        if rid in keyframes:
+    started_of: dict[int, str] = {}
+    for (rid, _at, started, duration, status), keyframe, stored, shown in _replay(
+        db, since, bodies
+    ):
+        started_of[rid] = started
+        if keyframe:
             state = {}
-        while pending is not None and pending[0] == rid:
-            _, key_id, body = pending
+        for key_id, body in stored:
             if body is None:
                 state.pop(key_id, None)
             else:
@@ -355,8 +381,7 @@ def read(
                     state[key_id] = (rid, json.loads(body))
                 except ValueError:
                     pass
-            pending = next(it, None)
-        if rid < first:
+        if not shown:
             continue
         rows_now = []
         for key_id in sorted(state):  # first seen first, wherever the reader started
@@ -381,42 +406,32 @@ def read_statuses(
     Why apart from `read`: rebuilding every row of every round took 32 s and ~1 GB for a
     day at 10,000 hosts. This reads only each stored row's status, extracted by SQLite, and
     recomputes a host's worst only in the rounds where one of its rows was stored."""
-    first = first_round(db, since)
-    if first is None:
-        return [], 0
-    first = max(first, whole_from(db) or 0)
-    base = reader_start(db, first)
-    rounds = db.execute(
-        "SELECT id, started, duration_s, status FROM rounds WHERE id >= ? ORDER BY id", (base,)
-    ).fetchall()
     host_of: dict[int, str] = {
         key_id: place(None if host == BROKER_KEY else str(host))
         for key_id, host in db.execute("SELECT id, host FROM keys")
     }
-    keyframes = {
-        rid
-        for (rid,) in db.execute("SELECT id FROM rounds WHERE keyframe = 1 AND id >= ?", (base,))
-    }
     labels = {s.label: s for s in Status}
-    rows = db.execute(
-        "SELECT round, key, CASE WHEN body IS NULL THEN NULL "
-        "ELSE coalesce(json_extract(body, '$.status'), '') END FROM rows "
-        "WHERE round >= ? ORDER BY round",
-        (base,),
-    )
+
+    def statuses(base: int) -> Iterable[tuple[int, int, Any]]:
+        return db.execute(
+            "SELECT round, key, CASE WHEN body IS NULL THEN NULL "
+            "ELSE coalesce(json_extract(body, '$.status'), '') END FROM rows "
+            "WHERE round >= ? ORDER BY round",
+            (base,),
+        )
+
     out: list[tuple[dict[str, Any], dict[str, Status]]] = []
     bad = 0
     per_host: dict[str, dict[int, Status]] = {}  # each host's rows now, carried forward
     worst: dict[str, Status] = {}
     unreadable: set[int] = set()  # rows now whose status is not one
-    it = iter(rows)
-    pending = next(it, None)
-    for rid, started, duration, round_status in rounds:
-        if rid in keyframes:
+    for (_rid, _at, started, duration, round_status), keyframe, stored, shown in _replay(
+        db, since, statuses
+    ):
+        if keyframe:
             per_host, worst, unreadable = {}, {}, set()
         changed: set[str] = set()
-        while pending is not None and pending[0] == rid:
-            _, key_id, label = pending
+        for key_id, label in stored:
             host = host_of.get(key_id, BROKER_WIDE)
             mine = per_host.setdefault(host, {})
             mine.pop(key_id, None)
@@ -428,14 +443,13 @@ def read_statuses(
                 else:
                     mine[key_id] = got
             changed.add(host)
-            pending = next(it, None)
         for host in changed:
             mine = per_host[host]
             if mine:
                 worst[host] = max(mine.values(), key=_rank)
             else:
                 worst.pop(host, None)
-        if rid < first:
+        if not shown:
             continue
         if unreadable:
             bad += 1
