@@ -219,6 +219,7 @@ class BrokerLink:
         read once per patrol; our own connection and its rater-probe sibling left out."""
 
         def fetch() -> ClientTable:
+            from fleetcheck.collector import paused
             from fleetcheck.parse.clientlist import read_client_table
 
             r = self.broker()
@@ -226,11 +227,22 @@ class BrokerLink:
                 pipe = r.pipeline(transaction=False)
                 pipe.client_id()
                 pipe.execute_command("CLIENT", "LIST")
+                # INFO in the same round trip: the clients check's broker row (the churn
+                # counter) and the broker check read it in every patrol that reads the list
+                pipe.info()
                 with self._opening:  # never while our probe connection has no name yet
-                    own_id, raw = pipe.execute()
+                    own_id, raw, info = pipe.execute(raise_on_error=False)
             except Exception as e:
                 raise self.broker_error(e) from None
-            return read_client_table(raw).without_own(own_id)
+            for reply in (own_id, raw):
+                if isinstance(reply, Exception):
+                    raise self.broker_error(reply)
+            if not isinstance(info, Exception):  # else INFO's own fetch gives its error
+                self._memo.once("info", lambda: dict(info))
+            # 10,000 rows of tuples, all kept until the patrol ends: no garbage for the
+            # cycle collector to find, only its passes over them (fleetcheck.collector)
+            with paused():
+                return read_client_table(raw).without_own(own_id)
 
         return self._memo.once("client_table", fetch)
 

@@ -429,25 +429,27 @@ class ClientTable:
                     and not (own is not None and c.name in ours and c.host == own.host)
                 ]
             )
-        # ids are canonical decimal on this path: equal as text when equal as numbers
-        drop = _positions(list(map(_ID, found)), str(own_id))
+        # ids are canonical decimal on this path: equal as text when equal as numbers. Each
+        # column is walked once by C loops (compress over a map), whatever the list's size
+        drop = list(compress(count(), map(str(own_id).__eq__, map(_ID, found))))
         if not drop:
             return self
         hosts = self._host_of()
         own_name, own_host = found[drop[0]][2], hosts[found[drop[0]][1]]
         if own_name:
-            names = list(map(_NAME, found))
-            for name in {own_name, f"{own_name}-probe"}:
-                drop += [i for i in _positions(names, name) if hosts[found[i][1]] == own_host]
-        keep = [True] * len(found)
-        for i in drop:
-            keep[i] = False
+            ours = {own_name, f"{own_name}-probe"}
+            named = compress(count(), map(ours.__contains__, map(_NAME, found)))
+            drop += [i for i in named if i not in drop and hosts[found[i][1]] == own_host]
+        rows = found.copy()
+        for i in sorted(drop, reverse=True):  # a few rows, mostly near the end (the newest)
+            del rows[i]
         lines: Sequence[int]
         if self._lines is None:  # row i was line i: a few lines now left out
             lines = _LinesWithout(len(found), drop)
         else:
-            lines = list(compress(self._lines, keep))
-        table = ClientTable(found=list(compress(found, keep)), text=self._text, lines=lines)
+            gone = set(drop)
+            lines = [line for i, line in enumerate(self._lines) if i not in gone]
+        table = ClientTable(found=rows, text=self._text, lines=lines)
         table._hosts = self._hosts
         return table
 
@@ -483,17 +485,6 @@ class _LinesWithout(Sequence[int]):
 def _waits(flags: str) -> int:
     """1 when a client's flags say it waits for work (blocked or subscribed), else 0."""
     return 1 if "b" in flags or "P" in flags else 0
-
-
-def _positions(column: Sequence[Any], value: str) -> list[int]:
-    out = []
-    i = -1
-    try:
-        while True:
-            i = column.index(value, i + 1)
-            out.append(i)
-    except ValueError:
-        return out
 
 
 def _host_part(h: str) -> str:
