@@ -4,14 +4,16 @@ from INFO), end to end at 10,000 clients, in the same run.
 
 The broker and the clients are bench_broker's (its own redis-server on loopback, 10,000
 connections from 100 loopback hosts, two names a host, idle times spread over 0-10 s by
-PINGs). Three variants, alternating run by run, each through a fresh patrol context
+PINGs). Four variants, alternating run by run, each through a fresh patrol context
 (connection and its PING not counted): `before` (checks/clients.py and
-fleetcheck/parse/clientlist.py as at BASE, loaded from git), `after, first round` (no state)
-and `after` (the steady state: every row's carry from a previous round, as the state file
-hands it over; its broker-wide row WARNs, rightly, about the bench's own connection churn:
-a fresh patrol connection per run, several runs a second). The after variants read INFO
-too (the churn counter), which a patrol with the broker check shares; here it is counted
-against them. The host rows' verdicts must be equal.
+fleetcheck/parse/clientlist.py as at BASE, loaded from git), `after, first round` (no state),
+`after` (the steady state: every row's carry from a previous round, as the state file
+hands it over, the pools older than that round; its broker-wide row WARNs, rightly, about
+the bench's own connection churn: a fresh patrol connection per run, several runs a
+second) and `after, all reconnected` (the worst case: the previous round 15 minutes back,
+so every connection is new since it and every host row reports a reconnect). The after
+variants read INFO too (the churn counter), which a patrol with the broker check shares;
+here it is counted against them. The host rows' verdicts must be equal.
 
     .venv/bin/python bench/bench_clients_behaviour.py                # 10,000 clients, 15 runs
     .venv/bin/python bench/bench_clients_behaviour.py --clients 400 --runs 3   # seconds
@@ -22,6 +24,7 @@ Only loopback is used. Not part of the test run: numbers are measurements, not a
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -54,6 +57,10 @@ def one_run(fleet: Any, check: Any, context: Any, carried: dict[str, Any] | None
     config = fleet.checks["clients"]
     ctx = context(fleet) if context is not None else PatrolContext(fleet, carried=carried)
     ctx.broker()  # the connection and its PING are not the check's cost
+    # every run starts from a collected heap: the collector then runs during the run as in
+    # a patrol, and pays for what this run made, not for a full collection that the
+    # garbage of earlier runs (of any variant) happened to trigger in this one
+    gc.collect()
     start, cpu = time.perf_counter(), time.process_time()
     try:
         rows = [
@@ -81,16 +88,25 @@ def main() -> int:
         bench.start_redis()
         bench.fill()
         bench.open_clients()
-        fleet = load(bench.config(), registry.config_type, registry.host_config_types)
+        # a steady state's pools are older than the previous round (the warm-up below,
+        # whose carry the steady state reads): their ages then fall outside the check's
+        # horizon (the interval plus HORIZON_SLACK), as a pool's do between two patrols
+        # (not a synchronisation: the wait is the age itself)
         new = registry.available()["clients"]
+        time.sleep(sys.modules[type(new).__module__].HORIZON_SLACK + 1.0)
+        fleet = load(bench.config(), registry.config_type, registry.host_config_types)
         before, before_ctx = old_check()
         _, rows = one_run(fleet, new, None, None)
         one_run(fleet, before, before_ctx, None)  # both warmed up (imports, caches)
         carried = {f"clients|{r.host or ''}": r.carry for r in rows if r.carry}
+        # the worst case apart: the previous round 15 minutes back, so every connection is
+        # new since then (a fleet-wide restart: every host row says it reconnected)
+        restarted = {k: {**v, "at": v["at"] - 900.0} for k, v in carried.items()}
         variants = {
             "before": (before, before_ctx, None),
             "after, first round": (new, None, None),
             "after": (new, None, carried),
+            "after, all reconnected": (new, None, restarted),
         }
         times: dict[str, list[float]] = {k: [] for k in variants}
         cpus: dict[str, list[float]] = {k: [] for k in variants}

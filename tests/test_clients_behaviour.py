@@ -412,19 +412,20 @@ def test_age_in_another_form_reads_line_by_line() -> None:
 @pytest.mark.parametrize(
     ("previous", "now", "horizon"),
     [
-        (None, 1000.0, 0.0),  # first round: no reconnect, no churn, no age read
-        ({"at": 1000.0}, 1000.5, 4.0),
-        ({"at": 1000.0}, 1060.0, 64.0),
-        ({"at": 1000.0}, 1062.5, 128.0),
-        ({"at": 1000.0}, 990.0, 2.0),  # the clock went back: nothing since
-        ({"at": "x"}, 1060.0, 0.0),
+        ([], 1000.0, 0.0),  # first round: no reconnect, no churn, no age read
+        ([1000.0], 1000.5, 3.0),
+        ([1000.0], 1060.0, 62.0),
+        ([1000.0, 1058.0, None], 1062.5, 65.0),  # the longest interval of the rows
+        ([1000.0], 990.0, 2.0),  # the clock went back: nothing since
+        (["x", None, float("nan")], 1060.0, 0.0),
     ],
 )
-def test_age_horizon(previous: dict[str, Any] | None, now: float, horizon: float) -> None:
+def test_age_horizon(previous: list[Any], now: float, horizon: float) -> None:
     assert age_horizon(previous, now) == horizon
-    if previous and isinstance(previous.get("at"), float):
-        # every age judging can read stays below it: the interval, evaluated a second later
-        assert now + 1 - previous["at"] <= horizon
+    for at in previous:
+        if isinstance(at, float) and at == at:
+            # every age judging can read stays below it: the interval, evaluated a second later
+            assert now + 1 - at <= horizon
 
 
 def test_reconnect_seen_through_the_horizon() -> None:
@@ -437,7 +438,8 @@ def test_reconnect_seen_through_the_horizon() -> None:
     )
     previous = {"at": T - 60, "n": 10}
     table = read_client_table(text)
-    facts = facts_of(table, frozenset({ADDR}), {ADDR}, younger_than=age_horizon(previous, T))
+    horizon = age_horizon([previous["at"]], T)
+    facts = facts_of(table, frozenset({ADDR}), {ADDR}, younger_than=horizon)
     assert facts.ages == {3: 6}
     r = run(replace(facts, previous=previous))
     assert "reconnected" in r.summary and "6 of 10 connections new" in r.summary

@@ -452,8 +452,17 @@ def reference_max_idle(clients: list[clientlist.Client]) -> dict[str, int]:
     return longest
 
 
+def reference_waiting(clients: list[clientlist.Client]) -> dict[str, int]:
+    waiting: dict[str, int] = {}
+    for c in clients:
+        blocked = "b" in c.flags or "P" in c.flags
+        waiting[c.host] = waiting.get(c.host, 0) + int(blocked)
+    return waiting
+
+
 def same_counts(table: clientlist.ClientTable, clients: list[clientlist.Client]) -> None:
     assert list(table.groups().items()) == reference_groups(clients)
+    assert table.waiting() == reference_waiting(clients)
     assert table.max_idle() == reference_max_idle(clients)
     assert table.hosts() == {c.host for c in clients}
     for host in {c.host for c in clients} | {"nobody"}:
@@ -613,6 +622,21 @@ def test_own_connection_and_its_probe_sibling_leave_the_table() -> None:
         kept = read_client_table(spoiled).without_own(2)
         assert [c.id for c in kept.clients()] == [1, 4]
         same_table(spoiled, 2, frozenset(), 5)
+    # names that hold ours (a prefix, a suffix, the probe's name in another) are not ours;
+    # ours as the line's last token is
+    near = [
+        (1, "10.0.0.5", "fleetcheck2"),
+        (2, "10.0.0.5", "fleetcheck"),
+        (3, "10.0.0.5", "xfleetcheck"),
+        (4, "10.0.0.5", "fleetcheck-probe2"),
+        (5, "10.0.0.5", "fleetcheck-probe"),
+    ]
+    last = "id={i} addr={a}:{p} laddr=10.0.0.1:6379 fd=9 age=3 idle=1 flags=N cmd=ping name={n}"
+    for template in (line, last):
+        text = "\n".join(template.format(i=i, a=a, p=40000 + i, n=n) for i, a, n in near)
+        kept = read_client_table(text).without_own(2)
+        assert [c.id for c in kept.clients()] == [1, 3, 4]
+        same_table(text, 2, frozenset(), 5)
     # many connections of our name from our host (another fleetcheck there): all of them go
     many = shape + [(10 + i, "10.0.0.5", "fleetcheck") for i in range(12)] + [(30, "10.0.0.6", "w")]
     text = "\n".join(line.format(i=i, a=a, p=40000 + i, n=n) for i, a, n in many)

@@ -4,10 +4,10 @@ fleetcheck.checks.clients)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from math import fsum, isfinite
+from math import ceil, fsum, isfinite
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.checks.clients import ClientsConfig
@@ -123,22 +123,18 @@ def facts_of(
     )
 
 
-def age_horizon(previous: Mapping[str, Any] | None, at: float) -> float:
+def age_horizon(previous_at: Iterable[Any], at: float) -> float:
     """How young a client must be for this round's judging to read its age: younger than
-    the time since the row's previous round (reconnects and churn count the clients
-    connected since; the broker row also names those of the last second), plus
-    HORIZON_SLACK for the moments between this probe and its evaluate, rounded up to a
-    power of two so that a patrol's rows, whose previous rounds were judged moments apart,
-    ask the table with one bound. A row with no previous round reads none: it can judge no
-    reconnect and no churn."""
-    before = _num((previous or {}).get("at"))
-    if before is None:
+    the longest time since a row's previous round (`previous_at`: each row's carried "at";
+    reconnects and churn count the clients connected since; the broker row also names
+    those of the last second), plus HORIZON_SLACK for the moments between this probe and
+    its evaluate, in whole seconds (ages are). One bound for the patrol's rows, so the
+    table is walked once; 0 when no row has a previous round (none can judge a reconnect
+    or churn: a first round reads no ages)."""
+    since = [max(at - t, 0.0) for t in map(_num, previous_at) if t is not None]
+    if not since:
         return 0.0
-    since = max(at - before, 0.0)
-    bound = 2
-    while bound < since + HORIZON_SLACK:
-        bound *= 2
-    return float(bound)
+    return float(ceil(max(since) + HORIZON_SLACK))
 
 
 # ---------------------------------------------------------------- memory (pure)
@@ -285,8 +281,13 @@ min_clients = 10                             # fewer broker connections: WARN; n
         table = ctx.client_table()
         claimed = ctx.once("clients:claimed", lambda: claimed_addrs(ctx.fleet))
         previous = ctx.carried(self.name, host)
-        # the clock only for a row with a previous round (a first round reads no ages)
-        horizon = age_horizon(previous, ctx.clock().timestamp() if previous else 0.0)
+        # a first round reads no ages; the others share one bound (one pass of the table)
+        horizon = 0.0
+        if previous:
+            horizon = ctx.once(
+                "clients:horizon",
+                lambda: age_horizon(ctx.carried_values(self.name, "at"), ctx.clock().timestamp()),
+            )
         if host is None:
             received, run_id = _connections_received(ctx)
             return facts_of(

@@ -25,7 +25,7 @@ them, from a second pass that also reads the port, age and flags.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
@@ -192,7 +192,7 @@ class ClientTable:
     Client rows when someone wants them.
 
     Read column-wise (see the module docstring) the table holds one tuple of text values a
-    line (id, host part, name, age, idle, flags, cmd) and converts a value once per
+    line (host part, name, age, idle, flags, cmd) and converts a value once per
     distinct value; read line by line it holds the Clients."""
 
     def __init__(
@@ -207,11 +207,13 @@ class ClientTable:
         self._text = text
         self._lines = lines  # each row's line in text (None: row i is line i)
         self._summary: tuple[Counter[Group], dict[str, int], dict[str, int]] | None = None
-        self._raw_groups: Counter[tuple[str, str, str]] = Counter()  # column path: as written
+        # column path: clients by (host part, name, cmd, flags) as written
+        self._raw_groups: Counter[tuple[str, str, str, str]] = Counter()
         self._waiting: dict[str, int] | None = None
         self._aged: dict[int | None, tuple[dict[str, dict[int, int]], dict[int, int]]] = {}
         self._hosts: dict[str, str] | None = None
         self._by_host: dict[str, dict[Group, int]] | None = None
+        self._text_lines = len(found) if found is not None and lines is None else None
 
     def __len__(self) -> int:
         if self._found is not None:
@@ -254,15 +256,21 @@ class ClientTable:
                             shortest[c.host] = c.idle_s
             else:
                 # counted and deduplicated by the C loops of Counter and set over the rows'
-                # text; Python sees only the distinct (host part, name, cmd) and (host
-                # part, idle) pairs, and converts each distinct text once. Ages are not in
-                # these keys: they are counted apart, and only as far as asked (see _ages_of)
+                # text; Python sees only the distinct (host part, name, cmd, flags) and
+                # (host part, idle) pairs, and converts each distinct text once. Flags are
+                # in the groups' key for waiting() (a pool's clients mostly share theirs);
+                # ages are not: they are counted apart, and only as far as asked (_ages_of)
                 found, hosts = self._found, self._host_of()
                 self._raw_groups = Counter(map(_GROUP, found))
-                for (h, name, cmd), n in self._raw_groups.items():
-                    groups[hosts[h], name, cmd] += n
-                seconds_of = {t: _int(t) for t in set(map(_IDLE, found))}
-                for h, t in set(map(_HOST_IDLE, found)):
+                waiting: dict[str, int] = {}
+                for (h, name, cmd, flags), n in self._raw_groups.items():
+                    host = hosts[h]
+                    groups[host, name, cmd] += n
+                    waiting[host] = waiting.get(host, 0) + (n if _waits(flags) else 0)
+                self._waiting = waiting
+                idle_pairs = set(map(_HOST_IDLE, found))
+                seconds_of = {t: _int(t) for t in set(map(_SECOND, idle_pairs))}
+                for h, t in idle_pairs:
                     seconds = seconds_of[t]
                     if seconds is None:
                         continue
@@ -332,20 +340,14 @@ class ClientTable:
     def waiting(self) -> dict[str, int]:
         """Each host's clients waiting for work: blocked (flag `b`: BLPOP, BRPOP, BLMOVE,
         BZPOPMIN, XREAD(GROUP) BLOCK, WAIT...) or subscribed (flag `P`); 0 for a host with
-        none. On the column path the distinct flags texts come first, then, only when one
-        of them waits, a C count of the host parts of those rows (none in most lists)."""
+        none. On the column path counted with the groups (_summarise), whose key holds the
+        flags."""
+        if self._found is not None:
+            self._summarise()  # counted with the groups there
         if self._waiting is None:
             out = dict.fromkeys((h for h, _, _ in self.groups()), 0)
-            if self._found is None:
-                for c in self.clients():
-                    out[c.host] += _waits(c.flags)
-            else:
-                found, hosts = self._found, self._host_of()
-                wait_flags = {f for f in set(map(_FLAGS, found)) if "b" in f or "P" in f}
-                if wait_flags:
-                    rows = compress(found, map(wait_flags.__contains__, map(_FLAGS, found)))
-                    for h, n in Counter(map(_HOST, rows)).items():
-                        out[hosts[h]] += n
+            for c in self.clients():
+                out[c.host] += _waits(c.flags)
             self._waiting = out
         return self._waiting
 
@@ -393,7 +395,7 @@ class ClientTable:
             return [(c.fields.get("addr", c.host), c.name, c.cmd) for c in islice(picked, limit)]
         hosts = self._host_of()
         self._summarise()  # its count of the raw (host part, name, cmd) is reused here
-        pairs = {(h, name) for h, name, _ in self._raw_groups}
+        pairs = {(h, name) for h, name, _, _ in self._raw_groups}
         wanted = {(h, name) for h, name in pairs if keep(hosts[h], name)}
         out: list[tuple[str, str, str]] = []
         if not wanted or limit <= 0:
@@ -401,7 +403,7 @@ class ClientTable:
         near = {h for h, _ in wanted}  # only their rows are looked at one by one
         rows: list[tuple[int, int]] = []  # (row, its line)
         for i in compress(count(), map(near.__contains__, map(_HOST, found))):
-            if (found[i][1], found[i][2]) in wanted:
+            if (found[i][0], found[i][1]) in wanted:
                 rows.append((i, i if self._lines is None else self._lines[i]))
                 if len(rows) == limit:
                     break
@@ -409,7 +411,7 @@ class ClientTable:
         # and the text is cut into lines only as far as the last one picked
         lines = self._text.split("\n", max(line for _, line in rows) + 1) if rows else []
         for i, line in rows:
-            out.append((line_fields(lines[line])["addr"], found[i][2], found[i][6]))
+            out.append((line_fields(lines[line])["addr"], found[i][1], found[i][5]))
         return out
 
     def without_own(self, own_id: int) -> ClientTable:
@@ -429,17 +431,21 @@ class ClientTable:
                     and not (own is not None and c.name in ours and c.host == own.host)
                 ]
             )
-        # ids are canonical decimal on this path: equal as text when equal as numbers. Each
-        # column is walked once by C loops (compress over a map), whatever the list's size
-        drop = list(compress(count(), map(str(own_id).__eq__, map(_ID, found))))
+        # the rows are found in the text (ids and names hold no space: a whole token is the
+        # key's value), near its end where the newest connections stand, and checked
+        # against the values the pass captured: no walk over 10,000 rows
+        drop = self._rows_holding("id", str(own_id))
         if not drop:
             return self
         hosts = self._host_of()
-        own_name, own_host = found[drop[0]][2], hosts[found[drop[0]][1]]
+        own_name, own_host = found[drop[0]][1], hosts[found[drop[0]][0]]
         if own_name:
-            ours = {own_name, f"{own_name}-probe"}
-            named = compress(count(), map(ours.__contains__, map(_NAME, found)))
-            drop += [i for i in named if i not in drop and hosts[found[i][1]] == own_host]
+            for name in (own_name, f"{own_name}-probe"):
+                drop += [
+                    i
+                    for i in self._rows_holding("name", name)
+                    if i not in drop and found[i][1] == name and hosts[found[i][0]] == own_host
+                ]
         rows = found.copy()
         for i in sorted(drop, reverse=True):  # a few rows, mostly near the end (the newest)
             del rows[i]
@@ -450,8 +456,58 @@ class ClientTable:
             gone = set(drop)
             lines = [line for i, line in enumerate(self._lines) if i not in gone]
         table = ClientTable(found=rows, text=self._text, lines=lines)
-        table._hosts = self._hosts
+        table._hosts, table._text_lines = self._hosts, self._text_lines
         return table
+
+    def _rows_holding(self, key: str, value: str) -> list[int]:
+        """The rows (column path) whose line holds `key=value` as a whole token, last
+        first, found in the text from its end (the newest connections stand there). Keys
+        and values hold no space, so a whole token is that key's value, except where a line
+        repeats a key: the key the lines start with (the id, in every server's list) is
+        looked for there only, in the canonical decimal the pass checked; any other key's
+        rows must be checked against their captured values by the caller. An id that is
+        not the first key is read from every line, as parse_line reads it."""
+        text, total = self._text, self._text_lines
+        if total is None:  # a table not from read_client_table: its lines counted once
+            total = self._text_lines = text.count("\n") + (not text.endswith("\n"))
+        first = text.startswith(key + "=")  # every line's first key (the pass checked)
+        if key == "id" and not first:  # no known server: the slow, exact way
+            wanted = _int(value)
+            lines = [
+                i
+                for i, line in enumerate(text.split("\n"))
+                if _int(line_fields(line).get(key)) == wanted
+            ]
+            return self._rows_of_lines(lines[::-1])
+        token = f"{key}={value}"
+        lines = []
+        after = int(not text.endswith("\n"))  # lines from `below` on (+1: an unended one)
+        below = end = len(text)
+        while (at := text.rfind(token, 0, end)) >= 0:
+            end = at + len(token) - 1  # an earlier occurrence may overlap this one
+            stop = at + len(token)
+            start = text.rfind("\n", 0, at) + 1
+            if at != start and (first or text[at - 1] != " "):
+                continue
+            if stop < len(text) and text[stop] not in " \n":
+                continue
+            if start == below:  # a second occurrence on a line already taken
+                continue
+            after += text.count("\n", start, below)
+            below = start
+            lines.append(total - after)
+        return self._rows_of_lines(lines)
+
+    def _rows_of_lines(self, lines: list[int]) -> list[int]:
+        """The rows read from these lines of the text (a line left out has none)."""
+        if self._lines is None:
+            return lines
+        rows = []
+        for line in lines:
+            row = bisect_left(self._lines, line)
+            if row < len(self._lines) and self._lines[row] == line:
+                rows.append(row)
+        return rows
 
 
 class _LinesWithout(Sequence[int]):
@@ -516,9 +572,13 @@ def read_client_table(text: str | bytes) -> ClientTable:
 # the keys Client rows read, and the ones the clients check counts (in the column path's
 # tuples, in this order)
 _NEEDED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
-_COUNTED = ("id", "addr", "name", "age", "idle", "flags", "cmd")
-_ID, _HOST, _NAME, _AGE, _IDLE, _FLAGS = map(itemgetter, (0, 1, 2, 3, 4, 5))
-_GROUP, _HOST_IDLE, _HOST_AGE = itemgetter(1, 2, 6), itemgetter(1, 4), itemgetter(1, 3)
+# no id: a table is asked for one id a patrol (its own connection's), found in the text
+# (ClientTable.without_own) instead of a value captured on 10,000 lines
+_COUNTED = ("addr", "name", "age", "idle", "flags", "cmd")
+_HOST, _NAME, _AGE, _IDLE = map(itemgetter, (0, 1, 2, 3))
+# raw groups: (host part, name, cmd, flags): waiting clients counted with the groups
+_GROUP, _HOST_IDLE, _HOST_AGE = itemgetter(0, 1, 5, 4), itemgetter(0, 3), itemgetter(0, 2)
+_SECOND = itemgetter(1)
 AGE_TEXTS = 3600  # ages_of picks young rows by text up to this bound (seconds), then counts all
 
 
@@ -572,7 +632,9 @@ def _pattern(keys: list[str], wanted: Sequence[str], port: bool) -> tuple[str, l
                 # it is taken only whole: "[" up to that "]", then ":port"
                 return k + r"(\[[^ \]]*+\]|(?!\[)[^ ]*):([0-9]++)"
             return k + r"([^ ]*):[0-9]++"  # the host part (see read_client_table)
-        if key in ("id", "age") and key in wanted:  # canonical decimal: compared as text
+        if key in ("id", "age"):  # canonical decimal: compared as text (an id in the text)
+            if key not in wanted:
+                return k + "(?:0|[1-9][0-9]*+)"
             groups.append(key)
             return k + "(0|[1-9][0-9]*+)"
         if key in wanted:
@@ -611,8 +673,8 @@ def _rows(text: str, wanted: Sequence[str], port: bool) -> tuple[list[Any], list
 
 
 def _counted_rows(text: str) -> list[tuple[str, ...]] | None:
-    """The clients check's values of every line, as (id, host part, name, age, idle,
-    flags, cmd)."""
+    """The clients check's values of every line, as (host part, name, age, idle, flags,
+    cmd)."""
     got = _rows(text, _COUNTED, port=False)
     if got is None:
         return None
