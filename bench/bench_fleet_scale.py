@@ -385,8 +385,8 @@ def figures(d: dict[str, Any], sizes: dict[str, Any], rev: str) -> list[dict[str
     # the history's database
     hb, ha = d.get("history_before"), d.get("history_after")
     h = f"{sizes['history_hosts']:,} hosts"
-    days = sizes["history_days"]
-    fig(f"{h}: history on disk after {days} days", get(ha, "jsonl_mb_same_rounds"),
+    days = f"{sizes['history_days']} day{'s' if sizes['history_days'] != 1 else ''}"
+    fig(f"{h}: history on disk after {days}", get(ha, "jsonl_mb_same_rounds"),
         get(ha, "disk_mb"), " MB", 300, fmt="{:.1f}",
         note=f"before: the JSON lines of the same rounds, computed (what {rev} would write "
         f"without rotation; with it, it kept {get(hb, 'rounds_kept')} rounds, "
@@ -412,7 +412,7 @@ def markdown(res: dict[str, Any]) -> str:
     rev = res["before"]
     kind = "Quick smoke run (--quick: small sizes, NOT the figures)" if res["quick"] else "Full run"
     head = (
-        f"{kind} at {res['revision']}, {res['started_at']}; load average (1 min) "
+        f"**{kind}** at {res['revision']}, {res['started_at']}; load average (1 min) "
         f"{res['load_start'][0]:.2f} at the start, {res['load_end'][0]:.2f} at the end; "
         f"{res['wall_min']:.1f} min.\n\n"
     )
@@ -462,7 +462,18 @@ def main() -> None:
     ap.add_argument("--splice", metavar="FILE", help="replace the marked block in FILE")
     ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     ap.add_argument("--before", default=BEFORE, metavar="REV", help=f"default {BEFORE}")
-    ap.add_argument("--only", help="comma-separated pieces (startup,rounds,scale,history)")
+    ap.add_argument(
+        "--only",
+        help="comma-separated pieces: startup, rounds, scale, history, or one side of one "
+        "(e.g. scale_before)",
+    )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=N",
+        help=f"one size changed (keys: {', '.join(FULL)})",
+    )
     ap.add_argument(
         "--from-json",
         metavar="FILE",
@@ -484,6 +495,11 @@ def main() -> None:
         report(saved, a)
         return
     sizes = dict(QUICK if a.quick else FULL)
+    for item in a.set:
+        key, _, value = item.partition("=")
+        if key not in sizes:
+            raise SystemExit(f"--set {item}: no size {key!r} (keys: {', '.join(sizes)})")
+        sizes[key] = int(value)
     # a SIGTERM ends the run as Ctrl-C does: through the finally that removes the tree
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     res: dict[str, Any] = {
@@ -504,7 +520,7 @@ def main() -> None:
         old = before_tree(a.before, tmp / "before")
         wanted = set(a.only.split(",")) if a.only else None
         for name, argv, cwd in steps(sizes, a.before, tmp, old):
-            if wanted is not None and name.split("_")[0] not in wanted:
+            if wanted is not None and not {name, name.split("_")[0]} & wanted:
                 continue
             res["steps"][name] = run_step(name, argv, cwd, tmp / f"{name}.log")
             out = tmp / f"{name}.json"
