@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.lab import Lab, LabHost  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-PY = str(ROOT / ".venv/bin/python")
+PY = sys.executable  # the CLI runs from ROOT: this checkout's fleetcheck
 TICK = os.sysconf("SC_CLK_TCK")
 CORES = os.cpu_count() or 1
 FD_BOUND = 4 * 128  # a host in flight holds a socket and a poll pipe; 128 the default bound
@@ -237,9 +237,15 @@ def disk(paths: list[Path]) -> int:
 
 
 def history_files(history: Path) -> list[Path]:
+    """The history's files: its database, the database's WAL, the newest round kept whole.
+    (A fleetcheck before the database, fc8cffc and older: the JSON lines, the one older file
+    its rotation keeps, the newest round.)"""
     from fleetcheck.rounds import history as hist
-    from fleetcheck.rounds import store
 
+    try:
+        from fleetcheck.rounds import store
+    except ImportError:
+        return [history, history.with_name(history.name + ".1"), hist.latest_path(history)]
     db = store.db_path(history)
     return [db, db.with_name(db.name + "-wal"), hist.latest_path(history)]
 

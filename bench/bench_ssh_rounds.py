@@ -23,6 +23,12 @@ before/after of the commands' cost. Each fragment's gathered script is also meas
 own in one lab namespace: processes per exec (strace -f, when installed) and CPU per exec
 (the mean of 100 runs of `/bin/sh -s` with the script, one loop).
 
+With --rc-ms and --kill, then one more pair of rounds on kept connections with every resident
+shell killed on the hosts between them: the second round's rows must all be real verdicts (the
+broken shells replaced by a fresh exec within the round). Run from a checkout of a revision
+before the resident shell (e.g. copied into a `git worktree` of it, as
+bench/bench_fleet_scale.py does), its repeat round is that revision's: one exec a round.
+
 The floor: the commands, the sshds and the client share the machine's cores, so no round can
 take less wall than (server CPU + client CPU) / cores; the bench prints it per round.
 
@@ -36,11 +42,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import json
 import os
 import platform
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -259,6 +267,67 @@ def rc_burning(ms: float) -> str:
         n *= 4
 
 
+SH = b"/bin/sh\0-s\0"
+
+
+def resident_shells(hosts: list[LabHost]) -> list[int]:
+    """The resident shells waiting on the hosts (`/bin/sh -s` whose parent is not one: not
+    a subshell of a round), as tests/test_resident.py finds them."""
+    out = []
+    for pids in all_pids(hosts).values():
+        for pid in pids:
+            try:
+                if Path(f"/proc/{pid}/cmdline").read_bytes() != SH:
+                    continue
+                ppid = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+                if Path(f"/proc/{ppid}/cmdline").read_bytes() != SH:
+                    out.append(pid)
+            except FileNotFoundError:
+                pass
+    return out
+
+
+def killed_round(fleet: Any, items: Any, hosts: list[LabHost]) -> dict[str, Any]:
+    """Kept connections whose resident shells are all killed on the hosts between two rounds:
+    the second round's rows (real verdicts: not UNKNOWN), its wall, and how many resident
+    shells it found broken and replaced by a fresh exec within the round."""
+    from fleetcheck.core.model import Status
+    from fleetcheck.core.runner import run_patrol
+    from fleetcheck.transport.keep import Keeper
+    from fleetcheck.transport.ssh import resident
+
+    keeper = Keeper(300.0)
+    try:
+        run_patrol(fleet, items, keeper=keeper)
+        shells = resident_shells(hosts)
+        for pid in shells:
+            os.kill(pid, signal.SIGKILL)
+        end = time.monotonic() + 30
+        while set(resident_shells(hosts)) & set(shells):
+            if time.monotonic() > end:
+                raise SystemExit("killed resident shells did not die")
+            time.sleep(0.05)
+        broken = resident.counts.broken
+        t0 = time.perf_counter()
+        report = run_patrol(fleet, items, keeper=keeper)
+        wall = time.perf_counter() - t0
+        rows = len(report.results)
+        real = sum(r.status is not Status.UNKNOWN for r in report.results)
+        return {
+            "shells_killed": len(shells),
+            "rows": rows,
+            "real": real,
+            "ok": sum(r.status is Status.OK for r in report.results),
+            "real_pct": round(100.0 * real / max(1, rows), 2),
+            "replaced_within_round": resident.counts.broken - broken,
+            "reused": keeper.reused,
+            "wall_s": round(wall, 3),
+        }
+    finally:
+        keeper.close()
+        settle(hosts, None)
+
+
 LOAD_BEFORE = list(os.getloadavg())
 
 
@@ -277,6 +346,12 @@ def main() -> None:
         "repeat on kept connections with one exec a round (the before of the resident shell)",
     )
     ap.add_argument("--only", choices=["routes", "true"], help="one workload only")
+    ap.add_argument(
+        "--kill",
+        action="store_true",
+        help="then kill every resident shell between two rounds on kept connections: the "
+        "second round's real verdicts (each shell replaced by a fresh exec within the round)",
+    )
     a = ap.parse_args()
     from fleetcheck.checks.routes import routes_fragment
 
@@ -286,6 +361,9 @@ def main() -> None:
     from fleetcheck.transport.gather import build_gather_script
     from fleetcheck.transport.keep import Keeper
 
+    # a fleetcheck before the resident shell (issue 29; this bench run in a checkout of an
+    # older revision) keeps connections with one exec a round: its repeat round is that
+    resident = "resident" in inspect.signature(Keeper).parameters
     # (label, bare exec of true, the fragment and parser swapped in or None)
     workloads: list[tuple[str, bool, Any]] = []
     before = at_revision(a.before) if a.before else None
@@ -319,7 +397,7 @@ def main() -> None:
             with swapped(*(swap or (None, None))):
                 for _ in range(a.pairs):
                     fresh.append(one_round(fleet, items, hosts, None, "fresh", bare))
-                    if a.rc_ms:  # kept connections, one exec a round: as before issue 29
+                    if a.rc_ms and resident:  # kept, one exec a round: as before issue 29
                         keeper = Keeper(300.0, resident=False)
                         one_round(fleet, items, hosts, keeper, "prime", bare)
                         execs.append(one_round(fleet, items, hosts, keeper, "repeat", bare))
@@ -338,6 +416,7 @@ def main() -> None:
                     keeper.close()
                     settle(hosts, None)
             results[label] = (fresh, repeat, execs)
+        killed = killed_round(fleet, items, hosts) if a.kill and resident else None
 
     def med(rows: list[dict[str, Any]], key: str) -> float:
         return statistics.median(r[key] for r in rows)
@@ -345,6 +424,15 @@ def main() -> None:
     machine = f"{CORES} cores, Python {platform.python_version()}"
     res: dict[str, Any] = {"hosts": a.hosts, "pairs": a.pairs, "machine": machine}
     res["rc_ms"] = a.rc_ms
+    res["resident_shell"] = resident
+    if killed is not None:
+        res["killed_shells_round"] = killed
+        print(
+            f"resident shells killed between rounds: {killed['shells_killed']} killed, "
+            f"{killed['real']} of {killed['rows']} rows real verdicts "
+            f"({killed['replaced_within_round']} replaced within the round), "
+            f"wall {killed['wall_s']:.2f} s"
+        )
     res["load_before"] = LOAD_BEFORE
     res["load_after"] = list(os.getloadavg())
     res["gathered_exec_per_host"] = costs
