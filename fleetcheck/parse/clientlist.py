@@ -193,25 +193,28 @@ class ClientTable:
 
     Read column-wise (see the module docstring) the table holds one tuple of text values a
     line (host part, name, age, idle, flags, cmd) and converts a value once per
-    distinct value; read line by line it holds the Clients."""
+    distinct value; read line by line it holds the Clients. A reply read as bytes stays
+    bytes on the column path (the pass makes 60,000 values, and a bytes value costs less to
+    make than a str): its values are decoded once per distinct value, like the numbers."""
 
     def __init__(
         self,
         clients: list[Client] | None = None,
-        found: list[tuple[str, ...]] | None = None,
-        text: str = "",
+        found: list[tuple[Any, ...]] | None = None,
+        text: str | bytes = "",
         lines: Sequence[int] | None = None,
     ) -> None:
         self._rows = clients
         self._found = found  # the column path: one tuple a line, values in _COUNTED order
-        self._text = text
+        self._raw = text  # as read: str, or ASCII bytes on the column path
+        self._decoded = text if isinstance(text, str) else None
         self._lines = lines  # each row's line in text (None: row i is line i)
         self._summary: tuple[Counter[Group], dict[str, int], dict[str, int]] | None = None
         # column path: clients by (host part, name, cmd, flags) as written
-        self._raw_groups: Counter[tuple[str, str, str, str]] = Counter()
+        self._raw_groups: Counter[tuple[Any, Any, Any, Any]] = Counter()
         self._waiting: dict[str, int] | None = None
         self._aged: dict[int | None, tuple[dict[str, dict[int, int]], dict[int, int]]] = {}
-        self._hosts: dict[str, str] | None = None
+        self._hosts: dict[Any, str] | None = None
         self._by_host: dict[str, dict[Group, int]] | None = None
         self._text_lines = len(found) if found is not None and lines is None else None
 
@@ -219,6 +222,13 @@ class ClientTable:
         if self._found is not None:
             return len(self._found)
         return len(self._rows or ())
+
+    @property
+    def _text(self) -> str:
+        """The list as text (a bytes reply decoded when first asked)."""
+        if self._decoded is None:
+            self._decoded = _str(self._raw)
+        return self._decoded
 
     def clients(self) -> list[Client]:
         if self._rows is None:
@@ -233,12 +243,12 @@ class ClientTable:
             self._rows = rows
         return self._rows
 
-    def _host_of(self) -> dict[str, str]:
+    def _host_of(self) -> dict[Any, str]:
         """Each distinct host part of an `addr` (the text before its last colon) -> the
         client's host, as split_addr reads it (read_client_table keeps this path only where
         the host does not depend on the port)."""
         if self._hosts is None:
-            self._hosts = {h: _host_part(h) for h in set(map(_HOST, self._found or ()))}
+            self._hosts = {h: _host_part(_str(h)) for h in set(map(_HOST, self._found or ()))}
         return self._hosts
 
     def _summarise(self) -> tuple[Counter[Group], dict[str, int], dict[str, int]]:
@@ -265,8 +275,8 @@ class ClientTable:
                 waiting: dict[str, int] = {}
                 for (h, name, cmd, flags), n in self._raw_groups.items():
                     host = hosts[h]
-                    groups[host, name, cmd] += n
-                    waiting[host] = waiting.get(host, 0) + (n if _waits(flags) else 0)
+                    groups[host, _str(name), _str(cmd)] += n
+                    waiting[host] = waiting.get(host, 0) + (n if _waits(_str(flags)) else 0)
                 self._waiting = waiting
                 idle_pairs = set(map(_HOST_IDLE, found))
                 seconds_of = {t: _int(t) for t in set(map(_SECOND, idle_pairs))}
@@ -311,7 +321,8 @@ class ClientTable:
             found, hosts = self._found, self._host_of()
             rows: Iterable[tuple[str, ...]] = found
             if key is not None and key <= AGE_TEXTS:
-                rows = compress(found, map(_age_texts(key).__contains__, map(_AGE, found)))
+                young = _age_texts(key, isinstance(self._raw, bytes))
+                rows = compress(found, map(young.__contains__, map(_AGE, found)))
             texts = Counter(map(_HOST_AGE, rows))
             pairs = Counter()
             for (h, t), n in texts.items():
@@ -396,7 +407,7 @@ class ClientTable:
         hosts = self._host_of()
         self._summarise()  # its count of the raw (host part, name, cmd) is reused here
         pairs = {(h, name) for h, name, _, _ in self._raw_groups}
-        wanted = {(h, name) for h, name in pairs if keep(hosts[h], name)}
+        wanted = {(h, name) for h, name in pairs if keep(hosts[h], _str(name))}
         out: list[tuple[str, str, str]] = []
         if not wanted or limit <= 0:
             return out
@@ -411,7 +422,7 @@ class ClientTable:
         # and the text is cut into lines only as far as the last one picked
         lines = self._text.split("\n", max(line for _, line in rows) + 1) if rows else []
         for i, line in rows:
-            out.append((line_fields(lines[line])["addr"], found[i][1], found[i][5]))
+            out.append((line_fields(lines[line])["addr"], _str(found[i][1]), _str(found[i][5])))
         return out
 
     def without_own(self, own_id: int) -> ClientTable:
@@ -440,7 +451,7 @@ class ClientTable:
         hosts = self._host_of()
         own_name, own_host = found[drop[0]][1], hosts[found[drop[0]][0]]
         if own_name:
-            for name in (own_name, f"{own_name}-probe"):
+            for name in (own_name, own_name + _like(own_name, "-probe")):
                 drop += [
                     i
                     for i in self._rows_holding("name", name)
@@ -455,11 +466,12 @@ class ClientTable:
         else:
             gone = set(drop)
             lines = [line for i, line in enumerate(self._lines) if i not in gone]
-        table = ClientTable(found=rows, text=self._text, lines=lines)
+        table = ClientTable(found=rows, text=self._raw, lines=lines)
+        table._decoded = self._decoded
         table._hosts, table._text_lines = self._hosts, self._text_lines
         return table
 
-    def _rows_holding(self, key: str, value: str) -> list[int]:
+    def _rows_holding(self, key: str, value: str | bytes) -> list[int]:
         """The rows (column path) whose line holds `key=value` as a whole token, last
         first, found in the text from its end (the newest connections stand there). Keys
         and values hold no space, so a whole token is that key's value, except where a line
@@ -467,33 +479,39 @@ class ClientTable:
         looked for there only, in the canonical decimal the pass checked; any other key's
         rows must be checked against their captured values by the caller. An id that is
         not the first key is read from every line, as parse_line reads it."""
-        text, total = self._text, self._text_lines
+        if isinstance(self._raw, bytes):
+            return self._rows_in(self._raw, key.encode(), _bytes(value), b"\n", b" ")
+        return self._rows_in(self._raw, key, _str(value), "\n", " ")
+
+    def _rows_in(self, text: Any, key: Any, value: Any, nl: Any, space: Any) -> list[int]:
+        """_rows_holding in the text as read (str or bytes: `nl`, `space` of its kind)."""
+        total = self._text_lines
         if total is None:  # a table not from read_client_table: its lines counted once
-            total = self._text_lines = text.count("\n") + (not text.endswith("\n"))
-        first = text.startswith(key + "=")  # every line's first key (the pass checked)
-        if key == "id" and not first:  # no known server: the slow, exact way
-            wanted = _int(value)
+            total = self._text_lines = text.count(nl) + (not text.endswith(nl))
+        first = text.startswith(key + _eq(key))  # every line's first key (the pass checked)
+        if key in ("id", b"id") and not first:  # no known server: the slow, exact way
+            wanted = _int(_str(value))
             lines = [
                 i
-                for i, line in enumerate(text.split("\n"))
-                if _int(line_fields(line).get(key)) == wanted
+                for i, line in enumerate(self._text.split("\n"))
+                if _int(line_fields(line).get("id")) == wanted
             ]
             return self._rows_of_lines(lines[::-1])
-        token = f"{key}={value}"
+        token = key + _eq(key) + value
         lines = []
-        after = int(not text.endswith("\n"))  # lines from `below` on (+1: an unended one)
+        after = int(not text.endswith(nl))  # lines from `below` on (+1: an unended one)
         below = end = len(text)
         while (at := text.rfind(token, 0, end)) >= 0:
             end = at + len(token) - 1  # an earlier occurrence may overlap this one
             stop = at + len(token)
-            start = text.rfind("\n", 0, at) + 1
-            if at != start and (first or text[at - 1] != " "):
+            start = text.rfind(nl, 0, at) + 1
+            if at != start and (first or text[at - 1 : at] != space):
                 continue
-            if stop < len(text) and text[stop] not in " \n":
+            if stop < len(text) and text[stop : stop + 1] not in (space, nl):
                 continue
             if start == below:  # a second occurrence on a line already taken
                 continue
-            after += text.count("\n", start, below)
+            after += text.count(nl, start, below)
             below = start
             lines.append(total - after)
         return self._rows_of_lines(lines)
@@ -538,6 +556,24 @@ class _LinesWithout(Sequence[int]):
         return i + bisect_right(self._gaps, i)
 
 
+def _str(value: str | bytes) -> str:
+    """A value of the list as text (the column path's bytes are ASCII)."""
+    return value if isinstance(value, str) else value.decode("utf-8", "replace")
+
+
+def _bytes(value: str | bytes) -> bytes:
+    return value if isinstance(value, bytes) else value.encode("utf-8", "surrogateescape")
+
+
+def _eq(key: str | bytes) -> Any:
+    return _like(key, "=")
+
+
+def _like(value: str | bytes, text: str) -> Any:
+    """`text` of the same kind as `value` (str or bytes)."""
+    return text if isinstance(value, str) else text.encode()
+
+
 def _waits(flags: str) -> int:
     """1 when a client's flags say it waits for work (blocked or subscribed), else 0."""
     return 1 if "b" in flags or "P" in flags else 0
@@ -550,17 +586,17 @@ def _host_part(h: str) -> str:
 
 
 def read_client_table(text: str | bytes) -> ClientTable:
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    found = _counted_rows(text)
+    found = _counted_rows(text)  # a bytes reply read as bytes (see ClientTable)
     if found is not None:
-        hosts = set(map(_HOST, found))
+        hosts = {h: _str(h) for h in set(map(_HOST, found))}
         # split_addr ends a bracketed host at its "]": without one, the port would be part
         # of the host, and this path does not read ports
-        if not any(h.startswith("[") and "]" not in h for h in hosts):
+        if not any(h.startswith("[") and "]" not in h for h in hosts.values()):
             table = ClientTable(found=found, text=text)
-            table._hosts = {h: _host_part(h) for h in hosts}
+            table._hosts = {raw: _host_part(h) for raw, h in hosts.items()}
             return table
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
     out = []
     for line in text.splitlines():
         client = parse_line(line)
@@ -583,24 +619,35 @@ AGE_TEXTS = 3600  # ages_of picks young rows by text up to this bound (seconds),
 
 
 @lru_cache(maxsize=8)
-def _age_texts(below: int) -> frozenset[str]:
-    """The canonical texts of the ages 0 .. below-1."""
-    return frozenset(map(str, range(below)))
+def _age_texts(below: int, as_bytes: bool = False) -> frozenset[str | bytes]:
+    """The canonical texts of the ages 0 .. below-1 (as bytes: a bytes reply's)."""
+    texts = map(str, range(below))
+    return frozenset(map(str.encode, texts) if as_bytes else texts)
 
 
 _OTHER_SPACE = "\t\r\x0b\x0c\x1c\x1d\x1e\x1f"  # what strip(), split() or splitlines() also cut at
+_OTHER_SPACE_BYTES = tuple(bytes([ord(c)]) for c in _OTHER_SPACE)
 _new = tuple.__new__
 
 
-def _shape(text: str, wanted: Sequence[str]) -> list[str] | None:
+def _shape(text: str | bytes, wanted: Sequence[str]) -> list[str] | None:
     """The first line's keys, if the text can be read column-wise for `wanted`: ASCII,
     no whitespace but spaces and line breaks, a first line of distinct key=value tokens
     with every wanted key (one missing there may be a later line's first). A blank line
     is found by the caller: it matches nothing, so there are fewer matches than lines."""
-    if not text or not text.isascii() or any(c in text for c in _OTHER_SPACE):
+    if not text or not text.isascii():
         return None
-    end = text.find("\n")
-    first = text[: end if end >= 0 else len(text)].split(" ")
+    if isinstance(text, bytes):
+        if any(c in text for c in _OTHER_SPACE_BYTES):
+            return None
+        end = text.find(b"\n")
+        line = text[: end if end >= 0 else len(text)].decode("ascii")
+    else:
+        if any(c in text for c in _OTHER_SPACE):
+            return None
+        end = text.find("\n")
+        line = text[: end if end >= 0 else len(text)]
+    first = line.split(" ")
     keys = [t.partition("=")[0] for t in first]
     if not all("=" in t for t in first) or len(set(keys)) != len(keys) or "" in keys:
         return None
@@ -651,7 +698,9 @@ def _pattern(keys: list[str], wanted: Sequence[str], port: bool) -> tuple[str, l
     return pattern + "(?: [^\n]*+)?$", groups, bridged
 
 
-def _rows(text: str, wanted: Sequence[str], port: bool) -> tuple[list[Any], list[str]] | None:
+def _rows(
+    text: str | bytes, wanted: Sequence[str], port: bool
+) -> tuple[list[Any], list[str]] | None:
     """Every line's wanted values (one tuple a line, in line order) and the group names, or
     None when the text is not one uniform table: every line the first line's keys in the
     same order, each once, up to the last wanted key (what follows it is never read: a key
@@ -662,17 +711,24 @@ def _rows(text: str, wanted: Sequence[str], port: bool) -> tuple[list[Any], list
     if keys is None:
         return None
     pattern, groups, bridged = _pattern(keys, wanted, port)
-    found = re.findall(pattern, text, re.MULTILINE)
+    # ASCII (see _shape): bytes are read with the same pattern, as bytes
+    found: list[Any]
+    if isinstance(text, bytes):
+        found = re.findall(pattern.encode(), text, re.MULTILINE)
+        lines = text.count(b"\n") + (not text.endswith(b"\n"))
+        cmds = text.count(f" {bridged}=".encode()) if bridged else len(found)
+    else:
+        found = re.findall(pattern, text, re.MULTILINE)
+        lines = text.count("\n") + (not text.endswith("\n"))
+        cmds = text.count(f" {bridged}=") if bridged else len(found)
     # a line that does not match is skipped by findall and a value that swallowed a line
     # break makes one match of two lines: either way there are fewer matches than lines
-    if len(found) != text.count("\n") + (text[-1] != "\n"):
-        return None
-    if bridged and text.count(" " + bridged + "=") != len(found):
+    if len(found) != lines or cmds != len(found):
         return None
     return found, groups
 
 
-def _counted_rows(text: str) -> list[tuple[str, ...]] | None:
+def _counted_rows(text: str | bytes) -> list[tuple[Any, ...]] | None:
     """The clients check's values of every line, as (host part, name, age, idle, flags,
     cmd)."""
     got = _rows(text, _COUNTED, port=False)
