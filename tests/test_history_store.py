@@ -419,3 +419,27 @@ def test_text_signatures_of_an_older_database_store_each_row_once_more(tmp_path:
     assert stored_in(3) == rows_a_round  # every row once more
     assert stored_in(4) < rows_a_round  # then only what changed
     assert len(history.load(path)[0]) == 5
+
+
+def test_a_rounds_signatures_are_each_rows_own() -> None:
+    """`store.signatures` (a round's summaries' numbers replaced in one pass over them
+    joined) gives each row's `signature` bytes: numbers at a
+    summary's ends, a summary with no number, one that is not a text, metrics bucketed or
+    with keys that are not texts, a limit marshal cannot hold; and a summary holding the
+    joining character (NUL) has the round done row by row, the same bytes."""
+    rows: list[dict[str, Any]] = [
+        {"status": "OK", "summary": "12", "metrics": {"n": 3}},
+        {"status": "OK", "summary": "3.5 s then 7", "metrics": {"age_s": 12.5}},
+        {"status": "WARN", "summary": "no number", "metrics": {1: 2}, "limits": {"x": 1}},
+        {"status": "OK", "summary": "", "metrics": {"by": {"a": 1.5}}},
+        {"status": "OK", "metrics": None},
+    ]
+    assert store.signatures(rows) == [store.signature(r) for r in rows]
+    assert store.signatures(rows)[0] == store.signatures(rows[1:2] + rows[0:1])[1]
+    odd = [*rows, {"status": "OK", "summary": "a\0b 4", "metrics": {}}]
+    assert store.signatures(odd) == [store.signature(r) for r in odd]
+    not_text = [*rows, {"status": "OK", "summary": 42, "metrics": {}}]
+    assert store.signatures(not_text) == [store.signature(r) for r in not_text]
+    dated = [*rows, {"status": "OK", "limits": {"until": datetime(2026, 12, 1, tzinfo=UTC)}}]
+    assert store.signatures(dated) == [store.signature(r) for r in dated]  # repr's, no error
+    assert store.signatures([]) == []
