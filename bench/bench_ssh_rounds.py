@@ -267,24 +267,11 @@ def rc_burning(ms: float) -> str:
         n *= 4
 
 
-SH = b"/bin/sh\0-s\0"
-
-
 def resident_shells(hosts: list[LabHost]) -> list[int]:
-    """The resident shells waiting on the hosts (`/bin/sh -s` whose parent is not one: not
-    a subshell of a round), as tests/test_resident.py finds them."""
-    out = []
-    for pids in all_pids(hosts).values():
-        for pid in pids:
-            try:
-                if Path(f"/proc/{pid}/cmdline").read_bytes() != SH:
-                    continue
-                ppid = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
-                if Path(f"/proc/{ppid}/cmdline").read_bytes() != SH:
-                    out.append(pid)
-            except FileNotFoundError:
-                pass
-    return out
+    """The resident shells waiting on the hosts."""
+    from fleetcheck.lab.system import resident_shells as of
+
+    return [pid for pids in all_pids(hosts).values() for pid in of(pids)]
 
 
 def killed_round(fleet: Any, items: Any, hosts: list[LabHost]) -> dict[str, Any]:

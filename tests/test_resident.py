@@ -18,6 +18,7 @@ from fleetcheck.core import registry
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.model import Status
 from fleetcheck.core.runner import plan, run_patrol
+from fleetcheck.lab.system import resident_shells
 from fleetcheck.transport.keep import Keeper
 from fleetcheck.transport.ssh import resident
 from tests.lab import Lab, LabHost, wait_for
@@ -50,25 +51,11 @@ def one_round(fleet: FleetConfig, keeper: Keeper) -> Status:
     return row.status
 
 
-SH = b"/bin/sh\0-s\0"
-
-
 def resident_pids(h: LabHost) -> list[int]:
     pids = subprocess.run(
         ["ip", "netns", "pids", h.ns], capture_output=True, text=True, check=True
     ).stdout.split()
-    out = []
-    for pid in map(int, pids):
-        try:
-            if Path(f"/proc/{pid}/cmdline").read_bytes() != SH:
-                continue
-            # not a subshell of it (the script's watchdog ends within a second of the round)
-            ppid = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
-            if Path(f"/proc/{ppid}/cmdline").read_bytes() != SH:
-                out.append(pid)
-        except FileNotFoundError:
-            pass
-    return out
+    return resident_shells(map(int, pids))
 
 
 def host_cfg(fleet: FleetConfig) -> HostConfig:
