@@ -18,6 +18,7 @@ from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.model import Status
 from fleetcheck.core.runner import plan, run_patrol
 from fleetcheck.transport.keep import Keeper
+from fleetcheck.transport.ssh.session import StaleConnection
 from tests.lab import Lab, LabHost, wait_for
 
 WHO = {"t.conn": 'echo "$SSH_CONNECTION"'}  # client addr, client port, server addr, port
@@ -133,11 +134,25 @@ def test_an_idle_kept_connection_sends_ssh_keepalives(lab: Lab) -> None:
         return log.read_text().count("rtype keepalive@lag.net")
 
     try:
-        before = connection(fleet, host, keeper)
+        before = first_connection(fleet, host, keeper)
         wait_for(lambda: keepalives() >= 2, 15, "two keepalives on the idle connection")
         assert connection(fleet, host, keeper) == before and keeper.reused == 1
     finally:
         keeper.close()
+
+
+def first_connection(fleet: FleetConfig, host: HostConfig, keeper: Keeper) -> str:
+    """`connection` on a host whose sshd was just restarted at LogLevel DEBUG: under a loaded
+    CI machine its first session was once refused with a broken pipe right after the login
+    (1 run in ~3,000 tests; not reproduced in 8 runs alone). Not this test's subject, so a
+    refused first session is tried again, twice at most, each on a new connection."""
+    for attempt in range(3):
+        try:
+            return connection(fleet, host, keeper)
+        except StaleConnection:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 @pytest.mark.lab
