@@ -451,7 +451,8 @@ class ClientTable:
         hosts = self._host_of()
         own_name, own_host = found[drop[0]][1], hosts[found[drop[0]][0]]
         if own_name:
-            for name in (own_name, own_name + _like(own_name, "-probe")):
+            probe = b"-probe" if isinstance(own_name, bytes) else "-probe"
+            for name in (own_name, own_name + probe):
                 drop += [
                     i
                     for i in self._rows_holding("name", name)
@@ -480,16 +481,18 @@ class ClientTable:
         rows must be checked against their captured values by the caller. An id that is
         not the first key is read from every line, as parse_line reads it."""
         if isinstance(self._raw, bytes):
-            return self._rows_in(self._raw, key.encode(), _bytes(value), b"\n", b" ")
-        return self._rows_in(self._raw, key, _str(value), "\n", " ")
+            raw = value if isinstance(value, bytes) else value.encode()
+            return self._rows_in(self._raw, f"{key}=".encode(), raw, b"\n", b" ")
+        return self._rows_in(self._raw, f"{key}=", _str(value), "\n", " ")
 
     def _rows_in(self, text: Any, key: Any, value: Any, nl: Any, space: Any) -> list[int]:
-        """_rows_holding in the text as read (str or bytes: `nl`, `space` of its kind)."""
+        """_rows_holding in the text as read (str or bytes: `key` with its "=", `nl` and
+        `space` of the text's kind)."""
         total = self._text_lines
         if total is None:  # a table not from read_client_table: its lines counted once
             total = self._text_lines = text.count(nl) + (not text.endswith(nl))
-        first = text.startswith(key + _eq(key))  # every line's first key (the pass checked)
-        if key in ("id", b"id") and not first:  # no known server: the slow, exact way
+        first = text.startswith(key)  # every line's first key (the pass checked)
+        if key in ("id=", b"id=") and not first:  # no known server: the slow, exact way
             wanted = _int(_str(value))
             lines = [
                 i
@@ -497,7 +500,7 @@ class ClientTable:
                 if _int(line_fields(line).get("id")) == wanted
             ]
             return self._rows_of_lines(lines[::-1])
-        token = key + _eq(key) + value
+        token = key + value
         lines = []
         after = int(not text.endswith(nl))  # lines from `below` on (+1: an unended one)
         below = end = len(text)
@@ -559,19 +562,6 @@ class _LinesWithout(Sequence[int]):
 def _str(value: str | bytes) -> str:
     """A value of the list as text (the column path's bytes are ASCII)."""
     return value if isinstance(value, str) else value.decode("utf-8", "replace")
-
-
-def _bytes(value: str | bytes) -> bytes:
-    return value if isinstance(value, bytes) else value.encode("utf-8", "surrogateescape")
-
-
-def _eq(key: str | bytes) -> Any:
-    return _like(key, "=")
-
-
-def _like(value: str | bytes, text: str) -> Any:
-    """`text` of the same kind as `value` (str or bytes)."""
-    return text if isinstance(value, str) else text.encode()
 
 
 def _waits(flags: str) -> int:
