@@ -31,7 +31,8 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import itemgetter, ne
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +139,7 @@ def bucket(key: str, value: Any) -> Any:
 _EXACT = frozenset((int, str, bool, type(None)))  # a metric's own value is its bucket
 _TEXT = frozenset((str,))
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_NEW = object()  # the stored signature of a key not stored yet: equal to no signature
 
 
 def signature(row: dict[str, Any]) -> bytes:
@@ -244,45 +246,55 @@ def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) 
     ]
     if len(set(keys)) != len(keys):  # a second row of one check for one host: kept apart
         keys = _apart(keys)
-    # each known key's (id, signature, last stored round) by its key: one query, the dict
-    # made in C
-    found = db.execute("SELECT host || char(0) || check_name, id, sig, last FROM keys").fetchall()
-    known: dict[str, tuple[str, int, bytes | str | None, int | None]] = dict(
-        zip(map(itemgetter(0), found), found, strict=True)
-    )
-    live: dict[int, bytes | str | None] = dict(  # each key's signature, for the tombstones
-        zip(map(itemgetter(1), found), map(itemgetter(2), found), strict=True)
-    )
-    seen: list[int] = []
+    # each known key's (id, signature) by its key: one query, the dicts made in C
+    found = db.execute("SELECT host || char(0) || check_name, id, sig FROM keys").fetchall()
+    names = list(map(itemgetter(0), found))
+    ids: dict[str, int] = dict(zip(names, map(itemgetter(1), found), strict=True))
+    olds: dict[str, bytes | str | None] = dict(zip(names, map(itemgetter(2), found), strict=True))
+    sigs = signatures(rows)
+    # the rows to store, told apart in C: a new key, or a signature not the one stored
+    # (a new key's old signature is the missing marker, never equal to bytes)
+    changed = list(compress(range(len(rows)), map(ne, map(olds.get, keys, repeat(_NEW)), sigs)))
+    # and the rows whose refresh is due: their key's turn this round, or KEYFRAME rounds
+    # since the row was last stored (a row that changed just before its turn), asked of
+    # the keys table (a few hundred of 30,000)
+    picked: Iterable[int] = changed
+    if full:
+        picked = range(len(rows))
+    else:
+        due = {
+            k
+            for (k,) in db.execute(
+                "SELECT host || char(0) || check_name FROM keys "
+                "WHERE (id + ?) % ? = 0 OR last IS NULL OR ? - last >= ?",
+                (rnd, KEYFRAME, rnd, KEYFRAME),
+            )
+        }
+        if due:
+            picked = sorted(
+                set(changed).union(compress(range(len(rows)), map(due.__contains__, keys)))
+            )
     store: list[tuple[int, int, str | None]] = []
     marks: list[tuple[bytes | None, int, int]] = []  # (sig, round, key)
+    new: list[tuple[int, str, str, bytes, int]] = []
+    next_id = max(ids.values(), default=0) + 1
     dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
-    for row, k, sig in zip(rows, keys, signatures(rows), strict=True):
-        got = known.get(k)
-        if got is None:
+    for i in picked:
+        k, sig = keys[i], sigs[i]
+        key_id = ids.get(k)
+        if key_id is None:  # a new key: its id the next (the writer's transaction holds)
+            key_id = ids[k] = next_id
+            next_id += 1
             h, c = k.rsplit("\0", 1)
-            cur = db.execute(
-                "INSERT INTO keys (host, check_name, sig, last) VALUES (?, ?, ?, ?)",
-                (h, c, sig, rnd),
-            )
-            key_id = int(cur.lastrowid or 0)
-            known[k] = (k, key_id, sig, rnd)
-            seen.append(key_id)
-            store.append((key_id, rnd, dumps(recorded(row))))
-            continue
-        _, key_id, old, last = got
-        seen.append(key_id)
-        if (
-            full
-            or old != sig
-            or (key_id + rnd) % KEYFRAME == 0
-            or last is None
-            or rnd - last >= KEYFRAME
-        ):
-            store.append((key_id, rnd, dumps(recorded(row))))
+            new.append((key_id, h, c, sig, rnd))
+        else:
             marks.append((sig, rnd, key_id))
-    for key_id in sorted(live.keys() - set(seen)):  # the set difference in C
-        if live[key_id] is not None:  # gone this round: a tombstone
+        store.append((key_id, rnd, dumps(recorded(rows[i]))))
+    db.executemany("INSERT INTO keys (id, host, check_name, sig, last) VALUES (?, ?, ?, ?, ?)", new)
+    # gone this round: a tombstone for each known key whose row was not (the difference
+    # of the sets in C), unless its last stored row is a tombstone already
+    for key_id, k in sorted((ids[k], k) for k in olds.keys() - set(keys)):
+        if olds[k] is not None:
             store.append((key_id, rnd, None))
             marks.append((None, rnd, key_id))
     db.executemany("INSERT INTO rows (key, round, body) VALUES (?, ?, ?)", store)
