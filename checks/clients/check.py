@@ -295,9 +295,17 @@ min_clients = 10                             # fewer broker connections: WARN; n
             )
         mine = {normalise_ip(a) for a in addrs_of(host)}
         facts = facts_of(table, claimed, mine, config.ignore_names, previous, younger_than=horizon)
-        limit, _ = silence_limit(host.settings(ClientsHostConfig), config, previous)
         quiet = facts.min_idle.values()
-        if limit is not None and quiet and min(quiet) > limit and not facts.waiting:
+        if not quiet or facts.waiting:
+            return facts
+        own = host.settings(ClientsHostConfig)
+        # the limit is never below the host's own silent_after, or the check's when it
+        # learns one: a host chattier than that (most) needs no baseline read from its carry
+        least = own.silent_after if own.silent_after is not None else config.silent_after
+        if own.silent_after == 0 or min(quiet) <= least:  # a host's 0: off
+            return facts
+        limit, _ = silence_limit(own, config, previous)
+        if limit is not None and min(quiet) > limit:
             # silent, it seems: are jobs waiting meanwhile? (one LLEN round trip a patrol)
             facts = replace(facts, queued=ctx.once("clients:queued", lambda: _queued(ctx)))
         return facts
@@ -463,7 +471,8 @@ min_clients = 10                             # fewer broker connections: WARN; n
         for pattern in [*history, *(p for p in now if p not in history)]:
             counts = _nums(history.get(pattern), PATTERN_ROUNDS) if isinstance(pattern, str) else []
             n = now.get(pattern, 0)
-            if len(counts) >= 2:
+            # the median is at most the largest count: more than half of that is no loss
+            if len(counts) >= 2 and 2 * n <= max(counts):
                 usual = _median(counts)
                 if usual >= 2 and n <= usual / 2:
                     low.append(pattern)
@@ -517,13 +526,15 @@ min_clients = 10                             # fewer broker connections: WARN; n
         carry["reconnects"] = events
         if event is not None:
             first, last, new = event
-            when = _utc(first) if _utc(first) == _utc(last) else f"{_utc(first)}-{_utc(last)}"
+            # each time formatted once (a fleet-wide restart: every row reports one)
+            since, until, first_iso = _utc(first), _utc(last), _utc_iso(first)
+            when = since if since == until else f"{since}-{until}"
             evidence["reconnected"] = {
-                "first_s": _utc_iso(first),
+                "first_s": first_iso,
                 "last_s": _utc_iso(last),
                 "new": new,
             }
-            evidence["reconnected_at"] = _utc_iso(first)  # what `fleetcheck explain` times
+            evidence["reconnected_at"] = first_iso  # what `fleetcheck explain` times
             row.notes.append(
                 f"reconnected at {when} ({new} of {total} connections new since the previous "
                 "round: a restart or a network drop)"

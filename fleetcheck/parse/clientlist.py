@@ -29,7 +29,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
-from itertools import compress, count, islice, repeat
+from itertools import chain, compress, count, islice, repeat
 from math import ceil
 from operator import itemgetter
 from socket import AF_INET, inet_ntop, inet_pton
@@ -271,24 +271,23 @@ class ClientTable:
                 # in the groups' key for waiting() (a pool's clients mostly share theirs);
                 # ages are not: they are counted apart, and only as far as asked (_ages_of)
                 found, hosts = self._found, self._host_of()
-                self._raw_groups = Counter(map(_GROUP, found))
+                raw = self._raw_groups = Counter(map(_GROUP, found))
+                # each distinct name, cmd and flags text decoded (and its flags read) once
+                text = {v: _str(v) for v in set(chain.from_iterable(map(_GROUP_TEXTS, raw)))}
+                waits = {f: _waits(text[f]) for f in set(map(_FLAGS, raw))}
                 waiting: dict[str, int] = {}
-                for (h, name, cmd, flags), n in self._raw_groups.items():
+                for (h, name, cmd, flags), n in raw.items():
                     host = hosts[h]
-                    groups[host, _str(name), _str(cmd)] += n
-                    waiting[host] = waiting.get(host, 0) + (n if _waits(_str(flags)) else 0)
+                    groups[host, text[name], text[cmd]] += n
+                    waiting[host] = waiting.get(host, 0) + (n if waits[flags] else 0)
                 self._waiting = waiting
                 idle_pairs = set(map(_HOST_IDLE, found))
                 seconds_of = {t: _int(t) for t in set(map(_SECOND, idle_pairs))}
-                for h, t in idle_pairs:
-                    seconds = seconds_of[t]
-                    if seconds is None:
-                        continue
-                    host = hosts[h]
-                    if seconds > longest.get(host, seconds - 1):
-                        longest[host] = seconds
-                    if seconds < shortest.get(host, seconds + 1):
-                        shortest[host] = seconds
+                known = [(hosts[h], s) for h, t in idle_pairs if (s := seconds_of[t]) is not None]
+                # by seconds, so the last pair of a host is its longest (or, reversed, its
+                # shortest): dict() keeps it, in C; the hosts' order was a set's anyway
+                longest = dict(sorted(known, key=_SECOND))
+                shortest = dict(sorted(known, key=_SECOND, reverse=True))
             self._summary = (groups, longest, shortest)
         return self._summary
 
@@ -310,13 +309,13 @@ class ClientTable:
             return known
         if key == 0:  # none is younger than no time
             return self._aged.setdefault(0, ({}, {}))
-        pairs: Counter[tuple[str, Any]]
+        pairs: Iterable[tuple[tuple[str, int], int]]
         if self._found is None:
             pairs = Counter(
                 (c.host, c.age_s)
                 for c in self.clients()
                 if c.age_s is not None and (key is None or c.age_s < key)
-            )
+            ).items()
         else:
             found, hosts = self._found, self._host_of()
             rows: Iterable[tuple[str, ...]] = found
@@ -324,15 +323,20 @@ class ClientTable:
                 young = _age_texts(key, isinstance(self._raw, bytes))
                 rows = compress(found, map(young.__contains__, map(_AGE, found)))
             texts = Counter(map(_HOST_AGE, rows))
-            pairs = Counter()
-            for (h, t), n in texts.items():
-                seconds = _int(t)
-                if seconds is not None and (key is None or seconds < key):
-                    pairs[hosts[h], seconds] += n
+            # each distinct age text converted once (a fleet-wide restart: every client is
+            # young, ~100 hosts times the seconds it took), then the pairs in one walk
+            seconds_of = {t: _int(t) for t in set(map(_SECOND, texts))}
+            pairs = (
+                ((hosts[h], s), n)
+                for (h, t), n in texts.items()
+                if (s := seconds_of[t]) is not None and (key is None or s < key)
+            )
         per_host: dict[str, dict[int, int]] = {}
         every: dict[int, int] = {}
-        for (host, seconds), n in pairs.items():
-            ages = per_host.setdefault(host, {})
+        for (host, seconds), n in pairs:
+            ages = per_host.get(host)
+            if ages is None:
+                ages = per_host[host] = {}
             ages[seconds] = ages.get(seconds, 0) + n
             every[seconds] = every.get(seconds, 0) + n
         self._aged[key] = (per_host, every)
@@ -605,6 +609,7 @@ _HOST, _NAME, _AGE, _IDLE = map(itemgetter, (0, 1, 2, 3))
 # raw groups: (host part, name, cmd, flags): waiting clients counted with the groups
 _GROUP, _HOST_IDLE, _HOST_AGE = itemgetter(0, 1, 5, 4), itemgetter(0, 3), itemgetter(0, 2)
 _SECOND = itemgetter(1)
+_GROUP_TEXTS, _FLAGS = itemgetter(1, 2, 3), itemgetter(3)  # of a raw group's key
 AGE_TEXTS = 3600  # ages_of picks young rows by text up to this bound (seconds), then counts all
 
 
