@@ -4,7 +4,7 @@ from INFO), end to end at 10,000 clients, in the same run.
 
 The broker and the clients are bench_broker's (its own redis-server on loopback, 10,000
 connections from 100 loopback hosts, two names a host, idle times spread over 0-10 s by
-PINGs). Four variants, alternating run by run, each through a fresh patrol context
+PINGs). Four variants, their order rotated run by run, each through a fresh patrol context
 (connection and its PING not counted): `before` (checks/clients.py and
 fleetcheck/parse/clientlist.py as at BASE, loaded from git), `after, first round` (no state),
 `after` (the steady state: every row's carry from a previous round, as the state file
@@ -111,8 +111,14 @@ def main() -> int:
         times: dict[str, list[float]] = {k: [] for k in variants}
         cpus: dict[str, list[float]] = {k: [] for k in variants}
         verdicts: dict[str, Any] = {}
-        for _ in range(args.runs):
-            for label, (check, context, carry) in variants.items():
+        order = list(variants.items())
+        for run in range(args.runs):
+            # the order rotated run by run, so each variant follows each other one equally
+            # often: the run right after `before` pays ~1,300 page faults (the allocator's
+            # memory handed back between runs, ~2-3 ms), which a fixed order always gave
+            # to the same variant
+            turn = run % len(order)
+            for label, (check, context, carry) in order[turn:] + order[:turn]:
                 (took, cpu), rows = one_run(fleet, check, context, carry)
                 times[label].append(took)
                 cpus[label].append(cpu)
