@@ -299,10 +299,10 @@ min_clients = 10                             # fewer broker connections: WARN; n
         if not quiet or facts.waiting:
             return facts
         own = host.settings(ClientsHostConfig)
-        # the limit is never below the host's own silent_after, or the check's when it
-        # learns one: a host chattier than that (most) needs no baseline read from its carry
-        least = own.silent_after if own.silent_after is not None else config.silent_after
-        if own.silent_after == 0 or min(quiet) <= least:  # a host's 0: off
+        # the limit without a baseline is the least it can be (a learned one is never
+        # below it): a host chattier than that (most) needs no baseline read from its carry
+        least, _ = _limit_of(own, config, [])
+        if least is None or min(quiet) <= least:  # None: silence is not judged for it
             return facts
         limit, _ = silence_limit(own, config, previous)
         if limit is not None and min(quiet) > limit:
