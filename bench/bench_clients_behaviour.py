@@ -4,19 +4,30 @@ from INFO), end to end at 10,000 clients, in the same run.
 
 The broker and the clients are bench_broker's (its own redis-server on loopback, 10,000
 connections from 100 loopback hosts, two names a host, idle times spread over 0-10 s by
-PINGs). Four variants, their order rotated run by run, each through a fresh patrol context
-(connection and its PING not counted): `before` (checks/clients.py and
-fleetcheck/parse/clientlist.py as at BASE, loaded from git), `after, first round` (no state),
-`after` (the steady state: every row's carry from a previous round, as the state file
-hands it over, the pools older than that round; its broker-wide row WARNs, rightly, about
-the bench's own connection churn: a fresh patrol connection per run, several runs a
-second) and `after, all reconnected` (the worst case: the previous round 15 minutes back,
-so every connection is new since it and every host row reports a reconnect). The after
-variants read INFO too (the churn counter), which a patrol with the broker check shares;
-here it is counted against them. The host rows' verdicts must be equal.
+PINGs). Each variant runs in a long-lived child process of its own (so no variant runs on
+a heap another one left, and the two trees never share a process), all against that one
+broker, their order rotated run by run; each run goes through a fresh patrol context (the
+connection and its PING not counted):
 
-    .venv/bin/python bench/bench_clients_behaviour.py                # 10,000 clients, 15 runs
-    .venv/bin/python bench/bench_clients_behaviour.py --clients 400 --runs 3   # seconds
+- `before`: the tree at BASE, whole (`git archive`, as bench_broker's tree variants): its
+  clients check, its CLIENT LIST reader and the framework they ran on (patrol context,
+  results, safe text). This is "the clients check's time at BASE" the issue's cost line
+  names;
+- `before's check on today's framework`: BASE's checks/clients.py and its reader loaded
+  from git into today's process (bench.at_revision), as this bench measured until now: the
+  check's own code apart from the framework's;
+- `after, first round` (no state), `after` (the steady state: every row's carry from a
+  previous round, as the state file hands it over, the pools older than that round; its
+  broker-wide row WARNs, rightly, about the bench's own connection churn: a fresh patrol
+  connection per run, several runs a second) and `after, all reconnected` (the worst case:
+  the previous round 15 minutes back, so every connection is new since it and every host
+  row reports a reconnect). The after variants read INFO too (the churn counter), which a
+  patrol with the broker check shares; here it is counted against them.
+
+The host rows' verdicts must be equal in every variant.
+
+    .venv/bin/python bench/bench_clients_behaviour.py                # 10,000 clients, 36 runs
+    .venv/bin/python bench/bench_clients_behaviour.py --clients 400 --runs 4 --generations 2
 
 Only loopback is used. Not part of the test run: numbers are measurements, not assertions.
 """
@@ -28,6 +39,7 @@ import gc
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -38,8 +50,15 @@ from bench_broker import Bench, raise_nofile, table_context  # noqa: E402
 
 BASE = "fc8cffc"  # main when issue 24's clients work started
 
+BEFORE = "before"
+CHECK_ONLY = "before's check on today's framework"
+FIRST, STEADY, RESTARTED = "after, first round", "after", "after, all reconnected"
+VARIANTS = (BEFORE, CHECK_ONLY, FIRST, STEADY, RESTARTED)
 
+
+# ---------------------------------------------------------------- in a child process
 def old_check() -> tuple[Any, Any]:
+    """BASE's clients check and reader as modules of today's process (CHECK_ONLY)."""
     from at_revision import module_at
     from fleetcheck.checks import clients as now
 
@@ -55,11 +74,16 @@ def one_run(fleet: Any, check: Any, context: Any, carried: dict[str, Any] | None
     from fleetcheck.core.context import PatrolContext
 
     config = fleet.checks["clients"]
-    ctx = context(fleet) if context is not None else PatrolContext(fleet, carried=carried)
+    if context is not None:
+        ctx = context(fleet)
+    elif carried is not None:
+        ctx = PatrolContext(fleet, carried=carried)
+    else:
+        ctx = PatrolContext(fleet)  # BASE's context may not know `carried`
     ctx.broker()  # the connection and its PING are not the check's cost
     # every run starts from a collected heap: the collector then runs during the run as in
     # a patrol, and pays for what this run made, not for a full collection that the
-    # garbage of earlier runs (of any variant) happened to trigger in this one
+    # garbage of earlier runs happened to trigger in this one
     gc.collect()
     start, cpu = time.perf_counter(), time.process_time()
     try:
@@ -73,68 +97,157 @@ def one_run(fleet: Any, check: Any, context: Any, carried: dict[str, Any] | None
     return (took, cpu), rows
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--clients", type=int, default=10_000)
-    ap.add_argument("--runs", type=int, default=15)
-    ap.add_argument("--json", type=Path)
-    args = ap.parse_args()
-    raise_nofile()
+def worker(config_path: Path, tree: str, label: str) -> int:
+    """A child: the variant `label` of one tree (`tree` on sys.path first; "" for this
+    checkout), one run per line read, one JSON line written per run."""
+    if tree:
+        sys.path.insert(0, tree)
     from fleetcheck.config import load
     from fleetcheck.core import registry
 
-    bench = Bench(1000, args.clients, args.runs)
-    try:
-        bench.start_redis()
-        bench.fill()
-        bench.open_clients()
-        # a steady state's pools are older than the previous round (the warm-up below,
-        # whose carry the steady state reads): their ages then fall outside the check's
-        # horizon (the interval plus HORIZON_SLACK), as a pool's do between two patrols
-        # (not a synchronisation: the wait is the age itself)
-        new = registry.available()["clients"]
-        time.sleep(sys.modules[type(new).__module__].HORIZON_SLACK + 1.0)
-        fleet = load(bench.config(), registry.config_type, registry.host_config_types)
+    fleet = load(config_path, registry.config_type, registry.host_config_types)
+    new = registry.available()["clients"]
+    variants: dict[str, tuple[Any, Any, Any]]
+    if label in (BEFORE, FIRST):
+        variants = {label: (new, None, None)}
+    elif label == CHECK_ONLY:
         before, before_ctx = old_check()
+        variants = {label: (before, before_ctx, None)}
+    else:
         _, rows = one_run(fleet, new, None, None)
-        one_run(fleet, before, before_ctx, None)  # both warmed up (imports, caches)
         carried = {f"clients|{r.host or ''}": r.carry for r in rows if r.carry}
         # the worst case apart: the previous round 15 minutes back, so every connection is
         # new since then (a fleet-wide restart: every host row says it reconnected)
         restarted = {k: {**v, "at": v["at"] - 900.0} for k, v in carried.items()}
-        variants = {
-            "before": (before, before_ctx, None),
-            "after, first round": (new, None, None),
-            "after": (new, None, carried),
-            "after, all reconnected": (new, None, restarted),
-        }
-        times: dict[str, list[float]] = {k: [] for k in variants}
-        cpus: dict[str, list[float]] = {k: [] for k in variants}
+        variants = {STEADY: (new, None, carried), RESTARTED: (new, None, restarted)}
+        variants = {label: variants[label]}
+    for check, context, carry in variants.values():  # warmed up (imports, caches)
+        one_run(fleet, check, context, carry)
+    # where the measured code came from (a tree's own, or this checkout's)
+    import fleetcheck
+
+    code_from = [
+        getattr(sys.modules[type(c).__module__], "__file__", f"{BASE}: checks/clients.py")
+        for c, _, _ in variants.values()
+    ] + [fleetcheck.__file__ or ""]
+    print(json.dumps({"ready": sorted(variants), "code_from": code_from}), flush=True)
+    for _ in sys.stdin:
+        (took, cpu), rows = one_run(fleet, *variants[label])
+        # host rows only: the broker-wide row of the steady state rightly sees the bench's
+        # own churn (a fresh patrol connection a run, many runs a second)
+        verdicts = [(r.host, r.status.label) for r in rows if r.host]
+        print(json.dumps({"wall": took, "cpu": cpu, "verdicts": verdicts}), flush=True)
+    return 0
+
+
+# ---------------------------------------------------------------- the parent
+class Child:
+    def __init__(self, config: Path, tree: str, label: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--worker", tree, "--config", str(config)]
+            + ["--variant", label],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        ready = self.read()
+        self.ready, self.code_from = ready["ready"], ready["code_from"]
+
+    def read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"a bench child ended (exit {self.proc.wait()})")
+        out: dict[str, Any] = json.loads(line)
+        return out
+
+    def run(self, label: str) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(label + "\n")
+        self.proc.stdin.flush()
+        return self.read()
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--clients", type=int, default=10_000)
+    ap.add_argument("--runs", type=int, default=36)
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--generations", type=int, default=6, help="fresh processes this often")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)  # child: a tree ("" for this one)
+    ap.add_argument("--config", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--variant", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker is not None:
+        return worker(args.config, args.worker, args.variant)
+    raise_nofile()
+    from fleetcheck.core import registry
+
+    bench = Bench(1000, args.clients, args.runs)
+    children: list[Child] = []
+    try:
+        bench.start_redis()
+        bench.fill()
+        bench.open_clients()
+        # a steady state's pools are older than the previous round (the warm-up in the
+        # child, whose carry the steady state reads): their ages then fall outside the
+        # check's horizon (the interval plus HORIZON_SLACK), as a pool's do between two
+        # patrols (not a synchronisation: the wait is the age itself)
+        new = registry.available()["clients"]
+        time.sleep(sys.modules[type(new).__module__].HORIZON_SLACK + 1.0)
+        config = bench.config()
+        tree = str(bench.unpack(BASE))
+        times: dict[str, list[float]] = {k: [] for k in VARIANTS}
+        cpus: dict[str, list[float]] = {k: [] for k in VARIANTS}
         verdicts: dict[str, Any] = {}
-        order = list(variants.items())
-        for run in range(args.runs):
-            # the order rotated run by run, so each variant follows each other one equally
-            # often: the run right after `before` pays ~1,300 page faults (the allocator's
-            # memory handed back between runs, ~2-3 ms), which a fixed order always gave
-            # to the same variant
-            turn = run % len(order)
-            for label, (check, context, carry) in order[turn:] + order[:turn]:
-                (took, cpu), rows = one_run(fleet, check, context, carry)
-                times[label].append(took)
-                cpus[label].append(cpu)
-                # host rows only: the broker-wide row of the steady state rightly sees the
-                # bench's own churn (a fresh patrol connection a run, many runs a second)
-                verdicts.setdefault(label, [(r.host, r.status.label) for r in rows if r.host])
+        code_from: dict[str, list[str]] = {}
+        order = list(VARIANTS)
+        run = 0
+        for generation in range(args.generations):
+            # fresh processes for every variant each generation: one process's own luck (its
+            # hash seed, which orders the sets and dicts of the table's pass, its heap's
+            # layout) moved a variant's median by up to 15 % from one process to the next
+            by_label: dict[str, Child] = {}
+            for label in VARIANTS:
+                by_label[label] = Child(config, tree if label == BEFORE else "", label)
+                children.append(by_label[label])
+                code_from.setdefault(label, by_label[label].code_from)
+            for _ in range(generation, args.runs, args.generations):
+                # the order rotated run by run, so each variant follows each other one
+                # equally often (the machine's state after one variant's run is the next's)
+                turn = run % len(order)
+                run += 1
+                for label in order[turn:] + order[:turn]:
+                    got = by_label[label].run(label)
+                    times[label].append(got["wall"])
+                    cpus[label].append(got["cpu"])
+                    verdicts.setdefault(label, got["verdicts"])
+            for child in by_label.values():
+                child.close()
         if len({json.dumps(v) for v in verdicts.values()}) != 1:
             print(verdicts, file=sys.stderr)
             raise RuntimeError("the verdicts differ between the variants")
-        base = statistics.median(times["before"])
-        base_cpu = statistics.median(cpus["before"])
+        base = statistics.median(times[BEFORE])
+        base_cpu = statistics.median(cpus[BEFORE])
+        only = statistics.median(times[CHECK_ONLY])
+        only_cpu = statistics.median(cpus[CHECK_ONLY])
         out: dict[str, Any] = {
             "clients": args.clients,
             "runs": args.runs,
+            "base": BASE,
             "loadavg": [round(x, 2) for x in os.getloadavg()],
-            "statuses": sorted({s for _, s in verdicts["before"]}),
+            "statuses": sorted({s for _, s in verdicts[BEFORE]}),
+            "generations": args.generations,
+            "code_from": code_from,
         }
         for label, ts in times.items():
             med, cpu = statistics.median(ts), statistics.median(cpus[label])
@@ -144,17 +257,24 @@ def main() -> int:
                 "ratio_to_before": round(med / base, 3),
                 "cpu_median_s": round(cpu, 4),
                 "cpu_ratio_to_before": round(cpu / base_cpu, 3),
+                "cpu_ratio_to_check_only_before": round(cpu / only_cpu, 3),
                 "runs_s": [round(t, 4) for t in ts],
+                "cpu_runs_s": [round(c, 4) for c in cpus[label]],
             }
             print(
-                f"{label:<20} {med * 1000:7.1f} ms (best {min(ts) * 1000:.1f} ms)"
-                f" = {med / base:.3f}x before; CPU {cpu * 1000:.1f} ms = {cpu / base_cpu:.3f}x",
+                f"{label:<38} {med * 1000:6.1f} ms = {med / base:.3f}x before;"
+                f" CPU {cpu * 1000:5.1f} ms = {cpu / base_cpu:.3f}x before,"
+                f" {cpu / only_cpu:.3f}x the check-only before; wall {med / only:.3f}x",
                 flush=True,
             )
+        for label, files in code_from.items():
+            print(f"  {label}: {', '.join(files)}")
         if args.json:
             args.json.write_text(json.dumps(out, indent=2) + "\n")
         return 0
     finally:
+        for child in children:
+            child.close()
         bench.close()
 
 

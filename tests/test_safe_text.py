@@ -181,3 +181,17 @@ def test_stderr_lines_are_one_safe_line(writer: object) -> None:
     assert text.endswith("\n") and text.count("\n") == 1
     assert not FORBIDDEN.search(text[:-1])
     assert "\\x1b]0;PWNED\\x07" in text
+
+
+def test_every_escaped_character_is_one_isprintable_refuses() -> None:
+    """printable's fast path returns text that str.isprintable accepts unchanged: sound only
+    while every character the escaping regex matches is one isprintable refuses (a Python
+    whose Unicode tables called one printable would let it through raw)."""
+    from fleetcheck.core.safe_text import _CONTROL
+
+    escaped = [c for c in map(chr, range(0x110000)) if _CONTROL.match(c)]
+    assert len(escaped) > 60  # C0, DEL, C1, the separators and the bidi controls
+    assert [c for c in escaped if c.isprintable()] == []
+    # and through the fast path: each comes back escaped, alone and inside printable text
+    for c in escaped:
+        assert printable("ok " + c + " ok") != "ok " + c + " ok"

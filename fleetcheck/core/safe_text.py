@@ -32,9 +32,13 @@ def _escape(match: re.Match[str]) -> str:
 def printable(text: str) -> str:
     """`text` with every control character replaced by a visible escape (tab kept).
 
-    Text without one comes back as the same object, so the common case costs one regex scan.
+    Text without one comes back as the same object. The common case costs one
+    `str.isprintable` scan, a C loop ~3x quicker than the regex: every character the regex
+    escapes is one isprintable refuses (a test walks all of Unicode), so printable text needs
+    no more; text it refuses (a tab, a no-break space, a letter outside the printable
+    categories) is looked at by the regex.
     """
-    if _CONTROL.search(text) is None:
+    if text.isprintable() or _CONTROL.search(text) is None:
         return text
     return _CONTROL.sub(_escape, text)
 
@@ -56,7 +60,39 @@ def printable_tree(value: Any) -> Any:
 
     For evidence and metric maps: JSON-shaped data (dicts, lists, tuples, scalars). Containers
     are copied only where a string in them changed, so clean data is returned as it came.
+    Every row's evidence, metrics and limits pass here (30,000 rows a round at fleet scale):
+    the exact types of JSON-shaped data are tested first and clean containers are walked
+    without copying, so the common tree costs one `isprintable` a string.
     """
+    kind = type(value)
+    if kind is str:
+        return value if value.isprintable() else printable(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is str and key.isprintable() or type(key) in _SCALARS:
+                kind = type(item)
+                if kind is str and item.isprintable() or kind in _SCALARS:
+                    continue
+                if (kind is dict or kind is list or kind is tuple) and (
+                    printable_tree(item) is item
+                ):
+                    continue
+            return _copied(value)  # something in it changes (or is of another kind)
+        return value
+    if kind is list or kind is tuple:
+        kinds = set(map(type, value))
+        if kinds <= _SCALARS:
+            return value
+        if kinds <= _STR_OR_SCALAR and all(x.isprintable() for x in value if type(x) is str):
+            return value
+    return _copied(value)
+
+
+def _copied(value: Any) -> Any:
+    """printable_tree's general case: any kind of container or string (subclasses too), a
+    copy where a string in it changes."""
     if isinstance(value, str):
         return printable(value)
     if isinstance(value, dict):
@@ -74,3 +110,7 @@ def printable_tree(value: Any) -> Any:
             return value
         return type(value)(items) if isinstance(value, tuple) else items
     return value
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+_STR_OR_SCALAR = _SCALARS | {str}
