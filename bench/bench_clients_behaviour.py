@@ -111,32 +111,28 @@ def worker(config_path: Path, tree: str, label: str) -> int:
 
     fleet = load(config_path, registry.config_type, registry.host_config_types)
     new = registry.available()["clients"]
-    variants: dict[str, tuple[Any, Any, Any]]
+    measured: tuple[Any, Any, Any]  # (check, context class or None, carried state or None)
     if label in (BEFORE, FIRST):
-        variants = {label: (new, None, None)}
+        measured = (new, None, None)
     elif label == CHECK_ONLY:
-        before, before_ctx = old_check()
-        variants = {label: (before, before_ctx, None)}
+        measured = (*old_check(), None)
     else:
         _, rows = one_run(fleet, new, None, None)
         carried = {f"clients|{r.host or ''}": r.carry for r in rows if r.carry}
-        # the worst case apart: the previous round 15 minutes back, so every connection is
-        # new since then (a fleet-wide restart: every host row says it reconnected)
-        restarted = {k: {**v, "at": v["at"] - 900.0} for k, v in carried.items()}
-        variants = {STEADY: (new, None, carried), RESTARTED: (new, None, restarted)}
-        variants = {label: variants[label]}
-    for check, context, carry in variants.values():  # warmed up (imports, caches)
-        one_run(fleet, check, context, carry)
+        if label == RESTARTED:
+            # the worst case apart: the previous round 15 minutes back, so every connection
+            # is new since then (a fleet-wide restart: every host row says it reconnected)
+            carried = {k: {**v, "at": v["at"] - 900.0} for k, v in carried.items()}
+        measured = (new, None, carried)
+    one_run(fleet, *measured)  # warmed up (imports, caches)
     # where the measured code came from (a tree's own, or this checkout's)
     import fleetcheck
 
-    code_from = [
-        getattr(sys.modules[type(c).__module__], "__file__", f"{BASE}: checks/clients.py")
-        for c, _, _ in variants.values()
-    ] + [fleetcheck.__file__ or ""]
-    print(json.dumps({"ready": sorted(variants), "code_from": code_from}), flush=True)
-    for _ in sys.stdin:
-        (took, cpu), rows = one_run(fleet, *variants[label])
+    check_file = getattr(sys.modules[type(measured[0]).__module__], "__file__", None)
+    code_from = [check_file or f"{BASE}: checks/clients.py", fleetcheck.__file__ or ""]
+    print(json.dumps({"code_from": code_from}), flush=True)
+    for _ in sys.stdin:  # a line: one run
+        (took, cpu), rows = one_run(fleet, *measured)
         # host rows only: the broker-wide row of the steady state rightly sees the bench's
         # own churn (a fresh patrol connection a run, many runs a second)
         verdicts = [(r.host, r.status.label) for r in rows if r.host]
@@ -154,8 +150,7 @@ class Child:
             stdout=subprocess.PIPE,
             text=True,
         )
-        ready = self.read()
-        self.ready, self.code_from = ready["ready"], ready["code_from"]
+        self.code_from: list[str] = self.read()["code_from"]
 
     def read(self) -> dict[str, Any]:
         assert self.proc.stdout is not None
@@ -165,9 +160,9 @@ class Child:
         out: dict[str, Any] = json.loads(line)
         return out
 
-    def run(self, label: str) -> dict[str, Any]:
+    def run(self) -> dict[str, Any]:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(label + "\n")
+        self.proc.stdin.write("\n")
         self.proc.stdin.flush()
         return self.read()
 
@@ -234,7 +229,7 @@ def main() -> int:
                 turn = run % len(order)
                 run += 1
                 for label in order[turn:] + order[:turn]:
-                    got = by_label[label].run(label)
+                    got = by_label[label].run()
                     times[label].append(got["wall"])
                     cpus[label].append(got["cpu"])
                     verdicts.setdefault(label, got["verdicts"])
