@@ -666,6 +666,48 @@ def test_own_connection_and_its_probe_sibling_leave_the_table() -> None:
         same_table(spoiled, 2, frozenset(), 5)
 
 
+SERVER_LINE = (
+    "id={i} addr={a}:{p} laddr=10.0.0.1:6379 fd=9 name={n} age=3 idle=1 flags=N db=0 sub=0 "
+    "psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 obl=0 "
+    "oll=0 omem=0 tot-mem=1800 events=r cmd=ping user=default redir=-1 resp=2"
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 9),  # ids from a few: sometimes one twice
+            st.sampled_from(["10.0.0.5", "10.0.0.6", "::1", "::ffff:10.0.0.5"]),
+            st.sampled_from(["fc", "fc-probe", "fc-probe2", "xfc", "fc2", "w", ""]),
+        ),
+        min_size=1,
+        max_size=14,
+    ),
+    st.integers(0, 10),
+    st.sampled_from(["\n", ""]),
+)
+def test_own_rows_of_a_server_shaped_list_equal_the_reference(
+    shape: list[tuple[int, str, str]], own_id: int, end: str
+) -> None:
+    """The own-connection filter's quick way (our line found by its id anywhere in the
+    list, the rows of our names from our host picked from the names read) leaves what the
+    line-by-line filter leaves, whatever the list's order: our line first, last, or amid
+    others, ours unnamed, an id twice, an id in no line, our names from other hosts."""
+    text = "\n".join(
+        SERVER_LINE.format(i=i, a=a, p=40000 + k, n=n) for k, (i, a, n) in enumerate(shape)
+    )
+    text += end
+    ids = [i for i, _, _ in shape]
+    for form in (text, text.encode()):
+        table = read_client_table(form)
+        assert table._found is not None  # the column path, where the quick way applies
+        quick = table._own_rows(own_id)
+        if ids.count(own_id) == 1 and shape[ids.index(own_id)][2]:
+            assert quick is not None  # taken wherever it holds
+        one_table(form, own_id, frozenset(), 5)
+
+
 @pytest.mark.lab
 def test_real_client_list_equals_the_old_parser(lab: Lab) -> None:
     """A real server's list with IPv4, IPv6 and unix-socket clients, named and not."""

@@ -446,14 +446,21 @@ class ClientTable:
                     and not (own is not None and c.name in ours and c.host == own.host)
                 ]
             )
-        # the rows are found in the text (ids and names hold no space: a whole token is the
-        # key's value), near its end where the newest connections stand, and checked
-        # against the values the pass captured: no walk over 10,000 rows
+        fast = self._own_rows(own_id)
+        if fast is not None:
+            drop = fast
+            if not drop:
+                return self
+            return self._without(drop)
+        # the exact way for what _own_rows leaves: the rows are found in the text (ids and
+        # names hold no space: a whole token is the key's value) and checked against the
+        # values the pass captured
         drop = self._rows_holding("id", str(own_id))
         if not drop:
             return self
         hosts = self._host_of()
-        own_name, own_host = found[drop[0]][1], hosts[found[drop[0]][0]]
+        first = min(drop)  # ours: the first line of that id (found last first)
+        own_name, own_host = found[first][1], hosts[found[first][0]]
         if own_name:
             probe = b"-probe" if isinstance(own_name, bytes) else "-probe"
             for name in (own_name, own_name + probe):
@@ -462,8 +469,14 @@ class ClientTable:
                     for i in self._rows_holding("name", name)
                     if i not in drop and found[i][1] == name and hosts[found[i][0]] == own_host
                 ]
+        return self._without(drop)
+
+    def _without(self, drop: list[int]) -> ClientTable:
+        """The column-path table without the rows `drop` (a few)."""
+        found = self._found
+        assert found is not None
         rows = found.copy()
-        for i in sorted(drop, reverse=True):  # a few rows, mostly near the end (the newest)
+        for i in sorted(set(drop), reverse=True):  # a few rows
             del rows[i]
         lines: Sequence[int]
         if self._lines is None:  # row i was line i: a few lines now left out
@@ -476,9 +489,59 @@ class ClientTable:
         table._hosts, table._text_lines = self._hosts, self._text_lines
         return table
 
+    def _own_rows(self, own_id: int) -> list[int] | None:
+        """without_own's rows on the column path of a whole list (row i is line i, each
+        line starting with its id, as every known server writes them): the line of our id
+        found in the text (one scan, no line counted), its name and host read from that
+        line, then every row of that name or NAME-probe from that host picked from the
+        captured names in C (ours among them). [] when the id is in no line; None where
+        this does not hold (an id on two lines, our connection with no name, a table
+        already filtered): the caller's exact way then.
+
+        Why: the server does not keep its newest connections at the list's end (Redis
+        rotates its client list as its cron walks it), so finding our line's number by
+        counting line breaks, and each name by searching the text, measured ~5 ms of a
+        10,000-client list: a tenth of the clients check."""
+        found = self._found
+        text: Any = self._raw  # str, or bytes on the column path
+        if found is None or self._lines is not None:
+            return None
+        raw = isinstance(text, bytes)
+        nl: Any = b"\n" if raw else "\n"
+        space: Any = b" " if raw else " "
+        token: Any = (b"id=%d" % own_id) if raw else f"id={own_id}"
+        if not text.startswith(token[:3]):
+            return None  # lines that do not start with their id: not a known server's
+        ends = (space, nl, text[:0])  # what may follow a whole token (or the text's end)
+        starts = [0] if text.startswith(token) else []
+        at = text.find(nl + token)
+        while at >= 0:
+            starts.append(at + 1)
+            at = text.find(nl + token, at + 1)
+        starts = [a for a in starts if text[a + len(token) : a + len(token) + 1] in ends]
+        if len(starts) > 1:
+            return None  # an id on two lines: not a server's list
+        if not starts:
+            return []
+        end = text.find(nl, starts[0])
+        fields = line_fields(_str(text[starts[0] : end if end >= 0 else len(text)]))
+        name, addr = fields.get("name", ""), fields.get("addr", "")
+        if not name or ":" not in addr:
+            return None
+        own_host = _host_part(addr.rpartition(":")[0])
+        ours: set[Any] = {name, name + "-probe"}
+        if raw:
+            ours = {n.encode() for n in ours}
+        hosts = self._host_of()
+        return [
+            i
+            for i in compress(count(), map(ours.__contains__, map(_NAME, found)))
+            if hosts[found[i][0]] == own_host
+        ]
+
     def _rows_holding(self, key: str, value: str | bytes) -> list[int]:
         """The rows (column path) whose line holds `key=value` as a whole token, last
-        first, found in the text from its end (the newest connections stand there). Keys
+        first, found in the text from its end. Keys
         and values hold no space, so a whole token is that key's value, except where a line
         repeats a key: the key the lines start with (the id, in every server's list) is
         looked for there only, in the canonical decimal the pass checked; any other key's
