@@ -15,6 +15,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from fleetcheck.core.model import BROKER_WIDE, Report, Result, Status
 from fleetcheck.rounds import history, store
 from tests.history_util import jsonl_append
@@ -398,6 +400,7 @@ def test_text_signatures_of_an_older_database_store_each_row_once_more(tmp_path:
         history.append(fleet_round(i), path)
     db = sqlite3.connect(store.db_path(path))
     db.execute("UPDATE keys SET sig = CAST(sig AS TEXT) || 'old' WHERE sig IS NOT NULL")
+    db.execute("DROP TABLE known")  # that fleetcheck remembered no keys
     db.commit()
     db.close()
 
@@ -443,3 +446,104 @@ def test_a_rounds_signatures_are_each_rows_own() -> None:
     dated = [*rows, {"status": "OK", "limits": {"until": datetime(2026, 12, 1, tzinfo=UTC)}}]
     assert store.signatures(dated) == [store.signature(r) for r in dated]  # repr's, no error
     assert store.signatures([]) == []
+
+
+def random_rounds(seed: int, rounds: int) -> list[dict[str, Any]]:
+    """Rounds as the JSONL line records them, of a fleet that changes: hosts added, removed
+    and back, rows reordered, a check's second row for one host, statuses and numbers that
+    move, a row with no host."""
+    import random
+
+    rng = random.Random(seed)
+    pool = [f"h{i}" for i in range(12)]
+    live = set(pool[:6])
+    out = []
+    for i in range(rounds):
+        if rng.random() < 0.3:
+            live ^= {rng.choice(pool)}
+        rows: list[dict[str, Any]] = [
+            {"check": "broker", "host": None, "status": "OK", "summary": f"{rng.randint(0, 3)} up"}
+        ]
+        for h in sorted(live):
+            for check in ("logs", "clients"):
+                status = rng.choice(["OK", "OK", "OK", "WARN"])
+                n = rng.randint(1, 3)
+                rows.append(
+                    {
+                        "check": check,
+                        "host": h,
+                        "status": status,
+                        "summary": f"{n}s",
+                        "metrics": {"n": n},
+                    }
+                )
+            if rng.random() < 0.1:
+                rows.append({"check": "logs", "host": h, "status": "OK", "summary": "second"})
+        if rng.random() < 0.2:
+            rng.shuffle(rows)
+        start = datetime(2026, 11, 1, tzinfo=UTC) + timedelta(minutes=15 * i)
+        out.append({"started_at": iso(start), "duration_s": 1.0, "status": "OK", "rows": rows})
+    return out
+
+
+def test_remembered_keys_store_what_the_keys_table_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each round remembers every known key (text, id, signature) for the next one
+    (`store._known`, one value instead of the keys table read back row by row): over a fleet
+    that changes (hosts added, removed, back; rows reordered; a second row of a check; the
+    remembered value damaged, stale after a round written without it, or missing), every
+    round stores the very rows a writer that never remembers stores, and the remembered keys
+    equal the keys table after each round."""
+    import random
+
+    rng = random.Random(7)
+    table_reads: list[sqlite3.Connection] = []
+    read_table = store._known_of_table
+
+    def counted(db: sqlite3.Connection) -> store.Known:
+        table_reads.append(db)
+        return read_table(db)
+
+    monkeypatch.setattr(store, "_known_of_table", counted)
+    for seed in range(6):
+        lines = random_rounds(seed, 60)
+        dbs = [sqlite3.connect(tmp_path / f"{seed}-{w}.db", isolation_level=None) for w in "ab"]
+        for db in dbs:
+            db.executescript(store._DDL)
+        try:
+            for line in lines:
+                remembering, forgetting = dbs
+                forgetting.execute("DELETE FROM known")
+                spoil = rng.random()
+                if spoil < 0.05:  # damaged
+                    remembering.execute("UPDATE known SET data = x'00ff'")
+                elif spoil < 0.1:  # stale: a round written since by a writer that forgets
+                    remembering.execute("UPDATE known SET round = round - 1")
+                table_reads.clear()
+                for db in dbs:
+                    with store.transaction(db):
+                        store.add_round(db, line)
+                # the keys table is read back only where nothing usable was remembered
+                first = line is lines[0]
+                assert (
+                    table_reads == [remembering, forgetting]
+                    if first or spoil < 0.1
+                    else [forgetting]
+                )
+                (newest,) = remembering.execute("SELECT max(id) FROM rounds").fetchone()
+                known = store._known(remembering, newest)
+                assert known is not None
+                table = remembering.execute(
+                    "SELECT host || char(0) || check_name, id, sig FROM keys"
+                ).fetchall()
+                assert sorted(zip(*known, strict=True)) == sorted(table)
+            a, b = (
+                db.execute("SELECT key, round, body FROM rows ORDER BY round, key").fetchall()
+                for db in dbs
+            )
+            assert a == b
+            assert a  # rows were stored
+        finally:
+            for db in dbs:
+                db.close()

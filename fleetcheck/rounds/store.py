@@ -55,6 +55,8 @@ CREATE TABLE IF NOT EXISTS rows (
     key INTEGER NOT NULL, round INTEGER NOT NULL, body TEXT,
     PRIMARY KEY (key, round)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS rows_round ON rows (round);
+CREATE TABLE IF NOT EXISTS known (
+    name TEXT PRIMARY KEY, round INTEGER NOT NULL, data BLOB NOT NULL);
 """
 
 BROKER_KEY = ""  # the host column of broker-wide rows (host None)
@@ -246,21 +248,29 @@ def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) 
     ]
     if len(set(keys)) != len(keys):  # a second row of one check for one host: kept apart
         keys = _apart(keys)
-    # each known key's (id, signature) by its key: one query, the dicts made in C
-    found = db.execute("SELECT host || char(0) || check_name, id, sig FROM keys").fetchall()
-    names = list(map(itemgetter(0), found))
-    ids: dict[str, int] = dict(zip(names, map(itemgetter(1), found), strict=True))
-    olds: dict[str, bytes | str | None] = dict(zip(names, map(itemgetter(2), found), strict=True))
     sigs = signatures(rows)
-    # the rows to store, told apart in C: a new key, or a signature not the one stored
-    # (a new key's old signature is the missing marker, never equal to bytes)
-    changed = list(compress(range(len(rows)), map(ne, map(olds.get, keys, repeat(_NEW)), sigs)))
+    known = _known(db, newest)
+    n = len(keys)
+    if known is not None and known[0][:n] == keys and known[2][n:].count(None) == len(known[2]) - n:
+        # the same rows as the previous round, in the same order (most rounds): each row's
+        # stored signature stands at its own index, compared in C; no key is gone (the
+        # ones after this round's were gone already: their last row is a tombstone)
+        names, id_list, old_sigs = known
+        changed = list(compress(range(n), map(ne, old_sigs, sigs)))
+        ids = None
+    else:
+        names, id_list, old_sigs = known or _known_of_table(db)
+        ids = dict(zip(names, id_list, strict=True))
+        olds = dict(zip(names, old_sigs, strict=True))
+        # the rows to store, told apart in C: a new key, or a signature not the one stored
+        # (a new key's old signature is the missing marker, never equal to bytes)
+        changed = list(compress(range(n), map(ne, map(olds.get, keys, repeat(_NEW)), sigs)))
     # and the rows whose refresh is due: their key's turn this round, or KEYFRAME rounds
     # since the row was last stored (a row that changed just before its turn), asked of
     # the keys table (a few hundred of 30,000)
     picked: Iterable[int] = changed
     if full:
-        picked = range(len(rows))
+        picked = range(n)
     else:
         due = {
             k
@@ -271,34 +281,99 @@ def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) 
             )
         }
         if due:
-            picked = sorted(
-                set(changed).union(compress(range(len(rows)), map(due.__contains__, keys)))
-            )
+            picked = sorted(set(changed).union(compress(range(n), map(due.__contains__, keys))))
     store: list[tuple[int, int, str | None]] = []
     marks: list[tuple[bytes | None, int, int]] = []  # (sig, round, key)
     new: list[tuple[int, str, str, bytes, int]] = []
-    next_id = max(ids.values(), default=0) + 1
     dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
-    for i in picked:
-        k, sig = keys[i], sigs[i]
-        key_id = ids.get(k)
-        if key_id is None:  # a new key: its id the next (the writer's transaction holds)
-            key_id = ids[k] = next_id
-            next_id += 1
-            h, c = k.rsplit("\0", 1)
-            new.append((key_id, h, c, sig, rnd))
-        else:
-            marks.append((sig, rnd, key_id))
-        store.append((key_id, rnd, dumps(recorded(rows[i]))))
+    if ids is None:  # every key known, at its row's index
+        for i in picked:
+            marks.append((sigs[i], rnd, id_list[i]))
+            store.append((id_list[i], rnd, dumps(recorded(rows[i]))))
+        sigs.extend(old_sigs[n:])
+        _remember(db, rnd, names, id_list, sigs)
+    else:
+        next_id = max(id_list, default=0) + 1
+        for i in picked:
+            k, sig = keys[i], sigs[i]
+            key_id = ids.get(k)
+            if key_id is None:  # a new key: its id the next (the writer's transaction holds)
+                key_id = ids[k] = next_id
+                next_id += 1
+                h, c = k.rsplit("\0", 1)
+                new.append((key_id, h, c, sig, rnd))
+            else:
+                marks.append((sig, rnd, key_id))
+            store.append((key_id, rnd, dumps(recorded(rows[i]))))
+        # gone this round: a tombstone for each known key whose row was not (the difference
+        # of the sets in C), unless its last stored row is a tombstone already
+        gone = sorted((ids[k], k) for k in olds.keys() - set(keys))
+        for key_id, k in gone:
+            if olds[k] is not None:
+                store.append((key_id, rnd, None))
+                marks.append((None, rnd, key_id))
+        # this round's keys first, in its order, then the gone ones (each a tombstone now)
+        _remember(
+            db,
+            rnd,
+            keys + [k for _, k in gone],
+            list(map(ids.__getitem__, keys)) + [key_id for key_id, _ in gone],
+            sigs + [None] * len(gone),
+        )
     db.executemany("INSERT INTO keys (id, host, check_name, sig, last) VALUES (?, ?, ?, ?, ?)", new)
-    # gone this round: a tombstone for each known key whose row was not (the difference
-    # of the sets in C), unless its last stored row is a tombstone already
-    for key_id, k in sorted((ids[k], k) for k in olds.keys() - set(keys)):
-        if olds[k] is not None:
-            store.append((key_id, rnd, None))
-            marks.append((None, rnd, key_id))
     db.executemany("INSERT INTO rows (key, round, body) VALUES (?, ?, ?)", store)
     db.executemany("UPDATE keys SET sig = ?, last = ? WHERE id = ?", marks)
+
+
+Known = tuple[list[str], list[int], list[Any]]  # every key: its text, id, stored signature
+
+
+def _known(db: sqlite3.Connection, newest: int | None) -> Known | None:
+    """Every known key as the newest round left them (`_remember`), or None when that is not
+    at hand: no round yet, none remembered, remembered before a later round (written by a
+    fleetcheck that does not remember), or unreadable. Why: the keys table read back row by
+    row (30,000 texts, ids and signatures made into Python objects) was a fifth of a
+    round's append at 10,000 hosts; one value loads in a tenth of that."""
+    if newest is None:
+        return None
+    got = db.execute("SELECT round, data FROM known WHERE name = 'keys'").fetchone()
+    if got is None or got[0] != newest or not isinstance(got[1], bytes):
+        return None
+    try:
+        value = marshal.loads(got[1])
+    except (EOFError, TypeError, ValueError):
+        return None
+    if (
+        type(value) is not tuple
+        or len(value) != 3
+        or not all(type(v) is list for v in value)
+        or not len(value[0]) == len(value[1]) == len(value[2])
+    ):
+        return None
+    names, ids, sigs = value
+    return names, ids, sigs
+
+
+def _known_of_table(db: sqlite3.Connection) -> Known:
+    """Every known key from the keys table (one query; the lists made in C)."""
+    found = db.execute("SELECT host || char(0) || check_name, id, sig FROM keys").fetchall()
+    return (
+        list(map(itemgetter(0), found)),
+        list(map(itemgetter(1), found)),
+        list(map(itemgetter(2), found)),
+    )
+
+
+def _remember(
+    db: sqlite3.Connection, rnd: int, names: list[str], ids: list[int], sigs: list[Any]
+) -> None:
+    """Every known key as this round leaves it (text, id, signature: what the keys table
+    holds), for the next round's `_known`: this round's keys first, in its order. In the
+    round's transaction, so it is the newest round's or the round was not written."""
+    db.execute(
+        "INSERT OR REPLACE INTO known (name, round, data) VALUES ('keys', ?, ?)",
+        (rnd, marshal.dumps((names, ids, sigs), 2)),
+    )
 
 
 def _apart(keys: list[str]) -> list[str]:
