@@ -269,9 +269,20 @@ class Report:
 
     def sorted_results(self) -> list[Result]:
         """Worst first, then by host (broker-wide rows first), then by check."""
+        return list(map(self.results.__getitem__, self._worst_first()))
+
+    def _worst_first(self) -> list[int]:
+        """The rows' indices in `sorted_results` order (a document's rows made already are
+        placed by them, without a lookup a row)."""
+        results = self.results
         return sorted(
-            self.results,
-            key=lambda r: (-r.status.rank, r.host is not None, r.host or "", r.check),
+            range(len(results)),
+            key=lambda i: (
+                -results[i].status.rank,
+                results[i].host is not None,
+                results[i].host or "",
+                results[i].check,
+            ),
         )
 
     def counts(self) -> dict[str, int]:
@@ -287,8 +298,9 @@ class Report:
         if rows is None:
             results = [r.to_dict() for r in self.sorted_results()]
         else:
-            made = dict(zip(map(id, self.results), rows, strict=True))
-            results = [made[id(r)] for r in self.sorted_results()]
+            if len(rows) != len(self.results):
+                raise ValueError(f"{len(rows)} rows for {len(self.results)} results")
+            results = list(map(rows.__getitem__, self._worst_first()))
         return {
             "schema": REPORT_SCHEMA,
             "started_at": self.started_at,
