@@ -389,6 +389,12 @@ def test_a_signature_is_the_same_bytes_in_another_process() -> None:
     assert bytes.fromhex(other.stdout) == store.signature(row)
     moved = {**row, "summary": "/var/log/w.log, 47s ago"}  # numbers in the words: the same
     assert store.signature(moved) == store.signature(row)
+    for number in ("3.5s ago", "100s ago", "0.25s ago"):  # written with a decimal or not
+        assert store.signature({**row, "summary": f"/var/log/w.log, {number}"}) == (
+            store.signature(row)
+        )
+    for words in ("/var/log/x.log, 12s ago", "/var/log/w.log, 12m ago", "/var/log/w.log"):
+        assert store.signature({**row, "summary": words}) != store.signature(row)
     assert store.signature({**row, "status": "WARN"}) != store.signature(row)
     dated = {**row, "limits": {"until": datetime(2026, 12, 1, tzinfo=UTC)}}  # a TOML date
     assert store.signature(dated) != store.signature(row)  # repr's bytes, no error

@@ -6,8 +6,9 @@ being written: the journal rolls it back), WAL lets `serve`, `history` and `expl
 a patrol writes, and its B-trees give a host's timeline and a time window without reading
 the rest. Why not every row every round: 10,000 hosts x 3 checks x 96 rounds a day is ~20
 million rows a week, ~4 GB as JSON lines. Most rows say the same thing round after round, so
-a row is stored only when it changes: its status, its summary's words (the numbers in a
-summary such as "12s ago" are not a change), its limits, or a metric's bucket (`bucket`:
+a row is stored only when it changes: its status, its summary's words (its digits and dots
+left out: the numbers in a summary such as "12s ago" or "3.5 ms" are not a change), its
+limits, or a metric's bucket (`bucket`:
 integers exactly, other numbers in ~19 % steps, durations under a minute as one). Each row is
 also stored again at least once every KEYFRAME rounds (its refresh), staggered by the row's
 id so that no round stores every row: any KEYFRAME consecutive rounds hold every live row at
@@ -26,7 +27,6 @@ from __future__ import annotations
 import json
 import marshal
 import math
-import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -140,7 +140,10 @@ def bucket(key: str, value: Any) -> Any:
 
 _EXACT = frozenset((int, str, bool, type(None)))  # a metric's own value is its bucket
 _TEXT = frozenset((str,))
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# a summary's words: its text without digits and dots (str.translate: a C loop, where a
+# pattern replacing each number measured 35 ms of 30,000 summaries against 1.5 ms); a number
+# written "4" one round and "3.5" the next is no change either
+_NO_NUMBERS = str.maketrans("", "", "0123456789.")
 _NEW = object()  # the stored signature of a key not stored yet: equal to no signature
 
 
@@ -152,18 +155,17 @@ def signature(row: dict[str, Any]) -> bytes:
     whose signatures were texts stores each row once more on its first round, then as
     before. `signatures` gives the same bytes for a whole round."""
     summary = row.get("summary", "")
-    words = _NUMBER.sub("#", summary if type(summary) is str else str(summary))
+    words = (summary if type(summary) is str else str(summary)).translate(_NO_NUMBERS)
     return _packed(row, words)
 
 
 def signatures(rows: list[dict[str, Any]]) -> list[bytes]:
-    """`signature` of each row, as one round computes them: its summaries' numbers replaced
-    in one pass of the pattern over all of them joined (a third of 30,000 calls' cost), then
-    each row's parts packed. A summary that is not a text, or holds the joining character,
-    has the round done row by row."""
+    """`signature` of each row, as one round computes them: its summaries' words made in one
+    pass over all of them joined, then each row's parts packed. A summary that is not a
+    text, or holds the joining character, has the round done row by row."""
     summaries = [row.get("summary", "") for row in rows]
     try:
-        words = _NUMBER.sub("#", "\0".join(summaries)).split("\0")
+        words = "\0".join(summaries).translate(_NO_NUMBERS).split("\0")
     except TypeError:  # a summary that is not a text
         return [signature(row) for row in rows]
     if len(words) != len(rows):  # a summary holding NUL
