@@ -678,8 +678,8 @@ SERVER_LINE = (
     st.lists(
         st.tuples(
             st.integers(1, 9),  # ids from a few: sometimes one twice
-            st.sampled_from(["10.0.0.5", "10.0.0.6", "::1", "::ffff:10.0.0.5"]),
-            st.sampled_from(["fc", "fc-probe", "fc-probe2", "xfc", "fc2", "w", ""]),
+            st.sampled_from(["10.0.0.5", "10.0.0.6", "::1", "::ffff:10.0.0.5", "/tmp/r.sock"]),
+            st.sampled_from(["fc", "fc-probe", "fc-probe2", "xfc", "fc2", "w", "", "a=b"]),
         ),
         min_size=1,
         max_size=14,

@@ -532,8 +532,9 @@ min_clients = 10                             # fewer broker connections: WARN; n
         event = None
         # no connection young enough to be new (most rounds): nothing replaced
         if facts.ages and interval is not None and interval > 0 and before_n and total:
-            young = sorted(a for a, n in facts.ages.items() if a < interval - AGE_SLACK_S)
-            new = sum(facts.ages[a] for a in young)
+            limit = interval - AGE_SLACK_S
+            young = sorted([a for a in facts.ages if a < limit])
+            new = sum(map(facts.ages.__getitem__, young))
             closed = max(before_n - (total - new), 0)
             replaced = min(new, closed)
             if replaced >= 1 and 2 * replaced >= before_n:

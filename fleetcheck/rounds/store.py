@@ -6,9 +6,9 @@ being written: the journal rolls it back), WAL lets `serve`, `history` and `expl
 a patrol writes, and its B-trees give a host's timeline and a time window without reading
 the rest. Why not every row every round: 10,000 hosts x 3 checks x 96 rounds a day is ~20
 million rows a week, ~4 GB as JSON lines. Most rows say the same thing round after round, so
-a row is stored only when it changes: its status, its summary's words (its digits and dots
-left out: the numbers in a summary such as "12s ago" or "3.5 ms" are not a change), its
-limits, or a metric's bucket (`bucket`:
+a row is stored only when it changes: its status, its summary's words (its text without
+digits and dots: the numbers in a summary such as "12s ago" or "3.5 ms" are not a change,
+nor is a number that appears or goes, or a dot), its limits, or a metric's bucket (`bucket`:
 integers exactly, other numbers in ~19 % steps, durations under a minute as one). Each row is
 also stored again at least once every KEYFRAME rounds (its refresh), staggered by the row's
 id so that no round stores every row: any KEYFRAME consecutive rounds hold every live row at
@@ -90,6 +90,7 @@ def connect(history: Path, write: bool) -> sqlite3.Connection:
         columns = [c[1] for c in db.execute("PRAGMA table_info(keys)")]
         if "last" not in columns:  # written before rows were refreshed one by one
             with transaction(db):
+                db.execute("DELETE FROM known")  # the keys change: read them from the table
                 db.execute("ALTER TABLE keys ADD COLUMN last INTEGER")
                 db.execute(  # no later than the round it was last stored in: safe
                     "UPDATE keys SET last = (SELECT max(id) FROM rounds WHERE keyframe = 1)"
@@ -253,15 +254,13 @@ def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) 
     sigs = signatures(rows)
     known = _known(db, newest)
     n = len(keys)
-    if known is not None and known[0][:n] == keys and known[2][n:].count(None) == len(known[2]) - n:
-        # the same rows as the previous round, in the same order (most rounds): each row's
-        # stored signature stands at its own index, compared in C; no key is gone (the
-        # ones after this round's were gone already: their last row is a tombstone)
-        names, id_list, old_sigs = known
-        changed = list(compress(range(n), map(ne, old_sigs, sigs)))
-        ids = None
+    same = _in_order(known, keys)
+    names, id_list, old_sigs = known if known is not None else _known_of_table(db)
+    ids: dict[str, int] = {}
+    olds: dict[str, Any] = {}
+    if same:
+        changed = list(compress(range(n), map(ne, old_sigs, sigs)))  # compared in C
     else:
-        names, id_list, old_sigs = known or _known_of_table(db)
         ids = dict(zip(names, id_list, strict=True))
         olds = dict(zip(names, old_sigs, strict=True))
         # the rows to store, told apart in C: a new key, or a signature not the one stored
@@ -288,12 +287,15 @@ def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) 
     marks: list[tuple[bytes | None, int, int]] = []  # (sig, round, key)
     new: list[tuple[int, str, str, bytes, int]] = []
     dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
-    if ids is None:  # every key known, at its row's index
+    if same:  # every key known, at its row's index
         for i in picked:
             marks.append((sigs[i], rnd, id_list[i]))
             store.append((id_list[i], rnd, dumps(recorded(rows[i]))))
-        sigs.extend(old_sigs[n:])
-        _remember(db, rnd, names, id_list, sigs)
+        if changed:
+            sigs.extend(old_sigs[n:])
+            _remember(db, rnd, names, id_list, sigs)
+        else:  # the keys as they were: only the round they are now the newest of
+            db.execute("UPDATE known SET round = ? WHERE name = 'keys'", (rnd,))
     else:
         next_id = max(id_list, default=0) + 1
         for i in picked:
@@ -330,11 +332,23 @@ def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) 
 Known = tuple[list[str], list[int], list[Any]]  # every key: its text, id, stored signature
 
 
+def _in_order(known: Known | None, keys: list[str]) -> bool:
+    """Whether the round's rows are the previous round's, in the same order (most rounds),
+    with no key gone (the remembered ones after this round's were gone already: their last
+    row is a tombstone): then each row's stored signature stands at its own index."""
+    if known is None:
+        return False
+    names, _, sigs = known
+    n = len(keys)
+    return names[:n] == keys and sigs[n:].count(None) == len(sigs) - n
+
+
 def _known(db: sqlite3.Connection, newest: int | None) -> Known | None:
     """Every known key as the newest round left them (`_remember`), or None when that is not
     at hand: no round yet, none remembered, remembered before a later round (written by a
-    fleetcheck that does not remember), or unreadable. Why: the keys table read back row by
-    row (30,000 texts, ids and signatures made into Python objects) was a fifth of a
+    fleetcheck that does not remember), not the keys the table holds (as many, the same
+    highest id), of the wrong shape or types, or unreadable. Why: the keys table read back
+    row by row (30,000 texts, ids and signatures made into Python objects) was a fifth of a
     round's append at 10,000 hosts; one value loads in a tenth of that."""
     if newest is None:
         return None
@@ -353,7 +367,20 @@ def _known(db: sqlite3.Connection, newest: int | None) -> Known | None:
     ):
         return None
     names, ids, sigs = value
+    if not (
+        _TEXT.issuperset(map(type, names))
+        and _INT.issuperset(map(type, ids))
+        and _SIGNATURE.issuperset(map(type, sigs))
+    ):
+        return None
+    count, highest = db.execute("SELECT count(*), max(id) FROM keys").fetchone()
+    if count != len(ids) or highest != max(ids, default=None):
+        return None  # the keys table changed behind it (a repair, another writer)
     return names, ids, sigs
+
+
+_INT = frozenset((int,))
+_SIGNATURE = frozenset((bytes, str, type(None)))  # str: written by an older fleetcheck
 
 
 def _known_of_table(db: sqlite3.Connection) -> Known:
