@@ -90,7 +90,6 @@ def connect(history: Path, write: bool) -> sqlite3.Connection:
         columns = [c[1] for c in db.execute("PRAGMA table_info(keys)")]
         if "last" not in columns:  # written before rows were refreshed one by one
             with transaction(db):
-                db.execute("DELETE FROM known")  # the keys change: read them from the table
                 db.execute("ALTER TABLE keys ADD COLUMN last INTEGER")
                 db.execute(  # no later than the round it was last stored in: safe
                     "UPDATE keys SET last = (SELECT max(id) FROM rounds WHERE keyframe = 1)"
@@ -287,28 +286,25 @@ def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) 
     marks: list[tuple[bytes | None, int, int]] = []  # (sig, round, key)
     new: list[tuple[int, str, str, bytes, int]] = []
     dumps = json.JSONEncoder(separators=(",", ":"), default=str).encode
-    if same:  # every key known, at its row's index
-        for i in picked:
-            marks.append((sigs[i], rnd, id_list[i]))
-            store.append((id_list[i], rnd, dumps(recorded(rows[i]))))
+    next_id = max(id_list, default=0) + 1
+    for i in picked:
+        k, sig = keys[i], sigs[i]
+        # in order, every key is known at its row's index
+        key_id = id_list[i] if same else ids.get(k)
+        if key_id is None:  # a new key: its id the next (the writer's transaction holds)
+            key_id = ids[k] = next_id
+            next_id += 1
+            h, c = k.rsplit("\0", 1)
+            new.append((key_id, h, c, sig, rnd))
+        else:
+            marks.append((sig, rnd, key_id))
+        store.append((key_id, rnd, dumps(recorded(rows[i]))))
+    if same:  # no key gone; the remembered ones after this round's keep their tombstones
         if changed:
-            sigs.extend(old_sigs[n:])
-            _remember(db, rnd, names, id_list, sigs)
+            _remember(db, rnd, names, id_list, sigs + old_sigs[n:])
         else:  # the keys as they were: only the round they are now the newest of
             db.execute("UPDATE known SET round = ? WHERE name = 'keys'", (rnd,))
     else:
-        next_id = max(id_list, default=0) + 1
-        for i in picked:
-            k, sig = keys[i], sigs[i]
-            key_id = ids.get(k)
-            if key_id is None:  # a new key: its id the next (the writer's transaction holds)
-                key_id = ids[k] = next_id
-                next_id += 1
-                h, c = k.rsplit("\0", 1)
-                new.append((key_id, h, c, sig, rnd))
-            else:
-                marks.append((sig, rnd, key_id))
-            store.append((key_id, rnd, dumps(recorded(rows[i]))))
         # gone this round: a tombstone for each known key whose row was not (the difference
         # of the sets in C), unless its last stored row is a tombstone already
         gone = sorted((ids[k], k) for k in olds.keys() - set(keys))
