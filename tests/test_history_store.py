@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fleetcheck.core.model import BROKER_WIDE, Report, Result, Status
 from fleetcheck.rounds import history, store
@@ -406,9 +408,9 @@ def test_text_signatures_of_an_older_database_store_each_row_once_more(tmp_path:
         history.append(fleet_round(i), path)
     db = sqlite3.connect(store.db_path(path))
     db.execute("UPDATE keys SET sig = CAST(sig AS TEXT) || 'old' WHERE sig IS NOT NULL")
-    db.execute("DROP TABLE known")  # that fleetcheck remembered no keys
     db.commit()
     db.close()
+    store.keys_path(path).unlink()  # that fleetcheck kept no keys file
 
     def stored_in(round_index: int) -> int:
         db = sqlite3.connect(store.db_path(path))
@@ -454,6 +456,56 @@ def test_a_rounds_signatures_are_each_rows_own() -> None:
     assert store.signatures([]) == []
 
 
+_KEYS = st.sampled_from(["age_s", "lines", "n", "lag_s", "depth", "by"])
+_VALUES = st.one_of(
+    st.integers(-3, 10**12),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 0.5, 59.9, 60.0, -12.5, 1.0]),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=4),
+    st.lists(st.floats(-100, 100), max_size=2),
+    st.dictionaries(st.sampled_from(["a", "b"]), st.floats(-100, 100), max_size=2),
+)
+_METRICS = st.one_of(
+    st.none(),
+    st.just({}),
+    st.dictionaries(_KEYS, _VALUES, max_size=3),
+    st.dictionaries(st.integers(0, 2), st.integers(0, 3), max_size=2),  # keys not texts
+    st.just([1.5, 2]),  # not a dict
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    shapes=st.lists(st.tuples(_METRICS, st.sampled_from([None, {}, {"cap": 100}])), min_size=1),
+    picks=st.lists(st.tuples(st.integers(0, 50), _VALUES), max_size=60),
+    statuses=st.lists(st.sampled_from(["OK", "WARN", "CRIT"]), min_size=1),
+)
+def test_a_rounds_signatures_column_by_column_are_each_rows_own(
+    shapes: list[tuple[Any, Any]], picks: list[tuple[int, Any]], statuses: list[str]
+) -> None:
+    """`store.signatures` (the metrics' forms made column by column: rows grouped by their
+    keys, floats bucketed once a distinct value) gives each row's `signature` bytes, for
+    rows that share their keys and values (a check's rows) with some values changed, of
+    any types: integers, floats (nan, infinities, -0.0, under and over a minute), texts,
+    lists, dicts, None; keys that are not texts; metrics that are not a dict."""
+    rows: list[dict[str, Any]] = []
+    for i, (n, value) in enumerate([(j % len(shapes), None) for j in range(40)] + picks):
+        metrics, limits = shapes[n % len(shapes)]
+        if isinstance(metrics, dict) and metrics and value is not None and i >= 40:
+            metrics = {**metrics, list(metrics)[i % len(metrics)]: value}
+        rows.append(
+            {
+                "status": statuses[i % len(statuses)],
+                "summary": f"{i}s ago",
+                "metrics": metrics,
+                "limits": limits,
+            }
+        )
+    assert store.signatures(rows) == [store.signature(r) for r in rows]
+
+
 def random_rounds(seed: int, rounds: int) -> list[dict[str, Any]]:
     """Rounds as the JSONL line records them, of a fleet that changes: hosts added, removed
     and back, rows reordered, a check's second row for one host, statuses and numbers that
@@ -495,13 +547,14 @@ def random_rounds(seed: int, rounds: int) -> list[dict[str, Any]]:
 def test_remembered_keys_store_what_the_keys_table_stores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each round remembers every known key (text, id, signature) for the next one
+    """Each round leaves every known key (text, id, signature) in a file for the next one
     (`store._known`, one value instead of the keys table read back row by row): over a fleet
     that changes (hosts added, removed, back; rows reordered; a second row of a check; the
-    remembered value damaged, stale after a round written without it, or missing), every
-    round stores the very rows a writer that never remembers stores, and the remembered keys
-    equal the keys table after each round."""
+    file damaged, of an older round, of another database, missing, or not written after a
+    round), every round stores the very rows a writer that never remembers stores, and the
+    remembered keys equal the keys table after each round."""
     import random
+    import shutil
 
     rng = random.Random(7)
     table_reads: list[sqlite3.Connection] = []
@@ -518,35 +571,53 @@ def test_remembered_keys_store_what_the_keys_table_stores(
 
     monkeypatch.setattr(store, "_known_of_table", counted)
     monkeypatch.setattr(store, "_in_order", told)
+    spoiled: dict[str, int] = {}
     for seed in range(6):
         lines = random_rounds(seed, 60)
         dbs = [sqlite3.connect(tmp_path / f"{seed}-{w}.db", isolation_level=None) for w in "ab"]
+        keys_file = tmp_path / f"{seed}.keys"
+        other = tmp_path / f"{seed}-other.keys"  # another database's, of the same rounds
         for db in dbs:
             db.executescript(store._DDL)
+        skipped = False  # the previous round's file not written
         try:
             for line in lines:
                 remembering, forgetting = dbs
-                forgetting.execute("DELETE FROM known")
-                spoil = rng.random()
-                if spoil < 0.05:  # damaged
-                    remembering.execute("UPDATE known SET data = x'00ff'")
-                elif spoil < 0.1:  # stale: a round written since by a writer that forgets
-                    remembering.execute("UPDATE known SET round = round - 1")
+                spoil = rng.random() if keys_file.exists() else 1.0
+                kind = ""
+                if spoil < 0.04:
+                    kind = "damaged"
+                    keys_file.write_bytes(keys_file.read_bytes()[:-7])
+                elif spoil < 0.08:
+                    kind = "missing"
+                    keys_file.unlink()
+                elif spoil < 0.12 and other.exists():
+                    kind = "another database's"
+                    shutil.copyfile(other, keys_file)
+                spoiled[kind] = spoiled.get(kind, 0) + 1
                 table_reads.clear()
-                for db in dbs:
-                    with store.transaction(db):
-                        store.add_round(db, line)
+                with store.transaction(remembering):
+                    kept = store.add_round(remembering, line, keys_file=keys_file)
+                with store.transaction(forgetting):
+                    assert store.add_round(forgetting, line) is None
+                assert kept is not None
                 # the keys table is read back only where nothing usable was remembered
-                fresh = line is lines[0] or spoil < 0.1
-                expected = [remembering, forgetting] if fresh else [forgetting]
-                assert table_reads == expected
+                assert table_reads.count(forgetting) == 1
+                fresh = line is lines[0] or kind != "" or skipped
+                assert table_reads.count(remembering) == int(fresh), kind
+                skipped = rng.random() < 0.05  # a crash between the commit and the file
+                if skipped:
+                    spoiled["not written"] = spoiled.get("not written", 0) + 1
+                else:
+                    kept.write()
+                    store.Remembered(other, "0" * 16, kept.round, kept.keys).write()
                 (newest,) = remembering.execute("SELECT max(id) FROM rounds").fetchone()
-                known = store._known(remembering, newest)
-                assert known is not None
+                known = store._known(remembering, newest, keys_file, kept.token)
+                assert (known is None) == (skipped or not keys_file.exists())
                 table = remembering.execute(
                     "SELECT host || char(0) || check_name, id, sig FROM keys"
                 ).fetchall()
-                assert sorted(zip(*known, strict=True)) == sorted(table)
+                assert sorted(zip(*kept.keys, strict=True)) == sorted(table)
             a, b = (
                 db.execute("SELECT key, round, body FROM rows ORDER BY round, key").fetchall()
                 for db in dbs
@@ -556,5 +627,7 @@ def test_remembered_keys_store_what_the_keys_table_stores(
         finally:
             for db in dbs:
                 db.close()
+    assert all(spoiled.get(k, 0) >= 3 for k in ("damaged", "missing", "another database's"))
+    assert spoiled.get("not written", 0) >= 3
     # both ways were taken: rows in the remembered order (compared index by index), and not
     assert orders.count(True) > 100 and orders.count(False) > 100

@@ -84,12 +84,17 @@ def _append(report: Report, path: Path) -> None:
         try:
             migrate(db, path)
             with store.transaction(db):
-                store.add_round(db, line)
+                kept = store.add_round(db, line, keys_file=store.keys_path(path))
                 store.expire(db, store.epoch(line["started_at"]))
         finally:
             db.close()
     except sqlite3_errors() as e:  # a full disk, a damaged file: the caller warns, once
         raise OSError(f"{store.db_path(path)}: {e}") from None
+    if kept is not None:
+        try:
+            kept.write()
+        except OSError:  # the next round reads the keys table instead: the round is stored
+            store.keys_path(path).unlink(missing_ok=True)
     write_latest(doc, latest_path(path))
 
 

@@ -17,6 +17,11 @@ one with every row stored: the first, and every migrated round), and retention k
 KEYFRAME - 1 rounds before the oldest round it keeps whole. A row that disappears (a host
 removed) is stored as a tombstone, so it is not carried forward.
 
+Each round also leaves every known key (text, id, signature) in a file beside the database
+(`keys_path`, `Remembered`), which the next round reads instead of the keys table; a file
+that is not the newest round's (a crash after the commit, another database's, damaged)
+is not used, and the table is read.
+
 A row read back for a round in which it was not stored is the last stored one, carrying
 `as_of` (that round's start): its summary and metrics are from then, rounded to the bucket
 the later rounds were in, and a reader can tell. Rows migrated from the JSONL history are
@@ -27,11 +32,13 @@ from __future__ import annotations
 import json
 import marshal
 import math
+import secrets
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import itemgetter, ne
 from pathlib import Path
 from typing import Any
@@ -55,8 +62,6 @@ CREATE TABLE IF NOT EXISTS rows (
     key INTEGER NOT NULL, round INTEGER NOT NULL, body TEXT,
     PRIMARY KEY (key, round)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS rows_round ON rows (round);
-CREATE TABLE IF NOT EXISTS known (
-    name TEXT PRIMARY KEY, round INTEGER NOT NULL, data BLOB NOT NULL);
 """
 
 BROKER_KEY = ""  # the host column of broker-wide rows (host None)
@@ -66,6 +71,12 @@ def db_path(history: Path) -> Path:
     """`history-x.jsonl` -> `history-x.db` (the JSONL name stays the history's name)."""
     name = history.name[: -len(".jsonl")] if history.name.endswith(".jsonl") else history.name
     return history.with_name(name + ".db")
+
+
+def keys_path(history: Path) -> Path:
+    """`history-x.jsonl` -> `history-x.keys`: every known key as the newest round left them
+    (`Remembered`), read by the next round instead of the keys table."""
+    return db_path(history).with_suffix(".keys")
 
 
 def exists(history: Path) -> bool:
@@ -94,6 +105,8 @@ def connect(history: Path, write: bool) -> sqlite3.Connection:
                 db.execute(  # no later than the round it was last stored in: safe
                     "UPDATE keys SET last = (SELECT max(id) FROM rounds WHERE keyframe = 1)"
                 )
+        # the keys were remembered in the database before they were in their own file
+        db.execute("DROP TABLE IF EXISTS known")
         got = db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
         if got is None:
             db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
@@ -140,6 +153,8 @@ def bucket(key: str, value: Any) -> Any:
 
 _EXACT = frozenset((int, str, bool, type(None)))  # a metric's own value is its bucket
 _TEXT = frozenset((str,))
+_ROWS_OF_DICTS = frozenset((dict, type(None)))  # metrics a round's rows can share a way for
+_FLOAT = frozenset((float,))
 # a summary's words: its text without digits and dots (str.translate: a C loop, where a
 # pattern replacing each number measured 35 ms of 30,000 summaries against 1.5 ms); a number
 # written "4" one round and "3.5" the next is no change either
@@ -149,54 +164,33 @@ _NEW = object()  # the stored signature of a key not stored yet: equal to no sig
 
 def signature(row: dict[str, Any]) -> bytes:
     """The part of a row that, when it changes, makes the row stored again, as bytes only
-    ever compared for equality: marshal's version 2 (no references, no interning marks, so
-    equal values give equal bytes in any process: a third of `repr`'s cost); `repr` for a
-    value marshal cannot hold (a TOML date in a limit). A database written by a fleetcheck
-    whose signatures were texts stores each row once more on its first round, then as
-    before. `signatures` gives the same bytes for a whole round."""
+    ever compared for equality: its status, its summary's words, its metrics' buckets
+    (`form`) and its limits, in marshal's version 2 (no references, no interning marks, so
+    equal values give equal bytes in any process); `repr` for a value marshal cannot hold (a
+    TOML date in a limit). A database written by a fleetcheck whose signatures had another
+    form stores each row once more on its first round, then as before. `signatures` gives
+    the same bytes for a whole round."""
     summary = row.get("summary", "")
     words = (summary if type(summary) is str else str(summary)).translate(_NO_NUMBERS)
-    return _packed(row, words)
+    return _packed(row.get("status"), words, form(row.get("metrics")), row.get("limits") or None)
 
 
-def signatures(rows: list[dict[str, Any]]) -> list[bytes]:
-    """`signature` of each row, as one round computes them: its summaries' words made in one
-    pass over all of them joined, then each row's parts packed. A summary that is not a
-    text, or holds the joining character, has the round done row by row."""
-    summaries = [row.get("summary", "") for row in rows]
-    try:
-        words = "\0".join(summaries).translate(_NO_NUMBERS).split("\0")
-    except TypeError:  # a summary that is not a text
-        return [signature(row) for row in rows]
-    if len(words) != len(rows):  # a summary holding NUL
-        return [signature(row) for row in rows]
-    return list(map(_packed, rows, words))
+def form(metrics: Any) -> Any:
+    """A row's metrics as its signature holds them: each value its bucket (`bucket`: the
+    metrics themselves when every value is its own, the common case), keys as texts."""
+    metrics = metrics or {}
+    if type(metrics) is not dict:
+        return bucket("", metrics)
+    if not _TEXT.issuperset(map(type, metrics)):  # a key that is not a text: in order, named
+        return tuple((str(k), _value(str(k), v)) for k, v in metrics.items())
+    if _EXACT.issuperset(map(type, metrics.values())):
+        return metrics
+    return {k: _value(k, v) for k, v in metrics.items()}
 
 
-def _packed(row: dict[str, Any], words: str) -> bytes:
-    """A row's signature from its summary's words (`signature`)."""
-    metrics = row.get("metrics") or {}
-    if type(metrics) is dict and _EXACT.issuperset(map(type, metrics.values())):
-        # every value its own bucket (the common case), told by C loops: what the loop below
-        # would build, at a fifth of its cost
-        buckets: Any = tuple(metrics.items())
-        if not _TEXT.issuperset(map(type, metrics)):
-            buckets = tuple((str(k), v) for k, v in buckets)
-    elif type(metrics) is dict:  # bucket("", metrics), its loop inlined
-        buckets = tuple(
-            [
-                (k, v) if type(v) in _EXACT and type(k) is str else (str(k), _value(str(k), v))
-                for k, v in metrics.items()
-            ]
-        )
-    else:
-        buckets = bucket("", metrics)
-    parts = (
-        row.get("status"),
-        words,
-        buckets,
-        row.get("limits") or None,  # a setting judged against: any change counts
-    )
+def _packed(status: Any, words: str, forms: Any, limits: Any) -> bytes:
+    """A row's signature from its parts (`signature`)."""
+    parts = (status, words, forms, limits)
     try:
         return marshal.dumps(parts, 2)
     except ValueError:
@@ -205,6 +199,78 @@ def _packed(row: dict[str, Any], words: str) -> bytes:
 
 def _value(key: str, v: Any) -> Any:
     return v if type(v) in _EXACT else bucket(key, v)
+
+
+_STATUS, _SUMMARY, _METRICS, _LIMITS = map(itemgetter, ("status", "summary", "metrics", "limits"))
+
+
+def signatures(rows: list[dict[str, Any]]) -> list[bytes]:
+    """`signature` of each row, as one round computes them: column by column, by C loops
+    where the row-by-row way was a fifth of a round's append at 10,000 hosts. Its summaries'
+    words made in one pass over all of them joined; its metrics' forms (`forms`); then each
+    row's parts packed. A round with a row that lacks a part, a summary that is not a text
+    or holds the joining character, or a value marshal cannot hold is done row by row."""
+    try:
+        statuses = list(map(_STATUS, rows))
+        summaries = list(map(_SUMMARY, rows))
+        metrics = list(map(_METRICS, rows))
+        limits = [lim or None for lim in map(_LIMITS, rows)]
+        words = "\0".join(summaries).translate(_NO_NUMBERS).split("\0")
+    except (KeyError, TypeError):  # a JSONL line's row (no limits), a summary not a text
+        return [signature(row) for row in rows]
+    if len(words) != len(rows):  # a summary holding NUL
+        return [signature(row) for row in rows]
+    parts = zip(statuses, words, forms(metrics), limits, strict=True)
+    try:
+        return list(map(marshal.dumps, parts, repeat(2)))
+    except ValueError:  # a value marshal cannot hold: those rows' bytes are repr's
+        return [signature(row) for row in rows]
+
+
+def forms(metrics: list[Any]) -> list[Any]:
+    """`form` of each row's metrics, as a round computes them: when every value of every row
+    is its own bucket (integers, texts), the metrics themselves, told by two C loops;
+    otherwise the rows grouped by their metrics' keys (a check's rows share them), each key's
+    values bucketed as one column (a column of floats: each distinct value once), and the
+    rows' forms made from the columns. Metrics that are not dicts, or keys that are not
+    texts, have the round done row by row."""
+    if not _ROWS_OF_DICTS.issuperset(map(type, metrics)):
+        return list(map(form, metrics))
+    metrics = [m or {} for m in metrics]
+    if not _TEXT.issuperset(map(type, chain.from_iterable(metrics))):
+        return list(map(form, metrics))
+    if _EXACT.issuperset(map(type, chain.from_iterable(map(dict.values, metrics)))):
+        return metrics
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, keys in enumerate(map(tuple, metrics)):
+        group = groups.get(keys)
+        if group is None:
+            groups[keys] = [i]
+        else:
+            group.append(i)
+    out = metrics  # a row whose values are all their own buckets keeps its metrics
+    for keys, at in groups.items():
+        if not keys:
+            continue
+        rows = list(map(metrics.__getitem__, at))
+        columns: list[list[Any]] = []
+        bucketed = False
+        for key in keys:
+            column = list(map(itemgetter(key), rows))
+            kinds = set(map(type, column))
+            if kinds <= _EXACT:
+                columns.append(column)
+                continue
+            bucketed = True
+            if kinds == _FLOAT:  # each distinct value bucketed once (nan: by identity)
+                of = {v: bucket(key, v) for v in set(column)}
+                columns.append(list(map(of.__getitem__, column)))
+            else:
+                columns.append([_value(key, v) for v in column])
+        if bucketed:
+            made = list(map(dict, map(zip, repeat(keys), zip(*columns, strict=True))))
+            list(map(out.__setitem__, at, made))
+    return out
 
 
 RECORDED = ("check", "host", "status", "summary", "metrics")
@@ -222,13 +288,18 @@ def recorded(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) -> None:
+def add_round(
+    db: sqlite3.Connection, line: dict[str, Any], full: bool = False, keys_file: Path | None = None
+) -> Remembered | None:
     """One round (as the JSONL line recorded it, or rows as `Result.to_dict` makes them: only
     their recorded part is stored), in the caller's transaction. `full`: every
     row stored (a full round), whatever the round's number. A row is stored when it is new,
     when its signature changed, on its staggered refresh ((id + round) % KEYFRAME == 0) and
     whenever KEYFRAME rounds have passed since it was last stored (a row that changed just
-    before its refresh, or a database written before refreshes were staggered)."""
+    before its refresh, or a database written before refreshes were staggered). `keys_file`:
+    the keys the newest round left (`keys_path`), read instead of the keys table
+    when it is theirs; the keys this round leaves are returned, for the caller to `write`
+    once the transaction committed (None without `keys_file`)."""
     at = epoch(line["started_at"])
     (newest,) = db.execute("SELECT max(id) FROM rounds").fetchone()
     full = full or newest is None
@@ -251,7 +322,8 @@ def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) 
     if len(set(keys)) != len(keys):  # a second row of one check for one host: kept apart
         keys = _apart(keys)
     sigs = signatures(rows)
-    known = _known(db, newest)
+    token = _token(db) if keys_file is not None else ""
+    known = _known(db, newest, keys_file, token) if keys_file is not None else None
     n = len(keys)
     same = _in_order(known, keys)
     names, id_list, old_sigs = known if known is not None else _known_of_table(db)
@@ -300,10 +372,7 @@ def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) 
             marks.append((sig, rnd, key_id))
         store.append((key_id, rnd, dumps(recorded(rows[i]))))
     if same:  # no key gone; the remembered ones after this round's keep their tombstones
-        if changed:
-            _remember(db, rnd, names, id_list, sigs + old_sigs[n:])
-        else:  # the keys as they were: only the round they are now the newest of
-            db.execute("UPDATE known SET round = ? WHERE name = 'keys'", (rnd,))
+        left: Known = (names, id_list, sigs + old_sigs[n:] if changed else old_sigs)
     else:
         # gone this round: a tombstone for each known key whose row was not (the difference
         # of the sets in C), unless its last stored row is a tombstone already
@@ -313,9 +382,7 @@ def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) 
                 store.append((key_id, rnd, None))
                 marks.append((None, rnd, key_id))
         # this round's keys first, in its order, then the gone ones (each a tombstone now)
-        _remember(
-            db,
-            rnd,
+        left = (
             keys + [k for _, k in gone],
             list(map(ids.__getitem__, keys)) + [key_id for key_id, _ in gone],
             sigs + [None] * len(gone),
@@ -323,6 +390,7 @@ def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) 
     db.executemany("INSERT INTO keys (id, host, check_name, sig, last) VALUES (?, ?, ?, ?, ?)", new)
     db.executemany("INSERT INTO rows (key, round, body) VALUES (?, ?, ?)", store)
     db.executemany("UPDATE keys SET sig = ?, last = ? WHERE id = ?", marks)
+    return None if keys_file is None else Remembered(keys_file, token, rnd, left)
 
 
 Known = tuple[list[str], list[int], list[Any]]  # every key: its text, id, stored signature
@@ -339,30 +407,65 @@ def _in_order(known: Known | None, keys: list[str]) -> bool:
     return names[:n] == keys and sigs[n:].count(None) == len(sigs) - n
 
 
-def _known(db: sqlite3.Connection, newest: int | None) -> Known | None:
-    """Every known key as the newest round left them (`_remember`), or None when that is not
-    at hand: no round yet, none remembered, remembered before a later round (written by a
-    fleetcheck that does not remember), not the keys the table holds (as many, the same
-    highest id), of the wrong shape or types, or unreadable. Why: the keys table read back
-    row by row (30,000 texts, ids and signatures made into Python objects) was a fifth of a
-    round's append at 10,000 hosts; one value loads in a tenth of that."""
+_MAGIC = "fleetcheck.keys/1"
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """Every known key as a round left them (text, id, signature: what the keys table holds;
+    this round's keys first, in its order), for the next round's `_known`. Why: the keys
+    table read back row by row (30,000 texts, ids and signatures made into Python objects)
+    was a fifth of a round's append at 10,000 hosts, and the same value kept in the
+    database cost as much again (4 MB through its pages, its journal and its checkpoint
+    each round); a file beside it is written and read in a few milliseconds."""
+
+    path: Path
+    token: str  # the database's (meta 'token'): a file beside another database is not its
+    round: int
+    keys: Known
+
+    def write(self) -> None:
+        """Replace the file atomically (private: it names every host), after the round's
+        transaction committed: a crash before it leaves the older file, which names an
+        older round and is not used."""
+        from fleetcheck.files import replace_private
+
+        names, ids, sigs = self.keys
+        replace_private(
+            self.path, marshal.dumps((_MAGIC, self.token, self.round, names, ids, sigs), 2)
+        )
+
+
+def _token(db: sqlite3.Connection) -> str:
+    """The database's own name for itself (made on first use), written into its keys file."""
+    got = meta(db, "token")
+    if got is None:
+        got = secrets.token_hex(8)
+        set_meta(db, "token", got)
+    return got
+
+
+def _known(db: sqlite3.Connection, newest: int | None, path: Path, token: str) -> Known | None:
+    """Every known key as the newest round left them (`Remembered`), or None when that is not
+    at hand: no round yet, no file, a file of another database or of an older round (written
+    by a fleetcheck that does not keep it, or a crash before it was written), not the keys
+    the table holds (as many, the same highest id), of the wrong shape or types, or
+    unreadable."""
     if newest is None:
         return None
-    got = db.execute("SELECT round, data FROM known WHERE name = 'keys'").fetchone()
-    if got is None or got[0] != newest or not isinstance(got[1], bytes):
-        return None
     try:
-        value = marshal.loads(got[1])
-    except (EOFError, TypeError, ValueError):
+        value = marshal.loads(path.read_bytes())
+    except (OSError, EOFError, TypeError, ValueError):
         return None
     if (
         type(value) is not tuple
-        or len(value) != 3
-        or not all(type(v) is list for v in value)
-        or not len(value[0]) == len(value[1]) == len(value[2])
+        or len(value) != 6
+        or value[:3] != (_MAGIC, token, newest)
+        or not all(type(v) is list for v in value[3:])
+        or not len(value[3]) == len(value[4]) == len(value[5])
     ):
         return None
-    names, ids, sigs = value
+    names, ids, sigs = value[3:]
     if not (
         _TEXT.issuperset(map(type, names))
         and _INT.issuperset(map(type, ids))
@@ -386,18 +489,6 @@ def _known_of_table(db: sqlite3.Connection) -> Known:
         list(map(itemgetter(0), found)),
         list(map(itemgetter(1), found)),
         list(map(itemgetter(2), found)),
-    )
-
-
-def _remember(
-    db: sqlite3.Connection, rnd: int, names: list[str], ids: list[int], sigs: list[Any]
-) -> None:
-    """Every known key as this round leaves it (text, id, signature: what the keys table
-    holds), for the next round's `_known`: this round's keys first, in its order. In the
-    round's transaction, so it is the newest round's or the round was not written."""
-    db.execute(
-        "INSERT OR REPLACE INTO known (name, round, data) VALUES ('keys', ?, ?)",
-        (rnd, marshal.dumps((names, ids, sigs), 2)),
     )
 
 
