@@ -1,6 +1,8 @@
 """Statuses, ranking and the report's exit code (pure)."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fleetcheck.core.model import Report, Result, Status, worst, worst_per_host
 
@@ -127,3 +129,30 @@ def test_rows_made_already_are_placed_worst_first_as_the_results() -> None:
         ]
     with pytest.raises(ValueError, match="2 rows for 1 results"):
         Report("t", 0.0, (Result("a", "h", Status.OK, "s"),)).to_dict([{}, {}])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(list(Status)),
+            st.one_of(st.none(), st.sampled_from(["a", "b", "h10", "h2", ""])),
+            st.sampled_from(["logs", "clients", "routes"]),
+            st.one_of(st.none(), st.just("maintenance")),
+        ),
+        max_size=40,
+    )
+)
+def test_order_and_status_by_c_loops_are_the_rules(
+    rows: list[tuple[Status, str | None, str, str | None]],
+) -> None:
+    """The rows' order and the patrol's status, made by C loops over the rows, are the rules
+    written out: worst first, then broker-wide rows, then by host and check (a stable sort);
+    the worst row that is not silenced, OK when none."""
+    results = tuple(Result(c, h, s, "x", silenced=q) for s, h, c, q in rows)
+    report = Report("2026-01-01T00:00:00Z", 1.0, results)
+    expected = sorted(
+        results, key=lambda r: (-r.status.rank, r.host is not None, r.host or "", r.check)
+    )
+    assert report.sorted_results() == expected
+    assert report.status is worst(r.status for r in results if r.silenced is None)
