@@ -49,10 +49,14 @@ def report_of(fleet: bh.Fleet, i: int) -> Report:
 
 
 def append(report: Report, path: Path, st: Any, hi: Any, md: Any) -> None:
-    """`history._append` with the given store, history and model modules (no lock file):
+    """`history._append` (this tree's itself; a revision's as it was, with the given store,
+    history and model modules; no lock file):
     the report made the given model's, its rows as `Result.to_dict` makes them; the keys
     file written after the commit where the store keeps one."""
     with collector.paused():
+        if hi is history:  # this tree: its own append, as a patrol's (without the lock file)
+            history._append(report, path)
+            return
         rows = [r.to_dict() for r in report.results]
         doc = md.Report(report.started_at, report.duration_s, report.results).to_dict(rows)
         line = {"started_at": report.started_at, "duration_s": 12.0, "status": doc["status"]}

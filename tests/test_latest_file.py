@@ -73,3 +73,41 @@ def test_the_older_json_file_goes_when_the_new_one_is_written(tmp_path: Path) ->
     history.write_latest(_report(), history.latest_path(hist))
     assert not legacy.exists()
     assert history.latest_path(hist).exists()
+
+
+def test_an_append_puts_the_newest_round_in_place_only_once_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`history.append` makes the newest round's file beside the store's commit (a thread,
+    into a temporary file) and puts it in place once the round is stored: a round the store
+    could not write leaves the previous file, a file that could not be made is the append's
+    error after the round was stored; neither leaves a temporary file behind."""
+    from fleetcheck.rounds import store
+
+    hist = tmp_path / "history-x.jsonl"
+    first = _report()
+    history.append(first, hist)
+    latest = history.latest_path(hist)
+    assert history.read_latest(latest) == first.to_dict()
+    second = Report("2026-11-29T02:36:00.000Z", 1.0, first.results[:1])
+
+    def full_disk(db: object, now: float, retention_s: float = 0.0) -> None:
+        raise store.sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(store, "expire", full_disk)
+    with pytest.raises(OSError, match="disk is full"):
+        history.append(second, hist)
+    assert history.read_latest(latest) == first.to_dict()  # the round was not stored
+    assert len(history.load(hist)[0]) == 1
+    monkeypatch.undo()
+
+    def unwritable(doc: object, tmp: Path) -> None:
+        tmp.write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(history, "_write_tmp", unwritable)
+    with pytest.raises(OSError, match="No space left"):
+        history.append(second, hist)
+    assert len(history.load(hist)[0]) == 2  # the round was stored
+    assert history.read_latest(latest) == first.to_dict()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
