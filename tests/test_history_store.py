@@ -631,3 +631,43 @@ def test_remembered_keys_store_what_the_keys_table_stores(
     assert spoiled.get("not written", 0) >= 3
     # both ways were taken: rows in the remembered order (compared index by index), and not
     assert orders.count(True) > 100 and orders.count(False) > 100
+
+
+def test_a_patrols_results_are_stored_as_their_rows_are(tmp_path: Path) -> None:
+    """A round given as a patrol's results (read by the store from the results: no row
+    made but those it stores) stores what the same round given as `Result.to_dict` rows
+    stores, round after round, over a fleet that changes; and each round's signatures are
+    its rows' (metrics floats, limits, evidence and state fields too)."""
+    import random
+
+    rng = random.Random(3)
+    dbs = [sqlite3.connect(tmp_path / f"{w}.db", isolation_level=None) for w in "ab"]
+    for db in dbs:
+        db.executescript(store._DDL)
+    try:
+        for line in random_rounds(11, 40):
+            results = tuple(
+                Result(
+                    row["check"],
+                    row["host"],
+                    Status.parse(row["status"]),
+                    row.get("summary", ""),
+                    metrics={**(row.get("metrics") or {}), "age_s": rng.choice([1.5, 75.0])},
+                    limits={"max_age_s": 900} if rng.random() < 0.5 else {},
+                    evidence={"lines": ["x"]} if rng.random() < 0.3 else None,
+                )
+                for row in line["rows"]
+            )
+            rows = [r.to_dict() for r in results]
+            assert store.signatures_of_results(results) == store.signatures(rows)
+            for db, given in zip(dbs, ({"results": results}, {"rows": rows}), strict=True):
+                with store.transaction(db):
+                    store.add_round(db, {**line, "rows": None, **given})
+        a, b = (
+            db.execute("SELECT key, round, body FROM rows ORDER BY round, key").fetchall()
+            for db in dbs
+        )
+        assert a == b and len(a) > 100
+    finally:
+        for db in dbs:
+            db.close()

@@ -69,15 +69,13 @@ def _line(report: Report) -> dict[str, Any]:
 def _append(report: Report, path: Path) -> None:
     from fleetcheck.rounds import store
 
-    # each row made once, for the database (in the round's order: a check's second row for
-    # one host keeps its key) and the newest round's file (worst first)
-    rows = [r.to_dict() for r in report.results]
-    doc = report.to_dict(rows)
     line = {
         "started_at": report.started_at,
         "duration_s": round(report.duration_s, 3),
-        "status": doc["status"],
-        "rows": rows,  # the store keeps each row's recorded part
+        "status": report.status.label,
+        # read by the store from the results (in the round's order: a check's second row
+        # for one host keeps its key); rows made only of those it stores
+        "results": report.results,
     }
     latest: _Latest | None = None
     try:
@@ -88,8 +86,9 @@ def _append(report: Report, path: Path) -> None:
                 kept = store.add_round(db, line, keys_file=store.keys_path(path))
                 store.expire(db, store.epoch(line["started_at"]))
                 # made while SQLite commits and checkpoints (it lets go of the interpreter
-                # then): ~40 ms of a round at 10,000 hosts on the other core
-                latest = _Latest(doc, latest_path(path))
+                # then): the document and its file, ~70 ms of a round at 10,000 hosts, beside
+                # ~50 ms of the commit's
+                latest = _Latest(report, latest_path(path))
         finally:
             db.close()
     except BaseException as e:
@@ -108,20 +107,21 @@ def _append(report: Report, path: Path) -> None:
 
 
 class _Latest:
-    """The newest round's file (`write_latest`) made by a thread into a temporary file, and
-    put in place by `finish` once the round is stored (or dropped when it was not)."""
+    """The newest round's file (`write_latest`: the report's document) made by a thread into
+    a temporary file, and put in place by `finish` once the round is stored (or dropped when
+    it was not)."""
 
-    def __init__(self, doc: dict[str, Any], path: Path) -> None:
+    def __init__(self, report: Report, path: Path) -> None:
         self.path = path
         self.tmp = _tmp_beside(path)
         self.failed: BaseException | None = None
         self.thread = threading.Thread(target=self._write, name="fleetcheck-latest", daemon=True)
-        self.doc = doc
+        self.report = report
         self.thread.start()
 
     def _write(self) -> None:
         try:
-            _write_tmp(self.doc, self.tmp)
+            _write_tmp(self.report.to_dict(), self.tmp)
         except BaseException as e:  # raised in the caller's thread, by finish
             self.failed = e
 

@@ -34,16 +34,16 @@ import marshal
 import math
 import secrets
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import chain, compress, repeat
-from operator import itemgetter, ne
+from operator import attrgetter, itemgetter, methodcaller, ne
 from pathlib import Path
 from typing import Any
 
-from fleetcheck.core.model import BROKER_WIDE, Status, place
+from fleetcheck.core.model import BROKER_WIDE, Result, Status, place
 
 KEYFRAME = 96  # rounds between keyframes: one a day at the default 15-minute interval
 RETENTION_S = 8 * 86400.0  # the console's 7-day window and a day of margin
@@ -215,20 +215,52 @@ def signatures(rows: list[dict[str, Any]]) -> list[bytes]:
     row's parts packed. A round with a row that lacks a part, a summary that is not a text
     or holds the joining character, or a value marshal cannot hold is done row by row."""
     try:
-        statuses = list(map(_STATUS, rows))
-        summaries = list(map(_SUMMARY, rows))
-        metrics = list(map(_METRICS, rows))
-        limits = [lim or None for lim in map(_LIMITS, rows)]
+        columns = (
+            list(map(_STATUS, rows)),
+            list(map(_SUMMARY, rows)),
+            list(map(_METRICS, rows)),
+            list(map(_LIMITS, rows)),
+        )
+    except KeyError:  # a JSONL line's row (no limits)
+        return [signature(row) for row in rows]
+    got = _packed_columns(*columns)
+    return got if got is not None else [signature(row) for row in rows]
+
+
+def signatures_of_results(results: Sequence[Result]) -> list[bytes]:
+    """`signatures` of the rows `Result.to_dict` makes of `results`, read from the results
+    themselves (no row made)."""
+    got = _packed_columns(
+        list(map(_LABEL, results)),
+        list(map(_RESULT_SUMMARY, results)),
+        list(map(_RESULT_METRICS, results)),
+        list(map(_RESULT_LIMITS, results)),
+    )
+    return got if got is not None else [signature(r.to_dict()) for r in results]
+
+
+_LABEL, _RESULT_SUMMARY, _RESULT_METRICS, _RESULT_LIMITS, _HOST, _CHECK = map(
+    attrgetter, ("status.label", "summary", "metrics", "limits", "host", "check")
+)
+
+
+def _packed_columns(
+    statuses: list[Any], summaries: list[Any], metrics: list[Any], limits: list[Any]
+) -> list[bytes] | None:
+    """The rows' signatures from their parts' columns; None where the round must be done
+    row by row (a summary not a text or holding NUL, a value marshal cannot hold)."""
+    try:
         words = "\0".join(summaries).translate(_NO_NUMBERS).split("\0")
-    except (KeyError, TypeError):  # a JSONL line's row (no limits), a summary not a text
-        return [signature(row) for row in rows]
-    if len(words) != len(rows):  # a summary holding NUL
-        return [signature(row) for row in rows]
+    except TypeError:  # a summary that is not a text
+        return None
+    if len(words) != len(summaries):  # a summary holding NUL
+        return None
+    limits = [lim or None for lim in limits]
     parts = zip(statuses, words, forms(metrics), limits, strict=True)
     try:
         return list(map(marshal.dumps, parts, repeat(2)))
     except ValueError:  # a value marshal cannot hold: those rows' bytes are repr's
-        return [signature(row) for row in rows]
+        return None
 
 
 def forms(metrics: list[Any]) -> list[Any]:
@@ -295,8 +327,9 @@ def recorded(row: dict[str, Any]) -> dict[str, Any]:
 def add_round(
     db: sqlite3.Connection, line: dict[str, Any], full: bool = False, keys_file: Path | None = None
 ) -> Remembered | None:
-    """One round (as the JSONL line recorded it, or rows as `Result.to_dict` makes them: only
-    their recorded part is stored), in the caller's transaction. `full`: every
+    """One round (as the JSONL line recorded it, its rows as `Result.to_dict` makes them, or a
+    patrol's `results` instead of rows: only their recorded part is stored), in the caller's
+    transaction. `full`: every
     row stored (a full round), whatever the round's number. A row is stored when it is new,
     when its signature changed, on its staggered refresh ((id + round) % KEYFRAME == 0) and
     whenever KEYFRAME rounds have passed since it was last stored (a row that changed just
@@ -318,14 +351,22 @@ def add_round(
         ),
     )
     rnd = int(cur.lastrowid or 0)
-    rows: list[dict[str, Any]] = line["rows"]
+    results: Sequence[Result] | None = line.get("results")
+    if results is not None:  # a patrol's: read from its results, no row made but those stored
+        hosts: Iterable[Any] = map(_HOST, results)
+        checks: Iterable[Any] = map(_CHECK, results)
+        sigs = signatures_of_results(results)
+        body_of: Callable[[int], dict[str, Any]] = lambda i: recorded(results[i].to_dict())  # noqa: E731
+    else:
+        rows: list[dict[str, Any]] = line["rows"]
+        hosts = map(methodcaller("get", "host"), rows)
+        checks = map(methodcaller("get", "check"), rows)
+        sigs = signatures(rows)
+        body_of = lambda i: recorded(rows[i])  # noqa: E731
     # each row's key, "host NUL check" (check names hold no NUL), made by one comprehension
-    keys = [
-        f"{BROKER_KEY if (h := row.get('host')) is None else h}\0{row.get('check')}" for row in rows
-    ]
+    keys = [f"{BROKER_KEY if h is None else h}\0{c}" for h, c in zip(hosts, checks, strict=True)]
     if len(set(keys)) != len(keys):  # a second row of one check for one host: kept apart
         keys = _apart(keys)
-    sigs = signatures(rows)
     token = _token(db) if keys_file is not None else ""
     known = _known(db, newest, keys_file, token) if keys_file is not None else None
     n = len(keys)
@@ -374,7 +415,7 @@ def add_round(
             new.append((key_id, h, c, sig, rnd))
         else:
             marks.append((sig, rnd, key_id))
-        store.append((key_id, rnd, dumps(recorded(rows[i]))))
+        store.append((key_id, rnd, dumps(body_of(i))))
     if same:  # no key gone; the remembered ones after this round's keep their tombstones
         left: Known = (names, id_list, sigs + old_sigs[n:] if changed else old_sigs)
     else:
