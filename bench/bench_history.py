@@ -107,8 +107,10 @@ def broker_rows(i: int, rng: random.Random) -> list[Result]:
 
 
 def disk(path: Path) -> int:
+    """The database, its WAL and the keys file beside it (where the store keeps one)."""
     db = store.db_path(path)
-    return sum(p.stat().st_size for p in (db, Path(f"{db}-wal")) if p.exists())
+    keys = [store.keys_path(path)] if hasattr(store, "keys_path") else []
+    return sum(p.stat().st_size for p in (db, Path(f"{db}-wal"), *keys) if p.exists())
 
 
 def timed(fn: Any) -> tuple[float, Any]:

@@ -237,7 +237,8 @@ def disk(paths: list[Path]) -> int:
 
 
 def history_files(history: Path) -> list[Path]:
-    """The history's files: its database, the database's WAL, the newest round kept whole.
+    """The history's files: its database, the database's WAL, the newest round kept whole,
+    the keys the newest round left (where the store keeps them in a file).
     (A fleetcheck before the database, fc8cffc and older: the JSON lines, the one older file
     its rotation keeps, the newest round.)"""
     from fleetcheck.rounds import history as hist
@@ -247,7 +248,8 @@ def history_files(history: Path) -> list[Path]:
     except ImportError:
         return [history, history.with_name(history.name + ".1"), hist.latest_path(history)]
     db = store.db_path(history)
-    return [db, db.with_name(db.name + "-wal"), hist.latest_path(history)]
+    keys = [store.keys_path(history)] if hasattr(store, "keys_path") else []
+    return [db, db.with_name(db.name + "-wal"), hist.latest_path(history), *keys]
 
 
 def simulate(report_doc: dict[str, Any], state: Path, history: Path, rounds: int) -> dict[str, Any]:
