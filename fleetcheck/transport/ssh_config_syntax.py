@@ -13,6 +13,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import socket
+import threading
 
 WHITESPACE = " \t\r\n"
 
@@ -103,6 +104,12 @@ def convtime(s: str) -> int:
     return total
 
 
+# getservbyname(3) answers in one static buffer that the next call overwrites, and Python
+# calls it without holding the interpreter: two hosts' configs resolved at once could read
+# each other's port (`Port http` read as 22)
+_SERVICES = threading.Lock()
+
+
 def a2port(s: str) -> int:
     """misc.c a2port(): a number 1-65535 or a service name from the local services database
     (`Port ssh` is 22); 0 and anything else are refused as ssh refuses them."""
@@ -113,7 +120,8 @@ def a2port(s: str) -> int:
         if 0 <= value <= 65535:
             raise SyntaxRefusal(f"Bad port '{s}'")
     try:
-        value = socket.getservbyname(s, "tcp")
+        with _SERVICES:
+            value = socket.getservbyname(s, "tcp")
     except (OSError, UnicodeError, ValueError):
         raise SyntaxRefusal(f"Bad port '{s}'") from None
     if value <= 0:
