@@ -788,7 +788,9 @@ def test_fields_returned_twice_after_a_shrink_count_once(lab: Lab) -> None:
     """Redis returns some fields again when the hash shrinks mid-scan (HDEL below 10 % fill):
     play that for real, keep the replies, and check the reducer counts each field once."""
     r = lab.client()
-    for at in range(2, 60):
+    # whether a field comes back depends on where the shrink's rehash stands when the next
+    # HSCAN lands (a busy machine moves it): every point of the scan, up to three times
+    for at in [*range(2, 60)] * 3:
         r.delete("t:live")
         r.hset("t:live", mapping={f"f{i}": json.dumps({"started_at": i}) for i in range(5000)})
         replies: list[list[bytes]] = []
