@@ -111,3 +111,96 @@ def test_an_append_puts_the_newest_round_in_place_only_once_stored(
     assert len(history.load(hist)[0]) == 2  # the round was stored
     assert history.read_latest(latest) == first.to_dict()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def _any_rows(seed: int) -> tuple[Result, ...]:
+    """Rows with every optional key set on some, none, or all of them (the state's four
+    together), in no order."""
+    import random
+
+    rng = random.Random(seed)
+    every = rng.random() < 0.3  # a round where a key that only some rows have is on all
+    out = []
+    for i in range(rng.randint(0, 30)):
+        on = lambda p: every or rng.random() < p  # noqa: E731
+        state = on(0.5)
+        out.append(
+            Result(
+                rng.choice(["clients", "logs", "routes"]),
+                rng.choice([None, "", "h1", "h2", f"w{i}"]),
+                rng.choice(list(Status)),
+                f"row {i}",
+                metrics=rng.choice([{}, {"n": i, "age_s": i / 3}]),
+                evidence=rng.choice([None, {"lines": ["a"]}, ["x", 1]]),
+                duration_s=rng.choice([0.0, 0.25]),
+                limits=rng.choice([{}, {"max": 3}]),
+                headline=rng.choice([None, "n"]),
+                since="2026-11-29T02:00:00.000Z" if state else None,
+                bad_rounds=rng.randint(0, 3),
+                alerting=rng.choice([None, True, False]) if state else None,
+                flapping=rng.random() < 0.5,
+                evidence_strength=rng.choice(["proof", "inference"]) if on(0.3) else None,
+                cause="broker" if on(0.3) else None,
+                silenced="until 03:00" if on(0.2) else None,
+            )
+        )
+    notes = ("slowed down",) if rng.random() < 0.5 else ()
+    return Report("2026-11-29T02:21:00.000Z", 1.5, tuple(out), notes).results
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_columns_read_back_as_the_document(tmp_path: Path, seed: int) -> None:
+    """A report's file holds its document as columns (`history._columns`): read back, it is
+    `Report.to_dict`'s document exactly, whichever rows lack which keys."""
+    import random
+
+    path = tmp_path / "h.last.marshal"
+    notes = ("slowed down",) if random.Random(seed).random() < 0.5 else ()
+    report = Report("2026-11-29T02:21:00.000Z", 1.5, _any_rows(seed), notes)
+    history.write_latest(report, path)
+    assert marshal.loads(path.read_bytes())["layout"] == history._COLUMNS
+    got = history.read_latest(path)
+    want = report.to_dict()
+    assert got == want
+    assert [list(r) for r in got["results"]] == [list(r) for r in want["results"]]  # key order
+
+
+def test_the_columns_know_every_key_of_a_row() -> None:
+    """Every key `Result.to_dict` can give is one the columns hold (a key added there and
+    not here would be lost from the newest round's file)."""
+    row = Result(
+        "c", "h", Status.WARN, "s", since="t", alerting=True, evidence_strength="proof",
+        cause="x", silenced="y",
+    )  # fmt: skip
+    assert list(row.to_dict()) == list(history._ALWAYS + history._WHEN_SET + history._STATE)
+
+
+@pytest.mark.parametrize(
+    "change,why",
+    [
+        (lambda d: d["columns"].pop(), "do not fit"),
+        (lambda d: d["columns"][0].pop(), "do not fit"),
+        (lambda d: d.__setitem__("fields", [1] * len(d["fields"])), "do not fit"),
+        (lambda d: d.__setitem__("omit", [[["cause"], [99]]]), "IndexError"),
+        (lambda d: d.__setitem__("omit", [[["nope"], [0]]]), "KeyError"),
+        (lambda d: d.pop("head"), "KeyError"),
+        (lambda d: d.__setitem__("omit", 5), "do not fit"),
+    ],
+)
+def test_columns_that_do_not_fit_are_a_value_error(
+    tmp_path: Path, change: object, why: str
+) -> None:
+    path = tmp_path / "h.last.marshal"
+    history.write_latest(_report(), path)
+    data = marshal.loads(path.read_bytes())
+    change(data)  # type: ignore[operator]
+    path.write_bytes(marshal.dumps(data))
+    with pytest.raises(ValueError, match=f"not a newest-round file .*{why}"):
+        history.read_latest(path)
+
+
+def test_a_document_file_from_before_the_columns_still_reads(tmp_path: Path) -> None:
+    path = tmp_path / "h.last.marshal"
+    doc = _report().to_dict()
+    path.write_bytes(marshal.dumps(doc))
+    assert history.read_latest(path) == doc

@@ -99,11 +99,10 @@ def test_with_memory_is_replace_without_making_the_text_safe_again() -> None:
     assert row.since is None and row.bad_rounds == 0  # the original is untouched
 
 
-def test_rows_made_already_are_placed_worst_first_as_the_results() -> None:
-    """`to_dict(rows)` (each result's row made once, in the results' order) places them as
-    `sorted_results` orders the results: worst first, broker-wide rows before a host's (even
-    a host named ""), then host and check; ties keep the round's order. Rows that are not
-    one a result are refused."""
+def test_the_document_places_rows_worst_first() -> None:
+    """`to_dict` places the rows as `sorted_results` orders the results: worst first,
+    broker-wide rows before a host's (even a host named ""), then host and check; ties keep
+    the round's order."""
     import random
 
     rng = random.Random(3)
@@ -118,8 +117,7 @@ def test_rows_made_already_are_placed_worst_first_as_the_results() -> None:
             for i in range(rng.randint(0, 12))
         )
         report = Report("2026-11-29T00:00:00.000Z", 0.1, results)
-        rows = [r.to_dict() for r in results]
-        placed = report.to_dict(rows)["results"]
+        placed = report.to_dict()["results"]
         assert placed == [r.to_dict() for r in report.sorted_results()]
         assert [p["summary"] for p in placed] == [
             r.summary
@@ -127,8 +125,6 @@ def test_rows_made_already_are_placed_worst_first_as_the_results() -> None:
                 results, key=lambda r: (-r.status.rank, r.host is not None, r.host or "", r.check)
             )
         ]
-    with pytest.raises(ValueError, match="2 rows for 1 results"):
-        Report("t", 0.0, (Result("a", "h", Status.OK, "s"),)).to_dict([{}, {}])
 
 
 @settings(max_examples=200, deadline=None)

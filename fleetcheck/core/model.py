@@ -272,8 +272,7 @@ class Report:
         return list(map(self.results.__getitem__, self._worst_first()))
 
     def _worst_first(self) -> list[int]:
-        """The rows' indices in `sorted_results` order (a document's rows made already are
-        placed by them, without a lookup a row)."""
+        """The rows' indices in `sorted_results` order."""
         results = self.results
         return sorted(
             range(len(results)),
@@ -291,16 +290,14 @@ class Report:
             out[r.status.label] += 1
         return out
 
-    def to_dict(self, rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        """The `run --format json` document. `rows`: each result's `to_dict()` already made,
-        in `results` order (the history keeps them in that order), placed worst first here."""
+    def to_dict(self) -> dict[str, Any]:
+        """The `run --format json` document."""
+        return self.document([r.to_dict() for r in self.sorted_results()])
+
+    def document(self, results: Any) -> dict[str, Any]:
+        """The document with `results` as its rows (`to_dict`'s, worst first; the newest
+        round's file holds them as columns instead: rounds.history)."""
         status = self.status  # once: each is a pass over every row
-        if rows is None:
-            results = [r.to_dict() for r in self.sorted_results()]
-        else:
-            if len(rows) != len(self.results):
-                raise ValueError(f"{len(rows)} rows for {len(self.results)} results")
-            results = list(map(rows.__getitem__, self._worst_first()))
         return {
             "schema": REPORT_SCHEMA,
             "started_at": self.started_at,
