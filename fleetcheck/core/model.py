@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from fleetcheck.core.safe_text import one_line, printable, printable_tree
@@ -253,9 +254,11 @@ class Report:
         object.__setattr__(self, "notes", tuple(one_line(n) for n in self.notes))
         object.__setattr__(self, "started_at", printable(self.started_at))
 
-    @property
+    @cached_property
     def status(self) -> Status:
-        """The worst row that is not silenced: a silenced row never raises the exit code."""
+        """The worst row that is not silenced: a silenced row never raises the exit code.
+        Made once (the results cannot change): a pass over every row, asked for by the
+        history's round, the newest round's file, the exit code and each renderer."""
         # the set first: four statuses at most, not one key call per row
         return worst({r.status for r in self.results if r.silenced is None})
 

@@ -131,6 +131,9 @@ def transaction(db: sqlite3.Connection) -> Iterator[None]:
     db.execute("COMMIT")
 
 
+_MINUTE = "<1m"  # the bucket of every duration under a minute
+
+
 def bucket(key: str, value: Any) -> Any:
     """What a metric must change by to be stored again (see the module doc)."""
     kind = type(value)
@@ -140,7 +143,7 @@ def bucket(key: str, value: Any) -> Any:
         if not math.isfinite(value):
             return repr(value)
         if key.endswith("_s") and abs(value) < 60:
-            return "<1m"
+            return _MINUTE
         if value == 0:
             return 0
         return ("-" if value < 0 else "+") + str(round(math.log2(abs(value)) * 4))
@@ -298,7 +301,10 @@ def forms(metrics: list[Any]) -> list[Any]:
                 columns.append(column)
                 continue
             bucketed = True
-            if kinds == _FLOAT:  # each distinct value bucketed once (nan: by identity)
+            if kinds == _FLOAT and key.endswith("_s"):  # a duration: most under a minute,
+                # told by a comparison (`bucket`'s answer; nan and the rest by `bucket`)
+                columns.append([_MINUTE if -60.0 < v < 60.0 else bucket(key, v) for v in column])
+            elif kinds == _FLOAT:  # each distinct value bucketed once (nan: by identity)
                 of = {v: bucket(key, v) for v in set(column)}
                 columns.append(list(map(of.__getitem__, column)))
             else:

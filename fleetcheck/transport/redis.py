@@ -156,6 +156,8 @@ def discover_master(cfg: BrokerConfig) -> tuple[str, int]:
     from redis.retry import Retry
     from redis.sentinel import Sentinel
 
+    if not cfg.service:  # the config's check (sentinels need service): a second line of defence
+        raise BrokerSetupError("sentinels need service (the master's name)")
     nodes = []
     for s in cfg.sentinels:
         host, _, port = s.rpartition(":")
