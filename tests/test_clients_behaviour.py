@@ -313,6 +313,10 @@ def test_churn_40_a_second_for_15_seconds_warns_with_the_rate() -> None:
         # the boundary: 10 short-lived a second is not past max_churn 10
         (1150, {300: 30}, {"at": T - 15, "received": 1000, "run_id": "a"}, Status.OK, True),
         (1151, {300: 30}, {"at": T - 15, "received": 1000, "run_id": "a"}, Status.WARN, True),
+        # two rounds a second apart: the previous round's own connections (29 short-lived,
+        # 58 a second) are not churn; 30 are
+        (1029, {300: 30}, {"at": T - 0.5, "received": 1000, "run_id": "a"}, Status.OK, True),
+        (1030, {300: 30}, {"at": T - 0.5, "received": 1000, "run_id": "a"}, Status.WARN, True),
         # a healthy pooled fleet at a 15-minute patrol: fleetcheck's own and a few scripts
         (1020, {5000: 30}, {"at": T - 900, "received": 1000, "run_id": "a"}, Status.OK, True),
     ],

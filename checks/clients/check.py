@@ -34,6 +34,11 @@ PATTERN_ROUNDS = 10  # rounds of counts per client-name pattern kept
 NAMES_KEPT = 50  # client names (with their counts) kept from the last round at strength
 AGE_SLACK_S = 1.0  # ages are whole seconds: a connection this much younger is surely new
 HORIZON_SLACK = 2.0  # seconds: ages read this much beyond the time since the previous round
+# churn is judged from this many short-lived connections between two rounds: fewer is a
+# handful of one-off clients (fleetcheck's own connections of the previous round, a script)
+# whose rate says nothing when two rounds run a second apart; at a patrol's interval any rate
+# past max_churn is thousands
+CHURN_MIN_SHORT_LIVED = 30
 
 
 @dataclass(frozen=True)
@@ -582,7 +587,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
         }
         clients = result.metrics["clients"]
         limits = {"max_churn": config.max_churn}
-        if not config.max_churn or short_rate <= config.max_churn:
+        if not config.max_churn or short_rate <= config.max_churn or short < CHURN_MIN_SHORT_LIVED:
             return replace(result, metrics=metrics, limits=limits, carry=carry)
         youngest = dict(sorted(facts.young.items(), key=lambda kv: -kv[1])[:5])
         text = (
