@@ -671,3 +671,64 @@ def test_a_patrols_results_are_stored_as_their_rows_are(tmp_path: Path) -> None:
     finally:
         for db in dbs:
             db.close()
+
+
+@pytest.mark.parametrize("given_as", ["rows", "results"])
+def test_a_new_databases_first_round_stores_every_row_in_order(
+    tmp_path: Path, given_as: str
+) -> None:
+    """A new database's first round (made column by column: no key is known) stores every
+    row, each under the next id in the round's order, with its host, check (a second row
+    of one check named apart), signature and recorded body; the keys it leaves are the
+    table's; and the next round reads it back as given."""
+    for seed in range(8):
+        first, second = random_rounds(seed, 2)
+        rows = first["rows"]
+        if given_as == "results":
+            results = tuple(
+                Result(
+                    r["check"],
+                    r["host"],
+                    Status.parse(r["status"]),
+                    r.get("summary", ""),
+                    metrics=r.get("metrics") or {},
+                )
+                for r in rows
+            )
+            line: dict[str, Any] = {**first, "rows": None, "results": results}
+            rows = [r.to_dict() for r in results]
+        else:
+            line = first
+        db = sqlite3.connect(tmp_path / f"{seed}-{given_as}.db", isolation_level=None)
+        db.executescript(store._DDL)
+        try:
+            with store.transaction(db):
+                kept = store.add_round(db, line, keys_file=tmp_path / f"{seed}-{given_as}.keys")
+            assert kept is not None
+            keys = db.execute("SELECT id, host, check_name, sig, last FROM keys ORDER BY id")
+            want = []
+            seen: Counter[tuple[str, str]] = Counter()
+            for i, (row, sig) in enumerate(zip(rows, store.signatures(rows), strict=True)):
+                host = row["host"] or store.BROKER_KEY
+                n = seen[(host, row["check"])]
+                seen[(host, row["check"])] += 1
+                want.append((i + 1, host, row["check"] + (f"#{n}" if n else ""), sig, 1))
+            assert keys.fetchall() == want
+            stored = db.execute("SELECT key, round, body FROM rows ORDER BY key").fetchall()
+            assert stored == [
+                (i + 1, 1, json.dumps(store.recorded(r), separators=(",", ":"), default=str))
+                for i, r in enumerate(rows)
+            ]
+            table = db.execute("SELECT host || char(0) || check_name, id, sig FROM keys")
+            assert sorted(zip(*kept.keys, strict=True)) == sorted(table.fetchall())
+            kept.write()
+            with store.transaction(db):
+                store.add_round(db, second, keys_file=kept.path)
+            got = [
+                [(r["check"], r["host"], r["status"], r["summary"]) for r in rnd_rows]
+                for _, rnd_rows in store.read(db)
+            ]
+            assert len(got) == 2
+            assert got[0] == [(r["check"], r["host"], r["status"], r["summary"]) for r in rows]
+        finally:
+            db.close()

@@ -439,6 +439,19 @@ def add_round(
     new: list[tuple[int, str, str, bytes, int]] = []
     dumps = body_encoder()
     next_id = max(id_list, default=0) + 1
+    if not names:  # no key known (a new database's first round): every row new, in order,
+        # made column by column (30,000 rows at 10,000 hosts; the loop below is ~50 ms)
+        fresh = list(range(next_id, next_id + n))
+        parted = zip(*map(methodcaller("rsplit", "\0", 1), keys), strict=True)
+        new = list(zip(fresh, *parted, sigs, repeat(rnd, n), strict=True)) if n else []
+        bodies = map(recorded_of, results) if results is not None else map(recorded, rows)
+        store = list(zip(fresh, repeat(rnd, n), map(dumps, bodies), strict=True))
+        db.executemany(
+            "INSERT INTO keys (id, host, check_name, sig, last) VALUES (?, ?, ?, ?, ?)", new
+        )
+        db.executemany("INSERT INTO rows (key, round, body) VALUES (?, ?, ?)", store)
+        first: Known = (keys, fresh, sigs)
+        return None if keys_file is None else Remembered(keys_file, token, rnd, first)
     for i in picked:
         k, sig = keys[i], sigs[i]
         # in order, every key is known at its row's index
