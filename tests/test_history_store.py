@@ -506,6 +506,13 @@ def test_a_rounds_signatures_column_by_column_are_each_rows_own(
     assert store.signatures(rows) == [store.signature(r) for r in rows]
 
 
+def result_of(row: dict[str, Any], **fields: Any) -> Result:
+    """A recorded row (`random_rounds`) as a patrol's Result, with `fields` (metrics...)."""
+    return Result(
+        row["check"], row["host"], Status.parse(row["status"]), row.get("summary", ""), **fields
+    )
+
+
 def random_rounds(seed: int, rounds: int) -> list[dict[str, Any]]:
     """Rounds as the JSONL line records them, of a fleet that changes: hosts added, removed
     and back, rows reordered, a check's second row for one host, statuses and numbers that
@@ -647,11 +654,8 @@ def test_a_patrols_results_are_stored_as_their_rows_are(tmp_path: Path) -> None:
     try:
         for line in random_rounds(11, 40):
             results = tuple(
-                Result(
-                    row["check"],
-                    row["host"],
-                    Status.parse(row["status"]),
-                    row.get("summary", ""),
+                result_of(
+                    row,
                     metrics={**(row.get("metrics") or {}), "age_s": rng.choice([1.5, 75.0])},
                     limits={"max_age_s": 900} if rng.random() < 0.5 else {},
                     evidence={"lines": ["x"]} if rng.random() < 0.3 else None,
@@ -685,16 +689,7 @@ def test_a_new_databases_first_round_stores_every_row_in_order(
         first, second = random_rounds(seed, 2)
         rows = first["rows"]
         if given_as == "results":
-            results = tuple(
-                Result(
-                    r["check"],
-                    r["host"],
-                    Status.parse(r["status"]),
-                    r.get("summary", ""),
-                    metrics=r.get("metrics") or {},
-                )
-                for r in rows
-            )
+            results = tuple(result_of(r, metrics=r.get("metrics") or {}) for r in rows)
             line: dict[str, Any] = {**first, "rows": None, "results": results}
             rows = [r.to_dict() for r in results]
         else:
