@@ -572,3 +572,50 @@ def test_an_uncertain_push_is_sent_once_and_cleaned_up(tmp_path: Path) -> None:
             assert r.info("stats")["total_commands_processed"] > 0
         finally:
             proxy.close()
+
+
+def test_a_refusal_lost_to_a_reset_is_read_again_from_what_the_broker_says_on_accept(
+    tmp_path: Path,
+) -> None:
+    """A broker at maxclients writes its refusal as it accepts and closes; when redis-py's
+    handshake meets the close first, the error says "Broken pipe" (CI saw the broker row
+    UNKNOWN "unreachable: ... Broken pipe" instead of CRIT). `refusal_on_accept` opens a
+    plain connection once more and reads what the broker says, writing nothing: over TCP
+    and a unix socket; nothing for a healthy broker, another error, or TLS."""
+    from fleetcheck.transport.redis import REFUSED_CONNECTIONS, refusal_on_accept
+
+    reset = redis.ConnectionError("Error 32 while writing to socket. Broken pipe.")
+    sock = tmp_path / "redis.sock"
+    with Server(["--maxclients", "3", "--unixsocket", str(sock)]) as server:
+        by_tcp = server.client()
+        by_unix = redis.Redis(unix_socket_path=str(sock))
+        watcher = server.client()
+        bytes_in = lambda: int(watcher.info("stats")["total_net_input_bytes"])  # noqa: E731
+        before = bytes_in()
+        assert refusal_on_accept(reset, by_tcp) is None  # a healthy broker says nothing
+        after = bytes_in()
+        assert after - before == bytes_in() - after  # and was sent nothing but our INFO
+        held: list[redis.Redis] = []
+        try:
+            while True:  # every slot taken
+                c = server.client()
+                try:
+                    c.ping()
+                except redis.ConnectionError:
+                    c.close()
+                    break
+                held.append(c)
+            for client in (by_tcp, by_unix):
+                for e in (reset, redis.ConnectionError("Connection reset by peer")):
+                    got = refusal_on_accept(e, client)
+                    assert got is not None and got[0] == REFUSED_CONNECTIONS, (client, e)
+                # not a dropped connection: not asked again
+                assert (
+                    refusal_on_accept(redis.ConnectionError("Connection refused"), client) is None
+                )
+                assert refusal_on_accept(redis.TimeoutError("Broken pipe"), client) is None
+        finally:
+            for c in held:
+                c.close()
+    tls = redis.Redis(host="127.0.0.1", port=9, ssl=True)
+    assert refusal_on_accept(reset, tls) is None  # its refusal comes after a handshake

@@ -149,6 +149,7 @@ class BrokerLink:
             describe_error,
             discover_master,
             refusal,
+            refusal_on_accept,
         )
 
         cfg = self.fleet.broker
@@ -177,7 +178,7 @@ class BrokerLink:
             client.ping()
         except Exception as e:
             client.close()
-            refused = refusal(e)
+            refused = refusal(e) or refusal_on_accept(e, client)
             if refused is not None:
                 raise BrokerRefused(f"broker {where} {refused[1]}", refused[0]) from None
             gone = down(e, cfg, where)

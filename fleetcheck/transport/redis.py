@@ -256,6 +256,48 @@ def refusal(e: BaseException) -> tuple[str, str] | None:
     return None
 
 
+_DROPPED = ("broken pipe", "reset by peer", "closed by server")
+
+
+def refusal_on_accept(e: BaseException, client: redis.Redis) -> tuple[str, str] | None:
+    """`refusal` of what the broker says as it accepts a connection, asked again when `e`
+    is the connection dropped under our first command. Why: a broker at maxclients writes
+    "-ERR max number of clients reached" on accept and closes; redis-py writes its
+    handshake at once, and when the close (a reset: our bytes were unread) arrives first,
+    the refusal is lost and the error says "Broken pipe" or "reset by peer". A plain
+    connection is opened once more and read for up to a second; nothing is written (a
+    healthy broker says nothing until asked). Not over TLS (its refusal comes after a
+    handshake we would have to make) and not for any other error: None."""
+    import socket
+
+    import redis
+
+    if not isinstance(e, redis.ConnectionError) or not any(d in str(e).lower() for d in _DROPPED):
+        return None
+    pool = client.connection_pool
+    if issubclass(pool.connection_class, redis.SSLConnection):
+        return None
+    kw = pool.connection_kwargs
+    timeout = float(kw.get("socket_connect_timeout") or 2.0)
+    try:
+        if kw.get("path"):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(timeout)
+            sock.connect(str(kw["path"]))
+        else:
+            sock = socket.create_connection((kw["host"], int(kw["port"])), timeout)
+    except (OSError, KeyError, ValueError):
+        return None
+    with sock:
+        sock.settimeout(min(timeout, 1.0))
+        try:
+            said = sock.recv(512)
+        except OSError:
+            return None
+    line = said.split(b"\r\n", 1)[0].decode("utf-8", "replace")
+    return refusal(redis.ConnectionError(line[1:])) if line.startswith("-ERR ") else None
+
+
 def parse_version(text: object) -> tuple[int, ...]:
     """'7.0.15' -> (7, 0, 15); anything unreadable -> ()."""
     parts: list[int] = []
