@@ -280,20 +280,19 @@ def refusal_on_accept(e: BaseException, client: redis.Redis) -> tuple[str, str] 
     kw = pool.connection_kwargs
     timeout = float(kw.get("socket_connect_timeout") or 2.0)
     try:
-        if kw.get("path"):
+        path = kw.get("path")
+        if path:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.settimeout(timeout)
-            sock.connect(str(kw["path"]))
         else:
             sock = socket.create_connection((kw["host"], int(kw["port"])), timeout)
+        with sock:  # closed also when the unix socket's connect fails
+            if path:
+                sock.connect(str(path))
+            sock.settimeout(min(timeout, 1.0))
+            said = sock.recv(512)
     except (OSError, KeyError, ValueError):
         return None
-    with sock:
-        sock.settimeout(min(timeout, 1.0))
-        try:
-            said = sock.recv(512)
-        except OSError:
-            return None
     line = said.split(b"\r\n", 1)[0].decode("utf-8", "replace")
     return refusal(redis.ConnectionError(line[1:])) if line.startswith("-ERR ") else None
 
