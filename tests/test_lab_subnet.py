@@ -4,7 +4,7 @@ prefixes it adds, all inside 198.18.0.0/15, touch no other lab on this machine),
 bridge (what the issue saw: a /16 on another bridge; this kernel has no dummy links), deleted
 with the namespace in a finally.
 
-test_item16_a_covering_slash16_leaves_no_subnet runs the lab's own `_pick_subnet` inside the
+test_item16_a_covering_slash15_leaves_no_subnet runs the lab's own `_pick_subnet` inside the
 namespace (`ip netns exec`): the code before the fix returned a /24 inside 198.18.0.0/16 (its
 text match looked for " 198.18.T." and the /16's address reads 198.18.0.1)."""
 
@@ -55,20 +55,33 @@ def pick_inside(ns: str, prefix: int) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("prefix", [24, 22])
-def test_item16_a_covering_slash16_leaves_no_subnet(netns: str, prefix: int) -> None:
-    run("ip", "-n", netns, "addr", "add", "198.18.0.1/16", "dev", "fcbridge0")
+def test_another_lab_holding_a_slash16_moves_the_lab_to_the_other(netns: str, prefix: int) -> None:
+    """Issue 43: a bridge carrying 198.18.255.254/16 (another lab's) left "no free 198.18.x.0/24
+    subnet"; the picker now looks over the whole 198.18.0.0/15 and lands in 198.19.0.0/16."""
+    run("ip", "-n", netns, "addr", "add", "198.18.255.254/16", "dev", "fcbridge0")
     proc = pick_inside(netns, prefix)
-    assert proc.returncode != 0, f"picked {proc.stdout.strip()} inside 198.18.0.0/16"
-    assert f"no free 198.18.x.0/{prefix} subnet for the lab" in proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    picked = ipaddress.IPv4Network(proc.stdout.strip())
+    assert picked.prefixlen == prefix
+    assert picked.subnet_of(ipaddress.IPv4Network("198.19.0.0/16")), picked
+
+
+@pytest.mark.parametrize("prefix", [24, 22])
+def test_item16_a_covering_slash15_leaves_no_subnet(netns: str, prefix: int) -> None:
+    run("ip", "-n", netns, "addr", "add", "198.18.0.1/15", "dev", "fcbridge0")
+    proc = pick_inside(netns, prefix)
+    assert proc.returncode != 0, f"picked {proc.stdout.strip()} inside 198.18.0.0/15"
+    assert f"no free /{prefix} subnet in 198.18.0.0/15 for the lab" in proc.stderr
 
 
 def test_item16_picks_only_outside_covering_prefixes(netns: str) -> None:
-    """198.18.128.0/17 as an address and 198.18.0.0/18 as a route only: every pick is in
-    198.18.64.0/18, the part neither covers."""
+    """198.18.128.0/17 as an address, 198.18.0.0/18 and 198.19.0.0/16 as routes only: every
+    pick is in 198.18.64.0/18, the part none covers."""
     from fleetcheck.lab.base import pick_subnet
 
     run("ip", "-n", netns, "addr", "add", "198.18.128.1/17", "dev", "fcbridge0")
     run("ip", "-n", netns, "route", "add", "198.18.0.0/18", "dev", "fcbridge0")
+    run("ip", "-n", netns, "route", "add", "198.19.0.0/16", "dev", "fcbridge0")
     free = ipaddress.IPv4Network("198.18.64.0/18")
     for prefix in (24, 22):
         picks = {pick_subnet(prefix, ns=netns) for _ in range(60)}

@@ -20,21 +20,19 @@ LAB_SPACE = ipaddress.IPv4Network("198.18.0.0/15")  # RFC 2544 benchmarking: the
 
 
 def pick_subnet(prefix: int, ns: str | None = None) -> ipaddress.IPv4Network:
-    """A random 198.18.x.0/`prefix` (aligned, never 198.18.0.x) that overlaps no prefix
-    already on the machine (or in namespace `ns`), by address math: a /16 on another bridge
-    covers every /24 in it, whatever its addresses read as text."""
+    """A random aligned /`prefix` anywhere in 198.18.0.0/15 (never the first one, 198.18.0.x)
+    that overlaps no prefix already on the machine (or in namespace `ns`), by address math: a
+    /16 on another bridge covers every /24 in it, so the lab moves to the other /16."""
     used = [n for n in used_networks(ns) if n.overlaps(LAB_SPACE)]
-    span = 2 ** (24 - prefix)
-    # aligned to the prefix, never 198.18.0.x; chosen at random among the free ones so two
-    # labs starting at once rarely pick the same
-    candidates = [
-        ipaddress.IPv4Network(f"198.18.{third}.0/{prefix}")
-        for third in (range(1, 255) if span == 1 else range(span, 256, span))
+    # chosen at random among the free ones so two labs starting at once rarely pick the same
+    free = [
+        net
+        for net in list(LAB_SPACE.subnets(new_prefix=prefix))[1:]
+        if not any(net.overlaps(u) for u in used)
     ]
-    free = [net for net in candidates if not any(net.overlaps(u) for u in used)]
     if free:
         return secrets.choice(free)
-    raise RuntimeError(f"no free 198.18.x.0/{prefix} subnet for the lab")
+    raise RuntimeError(f"no free /{prefix} subnet in {LAB_SPACE} for the lab")
 
 
 @dataclass
