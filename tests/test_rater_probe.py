@@ -13,15 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fleetcheck.checks.rater_probe.check import (
-    CHECK,
-    LoopFacts,
-    ProbeFacts,
-    RaterProbeConfig,
-    describe_raters,
-    follow,
-    render_payload,
-)
+from fleetcheck.checks.rater_probe import RaterProbeConfig, render_payload
+from fleetcheck.checks.rater_probe.check import CHECK
+from fleetcheck.checks.rater_probe.facts import LoopFacts, ProbeFacts, describe_raters, follow
 
 from fleetcheck.config import ConfigError, from_dict
 from fleetcheck.core.context import PatrolContext

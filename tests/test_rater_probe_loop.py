@@ -12,14 +12,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from fleetcheck.checks.rater_probe.check import (
-    CHECK,
-    LoopFacts,
-    ProbeFacts,
-    RaterProbeConfig,
-    Watched,
-    follow,
-)
+from fleetcheck.checks.rater_probe import RaterProbeConfig
+from fleetcheck.checks.rater_probe.check import CHECK
+from fleetcheck.checks.rater_probe.facts import LoopFacts, ProbeFacts, Watched, follow
 
 from fleetcheck.core.model import Status
 from fleetcheck.parse.clientlist import Client, parse_client_list

@@ -1,0 +1,339 @@
+"""rater_probe's I/O with the broker and the ack host: the push sent once, where the envelope
+is, the watch of the connections that could take it, taking it back, and the acknowledgement."""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+from typing import Any
+
+from fleetcheck.checks.rater_probe import RaterProbeConfig
+from fleetcheck.checks.rater_probe.facts import (
+    LIST_POPS,
+    LOG_TAIL_BYTES,
+    RETURN_MIN_S,
+    LoopFacts,
+    follow,
+)
+
+from fleetcheck.config import HostConfig
+from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.errors import CheckError
+from fleetcheck.core.hostfacts import logs_of
+from fleetcheck.parse.clientlist import Client, parse_client_list
+from fleetcheck.parse.duration import format_duration
+
+
+def push_once(
+    r: Any, command: str, config: RaterProbeConfig, envelope: bytes
+) -> tuple[Any, Exception | None]:
+    """Send the push exactly once on a connection of the probe's client, bypassing the
+    client's retry. (reply, None) when it landed; (False, error) when the broker refused
+    it (nothing written); (None, error) when its fate is unknown."""
+    import redis
+
+    pool = r.connection_pool
+    conn = pool.get_connection()  # connecting may retry: nothing is sent yet
+    try:
+        conn.send_command(command, config.inbox, envelope)
+        return conn.read_response(), None
+    except redis.ResponseError as e:
+        return False, e
+    except Exception as e:
+        conn.disconnect()
+        return None, e
+    finally:
+        pool.release(conn)
+
+
+def push_watching(
+    r: Any, command: str, config: RaterProbeConfig, envelope: bytes
+) -> tuple[Any, Exception | None, tuple[Client, ...] | None]:
+    """The push, sent once, in one MULTI with CLIENT ID and CLIENT LIST: the connections
+    as they are at the very moment of the push (who was waiting in a pop), in the same
+    round trip. (reply, None, clients but our own) when it landed; (False, error, None)
+    when the broker refused the push; (None, error, None) when its fate is unknown;
+    (None, None, None) when the MULTI was refused as a whole (CLIENT not permitted to
+    this user): nothing was written, the caller pushes alone."""
+    import redis
+
+    pool = r.connection_pool
+    conn = pool.get_connection()
+    try:
+        conn.send_packed_command(
+            conn.pack_commands(
+                [
+                    ("MULTI",),
+                    ("CLIENT", "ID"),
+                    ("CLIENT", "LIST"),
+                    (command, config.inbox, envelope),
+                    ("EXEC",),
+                ]
+            )
+        )
+        replies: list[Any] = []
+        for _ in range(5):
+            try:
+                replies.append(conn.read_response())
+            except redis.ResponseError as e:
+                replies.append(e)
+    except Exception as e:
+        conn.disconnect()
+        return None, e, None
+    finally:
+        pool.release(conn)
+    result = replies[-1]
+    if isinstance(result, Exception) or not isinstance(result, list) or len(result) != 3:
+        return None, None, None  # EXECABORT (or no transaction): nothing was written
+    own, listing, pushed = result
+    if isinstance(pushed, Exception):
+        return False, pushed, None
+    if isinstance(listing, Exception) or isinstance(own, Exception):
+        return pushed, None, None
+    try:
+        clients = parse_client_list(listing)
+    except Exception:
+        return pushed, None, None
+    return pushed, None, tuple(c for c in clients if c.id != int(own))
+
+
+def candidates(before: tuple[Client, ...] | None, pattern: str) -> tuple[bool, tuple[Client, ...]]:
+    """The connections that could take the envelope: those named `client_name` when any
+    is connected (the user said which they are), else every connection waiting in a
+    list pop at the push (the broker does not say on which key)."""
+    if not before:
+        return False, ()
+    named = tuple(c for c in before if fnmatch.fnmatchcase(c.name, pattern))
+    if named:
+        return True, named
+    return False, tuple(c for c in before if c.blocked and c.cmd in LIST_POPS)
+
+
+def look(r: Any, watch: tuple[Client, ...], list_id: bool) -> tuple[Client, ...] | None:
+    """The watched connections as they are now (None: unreadable)."""
+    ids = [c.id for c in watch if c.id is not None]
+    try:
+        if list_id:
+            raw = r.execute_command("CLIENT", "LIST", "ID", *ids)
+        else:
+            raw = r.execute_command("CLIENT", "LIST")
+        wanted = set(ids)
+        return tuple(c for c in parse_client_list(raw) if c.id in wanted)
+    except Exception:
+        return None
+
+
+def watch_return(
+    r: Any,
+    before: tuple[Client, ...] | None,
+    by_name: bool,
+    watch: tuple[Client, ...],
+    looks: list[tuple[float, float, tuple[Client, ...]]],
+    list_id: bool,
+    take_early: float,
+    take_late: float,
+    deadline: float,
+) -> LoopFacts:
+    """Watch the connections that could have taken the envelope until each is back in
+    its loop (or cannot have been the taker), or the deadline: the probe's own, but at
+    least RETURN_MIN_S after the take. Looks come quick then slower (2 ms doubling to
+    100 ms): a healthy loop is settled in one or two round trips. The take happened
+    between `take_early` (ours last seen) and `take_late` (first seen gone)."""
+    if before is None:
+        return LoopFacts(seen=False, by_name=False)
+    if not watch:
+        return LoopFacts(seen=True, by_name=by_name)
+
+    def rebased(t: float, seen: tuple[Client, ...]) -> tuple[float, float, tuple[Client, ...]]:
+        return (t - take_late, t - take_early, seen)
+
+    timeline = [rebased(t, seen) for t, _, seen in looks]
+    end = max(deadline, take_late + RETURN_MIN_S)
+    pause = 0.002
+    while True:
+        seen = look(r, watch, list_id)
+        now = time.perf_counter()
+        if seen is not None:
+            timeline.append(rebased(now, seen))
+        states = [follow(c, timeline) for c in watch]
+        if not any(w.state == "stuck" for w in states) or now >= end:
+            break
+        time.sleep(min(pause, max(0.0, end - now)))
+        pause = min(pause * 2, 0.1)
+    others = 0
+    if by_name:
+        ids = {c.id for c in watch}
+        others = sum(1 for c in before if c.blocked and c.cmd in LIST_POPS and c.id not in ids)
+    return LoopFacts(
+        seen=True,
+        by_name=by_name,
+        others_waiting=others,
+        watched=tuple(states),
+        window_s=round(max(0.0, time.perf_counter() - take_late), 3),
+    )
+
+
+def clean_up(r: Any, inbox: str, envelope: bytes) -> str:
+    """Remove every copy of our (unique) envelope after an uncertain push."""
+    try:
+        removed = int(r.lrem(inbox, 0, envelope))
+    except Exception:
+        return "COULD NOT check the inbox for it: look for it by its id"
+    if removed:
+        return f"removed again ({removed} cop{'y' if removed == 1 else 'ies'})"
+    return "it is not in the inbox (not pushed, or already taken)"
+
+
+def position(
+    r: Any, inbox: str, envelope: bytes, window: int, from_head: bool, has_lpos: bool
+) -> int | None:
+    """Where our envelope is, counted from the consumer's end; None once it is gone.
+
+    Only the first `window` elements from the consumer's end are searched: ours cannot be
+    further away than where it was last seen, so each look stays short on the server.
+    """
+    if has_lpos:
+        if from_head:
+            pos = r.execute_command("LPOS", inbox, envelope, "RANK", 1, "MAXLEN", window)
+            return None if pos is None else int(pos)
+        pipe = r.pipeline(transaction=False)
+        pipe.execute_command("LPOS", inbox, envelope, "RANK", -1, "MAXLEN", window)
+        pipe.llen(inbox)
+        pos, length = pipe.execute()
+        return None if pos is None else max(0, int(length) - 1 - int(pos))
+    if from_head:
+        items = r.lrange(inbox, 0, window - 1)
+    else:
+        items = list(reversed(r.lrange(inbox, -window, -1)))
+    try:
+        return items.index(envelope)
+    except ValueError:
+        return None
+
+
+def take_back(r: Any, config: RaterProbeConfig, envelope: bytes) -> tuple[int, int | None]:
+    """LREM exactly our envelope (one copy); (removed, inbox length afterwards)."""
+    try:
+        pipe = r.pipeline(transaction=False)
+        pipe.lrem(config.inbox, 1 if config.push == "rpush" else -1, envelope)
+        pipe.llen(config.inbox)
+        removed, length = pipe.execute()
+        return int(removed), int(length)
+    except Exception:
+        return 0, None
+
+
+def ack_host(ctx: PatrolContext, config: RaterProbeConfig) -> HostConfig | None:
+    if config.ack != "log":
+        return None
+    try:
+        h = ctx.fleet.host(config.ack_host or "")
+    except KeyError:
+        raise CheckError(
+            f"ack_host {config.ack_host!r} is not a host in {ctx.fleet.path}: nothing pushed"
+        ) from None
+    if h.ssh is None:
+        raise CheckError(f"ack_host {h.name} has no ssh, so its log cannot be read")
+    if not (config.ack_log or any(log.path for log in logs_of(h))):
+        raise CheckError(f"ack_host {h.name} has no log files; set ack_log to the rater's log")
+    return h
+
+
+def raters(ctx: PatrolContext, pattern: str) -> tuple[Client, ...] | None:
+    try:
+        clients = ctx.client_list()
+    except Exception:
+        return None
+    return tuple(c for c in clients if fnmatch.fnmatchcase(c.name, pattern))
+
+
+def refresh(
+    ctx: PatrolContext,
+    raters: tuple[Client, ...] | None,
+    pattern: str,
+    info: dict[str, Any],
+) -> tuple[Client, ...] | None:
+    """The rater connections as they are now (CLIENT LIST ID: cheap with 10k clients)."""
+    from fleetcheck.transport.redis import supports
+
+    if not raters or not supports(info, "client_list_id"):
+        return raters
+    ids = [c.id for c in raters if c.id is not None]
+    try:
+        raw = ctx.broker().execute_command("CLIENT", "LIST", "ID", *ids)
+    except Exception:
+        return raters
+    return tuple(c for c in parse_client_list(raw) if fnmatch.fnmatchcase(c.name, pattern))
+
+
+def await_ack(
+    ctx: PatrolContext,
+    config: RaterProbeConfig,
+    probe_id: str,
+    host: HostConfig | None,
+    deadline: float,
+    has_lpos: bool,
+) -> tuple[bool | None, str]:
+    assert config.ack is not None
+    if config.ack == "log":
+        assert host is not None
+        return await_log(ctx, config, probe_id, host, deadline)
+    key = config.ack.split(":", 1)[1]
+    r = ctx.probe_broker()
+    ident = probe_id.encode()
+    try:
+        while True:
+            if has_lpos:
+                found = r.execute_command("LPOS", key, ident, "MAXLEN", 1000) is not None
+            else:
+                found = ident in r.lrange(key, 0, 999)
+            if found:
+                # the reply was for us: leave the list as it was
+                r.lrem(key, 1, ident)  # type: ignore[arg-type]  # bytes are fine on the wire
+                return True, f"id pushed to {key}"
+            if time.perf_counter() >= deadline:
+                return False, f"id not pushed to {key} within {format_duration(config.timeout)}"
+            time.sleep(0.002)
+    except Exception as e:
+        return None, f"reply list {key} unreadable: {ctx.broker_error(e).reason}"
+
+
+def await_log(
+    ctx: PatrolContext,
+    config: RaterProbeConfig,
+    probe_id: str,
+    host: HostConfig,
+    deadline: float,
+) -> tuple[bool | None, str]:
+    path = config.ack_log or next(log.path for log in logs_of(host) if log.path)
+    wait = max(0.0, deadline - time.perf_counter())
+    # one exec that polls on the host (every exec costs the host a login shell)
+    script = (
+        f"f={quote(path)}; id={quote(probe_id)}; n={int(wait * 10) + 1}\n"
+        '[ -r "$f" ] || { echo "unreadable"; exit 3; }\n'
+        "while :; do\n"
+        f'  tail -c {LOG_TAIL_BYTES} "$f" | grep -F -q -- "$id" && {{ echo found; exit 0; }}\n'
+        '  n=$((n - 1)); [ "$n" -le 0 ] && exit 1\n'
+        "  sleep 0.1\n"
+        "done"
+    )
+    try:
+        result = ctx.shell(host).run(script, wait + 5.0, 4096)
+    except CheckError as e:
+        return None, f"{host.name}: log not readable: {e.reason}"
+    out = result.stdout.decode("utf-8", "replace")
+    if "found" in out:
+        return True, f"id logged in {host.name}:{path}"
+    if "unreadable" in out:
+        return None, f"{host.name}:{path} is not readable"
+    if result.rc is None:
+        return None, f"{host.name}: log search did not finish"
+    return False, f"id not in {host.name}:{path} within {format_duration(config.timeout)}"
+
+
+def quote(text: str) -> str:
+    """shlex.quote, imported when a fragment is built: validating a config (every patrol,
+    also a broker-only one) imports this module and needs no shlex."""
+    import shlex
+
+    return shlex.quote(text)

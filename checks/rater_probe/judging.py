@@ -1,0 +1,238 @@
+"""rater_probe's judgement (pure): what the probe's facts prove, and how strongly."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fleetcheck.checks.rater_probe import RaterProbeConfig
+from fleetcheck.checks.rater_probe.facts import ProbeFacts, describe_raters, who
+
+from fleetcheck.core.model import Result, Status
+from fleetcheck.parse.duration import format_duration
+
+MakeRow = Callable[..., Result]
+
+
+def judge(facts: ProbeFacts, config: RaterProbeConfig, make_row: MakeRow) -> Result:
+    """The probe's verdict (pure): `make_row(status, summary, metrics=, evidence=,
+    evidence_strength=)` builds the check's row."""
+    raters = describe_raters(facts.raters, facts.rater_pattern)
+    proof = None
+    if facts.consumed:
+        proof = "consumed"
+        if facts.acked:
+            proof = "logged" if facts.ack == "log" else "replied"
+    metrics: dict[str, Any] = {
+        "latency_s": None if facts.latency_ms is None else round(facts.latency_ms / 1000, 6),
+        "inbox_length": facts.inbox_length,
+    }
+    if facts.raters is not None:
+        metrics["rater_connections"] = len(facts.raters)
+        metrics["rater_blocked"] = sum(1 for c in facts.raters if c.blocked)
+    evidence: dict[str, Any] = {
+        "consumed": facts.consumed,
+        "proof": proof,
+        "probe_id": facts.probe_id,
+        "rater": raters if facts.raters is not None else None,
+        "raters": [
+            {
+                "addr": c.fields.get("addr", c.host),
+                "name": c.name,
+                "flags": c.flags,
+                "cmd": c.cmd,
+                "idle_s": c.idle_s,
+            }
+            for c in (facts.raters or ())
+        ][:10],
+    }
+    if facts.ack_detail:
+        evidence["ack"] = facts.ack_detail
+    limit = format_duration(facts.timeout)
+    inbox = facts.inbox
+
+    def row(status: Status, summary: str, strength: str | None = None) -> Result:
+        return make_row(
+            status,
+            summary,
+            metrics=metrics,
+            evidence=evidence,
+            evidence_strength=strength,
+        )
+
+    if not facts.consumed:
+        metrics["position"] = facts.position
+        metrics["length_at_deadline"] = facts.length_at_deadline
+        where = f"{facts.position} entries ahead of it"
+        if facts.length_at_deadline is not None:
+            where += f", inbox length {facts.length_at_deadline} without it"
+        back = "removed again" if facts.removed else "COULD NOT be removed"
+        return row(
+            Status.CRIT,
+            f"{inbox}: probe not consumed within {limit} ({where}; {back}): {raters}",
+        )
+    latency = f"{facts.latency_ms:.1f} ms" if facts.latency_ms is not None else "?"
+    if facts.latency_ms is not None and facts.latency_ms > facts.timeout * 1000:
+        return row(
+            Status.CRIT,
+            f"{inbox}: probe consumed only after {latency}, past the {limit} timeout: " + raters,
+        )
+    if facts.ack and facts.acked is False:
+        return row(
+            Status.CRIT,
+            f"{inbox}: probe taken in {latency} but not acknowledged ({facts.ack_detail}): "
+            f"taken is not processed (a frozen consumer can still own a pending BLPOP); " + raters,
+        )
+    if facts.ack and facts.acked is None:
+        return row(
+            Status.UNKNOWN,
+            f"{inbox}: probe taken in {latency}, but the {facts.ack} acknowledgement could "
+            f"not be checked: {facts.ack_detail}",
+        )
+    stalled = facts.stall_ms is not None and facts.stall_ms > config.max_latency * 1000
+    stall = f"~{format_duration(facts.stall_ms / 1000)}" if facts.stall_ms else ""
+    if facts.stall_ms is not None:
+        metrics["stall_s"] = round(facts.stall_ms / 1000, 6)
+    blocked_loop = (
+        f"the loop was blocked for {stall} (nothing ahead of the probe moved meanwhile; "
+        f"max_latency {format_duration(config.max_latency)})"
+    )
+    if facts.ack:  # acknowledged: the strongest proof there is
+        how = f"; {facts.ack_detail}" if facts.acked else ""
+        if stalled:
+            return row(
+                Status.WARN,
+                f"{inbox}: probe taken only after {latency}: {blocked_loop}, then "
+                f"processed ({facts.ack_detail}): a live process whose loop was blocked, "
+                "not a dead one",
+                "behaviour",
+            )
+        return row(Status.OK, f"{inbox}: probe consumed in {latency} (proof: {proof}{how})")
+    return _judge_loop(facts, row, evidence, metrics, latency, stalled, blocked_loop)
+
+
+def _judge_loop(
+    facts: ProbeFacts,
+    row: Any,
+    evidence: dict[str, Any],
+    metrics: dict[str, Any],
+    latency: str,
+    stalled: bool,
+    blocked_loop: str,
+) -> Result:
+    """Taken, no ack: did the connection that took it go back to its loop? (pure)"""
+    inbox = facts.inbox
+    loop = facts.loop
+    if loop is None or not loop.seen:
+        evidence["proof"] = "taken"
+        why = (
+            "CLIENT LIST not readable with the push"
+            if loop is not None
+            else "the taker was not watched"
+        )
+        if stalled:
+            return row(
+                Status.WARN,
+                f"{inbox}: probe taken only after {latency}: {blocked_loop}; a pop issued "
+                f"that late means a live process ({why}: its return to its loop unseen)",
+                "behaviour",
+            )
+        return row(
+            Status.OK,
+            f"{inbox}: probe taken in {latency} (proof: taken only; {why}: whether the "
+            "taker went back to its loop was not seen)",
+            "inference",
+        )
+    watched = loop.watched
+    evidence["taker"] = [
+        {"connection": who(w.before), "state": w.state, "how": w.how} for w in watched
+    ][:10]
+    possible = [w for w in watched if w.state != "not-taker"]
+    back = [w for w in possible if w.state == "back"]
+    bad = [w for w in possible if w.state in ("stuck", "gone")]
+    metrics["takers_possible"] = len(possible)
+    metrics["takers_back"] = len(back)
+    window = format_duration(loop.window_s)
+    if not possible and loop.others_waiting:
+        # none of the named ones took it, and others were waiting in pops at the push:
+        # one of those may have taken it without ever coming back
+        evidence["proof"] = "taken"
+        return row(
+            Status.WARN,
+            f"{inbox}: probe taken in {latency}, not by a connection named "
+            f"{facts.rater_pattern!r} (none of them took it); {loop.others_waiting} other "
+            "connections were waiting in pops (the broker does not say on which key): "
+            "which took it cannot be told; set client_name to match every consumer",
+            "inference",
+        )
+    if not possible:
+        evidence["proof"] = "new command"
+        whom = f"no connection named {facts.rater_pattern!r}" if loop.by_name else "no connection"
+        text = (
+            f"taken by a command issued after the push ({whom} was waiting in a pop for "
+            "it: a polling consumer, or a loop that popped again)"
+        )
+        if stalled:
+            return row(
+                Status.WARN,
+                f"{inbox}: probe taken only after {latency}, {text}: {blocked_loop}; a "
+                "live process with a blocked loop, not a dead one",
+                "behaviour",
+            )
+        return row(
+            Status.OK,
+            f"{inbox}: probe consumed in {latency}, {text} (proof: new command)",
+            "proof",
+        )
+    if bad and not back:
+        evidence["proof"] = "taken"
+        w = bad[0]
+        many = f" (one of {len(possible)}, none back)" if len(possible) > 1 else ""
+        late = f"; it was taken only after {latency}" if stalled else ""
+        what = (
+            "its connection then closed (the consumer died or dropped it)"
+            if w.state == "gone"
+            else f"{w.how}"
+        )
+        return row(
+            Status.CRIT,
+            f"{inbox}: probe taken in {latency} by a connection that did not return to its "
+            f"loop within {window}: {who(w.before)}{many}, {what}; taken is not processed "
+            f"(a process frozen inside its pop still takes one envelope){late}",
+            "behaviour",
+        )
+    if bad:
+        evidence["proof"] = "taken"
+        hint = "" if loop.by_name else "; set client_name to the consumer's name"
+        return row(
+            Status.WARN,
+            f"{inbox}: probe taken in {latency} by one of {len(possible)} connections "
+            f"waiting in pops (the broker does not say on which key): {len(back)} back "
+            f"in their loop, {len(bad)} not ({who(bad[0].before)}, {bad[0].how}); which "
+            f"took it cannot be told{hint}",
+            "inference",
+        )
+    evidence["proof"] = "returned"
+    w = back[0]
+    taker = who(w.before) if len(possible) == 1 else f"each of the {len(possible)} connections"
+    how = w.how if len(possible) == 1 else "each back in its loop"
+    queued = any(x.pipelined for x in back)
+    note = (
+        "; commands were queued behind its pop: its return may be the server running them"
+        if queued
+        else ""
+    )
+    if stalled:
+        return row(
+            Status.WARN,
+            f"{inbox}: probe taken only after {latency}: {blocked_loop}; then {taker} that "
+            f"could have taken it was back in its loop ({how}): a live process whose loop "
+            "was blocked, not a dead one",
+            "behaviour",
+        )
+    return row(
+        Status.OK,
+        f"{inbox}: probe consumed in {latency}; {taker} that could have taken it: back in "
+        f"its loop ({how}) (proof: returned{note})",
+        "inference" if queued else "proof",
+    )
