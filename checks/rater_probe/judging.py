@@ -124,25 +124,7 @@ def _judge_loop(
     inbox = facts.inbox
     loop = facts.loop
     if loop is None or not loop.seen:
-        evidence["proof"] = "taken"
-        why = (
-            "CLIENT LIST not readable with the push"
-            if loop is not None
-            else "the taker was not watched"
-        )
-        if stalled:
-            return row(
-                Status.WARN,
-                f"{inbox}: probe taken only after {latency}: {blocked_loop}; a pop issued "
-                f"that late means a live process ({why}: its return to its loop unseen)",
-                "behaviour",
-            )
-        return row(
-            Status.OK,
-            f"{inbox}: probe taken in {latency} (proof: taken only; {why}: whether the "
-            "taker went back to its loop was not seen)",
-            "inference",
-        )
+        return _judge_unwatched(facts, row, evidence, latency, stalled, blocked_loop)
     watched = loop.watched
     evidence["taker"] = [
         {"connection": who(w.before), "state": w.state, "how": w.how} for w in watched
@@ -235,4 +217,36 @@ def _judge_loop(
         f"{inbox}: probe consumed in {latency}; {taker} that could have taken it: back in "
         f"its loop ({how}) (proof: returned{note})",
         "inference" if queued else "proof",
+    )
+
+
+def _judge_unwatched(
+    facts: ProbeFacts,
+    row: Any,
+    evidence: dict[str, Any],
+    latency: str,
+    stalled: bool,
+    blocked_loop: str,
+) -> Result:
+    """Taken, no ack, and the taker not watched (CLIENT LIST unreadable, or not asked)."""
+    inbox = facts.inbox
+    loop = facts.loop
+    evidence["proof"] = "taken"
+    why = (
+        "CLIENT LIST not readable with the push"
+        if loop is not None
+        else "the taker was not watched"
+    )
+    if stalled:
+        return row(
+            Status.WARN,
+            f"{inbox}: probe taken only after {latency}: {blocked_loop}; a pop issued "
+            f"that late means a live process ({why}: its return to its loop unseen)",
+            "behaviour",
+        )
+    return row(
+        Status.OK,
+        f"{inbox}: probe taken in {latency} (proof: taken only; {why}: whether the "
+        "taker went back to its loop was not seen)",
+        "inference",
     )
