@@ -731,12 +731,8 @@ def ansible_addresses(path: str, seconds: float) -> dict[str, str]:
     """{address: host name} of the Ansible inventory at `path`, read through the real
     `ansible-inventory --list` within `seconds` (its process group killed then). Raises
     SourceFailed (one line) when it cannot be read; a host with no IP address is left out."""
-    from fleetcheck.config.inventory_sources import (
-        ANSIBLE_ENV,
-        from_ansible,
-        load_json,
-        run_program,
-    )
+    from fleetcheck.config.inventory_ansible import ANSIBLE_ENV, from_ansible
+    from fleetcheck.config.inventory_programs import load_json, run_program
 
     raw = run_program(
         ["ansible-inventory", "-i", path, "--list"], max(1.0, seconds), env=ANSIBLE_ENV

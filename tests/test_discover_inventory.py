@@ -12,7 +12,7 @@ import pytest
 
 from fleetcheck import discover
 from fleetcheck.config.inventory import InventorySpec, SourceFailed
-from fleetcheck.config.inventory_sources import find_program
+from fleetcheck.config.inventory_programs import find_program
 from fleetcheck.discover import HostDraft
 from tests.cli import fleetcheck
 from tests.lab import Lab

@@ -17,12 +17,8 @@ from pathlib import Path
 import pytest
 
 from fleetcheck.config import ConfigError, FleetConfig, load
-from fleetcheck.config.inventory_sources import (
-    from_ansible,
-    from_command_json,
-    from_tailscale,
-    jump_from_ssh_args,
-)
+from fleetcheck.config.inventory_ansible import from_ansible, jump_from_ssh_args
+from fleetcheck.config.inventory_sources import from_command_json, from_tailscale
 from fleetcheck.core import registry
 
 BIN = Path(sys.executable).parent

@@ -139,7 +139,7 @@ def _ansible_inventory(given: str | None) -> str | None:
     /etc/ansible/hosts when it exists and ansible-inventory is on PATH (None: none)."""
     import os
 
-    from fleetcheck.config.inventory_sources import find_program
+    from fleetcheck.config.inventory_programs import find_program
 
     if given is not None:
         return given
