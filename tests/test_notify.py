@@ -16,7 +16,8 @@ import pytest
 
 from fleetcheck.core.model import Report, Result, Status
 from fleetcheck.rounds import notify
-from fleetcheck.rounds.notify import Target, plan
+from fleetcheck.rounds.notify import plan
+from fleetcheck.rounds.notify_targets import Settings, Target, resolve
 from tests.cli import fleetcheck as fc
 from tests.lab import Lab
 from tests.notify_receivers import hanging_receiver, http_receiver, smtp_server
@@ -211,9 +212,7 @@ def test_scrub_takes_every_piece_of_the_url_out() -> None:
 def deliver_rounds(url: str, received: Any, tmp_path: Path) -> list[Any]:
     """Rounds through after_round (ledger file, real delivery): new, quiet, reminder,
     resolution, quiet; what the receiver held after each."""
-    settings = notify.Settings(
-        (Target(1, url, "[notify] urls[0]", "?"),), remind_every=3600, timeout=5
-    )
+    settings = Settings((Target(1, url, "[notify] urls[0]", "?"),), remind_every=3600, timeout=5)
     ledger = tmp_path / "state.notify.json"
     seen = []
     for minutes, row in [
@@ -275,7 +274,7 @@ def test_smtp_server_gets_the_sequence(tmp_path: Path) -> None:
 def test_failed_delivery_is_a_warning_and_is_sent_again(tmp_path: Path) -> None:
     with hanging_receiver() as port:
         url = f"json://ops:{SECRET}@127.0.0.1:{port}/{SECRET}"
-        settings = notify.Settings((Target(2, url, "w", "JSON"),), timeout=1)
+        settings = Settings((Target(2, url, "w", "JSON"),), timeout=1)
         ledger = tmp_path / "l.json"
         warnings: list[str] = []
         start = time.monotonic()
@@ -288,7 +287,7 @@ def test_failed_delivery_is_a_warning_and_is_sent_again(tmp_path: Path) -> None:
     with http_receiver() as (port, posts):
         url = f"json://127.0.0.1:{port}/in"
         # the ledger is per URL: the same URL again, now answering
-        settings = notify.Settings((Target(2, url, "w", "JSON"),), timeout=5)
+        settings = Settings((Target(2, url, "w", "JSON"),), timeout=5)
         notify.after_round(Report(at(0), 1.0, (crit("mini"),)), settings, ledger, warnings.append)
         notify.after_round(Report(at(15), 1.0, (crit("mini"),)), settings, ledger, warnings.append)
         assert len(posts.on("/in")) == 1
@@ -396,7 +395,7 @@ def test_urls_file_and_env_are_read(tmp_path: Path) -> None:
     fleet = from_dict(
         data, str(tmp_path / "hosts.toml"), registry.config_type, registry.host_config_types
     )
-    settings = notify.resolve(fleet, {"FC_URLS": "json://a:1/x, json://b:2/y"})
+    settings = resolve(fleet, {"FC_URLS": "json://a:1/x, json://b:2/y"})
     assert settings is not None
     assert [(t.number, t.service, t.where) for t in settings.targets] == [
         (1, "JSON", "[notify] urls_env FC_URLS (URL 1)"),

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def notify_settings(fleet: "FleetConfig", no_state: bool = False) -> Any:
-    """rounds.notify.Settings for `fleet` (None without [notify]), every URL checked now.
+    """rounds.notify_targets.Settings for `fleet` (None without [notify]), every URL checked now.
     Messages need the memory of the state file: with --no-state there are none, said once."""
     if not fleet.notify.enabled:
         return None
@@ -22,11 +22,11 @@ def notify_settings(fleet: "FleetConfig", no_state: bool = False) -> Any:
 
         stderr.warn("[notify]: no messages with --no-state (they need the state file)")
         return None
-    from fleetcheck.rounds import notify
+    from fleetcheck.rounds import notify_targets
 
     try:
-        return notify.resolve(fleet)
-    except notify.NotifyError as e:
+        return notify_targets.resolve(fleet)
+    except notify_targets.NotifyError as e:
         raise UsageFailure(str(e)) from None
 
 

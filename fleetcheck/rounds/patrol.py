@@ -30,7 +30,7 @@ class Outputs:
     textfile: Path | None = None
     alertmanager: tuple[str, ...] = ()  # every URL gets every alert (an Alertmanager cluster)
     heartbeat: str | None = None
-    notify: Any = None  # rounds.notify.Settings: messages through Apprise (needs `state`)
+    notify: Any = None  # rounds.notify_targets.Settings: messages through Apprise (needs `state`)
     silences: Path | None = None  # `fleetcheck silence`'s file (rounds.silences)
 
 
