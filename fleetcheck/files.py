@@ -1,9 +1,14 @@
 """Files only their owner may read (state, history, their locks): they hold hostnames,
-addresses and broker details."""
+addresses and broker details; written atomically, locked, and read back healing."""
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,3 +37,38 @@ def replace_private(path: Path, text: str | bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def exclusive(path: Path) -> Iterator[None]:
+    """An exclusive lock on `path` for the block: on PATH.lock beside it (private), so the
+    file itself can be replaced atomically while the lock is held."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with private_open(path.with_name(path.name + ".lock")) as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def read_document(path: Path, schema: str, what: str, key: str, kind: type) -> Any:
+    """The `key` part (of type `kind`) of the JSON document of `schema` at `path`; None when
+    there is no file. A file that is not such a document is moved aside (PATH.corrupt-TIME)
+    with one warning naming `what`, and reads as None: the round goes on as if it were new."""
+    from fleetcheck.core import stderr
+
+    try:
+        raw = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(raw)
+        if not isinstance(data, dict) or data.get("schema") != schema:
+            raise ValueError(f"not a fleetcheck {what}")
+        part = data.get(key)
+        if not isinstance(part, kind):
+            raise ValueError(f"no {key} {kind.__name__}")
+    except ValueError as e:
+        aside = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+        os.replace(path, aside)
+        stderr.warn(f"{what} {path} unreadable ({e}); kept as {aside}")
+        return None
+    return part

@@ -14,18 +14,14 @@ never a lost patrol).
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from fleetcheck.core import stderr
-from fleetcheck.files import private_open, replace_private
+from fleetcheck.files import exclusive, read_document, replace_private
 
 SCHEMA = "fleetcheck.notify/1"
 
@@ -60,10 +56,7 @@ class Ledger:
 
     @contextmanager
     def locked(self) -> Iterator[dict[str, dict[str, Any]]]:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        with private_open(lock_path) as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with exclusive(self.path):
             targets = self._load()
             yield targets
             self._save(targets)
@@ -73,22 +66,7 @@ class Ledger:
             return targets
 
     def _load(self) -> dict[str, dict[str, Any]]:
-        try:
-            raw = self.path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            return {}
-        try:
-            data = json.loads(raw)
-            if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-                raise ValueError("not a fleetcheck notify ledger")
-            targets = data.get("targets")
-            if not isinstance(targets, dict):
-                raise ValueError("no targets")
-        except ValueError as e:
-            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
-            os.replace(self.path, aside)
-            stderr.warn(f"notify ledger {self.path} unreadable ({e}); kept as {aside}")
-            return {}
+        targets = read_document(self.path, SCHEMA, "notify ledger", "targets", dict) or {}
         out: dict[str, dict[str, Any]] = {}
         for key, rows in targets.items():
             if isinstance(rows, dict):

@@ -17,11 +17,8 @@ gauge, notifications) and `Report.status` leaves it out (the exit code).
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import secrets
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -32,7 +29,7 @@ from typing import Any
 from fleetcheck.core import stderr
 from fleetcheck.core.model import Report, Result
 from fleetcheck.core.safe_text import one_line
-from fleetcheck.files import private_open, replace_private
+from fleetcheck.files import exclusive, read_document, replace_private
 from fleetcheck.iso import iso_utc, parse_iso
 from fleetcheck.rounds.state import silences_path as silences_path  # its home (callers: here)
 
@@ -100,10 +97,7 @@ class SilenceFile:
 
     @contextmanager
     def locked(self) -> Iterator[list[Silence]]:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        with private_open(lock_path) as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with exclusive(self.path):
             items = self._load()
             before = list(items)
             yield items
@@ -115,22 +109,7 @@ class SilenceFile:
             return list(items)
 
     def _load(self) -> list[Silence]:
-        try:
-            raw = self.path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            return []
-        try:
-            data = json.loads(raw)
-            if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-                raise ValueError("not a fleetcheck silences file")
-            entries = data.get("silences")
-            if not isinstance(entries, list):
-                raise ValueError("no silences list")
-        except ValueError as e:
-            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
-            os.replace(self.path, aside)
-            stderr.warn(f"silences file {self.path} unreadable ({e}); kept as {aside}")
-            return []
+        entries = read_document(self.path, SCHEMA, "silences file", "silences", list) or []
         out = []
         for entry in entries:
             silence = Silence.from_dict(entry)
