@@ -8,7 +8,6 @@ overlapping runs never leave half a file; an unreadable cache is set aside, neve
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck.config.inventory import Found, InventorySpec, SourceFailed, SourceStatus, select
-from fleetcheck.files import replace_private
+from fleetcheck.files import exclusive, replace_private
 
 SCHEMA = "fleetcheck.inventory/1"
 
@@ -39,18 +38,12 @@ class InventoryCache:
     @contextmanager
     def locked(self) -> Iterator[dict[str, Any]]:
         """The sources' entries under an exclusive lock; saved on exit when changed."""
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        lock = self.path.with_name(self.path.name + ".lock")
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with exclusive(self.path):
             data = self._load()
             before = json.dumps(data, sort_keys=True)
             yield data
             if json.dumps(data, sort_keys=True) != before:
                 self._save(data)
-        finally:
-            os.close(fd)
 
     def _load(self) -> dict[str, Any]:
         try:

@@ -14,9 +14,7 @@ a broken source cannot turn into a mass "left the fleet"; the `inventory` row sa
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -25,7 +23,7 @@ from typing import Any
 
 from fleetcheck.config import FleetConfig
 from fleetcheck.core.model import Report, Result, Status, worst
-from fleetcheck.files import replace_private
+from fleetcheck.files import exclusive, replace_private
 
 SCHEMA = "fleetcheck.members/1"
 CHECK = "inventory"
@@ -43,15 +41,10 @@ class Members:
 
     @contextmanager
     def locked(self) -> Iterator[dict[str, Any]]:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with exclusive(self.path):
             data = self._load()
             yield data
             self._save(data)
-        finally:
-            os.close(fd)
 
     def _load(self) -> dict[str, Any]:
         try:
