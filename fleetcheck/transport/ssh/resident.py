@@ -35,7 +35,7 @@ from typing import Any
 
 from fleetcheck.transport.shell import ExecResult
 from fleetcheck.transport.ssh.budget import watchdog
-from fleetcheck.transport.ssh.session import SshShell, StaleConnection
+from fleetcheck.transport.ssh.session import SshShell, StaleConnection, drain
 from fleetcheck.transport.ssh.util import quiet_close
 
 
@@ -272,15 +272,4 @@ def _watchdog_fired(chan: Any, deadline: float) -> bool:
 
 
 def _drain(chan: Any, out: _Stream, err: _Stream) -> None:
-    for ready, recv, stream in (
-        (chan.recv_ready, chan.recv, out),
-        (chan.recv_stderr_ready, chan.recv_stderr, err),
-    ):
-        while ready():
-            try:
-                chunk = recv(65536)
-            except TimeoutError:
-                break
-            if not chunk:
-                break
-            stream.feed(chunk)
+    drain(chan, out.feed, err.feed)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import select
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fleetcheck.core.errors import TransportError
@@ -160,11 +161,11 @@ class SshShell:
             self._owned.close()
 
 
-def _drain(chan: Any, out: bytearray, err: bytearray, max_bytes: int) -> bool:
-    truncated = False
-    for ready, recv, buf in (
-        (chan.recv_ready, chan.recv, out),
-        (chan.recv_stderr_ready, chan.recv_stderr, err),
+def drain(chan: Any, on_out: Callable[[bytes], None], on_err: Callable[[bytes], None]) -> None:
+    """Hand each chunk the channel has ready now (stdout, then stderr) to its callback."""
+    for ready, recv, feed in (
+        (chan.recv_ready, chan.recv, on_out),
+        (chan.recv_stderr_ready, chan.recv_stderr, on_err),
     ):
         while ready():
             try:
@@ -173,9 +174,23 @@ def _drain(chan: Any, out: bytearray, err: bytearray, max_bytes: int) -> bool:
                 break
             if not chunk:
                 break
+            feed(chunk)
+
+
+def _drain(chan: Any, out: bytearray, err: bytearray, max_bytes: int) -> bool:
+    """`drain` into two buffers of at most `max_bytes`; whether anything was cut."""
+    truncated = False
+
+    def into(buf: bytearray) -> Callable[[bytes], None]:
+        def feed(chunk: bytes) -> None:
+            nonlocal truncated
             room = max_bytes - len(buf)
             if len(chunk) > room:
                 truncated = True
                 chunk = chunk[: max(room, 0)]
             buf.extend(chunk)
+
+        return feed
+
+    drain(chan, into(out), into(err))
     return truncated
