@@ -72,3 +72,38 @@ def read_document(path: Path, schema: str, what: str, key: str, kind: type) -> A
         stderr.warn(f"{what} {path} unreadable ({e}); kept as {aside}")
         return None
     return part
+
+
+class LockedJson:
+    """A private JSON file read and written whole under its lock: `locked()` yields what
+    `_load` made of it and saves it (`_save`) when the block changed it or there was none."""
+
+    schema: str = ""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _document(self) -> dict[str, Any] | None:
+        """The file's document: {} when there is no file, None when it is not one of `schema`."""
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            return None
+        return raw if isinstance(raw, dict) and raw.get("schema") == self.schema else None
+
+    @contextmanager
+    def locked(self) -> Iterator[dict[str, Any]]:
+        with exclusive(self.path):
+            data = self._load()
+            before = json.dumps(data, sort_keys=True)
+            yield data
+            if json.dumps(data, sort_keys=True) != before or not self.path.exists():
+                self._save(data)
+
+    def _load(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _save(self, data: dict[str, Any]) -> None:
+        raise NotImplementedError

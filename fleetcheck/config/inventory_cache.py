@@ -11,14 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from fleetcheck.config.inventory import Found, InventorySpec, SourceFailed, SourceStatus, select
-from fleetcheck.files import exclusive, replace_private
+from fleetcheck.files import LockedJson, replace_private
 
 SCHEMA = "fleetcheck.inventory/1"
 
@@ -31,28 +29,14 @@ def cache_path(config_path: str) -> Path:
     return Path(base) / "fleetcheck" / f"inventory-{digest}.json"
 
 
-class InventoryCache:
-    def __init__(self, path: Path) -> None:
-        self.path = path
+class InventoryCache(LockedJson):
+    """The sources' entries, saved when a round changed them."""
 
-    @contextmanager
-    def locked(self) -> Iterator[dict[str, Any]]:
-        """The sources' entries under an exclusive lock; saved on exit when changed."""
-        with exclusive(self.path):
-            data = self._load()
-            before = json.dumps(data, sort_keys=True)
-            yield data
-            if json.dumps(data, sort_keys=True) != before:
-                self._save(data)
+    schema = SCHEMA
 
     def _load(self) -> dict[str, Any]:
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError):
-            raw = None
-        if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
+        raw = self._document()
+        if raw is None:
             aside = self.path.with_name(f"{self.path.name}.corrupt")
             try:
                 os.replace(self.path, aside)

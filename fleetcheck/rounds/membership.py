@@ -15,15 +15,13 @@ a broken source cannot turn into a mass "left the fleet"; the `inventory` row sa
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from fleetcheck.config import FleetConfig
 from fleetcheck.core.model import Report, Result, Status, worst
-from fleetcheck.files import exclusive, replace_private
+from fleetcheck.files import LockedJson, replace_private
 
 SCHEMA = "fleetcheck.members/1"
 CHECK = "inventory"
@@ -35,25 +33,14 @@ def members_path(state: Path) -> Path:
     return state.with_name(f"members-{name}")
 
 
-class Members:
-    def __init__(self, path: Path) -> None:
-        self.path = path
+class Members(LockedJson):
+    """The hosts each round saw, and those that left."""
 
-    @contextmanager
-    def locked(self) -> Iterator[dict[str, Any]]:
-        with exclusive(self.path):
-            data = self._load()
-            yield data
-            self._save(data)
+    schema = SCHEMA
 
     def _load(self) -> dict[str, Any]:
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
+        raw = self._document()
+        if not raw:
             return {}
         hosts = raw.get("hosts")
         left = raw.get("left")
