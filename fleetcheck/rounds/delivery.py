@@ -260,16 +260,10 @@ def _why(e: BaseException, url: str, timeout: float, secrets: list[str]) -> str:
         return f"HTTP {e.code}{_phrase(e.code)}"
     if isinstance(e, urllib.error.URLError):
         reason = e.reason
-        if isinstance(reason, TimeoutError | socket.timeout):
-            return f"timed out after {timeout:g}s"
-        if isinstance(reason, http.client.HTTPException):
-            return _not_http(reason)
-        if isinstance(reason, ssl.SSLError):
-            return "TLS failed: " + _safe(reason.reason or type(reason).__name__, secrets)
-        if isinstance(reason, OSError):
-            return reason.strerror or type(reason).__name__
+        if isinstance(reason, BaseException):  # what urllib wrapped: said as itself
+            return _why(reason, url, timeout, secrets)
         return _safe(str(reason), secrets)
-    if isinstance(e, TimeoutError):
+    if isinstance(e, TimeoutError | socket.timeout):
         return f"timed out after {timeout:g}s"
     if isinstance(e, http.client.HTTPException):
         return _not_http(e)
