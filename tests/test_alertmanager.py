@@ -89,7 +89,10 @@ def test_payload_since_extra_labels_and_gone_rows() -> None:
         Result("clients", "mini", Status.CRIT, "none", since=since, bad_rounds=11, alerting=True)
     )
     alerts = build_alerts(
-        r, resolved=[("logs", "gone"), ("clients", "mini")], now=NOW, extra_labels={"env": "lab"}
+        r,
+        resolved=[("logs", "gone", None), ("clients", "mini", None)],
+        now=NOW,
+        extra_labels={"env": "lab"},
     )
     first = alerts[0]
     assert first["startsAt"] == "2026-11-29T04:29:00.000Z"
@@ -248,7 +251,7 @@ def test_alerts_fire_change_severity_and_resolve(alertmanager: str) -> None:
             Result("queue_depth", None, Status.OK, "inbox 3 jobs"),
             Result("clients", "n9", Status.OK, "9 connections"),
         ),
-        resolved=[("logs", "mini")],
+        resolved=[("logs", "mini", None)],
     )
     assert active(base) == {}
 

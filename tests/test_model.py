@@ -45,7 +45,7 @@ def test_sorted_worst_first_and_dict_shape() -> None:
     report = Report("2026-11-29T00:00:00.000Z", 1.5, rows)
     assert [r.check for r in report.sorted_results()] == ["c", "b", "a"]
     d = report.to_dict()
-    assert d["schema"] == "fleetcheck.report/2"
+    assert d["schema"] == "fleetcheck.report/3"
     assert d["status"] == "CRIT" and d["exit_code"] == 2
     assert d["results"][0] == {
         "check": "c",

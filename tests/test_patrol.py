@@ -62,5 +62,5 @@ def test_history_round_trip(tmp_path: Path) -> None:
     assert [r.hosts for r in history.load(path, host=BROKER_WIDE)[0]][0] == {BROKER_WIDE: Status.OK}
     # the newest round is also kept whole beside the history (what `serve` shows)
     latest = history.read_latest(history.latest_path(path))
-    assert latest["schema"] == "fleetcheck.report/2" and latest["status"] == "CRIT"
+    assert latest["schema"] == "fleetcheck.report/3" and latest["status"] == "CRIT"
     assert history.latest_path(path).stat().st_mode & 0o077 == 0  # evidence stays private

@@ -16,7 +16,7 @@ def silence_cmd(
     what: Annotated[
         str,
         typer.Argument(
-            metavar="HOST|CHECK|HOST/CHECK|list|end", help="What to silence, or list/end."
+            metavar="HOST|CHECK|HOST/CHECK[/ITEM]|list|end", help="What to silence, or list/end."
         ),
     ],
     which: Annotated[
@@ -86,7 +86,7 @@ def _known(fleet: object, target: str) -> None:
     hosts = {h.name for h in fleet.hosts}  # type: ignore[attr-defined]
     checks = set(registry.available())
     if "/" in target:
-        host, check = target.split("/", 1)
+        host, check = target.split("/", 2)[:2]
         if host != "*" and host not in hosts:
             raise UsageFailure(f"silence {target}: no host {host!r} in the config")
         if check != "*" and check not in checks:

@@ -253,14 +253,17 @@ class NotifyConfig:
         return bool(self.urls or self.urls_env or self.urls_file)
 
 
-SILENCE_TARGET = re.compile(r"[A-Za-z0-9._:@*-]+(/[A-Za-z0-9._:@*-]+)?")
+# HOST, CHECK, HOST/CHECK, or HOST/CHECK/ITEM (an item, e.g. a log's path, may hold any
+# printable character but a control)
+SILENCE_TARGET = re.compile(r"[A-Za-z0-9._:@*-]+(/[A-Za-z0-9._:@*-]+(/[^\x00-\x1f\x7f]+)?)?")
 DAILY = re.compile(r"([01][0-9]|2[0-3]):([0-5][0-9])-([01][0-9]|2[0-3]):([0-5][0-9])")
 
 
 def silence_target_problem(text: str) -> str | None:
-    """Why `text` is not HOST, CHECK or HOST/CHECK (`*` for any), None when it is."""
+    """Why `text` is not HOST, CHECK, HOST/CHECK or HOST/CHECK/ITEM (`*` for any), None when
+    it is."""
     if not SILENCE_TARGET.fullmatch(text):
-        return f"{text!r}: expected HOST, CHECK or HOST/CHECK (* for any)"
+        return f"{text!r}: expected HOST, CHECK, HOST/CHECK or HOST/CHECK/ITEM (* for any)"
     return None
 
 

@@ -34,9 +34,9 @@ BROKER = BROKER_WIDE  # the grid's row for broker-wide checks (host None)
 
 
 def report_from_dict(data: dict[str, Any]) -> Report:
-    """A Report back from the `fleetcheck.report/2` JSON (what `run --format json` prints; a
-    version 1 document lacks only evidence_strength and cause). Raises ValueError/KeyError/
-    TypeError on a document that is not one."""
+    """A Report back from the `fleetcheck.report/3` JSON (what `run --format json` prints; a
+    version 1 document lacks only evidence_strength and cause, a version 2 one items).
+    Raises ValueError/KeyError/TypeError on a document that is not one."""
     if data.get("schema") not in READABLE_SCHEMAS:
         raise ValueError(f"not a {REPORT_SCHEMA} document")
     results = []
@@ -60,6 +60,7 @@ def report_from_dict(data: dict[str, Any]) -> Report:
                 evidence_strength=_text_or_none(r.get("evidence_strength")),
                 cause=_text_or_none(r.get("cause")),
                 silenced=_text_or_none(r.get("silenced")),
+                item=_text_or_none(r.get("item")),
             )
         )
     parse_iso(str(data["started_at"]))  # a malformed time is a malformed document
@@ -88,6 +89,7 @@ def report_from_round(rnd: hist.Round) -> Report:
             metrics=dict(r.get("metrics") or {}),
             limits=dict(r.get("limits") or {}),
             headline=headline(str(r["check"]), dict(r.get("metrics") or {})),
+            item=_text_or_none(r.get("item")),
         )
         for r in rnd.rows
     )
@@ -153,7 +155,7 @@ class Head:
 
 
 def head_from_dict(data: dict[str, Any]) -> Head:
-    """The Head of a `fleetcheck.report/2` document without making its rows Results (the
+    """The Head of a `fleetcheck.report/3` document without making its rows Results (the
     expensive part: each one's text made safe). Raises ValueError/KeyError/TypeError/
     AttributeError on a document that is not one, as `report_from_dict` does."""
     if data.get("schema") not in READABLE_SCHEMAS:

@@ -36,11 +36,18 @@ Declarations (next to name and description; the contract test names the one a ch
   it per row). The hook is typed against the lab only under `if TYPE_CHECKING:`.
 - `limits`: a Result keeps the settings its verdict was judged against in `limits`, never in
   `metrics` (which are measurements and become Prometheus series).
+
+Rows finer than a target: where a target holds several things that each deserve their own
+verdict, alert, silence and history (each log file of a host, each queue of a broker),
+`evaluate` returns one row per item (`self.result(host, ..., item="/var/log/app.log")`), a
+list. Every output addresses such a row by (check, host, item). A probe that fails still gives
+one row for the whole target (item None).
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
@@ -138,7 +145,7 @@ class Check(Generic[ConfigT, FactsT]):
 
     def evaluate(
         self, facts: FactsT, config: ConfigT, host: HostConfig | None, now: datetime
-    ) -> Result:
+    ) -> Result | Sequence[Result]:
         raise NotImplementedError
 
     # helpers for building rows with this check's name
@@ -166,7 +173,7 @@ class HostCheck(Check[ConfigT, FactsT]):
 
     def evaluate(
         self, facts: FactsT, config: ConfigT, host: HostConfig | None, now: datetime
-    ) -> Result:
+    ) -> Result | Sequence[Result]:
         return self.evaluate_host(facts, config, _row_host(self, host), now)
 
     def probe_host(self, ctx: PatrolContext, host: HostConfig, config: ConfigT) -> FactsT:
@@ -174,7 +181,7 @@ class HostCheck(Check[ConfigT, FactsT]):
 
     def evaluate_host(
         self, facts: FactsT, config: ConfigT, host: HostConfig, now: datetime
-    ) -> Result:
+    ) -> Result | Sequence[Result]:
         raise NotImplementedError
 
 

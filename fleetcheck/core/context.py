@@ -19,6 +19,7 @@ from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.core.brokerlink import BrokerLink, BrokerRefused
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.memo import Memo
+from fleetcheck.core.model import row_id
 from fleetcheck.core.sessions import HostFacts, HostSessions, Named
 from fleetcheck.transport.shell import Shell
 
@@ -85,10 +86,12 @@ class PatrolContext:
         return self._memo.once(key, fetch)
 
     # ------------------------------------------------------------ memory
-    def carried(self, check: str, host: HostConfig | None) -> dict[str, Any] | None:
+    def carried(
+        self, check: str, host: HostConfig | None, item: str | None = None
+    ) -> dict[str, Any] | None:
         """What this row's previous round left for this one (counters, last seen limits), from
         the state file; None without state or on the first round."""
-        value = self._carried.get(f"{check}|{host.name if host else ''}")
+        value = self._carried.get(row_id(check, host.name if host else None, item))
         return dict(value) if isinstance(value, dict) else None
 
     def carried_values(self, check: str, key: str) -> list[Any]:

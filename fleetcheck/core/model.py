@@ -102,11 +102,21 @@ UNIT_SUFFIXES: dict[str, str] = {
 }
 
 
+def row_id(check: str, host: str | None, item: str | None = None) -> str:
+    """A row's key in every file that remembers rows (state, history, notify ledger): CHECK|HOST,
+    then |ITEM for a row of one item. Check and host names hold no `|` (SAFE_NAME), so the
+    item is everything after the second one, whatever it holds."""
+    base = f"{check}|{host or ''}"
+    return base if item is None else f"{base}|{item}"
+
+
 @dataclass(frozen=True)
 class Result:
-    """One (check, host) verdict: the unit every renderer, state file and alert consumes.
+    """One (check, host, item) verdict: the unit every renderer, state file and alert consumes.
 
-    `host` is None for broker-wide rows. `summary` is one line an operator can act on.
+    `host` is None for broker-wide rows; `item` names one of several things a check judges on
+    that host or broker (a log file, a queue), None for a row that is the whole (check, host).
+    `summary` is one line an operator can act on.
     `metrics` holds numbers (and small maps of numbers) under public names; `evidence` holds
     the few raw facts behind the verdict.
     """
@@ -142,6 +152,9 @@ class Result:
     # Why and until when an operator (or a [silences] window) silenced this row: it still shows,
     # marked, but does not alert, notify or raise the exit code (rounds.silences); None: not
     silenced: str | None = None
+    # Which of the check's items on this host the row judges (a log file, a queue); None: the
+    # row is the whole (check, host). Rows of one (check, host) differ by their item
+    item: str | None = None
 
     def __post_init__(self) -> None:
         # Summary, evidence and metric names carry text remote parties control: made safe
@@ -155,6 +168,8 @@ class Result:
         object.__setattr__(self, "check", printable(self.check))
         if self.host is not None:
             object.__setattr__(self, "host", printable(self.host))
+        if self.item is not None:
+            object.__setattr__(self, "item", one_line(self.item))
         if self.headline is not None:
             object.__setattr__(self, "headline", printable(self.headline))
         if self.since is not None:
@@ -170,6 +185,21 @@ class Result:
         if self.evidence_strength is None and self.status is Status.UNKNOWN:
             # a row that could not look rests on nothing seen, whoever built it
             object.__setattr__(self, "evidence_strength", Strength.ABSENCE.value)
+
+    @property
+    def key(self) -> tuple[str, str | None, str | None]:
+        """What the row is about: (check, host, item), unique in a report."""
+        return (self.check, self.host, self.item)
+
+    @property
+    def id(self) -> str:
+        """The row's key as files keep it (row_id)."""
+        return row_id(self.check, self.host, self.item)
+
+    @property
+    def label(self) -> str:
+        """The CHECK column's text: the check, and its item in brackets for an item's row."""
+        return self.check if self.item is None else f"{self.check}[{self.item}]"
 
     @property
     def should_alert(self) -> bool:
@@ -201,6 +231,7 @@ class Result:
         row: dict[str, Any] = {
             "check": self.check,
             "host": self.host,
+            **({"item": self.item} if self.item is not None else {}),
             "status": self.status.label,
             "summary": self.summary,
             "metrics": self.metrics,
@@ -233,10 +264,10 @@ def worst_per_host(rows: Iterable[tuple[str | None, Status]]) -> dict[str | None
     return out
 
 
-REPORT_SCHEMA = "fleetcheck.report/2"
+REPORT_SCHEMA = "fleetcheck.report/3"
 # Documents of these schemas are still read back (history, the console's --from): version 1
-# lacks only evidence_strength and cause
-READABLE_SCHEMAS = ("fleetcheck.report/1", REPORT_SCHEMA)
+# lacks only evidence_strength and cause, version 2 only the rows of items (`item`)
+READABLE_SCHEMAS = ("fleetcheck.report/1", "fleetcheck.report/2", REPORT_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -271,7 +302,7 @@ class Report:
         return worst_per_host((r.host, r.status) for r in self.results)
 
     def sorted_results(self) -> list[Result]:
-        """Worst first, then by host (broker-wide rows first), then by check."""
+        """Worst first, then by host (broker-wide rows first), then by check and item."""
         return list(map(self.results.__getitem__, self._worst_first()))
 
     def _worst_first(self) -> list[int]:
@@ -284,6 +315,7 @@ class Report:
                 results[i].host is not None,
                 results[i].host or "",
                 results[i].check,
+                results[i].item or "",
             ),
         )
 

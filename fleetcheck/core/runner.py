@@ -84,33 +84,49 @@ def plan(
     return out
 
 
-def run_one(ctx: PatrolContext, item: Planned) -> Result:
-    """Probe and evaluate one row; every failure becomes a row, never an exception."""
+def run_one(ctx: PatrolContext, item: Planned) -> list[Result]:
+    """Probe and evaluate one target: its row, or its items' rows (a check whose `evaluate`
+    returns several, one per item); every failure becomes one row, never an exception."""
     start = time.monotonic()
     check, target = item.check, item.target
     if item.no_targets is not None:
-        return check.result(None, Status.UNKNOWN, item.no_targets)
+        return [check.result(None, Status.UNKNOWN, item.no_targets)]
     try:
         facts = check.probe(ctx, target, item.config)
-        result = check.evaluate(facts, item.config, target, ctx.clock())
+        verdict = check.evaluate(facts, item.config, target, ctx.clock())
+        rows = [verdict] if isinstance(verdict, Result) else list(verdict)
+        if not rows:
+            raise CheckError(f"check {check.name} judged nothing (no row, no item)")
     except CheckError as e:
-        result = check.result(
-            target,
-            e.status,
-            e.reason,
-            cause=e.cause,
-            evidence_strength=e.strength,
-            evidence=e.evidence,
-        )
+        rows = [
+            check.result(
+                target,
+                e.status,
+                e.reason,
+                cause=e.cause,
+                evidence_strength=e.strength,
+                evidence=e.evidence,
+            )
+        ]
     except Exception as e:  # a bug in a check must not take the patrol down
-        result = check.result(
-            target, Status.UNKNOWN, f"internal error in check {check.name}: {type(e).__name__}: {e}"
-        )
+        rows = [
+            check.result(
+                target,
+                Status.UNKNOWN,
+                f"internal error in check {check.name}: {type(e).__name__}: {e}",
+            )
+        ]
+    took = time.monotonic() - start
+    return [_completed(check, row).with_duration(took) for row in rows]
+
+
+def _completed(check: Check[Any, Any], result: Result) -> Result:
+    """A row with what its check declares filled in where the row was built without it."""
     if result.headline is None:  # a row built without Check.result still gets its headline
         result = replace(result, headline=check.headline_of(result.metrics))
     if result.evidence_strength is None and result.status is not Status.OK:
         result = replace(result, evidence_strength=check.default_strength(result.status))
-    return result.with_duration(time.monotonic() - start)
+    return result
 
 
 def fragments_for(
@@ -160,7 +176,7 @@ def run_patrol(
     lanes.extend(broker_lanes.values())
     lanes.extend(by_host.values())
 
-    results: dict[tuple[str, str | None], Result] = {}
+    results: dict[tuple[str, str | None], list[Result]] = {}
     lock = threading.Lock()
     work: queue.Queue[list[Planned]] = queue.Queue()
     for lane in lanes:
@@ -177,9 +193,9 @@ def run_patrol(
             for item in lane:
                 if ctx.closed:
                     break
-                result = run_one(ctx, item)
+                rows = run_one(ctx, item)
                 with lock:
-                    results.setdefault(item.key, result)
+                    results.setdefault(item.key, rows)
             with lock:
                 remaining[0] -= 1
                 if remaining[0] == 0:
@@ -197,22 +213,23 @@ def run_patrol(
     ctx.close()
     if timed_out:
         # one cause for every row cut off: the outputs tell the deadline once, not per row
-        late = (
-            f"the patrol deadline ({format_duration(deadline_s)}) came before these rows finished"
-        )
+        limit = format_duration(deadline_s)
+        late = f"the patrol deadline ({limit}) came before these rows finished"
         for item in items:
             if item.key not in final:
-                final[item.key] = item.check.result(
-                    item.target,
-                    Status.UNKNOWN,
-                    f"did not finish within the patrol deadline ({format_duration(deadline_s)})",
-                    duration_s=round(time.monotonic() - t0, 6),
-                    cause=late,
-                    evidence_strength="absence",
-                )
+                final[item.key] = [
+                    item.check.result(
+                        item.target,
+                        Status.UNKNOWN,
+                        f"did not finish within the patrol deadline ({limit})",
+                        duration_s=round(time.monotonic() - t0, 6),
+                        cause=late,
+                        evidence_strength="absence",
+                    )
+                ]
     # verdicts that need the whole patrol (a host gone from the network whose broker
     # connections are left open): once, after every row is in
-    ordered = correlate(final[item.key] for item in items if item.key in final)
+    ordered = correlate(_unique(final[item.key] for item in items if item.key in final))
     if any(r.host is not None for r in ordered):  # peers compare host rows only
         from fleetcheck.core.peers import with_peers
 
@@ -223,3 +240,16 @@ def run_patrol(
         results=ordered,
         notes=tuple(ctx.notes()),
     )
+
+
+def _unique(per_target: Iterable[list[Result]]) -> list[Result]:
+    """Every row once by its (check, host, item): a check that named one item twice keeps the
+    first."""
+    seen: set[tuple[str, str | None, str | None]] = set()
+    out = []
+    for rows in per_target:
+        for r in rows:
+            if r.key not in seen:
+                seen.add(r.key)
+                out.append(r)
+    return out

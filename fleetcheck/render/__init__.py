@@ -121,7 +121,7 @@ def problem_lines(report: Report) -> list[tuple[Status, str, str]]:
         parts = []
         for status in sorted(by_status, key=lambda s: -s.rank):
             rows = by_status[status]
-            text = ", ".join(r.check for r in rows)
+            text = ", ".join(r.label for r in rows)
             if any(r.since is not None for r in rows):
                 age = _age(min(r.since for r in rows if r.since), report.started_at)
                 text += f" (for {age})" if age else f" ({FIRST_SEEN})"
@@ -151,6 +151,6 @@ def host_verdicts(report: Report) -> list[tuple[str, Status, str]]:
             text = r.summary
             if text.startswith(f"{host}: "):
                 text = text[len(host) + 2 :]
-            parts.append(f"{r.check}: {with_strength(r, text)}")
+            parts.append(f"{r.label}: {with_strength(r, text)}")
         out.append((host, status, f"{head}: " + "; ".join(parts)))
     return out

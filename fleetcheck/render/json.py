@@ -1,4 +1,4 @@
-"""--format json: the documented `fleetcheck.report/2` object, valid against the JSON Schema
+"""--format json: the documented `fleetcheck.report/3` object, valid against the JSON Schema
 shipped next to this package (fleetcheck/report.schema.json).
 
 Metrics are numbers: this renderer writes a row's metrics as numbers, arrays of numbers and

@@ -18,12 +18,12 @@ evidence strength in words where it is weak; rows that share one cause follow on
 tells the cause once (`CRIT N rows on host H, one cause: CAUSE`), each indented. The first
 line's perfdata goes on with ONE item per row: the row's headline metric, the one its check
 declares (`Result.headline`; the order of the metrics means nothing), labelled
-`host_check_metric` (broker-wide: `check_metric`), `U` when it was not measured this round; a
-row without a headline has no item. Never a map's keys, so no file path or address ever lands
-in a label. Values are rounded to their precision (integers as they are, other numbers to 4
-significant digits, whole above 1000); the unit comes from the metric's suffix (`_s` s,
-`_bytes` B, `_ratio` and plain counts none). Everything else (every metric, nested maps,
-evidence) is in --format json.
+`host_check_metric` (broker-wide: `check_metric`; a row of one item `host_check_item_metric`),
+`U` when it was not measured this round; a row without a headline has no item. Never a map's
+keys, so a label grows by one item's name at most. Values are rounded to their precision
+(integers as they are, other numbers to 4 significant digits, whole above 1000); the unit comes
+from the metric's suffix (`_s` s, `_bytes` B, `_ratio` and plain counts none). Everything else
+(every metric, nested maps, evidence) is in --format json.
 
 Output stays under MAX_BYTES (the 8 KB plugin-output buffer of Nagios): long-output lines
 beyond their share and perfdata items that do not fit are left out, and a last long-output
@@ -143,7 +143,9 @@ def headline_metric(result: Result) -> tuple[str, float | int] | None:
 
 
 def row_prefix(result: Result) -> str:
-    return f"{result.host}_{result.check}" if result.host is not None else result.check
+    """`host_check` (broker-wide: `check`), then `_item` for a row of one item."""
+    prefix = f"{result.host}_{result.check}" if result.host is not None else result.check
+    return prefix if result.item is None else f"{prefix}_{result.item}"
 
 
 def row_perfdata(result: Result) -> str | None:
@@ -161,7 +163,7 @@ def row_line(result: Result, summary: str | None = None, member: bool = False) -
     cause does not."""
     said = text(result.summary if summary is None else summary)
     words = strength_words(result)
-    where = f"{result.status.label} {place(result.host)} {result.check}"
+    where = f"{result.status.label} {place(result.host)} {result.label}"
     if words:
         where += f" [{words}]"
     return shorten(
@@ -193,7 +195,7 @@ def headline(report: Report) -> str:
         shown = [
             f"{shorten(e.cause)} ({len(e.rows)} rows)"
             if isinstance(e, CauseGroup)
-            else f"{place(e.host)} {e.check}: {shorten(e.summary)}"
+            else f"{place(e.host)} {e.label}: {shorten(e.summary)}"
             for e in bad[:MAX_HEADLINE_ROWS]
         ]
         more = len(bad) - len(shown)

@@ -68,7 +68,7 @@ def render(report: Report, problems: bool = False, columns: int | None = None) -
     headers = ["STATUS", "HOST", "CHECK"] + (["SINCE"] if remembered else []) + ["SUMMARY"]
 
     def line(r: Result, text: str, member: bool = False) -> list[str]:
-        row = [r.status.label, place(r.host), (MEMBER if member else "") + r.check]
+        row = [r.status.label, place(r.host), (MEMBER if member else "") + r.label]
         if remembered:
             row.append(since_cell(r, report))
         return [*row, with_strength(r, text)]

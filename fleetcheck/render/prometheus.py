@@ -18,9 +18,11 @@ process-global one), so a render holds exactly what the patrol saw:
 Severity is ordered so that `max()` over rows is the worst row (UNKNOWN outranks WARN, CRIT
 outranks everything; see model.Status); it is not the Nagios exit code, where UNKNOWN is 3.
 
-Broker-wide rows carry `host=""`. Units come from the metric's name (model.UNIT_SUFFIXES):
-`_s` becomes `_seconds`, `_per_s` `_per_second`, `_bytes` and `_ratio` stay; a name without
-one of them is a plain count. Values are already in those base units, so nothing is scaled.
+Broker-wide rows carry `host=""`. Where any row is one item of its check (a log file, a queue),
+every family also has an `item` label (`""` for a row of the whole check and host). Units come from
+the metric's name (model.UNIT_SUFFIXES): `_s` becomes `_seconds`, `_per_s` `_per_second`, `_bytes`
+and `_ratio` stay; a name without one of them is a plain count. Values are already in those base
+units, so nothing is scaled.
 A check's metric maps become labels: `by_addr` on host n8 gives
 `fleetcheck_clients_by_addr{host="n8",key="198.18.0.10"} 3`, a map of maps adds `key2`. A
 map's leaf whose own key carries a unit suffix gets a family of its own (`logs:
@@ -232,12 +234,13 @@ def epoch(iso: str) -> float | None:
 class _Family:
     help: str
     depth: int = 0
-    samples: dict[tuple[str, ...], float] = field(default_factory=dict)  # (host, *keys) -> value
+    samples: dict[tuple[str, ...], float] = field(default_factory=dict)  # (host, [item,] *keys)
 
 
-def _check_families(results: list[Result]) -> dict[str, _Family]:
+def _check_families(results: list[Result], items: bool) -> dict[str, _Family]:
     families: dict[str, _Family] = {}
     for r in results:
+        row = (r.host or "", r.item or "") if items else (r.host or "",)
         for metric, value in r.metrics.items():
             for keys, number in leaves(value):
                 name_of = str(metric)
@@ -254,7 +257,7 @@ def _check_families(results: list[Result]) -> dict[str, _Family]:
                     ),
                 )
                 family.depth = max(family.depth, len(keys))
-                family.samples.setdefault((r.host or "", *keys), number)
+                family.samples.setdefault((*row, *keys), number)
     return families
 
 
@@ -262,26 +265,28 @@ def registry_for(report: Report) -> CollectorRegistry:
     """A fresh registry holding the report's metrics (see the module docstring)."""
     registry = CollectorRegistry(auto_describe=True)
     results = report.sorted_results()
+    items = any(r.item is not None for r in results)
+    row_labels = (*ROW_LABELS, "item") if items else ROW_LABELS
 
     def gauge(name: str, doc: str, labels: tuple[str, ...] = ()) -> Gauge:
         return Gauge(f"{PREFIX}_{name}", doc, labelnames=labels, registry=registry)
 
     status = gauge(
-        "check_severity", f"Row status by severity ({SEVERITY}): max() is the worst", ROW_LABELS
+        "check_severity", f"Row status by severity ({SEVERITY}): max() is the worst", row_labels
     )
-    duration = gauge("check_duration_seconds", "How long the row's probe took", ROW_LABELS)
-    alerting = gauge("check_alerting", "1 when the row alerts (fail_after respected)", ROW_LABELS)
-    flapping = gauge("check_flapping", "1 when the row changed status often lately", ROW_LABELS)
+    duration = gauge("check_duration_seconds", "How long the row's probe took", row_labels)
+    alerting = gauge("check_alerting", "1 when the row alerts (fail_after respected)", row_labels)
+    flapping = gauge("check_flapping", "1 when the row changed status often lately", row_labels)
     bad_rounds = None
     since = None
     if any(r.since is not None for r in results):
-        bad_rounds = gauge("check_bad_rounds", "Consecutive rounds not OK", ROW_LABELS)
+        bad_rounds = gauge("check_bad_rounds", "Consecutive rounds not OK", row_labels)
         since = gauge(
-            "check_since_timestamp_seconds", "When the row got its current status", ROW_LABELS
+            "check_since_timestamp_seconds", "When the row got its current status", row_labels
         )
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, ...]] = set()
     for r in results:
-        row = (r.check, r.host or "")
+        row = (r.check, r.host or "", r.item or "") if items else (r.check, r.host or "")
         if row in seen:
             continue
         seen.add(row)
@@ -295,12 +300,14 @@ def registry_for(report: Report) -> CollectorRegistry:
             if started is not None:
                 since.labels(*row).set(started)
 
-    for name, family in _check_families(results).items():
-        labels = ("host", *KEY_LABELS[: family.depth])
+    for name, family in _check_families(results, items).items():
+        place = ("host", "item") if items else ("host",)
+        labels = (*place, *KEY_LABELS[: family.depth])
         g = Gauge(name, family.help, labelnames=labels, registry=registry)
-        for (host, *keys), value in family.samples.items():
+        for sample, value in family.samples.items():
+            where, keys = sample[: len(place)], sample[len(place) :]
             padded = [*keys, *[""] * (family.depth - len(keys))]
-            g.labels(host, *padded).set(value)
+            g.labels(*where, *padded).set(value)
 
     counts = report.counts()
     per_status = gauge("results", "Rows per status in the last patrol", ("status",))

@@ -45,7 +45,7 @@ def build(report: Report, problems: bool = False) -> Group:
         cells: list[Any] = [
             Text(r.status.label, style=STYLES[r.status]),
             Text(place(r.host), style="bold" if r.status is not Status.OK else ""),
-            Text(("└ " if member else "") + r.check),
+            Text(("└ " if member else "") + r.label),
         ]
         if remembered:
             cells.append(Text(since_cell(r, report)))

@@ -31,23 +31,28 @@ SEVERITIES = {Status.WARN: "warning", Status.CRIT: "critical", Status.UNKNOWN: "
 DEFAULT_EXPIRES_AFTER = 2700.0  # 3 x the default 15-minute patrol interval
 
 
-def _labels(
-    check: str, host: str | None, severity: str, extra: Mapping[str, str]
-) -> dict[str, str]:
+Row = tuple[str, str | None, str | None]  # (check, host, item): what an alert is about
+
+
+def _labels(row: Row, severity: str, extra: Mapping[str, str]) -> dict[str, str]:
+    check, host, item = row
     labels = {k: v for k, v in extra.items() if v}
     labels.update({"alertname": ALERTNAME, "check": check, "severity": severity})
     if host:
         labels["host"] = host
+    if item:
+        labels["item"] = item
     return labels
 
 
-def _subject(check: str, host: str | None) -> str:
-    return f"{place(host)} {check}"
+def _subject(row: Row) -> str:
+    check, host, item = row
+    return f"{place(host)} {check}" + (f"[{item}]" if item else "")
 
 
 def build_alerts(
     report: Report,
-    resolved: Iterable[tuple[str, str | None]] = (),
+    resolved: Iterable[Row] = (),
     now: datetime | None = None,
     expires_after: float = DEFAULT_EXPIRES_AFTER,
     extra_labels: Mapping[str, str] | None = None,
@@ -57,14 +62,14 @@ def build_alerts(
     extra = dict(extra_labels or {})
     ends = iso_utc(now)
     alerts: list[dict[str, Any]] = []
-    rows: set[tuple[str, str | None]] = set()
+    rows: set[Row] = set()
 
-    def resolve(check: str, host: str | None, keep: str | None, summary: str) -> None:
+    def resolve(row: Row, keep: str | None, summary: str) -> None:
         for severity in SEVERITIES.values():
             if severity != keep:
                 alerts.append(
                     {
-                        "labels": _labels(check, host, severity, extra),
+                        "labels": _labels(row, severity, extra),
                         "annotations": {"summary": summary, "status": "OK"},
                         "startsAt": ends,
                         "endsAt": ends,
@@ -72,20 +77,20 @@ def build_alerts(
                 )
 
     for r in report.sorted_results():
-        if (r.check, r.host) in rows:
+        if r.key in rows:
             continue
-        rows.add((r.check, r.host))
-        subject = f"{_subject(r.check, r.host)}: {r.summary}"
+        rows.add(r.key)
+        subject = f"{_subject(r.key)}: {r.summary}"
         if r.should_alert and r.status in SEVERITIES:
             severity = SEVERITIES[r.status]
             alerts.append(_firing(r, severity, subject, now, expires_after, extra))
-            resolve(r.check, r.host, severity, subject)
+            resolve(r.key, severity, subject)
         else:
-            resolve(r.check, r.host, None, subject)
-    for check, host in resolved:
-        if (check, host) not in rows:
-            rows.add((check, host))
-            resolve(check, host, None, f"{_subject(check, host)}: no longer checked")
+            resolve(r.key, None, subject)
+    for row in resolved:
+        if row not in rows:
+            rows.add(row)
+            resolve(row, None, f"{_subject(row)}: no longer checked")
     return alerts
 
 
@@ -107,7 +112,7 @@ def _firing(
         except ValueError:
             pass
     return {
-        "labels": _labels(r.check, r.host, severity, extra),
+        "labels": _labels(r.key, severity, extra),
         "annotations": annotations,
         "startsAt": iso_utc(starts),
         "endsAt": iso_utc(now + timedelta(seconds=expires_after)),
@@ -117,7 +122,7 @@ def _firing(
 def push_alerts(
     url: str,
     report: Report,
-    resolved: Iterable[tuple[str, str | None]] = (),
+    resolved: Iterable[Row] = (),
     timeout: float = 5,
     expires_after: float = DEFAULT_EXPIRES_AFTER,
     extra_labels: Mapping[str, str] | None = None,

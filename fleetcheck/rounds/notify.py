@@ -126,10 +126,6 @@ def _md(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
-def row_key(r: Result) -> str:
-    return f"{r.check}|{r.host or ''}"
-
-
 def _entry(r: Result, now: str, flapping: bool = False) -> dict[str, Any]:
     return {
         "status": r.status.label,
@@ -147,7 +143,10 @@ def _link(public_url: str | None, r: Result | None) -> str | None:
     base = public_url.rstrip("/")
     if r is None:
         return base + "/"
-    return f"{base}/row?" + urlencode({"check": r.check, "host": r.host or ""})
+    query = {"check": r.check, "host": r.host or ""}
+    if r.item is not None:
+        query["item"] = r.item
+    return f"{base}/row?" + urlencode(query)
 
 
 def plan(
@@ -167,7 +166,7 @@ def plan(
     new_told: dict[str, Any] = {}
     failing: list[Result] = []
     silenced = 0
-    current = {row_key(r): r for r in report.results}
+    current = {r.id: r for r in report.results}
     for key, r in current.items():
         prev = told.get(key)
         wanted = target.wants_place(r, groups_of)
@@ -260,7 +259,7 @@ def _items(rows: list[tuple[Result, str]], kind: str, public_url: str | None) ->
         status = r.status.label
         item = Item(
             status,
-            f"{place(r.host)} {r.check}",
+            f"{place(r.host)} {r.label}",
             r.summary,
             since=r.since if kind != "recovered" else None,
             strength=r.evidence_strength if r.status is not Status.OK else None,

@@ -4,9 +4,9 @@ but do not alert, notify or raise the exit code while the silence lasts.
 One-off silences (`fleetcheck silence mini --for 2h --reason ...`) live in a small JSON file
 next to the state file, atomic and locked like it, private (0600). Recurring windows come from
 [silences] in the config. A silence ends on its own: the first round after its end drops it
-from the file and says so in the report's notes. A row is matched by HOST, CHECK or
-HOST/CHECK (`*` for any part; a bare word matches a host or a check of that name; a
-broker-wide row has no host, so only `*` or a bare CHECK reaches it).
+from the file and says so in the report's notes. A row is matched by HOST, CHECK or HOST/CHECK,
+or one item's row by HOST/CHECK/ITEM (`*` for any part; a bare word matches a host or a check of
+that name; a broker-wide row has no host, so only `*` or a bare CHECK reaches it).
 
 Marking is done once here, before state and history: the row's summary starts with
 `silenced until ... (REASON):` and its `silenced` field holds the same words, so every output
@@ -40,7 +40,7 @@ MAX_FOR = timedelta(days=30)
 @dataclass(frozen=True)
 class Silence:
     id: str
-    target: str  # HOST, CHECK or HOST/CHECK, `*` for any part
+    target: str  # HOST, CHECK, HOST/CHECK or HOST/CHECK/ITEM, `*` for any part
     until: str  # UTC ISO
     reason: str
     created: str
@@ -68,11 +68,16 @@ class Silence:
         return Silence(**{k: one_line(v) for k, v in fields.items()})
 
 
-def matches(target: str, check: str, host: str | None) -> bool:
-    """Whether HOST, CHECK or HOST/CHECK (`*` any) names the row (check, host)."""
+def matches(target: str, check: str, host: str | None, item: str | None = None) -> bool:
+    """Whether HOST, CHECK, HOST/CHECK or HOST/CHECK/ITEM (`*` any) names the row (check,
+    host, item); a target without an item names every item's row."""
     if "/" in target:
-        h, c = target.split("/", 1)
-        return (h == "*" or h == host) and (c == "*" or c == check)
+        h, c, *i = target.split("/", 2)
+        return (
+            (h == "*" or h == host)
+            and (c == "*" or c == check)
+            and (not i or i[0] == "*" or i[0] == item)
+        )
     return target == "*" or target == check or (host is not None and target == host)
 
 
@@ -177,7 +182,9 @@ def apply(report: Report, path: Path | None, windows: Iterable[Any] = ()) -> Rep
         return report
     results: list[Result] = []
     for r in report.results:
-        words = next((text for target, text in running if matches(target, r.check, r.host)), None)
+        words = next(
+            (text for target, text in running if matches(target, r.check, r.host, r.item)), None
+        )
         if words is None:
             results.append(r)
         else:

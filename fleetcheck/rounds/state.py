@@ -44,10 +44,6 @@ class Memory:
     flap_window: int = 10  # ... within this many recent rounds is flapping
 
 
-def row_key(check: str, host: str | None) -> str:
-    return f"{check}|{host or ''}"
-
-
 _LABELS = frozenset(s.label for s in Status)
 _TEXT = frozenset((str,))
 
@@ -137,7 +133,7 @@ def apply(
             new_rows[k] = v
     results = []
     for r in report.results:
-        key = row_key(r.check, r.host)
+        key = r.id
         prev = rows.get(key)
         label = r.status.label
         held = (prev or {}).get("held")
