@@ -337,23 +337,38 @@ def contract_problems(name: str, evaluated: dict[str, Any]) -> list[str]:
             f"its `demo_fault` in {home_of(check)} must plant a fault and return its table"
         ]
     problems: list[str] = []
-    for item, first, second, io in rows:
+    for item, first_rows, second, io in rows:
         where = f"{item.check.name}/{item.target.name if item.target else '(broker)'}"
-        if first != second:
+        if first_rows != second:
             problems.append(f"{where}: evaluate gave two results for the same facts")
         if io:
             problems.append(f"{where}: evaluate did I/O: {sorted(set(io))}")
-        if (first.check, first.host) != item.key:
-            problems.append(f"{where}: row names {first.check}/{first.host}")
-        for metric, value in first.metrics.items():
-            problems += [f"{where}: {p}" for p in metric_problems(metric, value)]
-        if first.metrics and first.headline is None:
-            problems.append(
-                f"{where}: none of its metrics {sorted(first.metrics)} is its declared "
-                f"`headline` {check.headline!r} ({home_of(check)})"
-            )
-        if item.target is not None and re.match(rf"{re.escape(item.target.name)}\b", first.summary):
-            problems.append(f"{where}: summary starts with the host name: {first.summary!r}")
+        judged = [first_rows] if isinstance(first_rows, Result) else list(first_rows)
+        if not judged:
+            problems.append(f"{where}: evaluate gave no row")
+        if len({r.item for r in judged}) != len(judged):
+            problems.append(f"{where}: two rows of one item: {[r.label for r in judged]}")
+        if len(judged) > 1 and any(r.item is None for r in judged):
+            problems.append(f"{where}: one of several rows names no item")
+        for first in judged:
+            problems += _row_problems(check, item, where, first)
+    return problems
+
+
+def _row_problems(check: Any, item: Any, where: str, first: Result) -> list[str]:
+    """What one row of a check breaks of the contract."""
+    problems: list[str] = []
+    if (first.check, first.host) != item.key:
+        problems.append(f"{where}: row names {first.check}/{first.host}")
+    for metric, value in first.metrics.items():
+        problems += [f"{where}: {p}" for p in metric_problems(metric, value)]
+    if first.metrics and first.headline is None:
+        problems.append(
+            f"{where}: none of its metrics {sorted(first.metrics)} is its declared "
+            f"`headline` {check.headline!r} ({home_of(check)})"
+        )
+    if item.target is not None and re.match(rf"{re.escape(item.target.name)}\b", first.summary):
+        problems.append(f"{where}: summary starts with the host name: {first.summary!r}")
     return problems
 
 

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from fleetcheck.checks.logs import CHECK, LogsConfig, LogsFacts, journal_fragment
+from fleetcheck.checks.logs import LogsConfig, LogsFacts, journal_fragment
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +22,7 @@ from fleetcheck.core.hostfacts import LogsHostConfig, LogSpec
 from fleetcheck.core.model import Status
 from fleetcheck.lab import JOURNAL_REMOTE, write_journal
 from fleetcheck.parse.journal import JournalFacts, parse_journal_facts, parse_journal_output
+from tests.log_rows import evaluate_one
 
 NOW = datetime(2026, 11, 29, 7, 24, 0, tzinfo=UTC)
 CFG = LogsConfig()
@@ -161,7 +162,7 @@ def host(**spec: object) -> HostConfig:
 
 def evaluate(text: str, **spec: object) -> tuple[Status, str]:
     jf = parse_journal_facts(LogSpec(journal="w.service", **spec).label, 0, text)  # type: ignore[arg-type]
-    r = CHECK.evaluate(LogsFacts((jf,), 0.0), CFG, host(**spec), NOW)
+    r = evaluate_one(LogsFacts((jf,), 0.0), CFG, host(**spec), NOW)
     return r.status, r.summary
 
 
@@ -338,7 +339,7 @@ def test_journal_only_host_without_tz_is_judged() -> None:
     spec = LogSpec(journal="w.service")
     h = HostConfig(name="m", ssh="local").with_settings(LogsHostConfig(logs=(spec,)))
     jf = parse_journal_facts(spec.label, 0, line(NOW - timedelta(seconds=30)) + "\n@@rc 0")
-    r = CHECK.evaluate(LogsFacts((jf,), 0.0), CFG, h, NOW)
+    r = evaluate_one(LogsFacts((jf,), 0.0), CFG, h, NOW)
     assert r.status is Status.OK and r.evidence["tz"] == "UTC"
 
 

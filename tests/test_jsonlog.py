@@ -8,7 +8,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from fleetcheck.checks.logs import CHECK, LogsConfig, LogsFacts
+from fleetcheck.checks.logs import LogsConfig, LogsFacts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +18,7 @@ from fleetcheck.core.model import Status
 from fleetcheck.parse import jsonlog
 from fleetcheck.parse.logtail import LogFacts
 from fleetcheck.parse.timestamps import Stamp
+from tests.log_rows import evaluate_one
 
 NOW = datetime(2026, 11, 29, 7, 24, 0, tzinfo=UTC)
 T = NOW - timedelta(minutes=2)  # 07:22:00 UTC
@@ -205,7 +206,7 @@ def pino(t: datetime, level: int, msg: str) -> str:
 
 def test_json_log_detected_read_and_named() -> None:
     tail = "".join(pino(T - timedelta(seconds=30 * i), 30, "tick") for i in range(5, -1, -1))
-    r = CHECK.evaluate(facts(tail), CFG, host(), NOW)
+    r = evaluate_one(facts(tail), CFG, host(), NOW)
     assert r.status is Status.OK, r.summary
     assert r.summary.startswith("JSON lines /j: last line 07:22:00 UTC (epoch), 2m00s ago")
     assert r.evidence["source"] == "json" and r.metrics["error_lines"] == 0
@@ -217,7 +218,7 @@ def test_non_json_lines_in_between_are_skipped() -> None:
         + "Traceback (most recent call last):\n  File x\nValueError: boom\n"
         + pino(T, 50, "lost broker")
     )
-    r = CHECK.evaluate(facts(tail), CFG, host(format="json"), NOW)
+    r = evaluate_one(facts(tail), CFG, host(format="json"), NOW)
     assert r.status is Status.OK, r.summary
     # the level-50 record and the raw Traceback line are errors; "ValueError" is not
     assert r.metrics["error_lines"] == 2
@@ -226,7 +227,7 @@ def test_non_json_lines_in_between_are_skipped() -> None:
 
 def test_naive_json_times_use_the_hosts_zone() -> None:
     tail = '{"time":"2026-11-29 02:22:00","level":"info","msg":"tick"}\n'
-    r = CHECK.evaluate(facts(tail), CFG, host("America/New_York"), NOW)
+    r = evaluate_one(facts(tail), CFG, host("America/New_York"), NOW)
     assert r.status is Status.OK, r.summary
     assert "02:22:00 EST = 07:22:00 UTC" in r.summary
 
@@ -240,23 +241,23 @@ def test_docker_json_file_as_is() -> None:
         '{"log":"ERROR ConnectionError: No route to host\\n","stream":"stderr",'
         '"time":"2026-11-29T07:22:30.123456789Z"}\n'
     )
-    r = CHECK.evaluate(facts("".join(lines)), CFG, host(), NOW)
+    r = evaluate_one(facts("".join(lines)), CFG, host(), NOW)
     assert r.status is Status.OK, r.summary
     assert "last line 07:22:30 UTC, 1m30s ago" in r.summary
     assert r.metrics["error_lines"] == 1
 
 
 def test_json_without_any_time_field_is_unknown_naming_the_fields() -> None:
-    r = CHECK.evaluate(facts('{"msg":"tick"}\n{"msg":"tock"}\n'), CFG, host(), NOW)
+    r = evaluate_one(facts('{"msg":"tick"}\n{"msg":"tock"}\n'), CFG, host(), NOW)
     assert r.status is Status.UNKNOWN
     assert "no recognised JSON time field (time, ts, timestamp, @timestamp, t)" in r.summary
-    r = CHECK.evaluate(facts('{"msg":"tick"}\n'), CFG, host(time_field="when"), NOW)
+    r = evaluate_one(facts('{"msg":"tick"}\n'), CFG, host(time_field="when"), NOW)
     assert "no recognised JSON time field (when)" in r.summary
 
 
 def test_json_error_flood_by_level_warns() -> None:
     tail = "".join(pino(T + timedelta(milliseconds=5 * i), 50, "lost broker") for i in range(400))
-    r = CHECK.evaluate(facts(tail), CFG, host(), NOW)
+    r = evaluate_one(facts(tail), CFG, host(), NOW)
     assert r.status is Status.WARN, r.summary
     assert "400 error lines" in r.summary and "over max_error_rate 10/min" in r.summary
 
@@ -309,7 +310,7 @@ def test_any_json_object_gives_a_stamp_or_none_and_a_verdict(obj: dict[str, obje
 @given(st.lists(st.text(max_size=60), max_size=8))
 def test_any_json_tail_evaluates_to_a_row(lines: list[str]) -> None:
     tail = "".join(line.replace("\n", " ") + "\n" for line in lines)
-    r = CHECK.evaluate(facts(tail), CFG, host(format="json"), NOW)
+    r = evaluate_one(facts(tail), CFG, host(format="json"), NOW)
     assert r.summary.startswith("JSON lines /j: ")
 
 

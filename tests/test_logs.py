@@ -26,6 +26,7 @@ from fleetcheck.core.hostfacts import LogsHostConfig, LogSpec
 from fleetcheck.core.model import Status
 from fleetcheck.parse.logtail import LogFacts, ZoneFacts, parse_log_output, parse_zone_output
 from tests.conftest import ShiftedClock
+from tests.log_rows import by_item, evaluate_one
 
 NOW = datetime(2026, 11, 29, 7, 24, 0, tzinfo=UTC)
 
@@ -107,7 +108,7 @@ CASES = [
 
 def test_rotated_between_stat_and_tail_is_unknown() -> None:
     """stat saw 5000 bytes, tail read 40: two different files; judge neither."""
-    r = CHECK.evaluate(facts("2026-11-29T07:23:00Z new\n", size=5000), CFG, host("UTC"), NOW)
+    r = evaluate_one(facts("2026-11-29T07:23:00Z new\n", size=5000), CFG, host("UTC"), NOW)
     assert r.status is Status.UNKNOWN
     assert "changed while being read (stat: " in r.summary
 
@@ -116,11 +117,11 @@ def test_rotated_between_stat_and_tail_is_unknown() -> None:
 def test_evaluate(tail: str, tz: str, mtime: datetime, status: Status, words: list[str]) -> None:
     if tail.startswith("26:00"):  # the read began mid-line: a file longer than the tail
         tail = "x" * (256 - len(tail)) + tail  # exactly tail_bytes were read, as on a host
-        r = CHECK.evaluate(
+        r = evaluate_one(
             facts(tail, mtime, size=len(tail) + 1000), CFG, host(tz, tail_bytes=256), NOW
         )
     else:
-        r = CHECK.evaluate(facts(tail, mtime), CFG, host(tz), NOW)
+        r = evaluate_one(facts(tail, mtime), CFG, host(tz), NOW)
     assert r.status is status, r.summary
     for w in words:
         assert w in r.summary, r.summary
@@ -135,14 +136,14 @@ def test_evaluate(tail: str, tz: str, mtime: datetime, status: Status, words: li
 
 def test_dst_ambiguous_line_says_how_it_was_read() -> None:
     mtime = datetime(2026, 11, 1, 6, 30, 5, tzinfo=UTC)
-    r = CHECK.evaluate(facts("2026-11-01 01:30:00 tick\n", mtime), CFG, host(), NOW)
+    r = evaluate_one(facts("2026-11-01 01:30:00 tick\n", mtime), CFG, host(), NOW)
     assert "occurs twice in America/New_York" in r.summary
     assert r.evidence["last_line_at"] == "2026-11-01T06:30:00Z"
 
 
 def test_clock_skew_warns_and_ages_use_the_host_clock() -> None:
     # the host runs 5 min ahead: its line stamped 07:28 is "now" on its clock
-    r = CHECK.evaluate(facts("2026-11-29T07:28:30Z tick\n", skew=300.0), CFG, host("UTC"), NOW)
+    r = evaluate_one(facts("2026-11-29T07:28:30Z tick\n", skew=300.0), CFG, host("UTC"), NOW)
     assert r.status is Status.WARN
     assert "host clock is 5m00s ahead of ours" in r.summary
     assert r.metrics["clock_skew_s"] == 300.0
@@ -153,35 +154,51 @@ def test_error_flood_thresholds() -> None:
     lines = "".join(
         f"2026-11-29 07:2{i // 60}:{i % 60:02d} ERROR ConnectionError\n" for i in range(120)
     )
-    r = CHECK.evaluate(facts(lines), CFG, host("UTC"), NOW)
+    r = evaluate_one(facts(lines), CFG, host("UTC"), NOW)
     assert r.status is Status.WARN
     assert "120 error lines" in r.summary and "over max_error_rate 10/min" in r.summary
-    r = CHECK.evaluate(facts(lines), CFG, host("UTC", max_error_rate=0.0), NOW)
+    r = evaluate_one(facts(lines), CFG, host("UTC", max_error_rate=0.0), NOW)
     assert r.status is Status.OK and "120 error lines" in r.summary
-    r = CHECK.evaluate(facts(lines), CFG, host("UTC", max_error_rate=0.0, max_error_lines=100), NOW)
+    r = evaluate_one(facts(lines), CFG, host("UTC", max_error_rate=0.0, max_error_lines=100), NOW)
     assert r.status is Status.WARN and "more than max_error_lines 100" in r.summary
 
 
 def test_auto_zone_without_an_answer_is_unknown_unless_lines_carry_offsets() -> None:
     zone = ZoneFacts(None, "no $TZ, /etc/localtime link, /etc/timezone or timedatectl", "+0000")
     h = host("auto")
-    r = CHECK.evaluate(facts("2026-11-29 07:20:00 tick\n", zone=zone), CFG, h, NOW)
+    r = evaluate_one(facts("2026-11-29 07:20:00 tick\n", zone=zone), CFG, h, NOW)
     assert (
         r.status is Status.UNKNOWN
         and "tz = auto but the host's zone could not be found" in r.summary
     )
-    r = CHECK.evaluate(facts("2026-11-29T07:20:00Z tick\n", zone=zone), CFG, h, NOW)
+    r = evaluate_one(facts("2026-11-29T07:20:00Z tick\n", zone=zone), CFG, h, NOW)
     assert r.status is Status.OK
 
 
-def test_several_logs_lead_with_the_worst() -> None:
+def test_several_logs_are_a_row_each() -> None:
+    """Issue 43: each log of a host is an item with its own verdict (its own alert, silence
+    and history), never folded into the host's worst."""
     h = logs_host("m", "UTC", LogSpec(path="/a"), LogSpec(path="/b"))
     ok = LogFacts("/a", "ok", "", NOW.timestamp(), 26, b"2026-11-29T07:23:00Z tick\n")
     gone = LogFacts("/b", "missing", "no such file")
-    r = CHECK.evaluate(LogsFacts((ok, gone), 0.0), CFG, h, NOW)
-    assert r.status is Status.UNKNOWN
-    assert r.summary == "file /b: no such file (other logs: 1 OK)"
-    assert set(r.metrics["logs"]) == {"/a", "/b"}
+    rows = by_item(CHECK.evaluate(LogsFacts((ok, gone), 0.0), CFG, h, NOW))
+    assert set(rows) == {"/a", "/b"}
+    assert rows["/b"].status is Status.UNKNOWN
+    assert rows["/b"].summary == "file /b: no such file"
+    assert rows["/a"].status is Status.OK and rows["/a"].host == "m"
+    assert rows["/a"].metrics["age_s"] is not None and "logs" not in rows["/a"].metrics
+
+
+def test_a_skewed_clock_warns_on_every_log() -> None:
+    h = logs_host("m", "UTC", LogSpec(path="/a"), LogSpec(path="/b"))
+    fresh = b"2026-11-29T07:28:30Z tick\n"
+    a = LogFacts("/a", "ok", "", NOW.timestamp(), len(fresh), fresh)
+    b = LogFacts("/b", "ok", "", NOW.timestamp(), len(fresh), fresh)
+    rows = CHECK.evaluate(LogsFacts((a, b), 300.0), CFG, h, NOW)
+    assert isinstance(rows, list) and len(rows) == 2
+    assert all(
+        r.status is Status.WARN and "host clock is 5m00s ahead of ours" in r.summary for r in rows
+    )
 
 
 # ---------------------------------------------------------------- host output parsers
@@ -416,7 +433,7 @@ def flood_case(name: str) -> tuple[str, Status, list[str]]:
 )
 def test_flood_rate_from_the_lines_own_times(name: str) -> None:
     tail, status, words = flood_case(name)
-    r = CHECK.evaluate(facts(tail), CFG, host("UTC", tail_bytes=16 * 1024 * 1024), NOW)
+    r = evaluate_one(facts(tail), CFG, host("UTC", tail_bytes=16 * 1024 * 1024), NOW)
     assert r.status is status, r.summary
     for w in words:
         assert w in r.summary, r.summary
@@ -425,19 +442,19 @@ def test_flood_rate_from_the_lines_own_times(name: str) -> None:
 def test_unstamped_error_lines_count_toward_max_error_lines() -> None:
     tail = stamped(NOW - timedelta(seconds=10), "INFO start") + "Traceback: boom\n" * 5
     tail = "Exception before any stamp\n" * 3 + tail
-    r = CHECK.evaluate(facts(tail, size=len(tail)), CFG, host("UTC", max_error_lines=7), NOW)
+    r = evaluate_one(facts(tail, size=len(tail)), CFG, host("UTC", max_error_lines=7), NOW)
     assert r.status is Status.WARN, r.summary
     assert r.metrics["error_lines"] == 8 and "more than max_error_lines 7" in r.summary
 
 
 def test_burst_rate_is_at_least_n_per_second() -> None:
     tail = "".join(stamped(NOW, "ERROR x", frac=False) for _ in range(50))
-    r = CHECK.evaluate(facts(tail), CFG, host("UTC"), NOW)
+    r = evaluate_one(facts(tail), CFG, host("UTC"), NOW)
     assert r.metrics["error_rate_per_s"] == 50
 
 
 def test_one_error_record_has_no_rate() -> None:
-    r = CHECK.evaluate(facts(stamped(NOW, "ERROR x") + "Traceback\n"), CFG, host("UTC"), NOW)
+    r = evaluate_one(facts(stamped(NOW, "ERROR x") + "Traceback\n"), CFG, host("UTC"), NOW)
     assert r.metrics["error_lines"] == 2 and r.metrics["error_rate_per_s"] is None
     assert r.status is Status.OK
 
@@ -452,7 +469,7 @@ def test_a_local_log_a_minute_old_is_ok_in_any_season(clock: ShiftedClock, zone:
     now = clock.now().replace(microsecond=0)
     written = (now - timedelta(minutes=1)).astimezone(ZoneInfo(zone))
     tail = f"{written:%Y-%m-%d %H:%M:%S} INFO tick\n"
-    r = CHECK.evaluate(facts(tail, written), CFG, host(zone), now)
+    r = evaluate_one(facts(tail, written), CFG, host(zone), now)
     assert r.status is Status.OK, r.summary
     label = f"{written:%H:%M:%S} {written.tzname()} = {written.astimezone(UTC):%H:%M:%S} UTC"
     assert label in r.summary, r.summary

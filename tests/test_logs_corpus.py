@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from fleetcheck.checks.logs import CHECK, LogsConfig, LogsFacts, log_fragment
+from fleetcheck.checks.logs import LogsConfig, LogsFacts, log_fragment
 
 from fleetcheck.config import HostConfig
 from fleetcheck.core.hostfacts import LogsHostConfig, LogSpec
@@ -28,6 +28,7 @@ from fleetcheck.parse.duration import format_duration
 from fleetcheck.parse.logformats import BY_NAME, FORMATS
 from fleetcheck.parse.logtail import parse_log_output
 from fleetcheck.zones import canonical_zones, zone_named
+from tests.log_rows import evaluate_one
 
 CORPUS = Path(__file__).parent / "log_corpus"
 INDEX = tomllib.loads((CORPUS / "index.toml").read_text())
@@ -50,15 +51,12 @@ def read_corpus(name: str, tz: str, now: datetime, mtime: datetime, tmp: Path) -
     ).stdout
     host = HostConfig(name="h", ssh="local").with_settings(LogsHostConfig(tz=tz, logs=(spec,)))
     facts = LogsFacts((parse_log_output(str(path), 0, out),), 0.0, None)
-    return CHECK.evaluate(facts, CFG, host, now)
+    return evaluate_one(facts, CFG, host, now)
 
 
 def log_evidence(r: Result) -> dict[str, object]:
-    logs = r.evidence["logs"]
-    assert isinstance(logs, list | tuple)
-    ev = logs[0]
-    assert isinstance(ev, dict)
-    return ev
+    assert isinstance(r.evidence, dict)
+    return r.evidence
 
 
 FILES = sorted(INDEX)

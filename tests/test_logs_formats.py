@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from fleetcheck.checks.logs import CHECK, LogsConfig, LogsFacts
+from fleetcheck.checks.logs import LogsConfig, LogsFacts
 
 from fleetcheck.config import HostConfig
 from fleetcheck.core.hostfacts import LogsHostConfig, LogSpec
@@ -18,6 +18,7 @@ from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.duration import format_duration
 from fleetcheck.parse.logformats import detect
 from fleetcheck.parse.logtail import LogFacts
+from tests.log_rows import evaluate_one
 
 NOW = datetime(2026, 11, 29, 11, 5, 0, tzinfo=UTC)
 CFG = LogsConfig()
@@ -29,13 +30,12 @@ def judge(tail: str | bytes, tz: str = "UTC", mtime: datetime = NOW, **spec: obj
     host = HostConfig(name="h", ssh="local").with_settings(
         LogsHostConfig(tz=tz, logs=(LogSpec(path="/l", **spec),))  # type: ignore[arg-type]
     )
-    return CHECK.evaluate(LogsFacts((lf,), 0.0, None), CFG, host, NOW)
+    return evaluate_one(LogsFacts((lf,), 0.0, None), CFG, host, NOW)
 
 
 def ev(r: Result) -> dict[str, object]:
-    logs = r.evidence["logs"]
-    assert isinstance(logs, list | tuple) and isinstance(logs[0], dict)
-    return logs[0]
+    assert isinstance(r.evidence, dict)
+    return r.evidence
 
 
 def syslog(t: datetime, text: str = "box rater[42]: tick") -> str:

@@ -21,6 +21,7 @@ from fleetcheck.core.hostfacts import LogsHostConfig, LogSpec
 from fleetcheck.core.model import Status
 from fleetcheck.parse.logtail import LogFacts
 from tests.lab import Lab, wait_for
+from tests.log_rows import by_item
 
 NOW = datetime(2026, 11, 29, 7, 24, 0, tzinfo=UTC)
 
@@ -29,8 +30,8 @@ def judge(rotated_at: datetime, *extra: LogFacts) -> tuple[Status, str, object, 
     specs = (LogSpec(path="/l", max_age=600.0),) + tuple(LogSpec(path=e.path) for e in extra)
     h = HostConfig(name="mini", ssh="local").with_settings(LogsHostConfig(tz="UTC", logs=specs))
     empty = LogFacts("/l", "ok", "", rotated_at.timestamp(), 0, b"")
-    r = CHECK.evaluate(LogsFacts((empty, *extra), 0.0), LogsConfig(), h, NOW)
-    return r.status, r.summary, r.evidence_strength, {**r.metrics, **r.evidence["logs"][0]}
+    r = by_item(CHECK.evaluate(LogsFacts((empty, *extra), 0.0), LogsConfig(), h, NOW))["/l"]
+    return r.status, r.summary, r.evidence_strength, {**r.metrics, **r.evidence}
 
 
 @pytest.mark.parametrize(
@@ -70,12 +71,12 @@ def test_an_empty_log_is_judged_by_its_mtime(ago: timedelta, status: Status, wor
     assert facts["empty_since"] == (NOW - ago).isoformat().replace("+00:00", "Z")
 
 
-def test_an_empty_log_beside_a_healthy_one_leads_with_its_strength() -> None:
+def test_an_empty_log_beside_a_healthy_one_keeps_its_strength() -> None:
     fresh = b"2026-11-29T07:23:00Z tick\n"
     ok = LogFacts("/a", "ok", "", NOW.timestamp(), len(fresh), fresh)
     status, summary, strength, _ = judge(NOW - timedelta(minutes=12), ok)
     assert (status, strength) == (Status.WARN, "behaviour")
-    assert summary.endswith("(other logs: 1 OK)")
+    assert "other logs" not in summary  # the healthy one is a row of its own
 
 
 # ---------------------------------------------------------------- lab: a real writer

@@ -138,7 +138,10 @@ def test_damaged_silences_file_is_set_aside(
             "silence nohost: neither a host in the config nor a check",
         ),
         (["mini/nocheck", "--for", "2h", "--reason", "x"], "no check 'nocheck'"),
-        (["no host", "--for", "2h", "--reason", "x"], "expected HOST, CHECK, HOST/CHECK or HOST/CHECK/ITEM"),
+        (
+            ["no host", "--for", "2h", "--reason", "x"],
+            "expected HOST, CHECK, HOST/CHECK or HOST/CHECK/ITEM",
+        ),
         (["mini", "--reason", "x"], "--for DURATION is required"),
         (["mini", "--for", "2h"], "--reason TEXT is required"),
         (["mini", "--for", "40d", "--reason", "x"], "--for 40d: at most 30d"),

@@ -172,16 +172,24 @@ logs = [
 
     def evaluate_host(
         self, facts: LogsFacts, config: LogsConfig, host: HostConfig, now: datetime
-    ) -> Result:
-        from fleetcheck.checks.logs.judging import host_row
+    ) -> list[Result]:
+        from fleetcheck.checks.logs.judging import item_rows
 
         own = host.settings(LogsHostConfig)
         if len(facts.logs) != len(own.logs):
             raise CheckError("facts do not match the configured logs")
-        status, summary, metrics, evidence, strength = host_row(own.logs, facts, config, host, now)
-        return self.result(
-            host, status, summary, metrics=metrics, evidence=evidence, evidence_strength=strength
-        )
+        return [
+            self.result(
+                host,
+                row.status,
+                row.summary,
+                metrics=row.metrics,
+                evidence=row.evidence,
+                evidence_strength=row.strength,
+                item=row.item,
+            )
+            for row in item_rows(own.logs, facts, config, host, now)
+        ]
 
 
 CHECK = LogsCheck()

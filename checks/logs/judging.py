@@ -1,8 +1,8 @@
-"""Judging one log source (a file or a journal query) and the host's row over all of them:
-recency against max_age/crit_age, error floods, the zone cross-check and the clock skew.
+"""Judging each log source (a file or a journal query), one row each: recency against
+max_age/crit_age, error floods, the zone cross-check and the host's clock skew.
 
-Every status comes from the shared vocabulary (fleetcheck.core.judge): the age limit, the
-worst of the findings, the tally of the other logs in the summary."""
+Every status comes from the shared vocabulary (fleetcheck.core.judge): the age limit and the
+worst of the findings."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from fleetcheck.checks.logs.zones import (
 
 from fleetcheck.config import HostConfig
 from fleetcheck.core.hostfacts import LogsHostConfig, LogSpec
-from fleetcheck.core.judge import exceeds, limit_text, tally, worst
+from fleetcheck.core.judge import exceeds, limit_text, worst
 from fleetcheck.core.model import Status
 from fleetcheck.parse.duration import format_duration
 
@@ -394,17 +394,28 @@ def first_note(read: JournalRead, word: str) -> str | None:
     return None
 
 
-def host_row(
+@dataclass(frozen=True)
+class ItemRow:
+    """One log's row: its verdict, with the host's clock skew judged on it too (every age
+    read on that host rests on that clock)."""
+
+    item: str  # the log's path, or `journal:UNIT/MATCHES`
+    status: Status
+    summary: str
+    metrics: dict[str, Any]
+    evidence: dict[str, Any]
+    strength: str | None  # None: the check's own
+
+
+def item_rows(
     specs: tuple[LogSpec, ...],
     facts: LogsFacts,
     config: LogsConfig,
     host: HostConfig,
     now: datetime,
-) -> tuple[Status, str, dict[str, Any], dict[str, Any], str | None]:
-    """The host's row over all its logs: the worst log leads the summary, the others are
-    tallied by status after it, and a host clock off by more than max_clock_skew adds a
-    WARN. (status, summary, metrics, evidence, the lead's evidence strength or None for the
-    check's own)."""
+) -> list[ItemRow]:
+    """A row per log of the host, each judged alone; a host clock off by more than
+    max_clock_skew adds a WARN to each (their ages are read on that clock)."""
     from fleetcheck.parse.logtail import LogFacts
 
     verdicts = [
@@ -413,38 +424,27 @@ def host_row(
         else judge_journal(spec, lf, facts, now)
         for spec, lf in zip(specs, facts.logs, strict=True)
     ]
-    status = worst(v.status for v in verdicts)
     skew = facts.clock_skew_s
+    skewed = skew is not None and abs(skew) > config.max_clock_skew
     skew_note = ""
-    if skew is not None and abs(skew) > config.max_clock_skew:
-        status = worst([status, Status.WARN])
+    if skew is not None and skewed:
         side = "ahead of" if skew > 0 else "behind"
         skew_note = (
             f"; host clock is {format_duration(abs(skew))} {side} ours "
             f"({limit_text('max_clock_skew', config.max_clock_skew)})"
         )
-    lead = max(verdicts, key=lambda v: v.status.rank)
-    strength = lead.strength if lead.status is status else None
-    summary = lead.summary
-    others = [v for v in verdicts if v is not lead]
-    if others:
-        summary += f" (other logs: {tally(v.status for v in others)})"
-    summary += skew_note
-    metrics: dict[str, Any] = dict(lead.metrics)
-    metrics["clock_skew_s"] = None if skew is None else round(skew, 3)
-    metrics["logs"] = {v.path: v.metrics for v in verdicts}
-    evidence: dict[str, Any] = {
-        **{
-            k: lead.evidence[k]
-            for k in ("tz", "last_line_at", "age_from", "source", "format")
-            if k in lead.evidence
-        },
-        "logs": [v.evidence for v in verdicts],
-    }
-    if facts.zone is not None:
-        evidence["tz_auto"] = {
-            "zone": facts.zone.name,
-            "how": facts.zone.how,
-            "offset": facts.zone.offset,
-        }
-    return status, summary, metrics, evidence, strength
+    rows = []
+    for v in verdicts:
+        status = worst([v.status, Status.WARN]) if skewed else v.status
+        metrics: dict[str, Any] = dict(v.metrics)
+        metrics["clock_skew_s"] = None if skew is None else round(skew, 3)
+        evidence: dict[str, Any] = dict(v.evidence)
+        if facts.zone is not None:
+            evidence["tz_auto"] = {
+                "zone": facts.zone.name,
+                "how": facts.zone.how,
+                "offset": facts.zone.offset,
+            }
+        strength = v.strength if v.status is status else None
+        rows.append(ItemRow(v.path, status, v.summary + skew_note, metrics, evidence, strength))
+    return rows

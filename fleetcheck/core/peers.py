@@ -85,6 +85,7 @@ class Departure:
     peers: int  # how many peers it was compared with
     direction: str  # "higher" or "lower"
     text: str
+    item: str | None = None  # an item's row: compared with the same item on the peers
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -166,50 +167,68 @@ def find(
     results = list(results)
     out: list[Departure] = []
     for spec in metrics:
-        rows = {r.host: r for r in results if r.check == spec.check and r.host is not None}
-        values = {h: v for h, r in rows.items() if (v := _number(r, spec)) is not None}
-        for key, members in _groups(rows, memberships).items():
-            measured = [h for h in members if h in values]
-            if len(measured) < MIN_GROUP:
+        items = dict.fromkeys(r.item for r in results if r.check == spec.check)
+        for item in items:
+            out += _departures(results, memberships, spec, item)
+    return out
+
+
+def _departures(
+    results: list[Result],
+    memberships: dict[str, tuple[str, ...]],
+    spec: PeerMetric,
+    item: str | None,
+) -> list[Departure]:
+    """The departures of one metric among the rows of one item (None: whole-host rows)."""
+    out: list[Departure] = []
+    rows = {
+        r.host: r
+        for r in results
+        if r.check == spec.check and r.host is not None and r.item == item
+    }
+    values = {h: v for h, r in rows.items() if (v := _number(r, spec)) is not None}
+    for key, members in _groups(rows, memberships).items():
+        measured = [h for h in members if h in values]
+        if len(measured) < MIN_GROUP:
+            continue
+        label = key.split("\0")[0]
+        whole = None
+        if len(measured) > LEAVE_ONE_OUT_UP_TO:  # one value moves a big median by a rank
+            every = [values[h] for h in measured]
+            centre = statistics.median(every)
+            whole = (centre, statistics.median(abs(x - centre) for x in every))
+        for host in measured:
+            if whole is None:
+                others = [values[h] for h in measured if h != host]
+                direction = departs(values[host], others, spec)
+                median = statistics.median(others)
+            else:
+                direction = departs_from(values[host], *whole, spec)
+                median = whole[0]
+            if direction is None:
                 continue
-            label = key.split("\0")[0]
-            whole = None
-            if len(measured) > LEAVE_ONE_OUT_UP_TO:  # one value moves a big median by a rank
-                every = [values[h] for h in measured]
-                centre = statistics.median(every)
-                whole = (centre, statistics.median(abs(x - centre) for x in every))
-            for host in measured:
-                if whole is None:
-                    others = [values[h] for h in measured if h != host]
-                    direction = departs(values[host], others, spec)
-                    median = statistics.median(others)
-                else:
-                    direction = departs_from(values[host], *whole, spec)
-                    median = whole[0]
-                if direction is None:
-                    continue
-                n_others = len(measured) - 1
-                text = (
-                    f"{_shown(values[host], spec)} {spec.words} where its {n_others} "
-                    f"peers ({label}) have a median of {_shown(median, spec)}"
+            n_others = len(measured) - 1
+            text = (
+                f"{_shown(values[host], spec)} {spec.words} where its {n_others} "
+                f"peers ({label}) have a median of {_shown(median, spec)}"
+            )
+            out.append(
+                Departure(
+                    host, spec.check, spec.metric, label, values[host], median,
+                    n_others, direction, text, item,
                 )
-                out.append(
-                    Departure(
-                        host, spec.check, spec.metric, label, values[host], median,
-                        n_others, direction, text,
-                    )
-                )  # fmt: skip
+            )  # fmt: skip
     return out
 
 
 def annotate(results: Sequence[Result], found: Sequence[Departure]) -> tuple[Result, ...]:
     """`results` with each departure in its row's evidence under `peers` (status unchanged)."""
-    by_row: dict[tuple[str, str], list[Departure]] = {}
+    by_row: dict[tuple[str, str, str | None], list[Departure]] = {}
     for d in found:
-        by_row.setdefault((d.check, d.host), []).append(d)
+        by_row.setdefault((d.check, d.host, d.item), []).append(d)
     out = []
     for r in results:
-        mine = by_row.get((r.check, r.host or ""))
+        mine = by_row.get((r.check, r.host or "", r.item))
         if not mine:
             out.append(r)
             continue
