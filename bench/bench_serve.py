@@ -83,6 +83,12 @@ import sys
 sys.path.insert(0, sys.argv[1])
 from at_revision import module_at
 from fleetcheck.console.source import Source
+import subprocess, fleetcheck.console
+try:  # the hand-written server the console ran on before waitress, at that commit too
+    fleetcheck.console.httpd = module_at(sys.argv[2], "fleetcheck/console/httpd.py",
+                                         "fleetcheck.console.httpd")
+except subprocess.CalledProcessError:
+    pass
 old = module_at(sys.argv[2], "fleetcheck/console/server.py", "fleetcheck_server_before")
 console = old.Console(Source(__import__("pathlib").Path(sys.argv[3])), 900.0, 86400.0, "1d",
                       auth=old.Auth(sys.argv[4]))
@@ -315,7 +321,8 @@ def main() -> None:
         bursts.append(rss_kib(proc.pid))
     proc.terminate()
     proc.wait(timeout=10)
-    history_bytes = hist.stat().st_size
+    # the history as recorded: the database beside the JSONL path (a JSONL before it)
+    history_bytes = sum(p.stat().st_size for p in tmp.glob("history*") if p.is_file())
     subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
     every = sorted(x for v in latencies.values() for x in v)
