@@ -8,7 +8,8 @@ fifth of the requests; then two more bursts of the same size, to show where memo
 authenticated /healthz timed (p50/max over 20 requests, each on a new connection), the
 server's thread count and its CPU use while it holds them; with the fd limit as it comes and
 under `ulimit -n 256`; for the server at `--before` (default: where this branch left main, its
-console/server.py run in today's tree) and for today's `fleetcheck serve`, in the same run.
+console/server.py, and its console/httpd.py if it has one, run in today's tree) and for
+today's `fleetcheck serve`, in the same run.
 Writes bench/serve_starve_results.json.
 
     flock /tmp/fleetcheck-bench.lock .venv/bin/python bench/bench_serve.py [--requests 1000]

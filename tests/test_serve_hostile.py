@@ -9,7 +9,13 @@ accept them all; under `ulimit -n 256` the old accept loop used 30 % of a core; 
 limit stayed 256; the dripping client was still connected at 20 s), all three item-5 cases (two
 answers, no close) and the oversized/chunked one, and item 10 for metrics a string or a list,
 limits a string, summary a map and check a number (a 500, or no word on the grid). The
-remaining item-10 cases were already skipped by `history.load` and stay as coverage."""
+remaining item-10 cases were already skipped by `history.load` and stay as coverage.
+
+Since issue 43 serve runs on waitress (console/wsgi.py). Plain waitress, without wsgi.py's
+additions, fails the `ulimit -n 256` test (it stops accepting at its connection cap, and
+/healthz times out) and the dripping one (its timeout is idle time); without the close on
+refusal both item-5 refusal cases fail (seen failing so). A chunked body is now read (decoded,
+within the same 64 KiB) and dropped rather than refused with 501."""
 
 from __future__ import annotations
 
