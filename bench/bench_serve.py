@@ -8,7 +8,8 @@ fifth of the requests; then two more bursts of the same size, to show where memo
 authenticated /healthz timed (p50/max over 20 requests, each on a new connection), the
 server's thread count and its CPU use while it holds them; with the fd limit as it comes and
 under `ulimit -n 256`; for the server at `--before` (default: where this branch left main, its
-console/server.py run in today's tree) and for today's `fleetcheck serve`, in the same run.
+console/server.py, and its console/httpd.py if it has one, run in today's tree) and for
+today's `fleetcheck serve`, in the same run.
 Writes bench/serve_starve_results.json.
 
     flock /tmp/fleetcheck-bench.lock .venv/bin/python bench/bench_serve.py [--requests 1000]
@@ -83,6 +84,12 @@ import sys
 sys.path.insert(0, sys.argv[1])
 from at_revision import module_at
 from fleetcheck.console.source import Source
+import subprocess, fleetcheck.console
+try:  # the hand-written server the console ran on before waitress, at that commit too
+    fleetcheck.console.httpd = module_at(sys.argv[2], "fleetcheck/console/httpd.py",
+                                         "fleetcheck.console.httpd")
+except subprocess.CalledProcessError:
+    pass
 old = module_at(sys.argv[2], "fleetcheck/console/server.py", "fleetcheck_server_before")
 console = old.Console(Source(__import__("pathlib").Path(sys.argv[3])), 900.0, 86400.0, "1d",
                       auth=old.Auth(sys.argv[4]))
@@ -315,7 +322,8 @@ def main() -> None:
         bursts.append(rss_kib(proc.pid))
     proc.terminate()
     proc.wait(timeout=10)
-    history_bytes = hist.stat().st_size
+    # the history as recorded: the database beside the JSONL path (a JSONL before it)
+    history_bytes = sum(p.stat().st_size for p in tmp.glob("history*") if p.is_file())
     subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
     every = sorted(x for v in latencies.values() for x in v)

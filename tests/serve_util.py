@@ -10,6 +10,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from email.message import Message
 from pathlib import Path
 
 from fleetcheck.core.model import Report, Result, Status
@@ -43,13 +44,14 @@ def serving(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
 
 def get(
     url: str, headers: dict[str, str] | None = None, method: str = "GET", data: bytes | None = None
-) -> tuple[int, dict[str, str], bytes]:
+) -> tuple[int, Message, bytes]:
+    """Status, headers (looked up case-insensitively, as HTTP names them) and body."""
     req = urllib.request.Request(url, headers=headers or {}, method=method, data=data)
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.status, dict(resp.headers.items()), resp.read()
+            return resp.status, resp.headers, resp.read()
     except urllib.error.HTTPError as e:
-        return e.code, dict(e.headers.items()), e.read()
+        return e.code, e.headers, e.read()
 
 
 def basic(user_pass: str) -> dict[str, str]:

@@ -91,13 +91,14 @@ def serve_cmd(
         max_ages=console_mod.config_max_ages(fleet),
         auth=serve.Auth(secrets["token"], secrets["basic"]),
     )
-    from fleetcheck.console import httpd
+    from fleetcheck.console import wsgi  # waitress: imported by serve only, never by a patrol
 
-    httpd.raise_fd_limit()  # before the cap is derived from it: idle clients cost an fd each
+    wsgi.raise_fd_limit()  # before the cap is derived from it: idle clients cost an fd each
     try:
-        server = serve.make_server(app_console, host, port)
-    except OSError as e:
-        raise UsageFailure(f"--listen {listen}: {e.strerror or e}") from None
+        server = wsgi.make_server(serve.App(app_console), host, port)
+    except (OSError, ValueError) as e:
+        text = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise UsageFailure(f"--listen {listen}: {text}") from None
     stop = threading.Event()
     keeper: Keeper | None = None
     if interval is not None:
@@ -108,7 +109,7 @@ def serve_cmd(
         outputs = patrol.Outputs(state=default_state, history=history_path)
         keeper = round_keeper(fleet, interval)
         serve.start_patrols(lambda: patrol.one_round(fleet, items, outputs, keeper), interval, stop)
-    bound_host, bound_port = (str(part) for part in server.server_address[:2])
+    bound_host, bound_port = str(server.effective_host), str(server.effective_port)
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     print(f"fleetcheck serve: http://{shown}:{bound_port}/ (history {history_path})", flush=True)
     if not app_console.auth.required and host not in ("127.0.0.1", "::1", "localhost"):
@@ -122,11 +123,11 @@ def serve_cmd(
 
     signal.signal(signal.SIGTERM, on_term)
     try:
-        server.serve_forever(poll_interval=0.5)
+        server.run()  # returns on SIGINT or SIGTERM, its workers stopped
     except KeyboardInterrupt:
-        pass
+        pass  # raised outside waitress's loop
     finally:
         stop.set()
-        server.server_close()
+        server.shut()
         if keeper is not None:
             keeper.close()  # a round still running closes what it hands back

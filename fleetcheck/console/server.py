@@ -5,9 +5,8 @@ anything; it binds 127.0.0.1 unless told otherwise; with a token or a basic-auth
 path needs it (compared in constant time); every page carries a Content-Security-Policy that
 allows no script at all, so even a rendering bug cannot run a log line.
 
-It runs on `console/httpd.py`, a small stdlib server built so that slow or idle clients
-cannot starve it (one socket thread, a few workers, whole-request deadlines, a connection cap);
-docs/console.md says why that rather than `http.server` or a WSGI server.
+`App` is the console as a WSGI application; `console/wsgi.py` serves it on waitress, with the
+limits that keep slow or idle clients from starving it (docs/console.md).
 """
 
 from __future__ import annotations
@@ -15,13 +14,13 @@ from __future__ import annotations
 import base64
 import hmac
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from http import HTTPStatus
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
-from fleetcheck.console import httpd
 from fleetcheck.console.source import Source
 from fleetcheck.core.context import utcnow
 from fleetcheck.core.safe_text import one_line
@@ -216,44 +215,40 @@ def _headers(status: int, ctype: str, auth: Auth) -> list[tuple[str, str]]:
     return headers
 
 
+# an environ key the application sets to ask the server to end the connection after its
+# answer: a refused request's client gets one answer and a close (console/wsgi.py)
+CLOSE = "fleetcheck.close_connection"
+StartResponse = Callable[[str, list[tuple[str, str]]], Any]
+
+
 @dataclass(frozen=True)
 class App:
-    """The console as the HTTP server sees it: `early` runs on the socket thread the moment a
-    request's head is in (cheap: auth, then the method), `respond` on a worker."""
+    """The console as a WSGI application. The server hands it whole requests (a body, if
+    any, already read; it is dropped). Auth first, then the method; a refusal carries
+    `environ[CLOSE]`."""
 
     console: Console
 
-    def early(self, req: httpd.Request) -> httpd.Response | None:
-        auth = self.console.auth
-        text = "text/plain; charset=utf-8"
-        if not auth.allows(req.header("authorization")):
-            body = b"authorization required\n"
-            return httpd.Response(401, _headers(401, text, auth), body, req.method == "HEAD")
-        if req.method not in ("GET", "HEAD"):
-            body = b"read-only: only GET and HEAD\n"
-            return httpd.Response(405, _headers(405, text, auth), body)
-        return None
-
-    def respond(self, req: httpd.Request) -> httpd.Response:
-        url = urlsplit(req.target)
-        try:
-            status, ctype, body = self.console.route(url.path, parse_qs(url.query))
-        except Exception as e:  # a bug must be a 500 with one line, not a dropped connection
-            status, ctype = 500, "text/plain; charset=utf-8"
-            body = (one_line(f"internal error: {type(e).__name__}: {e}") + "\n").encode()
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        status, ctype, body = self.answer(environ)
         headers = _headers(status, ctype, self.console.auth)
-        return httpd.Response(status, headers, body, req.method == "HEAD")
+        headers.append(("Content-Length", str(len(body))))
+        start_response(f"{status} {HTTPStatus(status).phrase}", headers)
+        return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
 
-
-def make_server(
-    console: Console, host: str, port: int, limits: httpd.Limits | None = None
-) -> httpd.Server:
-    """Bind (raises OSError) and return the server; call serve_forever() to run it."""
-    import socket
-
-    app = App(console)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    return httpd.Server((host, port), app.early, app.respond, limits, family)
+    def answer(self, environ: dict[str, Any]) -> tuple[int, str, bytes]:
+        text = "text/plain; charset=utf-8"
+        if not self.console.auth.allows(environ.get("HTTP_AUTHORIZATION")):
+            environ[CLOSE] = True
+            return 401, text, b"authorization required\n"
+        if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
+            environ[CLOSE] = True
+            return 405, text, b"read-only: only GET and HEAD\n"
+        try:
+            path = environ.get("PATH_INFO") or "/"
+            return self.console.route(path, parse_qs(environ.get("QUERY_STRING", "")))
+        except Exception as e:  # a bug must be a 500 with one line, not a dropped connection
+            return 500, text, (one_line(f"internal error: {type(e).__name__}: {e}") + "\n").encode()
 
 
 def start_patrols(
