@@ -25,7 +25,9 @@ def write_log(path: Path, lines: list[str], mtime: datetime | None = None) -> No
         os.utime(path, (mtime.timestamp(), mtime.timestamp()))
 
 
-def patrol(config: Path, *extra: str) -> tuple[int, dict[tuple[str | None, str], dict[str, Any]]]:
+def patrol(config: Path, *extra: str) -> tuple[int, dict[tuple[str | None, ...], dict[str, Any]]]:
+    """A patrol's exit code and rows: by (host, check), the worst row of it (a host with one
+    log has one), and by (host, check, item), each log's row."""
     proc = subprocess.run(
         [sys.executable, "-m", "fleetcheck", "run", "--format", "json", "-c", str(config), *extra],
         capture_output=True,
@@ -33,7 +35,16 @@ def patrol(config: Path, *extra: str) -> tuple[int, dict[tuple[str | None, str],
     )
     assert proc.stderr == b"" or b"Traceback" not in proc.stderr, proc.stderr.decode()
     report = json.loads(proc.stdout)
-    return proc.returncode, {(r["host"], r["check"]): r for r in report["results"]}
+    rows: dict[tuple[str | None, ...], dict[str, Any]] = {}
+    for r in report["results"]:  # worst first
+        rows.setdefault((r["host"], r["check"]), r)
+        rows[(r["host"], r["check"], r.get("item"))] = r
+    return proc.returncode, rows
+
+
+def items(rows: dict[tuple[str | None, ...], dict[str, Any]], host: str) -> dict[Any, Any]:
+    """The logs check's rows of `host`, by item (each log's path, or `journal:...`)."""
+    return {k[2]: r for k, r in rows.items() if len(k) == 3 and k[:2] == (host, "logs")}
 
 
 def log_table(path: Path, **keys: str) -> str:
@@ -142,7 +153,7 @@ def test_wrongly_declared_zone_warns_and_names_the_likely_zone(
     assert "by mtime the log is" in r["summary"]
     offset = ny.utcoffset()
     assert offset is not None
-    implied = r["evidence"]["logs"][0]["zone_check"]["implied_offset_h"]
+    implied = r["evidence"]["zone_check"]["implied_offset_h"]
     assert implied == pytest.approx(offset.total_seconds() / 3600, abs=0.05)
     assert code == 1
 
@@ -179,10 +190,8 @@ def test_unreadable_logs_are_unknown_with_the_reason(lab: Lab, tmp_path: Path) -
         },
     )
     code, rows = patrol(config)
-    r = rows[("w", "logs")]
-    assert r["status"] == "UNKNOWN"
     assert not marker.exists(), "the log path was executed by the remote shell"
-    by_path = {e["path"]: e for e in r["evidence"]["logs"]}
+    by_path = items(rows, "w")
     assert set(by_path) == {
         evil,
         str(empty),
@@ -192,11 +201,13 @@ def test_unreadable_logs_are_unknown_with_the_reason(lab: Lab, tmp_path: Path) -
         str(missing),
         str(fifo),
     }
-    assert r["metrics"]["logs"][str(huge)]["size_bytes"] == 50 * 1024 * 1024 + 20
+    assert by_path[str(huge)]["metrics"]["size_bytes"] == 50 * 1024 * 1024 + 20
     assert code == 3
-    assert r["summary"].startswith(f"file {evil}: no such file")  # the first UNKNOWN leads
+    assert by_path[evil]["status"] == "UNKNOWN"
+    assert by_path[evil]["summary"].startswith(f"file {evil}: no such file")
     # the empty one is judged by its mtime (tests/test_logs_rotation.py): written just now, OK
-    assert r["summary"].endswith("(other logs: 1 OK, 5 UNKNOWN)")
+    statuses = sorted(r["status"] for r in by_path.values())
+    assert statuses == ["OK"] + ["UNKNOWN"] * 6, statuses
 
 
 @pytest.mark.parametrize(
@@ -323,9 +334,9 @@ def test_library_formats_over_ssh(lab: Lab, clock: ShiftedClock) -> None:
         },
     )
     _, rows = patrol(config)
-    r = rows[("box", "logs")]
-    by_path = {e["path"]: e for e in r["evidence"]["logs"]}
-    metrics = r["metrics"]["logs"]
+    r = rows[("box", "logs", str(stale))]
+    by_path = {k: row["evidence"] for k, row in items(rows, "box").items()}
+    metrics = {k: row["metrics"] for k, row in items(rows, "box").items()}
     for name, path in paths.items():
         ev = by_path[str(path)]
         assert ev["format"]["name"] == name, ev

@@ -14,7 +14,7 @@ import pytest
 
 from fleetcheck.lab import JOURNAL_REMOTE
 from tests.lab import Lab, LabHost, write_journal
-from tests.test_logs_lab import host_lines, patrol, write_log
+from tests.test_logs_lab import host_lines, items, patrol, write_log
 
 pytestmark = pytest.mark.lab
 
@@ -130,7 +130,7 @@ def test_journal_sources_and_each_failure(lab: Lab) -> None:
     assert "1 error entries (PRIORITY <= 3) in the newest 61" in summary
     r = rows[("healthy", "logs")]
     assert r["evidence"]["source"] == "journal" and r["metrics"]["entries"] == 61
-    assert r["evidence"]["logs"][0]["last_line"] == "pulled job 1"
+    assert r["evidence"]["last_line"] == "pulled job 1"
     assert_age(r["metrics"]["age_s"], now - timedelta(seconds=10), before, after)
 
     status, summary = row("match")  # the match selects rater's entries in any unit
@@ -208,16 +208,15 @@ def test_json_logs_over_ssh(lab: Lab) -> None:
         },
     )
     code, rows, before, after = patrol_timed(config)
-    r = rows[("app", "logs")]
-    assert r["status"] == "OK", r["summary"]
-    logs = r["metrics"]["logs"]
-    sources = {e["path"]: e["source"] for e in r["evidence"]["logs"]}
+    assert {r["status"] for r in items(rows, "app").values()} == {"OK"}
+    logs = {k: r["metrics"] for k, r in items(rows, "app").items()}
+    sources = {k: r["evidence"]["source"] for k, r in items(rows, "app").items()}
     assert sources[str(pino)] == "json" and logs[str(pino)]["error_lines"] == 0
     assert_age(logs[str(pino)]["age_s"], now - timedelta(seconds=30), before, after)
     assert logs[str(docker)]["error_lines"] == 1
     assert_age(logs[str(docker)]["age_s"], now - timedelta(seconds=5), before, after)
     assert logs[str(zap)]["error_lines"] == 1  # no level field: the regex on the whole line
-    assert r["summary"].startswith("JSON lines ")
+    assert all(r["summary"].startswith("JSON lines ") for r in items(rows, "app").values())
     assert code == 0
     # a JSON log whose records carry no time field: UNKNOWN naming the fields looked for
     notime = h.log_path("notime.jsonl")
@@ -271,13 +270,14 @@ def test_burst_and_slow_flood_warn_through_the_cli(lab: Lab) -> None:
         },
     )
     code, rows = patrol(config)
-    r = rows[("w", "logs")]
-    logs = r["metrics"]["logs"]
+    by_log = items(rows, "w")
+    r = by_log[str(burst)]
+    logs = {k: row["metrics"] for k, row in by_log.items()}
     assert r["status"] == "WARN", r["summary"]
     assert r["summary"].startswith(f"file {burst}: last line ")
     assert "a burst: " in r["summary"] and "within one second (at least " in r["summary"]
     assert "(over max_error_rate 10/min)" in r["summary"]
-    assert r["summary"].endswith("(other logs: 1 WARN, 1 OK)")
+    assert by_log[str(slow)]["status"] == "WARN" and by_log[str(healthy)]["status"] == "OK"
     assert logs[str(burst)]["error_rate_per_s"] >= logs[str(burst)]["error_lines"]
     assert 15 / 60 < logs[str(slow)]["error_rate_per_s"] < 25 / 60
     assert logs[str(healthy)]["error_lines"] == 3
@@ -316,17 +316,17 @@ def test_busybox_host_runs_the_gathered_script(lab: Lab) -> None:
         },
     )
     code, rows, before, after = patrol_timed(config)
-    r = rows[("alpine", "logs")]
-    logs = r["metrics"]["logs"]
+    by_log = items(rows, "alpine")
+    logs = {k: row["metrics"] for k, row in by_log.items()}
     assert_age(logs[str(log)]["age_s"], now - timedelta(seconds=30), before, after)
     assert logs[str(log)]["size_bytes"] == log.stat().st_size
-    sources = {e.get("path"): e["source"] for e in r["evidence"]["logs"]}
+    sources = {k: row["evidence"]["source"] for k, row in by_log.items()}
     assert_age(logs[str(jlog)]["age_s"], now - timedelta(seconds=40), before, after)
     assert sources[str(jlog)] == "json"
+    r = by_log["journal:worker.service"]
     assert r["status"] == "UNKNOWN"
-    assert r["summary"] == (
-        "journal worker.service: journalctl not found on the host (other logs: 2 OK)"
-    )
+    assert r["summary"] == "journal worker.service: journalctl not found on the host"
+    assert by_log[str(log)]["status"] == by_log[str(jlog)]["status"] == "OK"
     assert r["metrics"]["clock_skew_s"] is not None  # BusyBox date: whole seconds
     assert abs(r["metrics"]["clock_skew_s"]) < 2
     routes = rows[("alpine", "routes")]
