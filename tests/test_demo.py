@@ -27,12 +27,20 @@ def demo(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+RANK = {"OK": 0, "WARN": 1, "UNKNOWN": 2, "CRIT": 3}
+
+
 def rows(out: str) -> dict[tuple[str, str], str]:
-    found = {}
+    """Each (host, check)'s worst status in the table (`logs[PATH]`: one log's row)."""
+    found: dict[tuple[str, str], str] = {}
     for line in out.splitlines():
-        m = re.match(r"^(OK|WARN|CRIT|UNKNOWN)\s+(\* broker-wide|\S+)\s+(\S+)\s", line)
+        m = re.match(
+            r"^(OK|WARN|CRIT|UNKNOWN)\s+(\* broker-wide|\S+)\s+([a-z_]+)(\[\S*\])?\s", line
+        )
         if m:
-            found[(m.group(2), m.group(3))] = m.group(1)
+            key = (m.group(2), m.group(3))
+            if RANK[m.group(1)] >= RANK[found.get(key, "OK")]:
+                found[key] = m.group(1)
     return found
 
 
