@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Any
 from fleetcheck.checks.rater_probe import RaterProbeConfig, render_payload
 
 from fleetcheck.config import BrokerConfig, FleetConfig, HostConfig
-from fleetcheck.core.check import Check, CheckCommand, CommandOption, Scope
+from fleetcheck.core.check import (
+    BrokerCommand,
+    Check,
+    CheckCommand,
+    CommandOption,
+    Key,
+    Scope,
+    command,
+)
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.hostfacts import logs_of
@@ -184,6 +192,29 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
         "a test envelope pushed to the rater's inbox was not consumed in time: its "
         "loop is not running, whatever its process and log say (incidents 6, 7)"
     )
+
+    def broker_commands(
+        self, fleet: FleetConfig, config: RaterProbeConfig
+    ) -> tuple[BrokerCommand, ...]:
+        """The push goes in one MULTI ... EXEC with CLIENT ID and LIST; the removal is LREM."""
+        inbox = Key(config.inbox)
+        out = [
+            command("INFO"),
+            command("TYPE", inbox),
+            command("MULTI"),
+            command(config.push.upper(), inbox, "x", writes=True),
+            command("EXEC"),
+            command("LREM", inbox, "1", "x", writes=True),
+            command("LPOS", inbox, "x"),
+            command("LLEN", inbox),
+            command("LRANGE", inbox, "0", "0"),
+            command("CLIENT", "ID"),
+            command("CLIENT", "LIST"),
+        ]
+        if (config.ack or "").startswith("reply:"):
+            reply = Key((config.ack or "").split(":", 1)[1])
+            out += [command("LPOS", reply, "x"), command("LRANGE", reply, "0", "0")]
+        return tuple(out)
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:
         """A healthy rater on the broker's machine, consuming its inbox for real."""
