@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from fleetcheck.config import Duration, FleetConfig, HostConfig
 from fleetcheck.core.brokerlink import BrokerFailed, BrokerRefused
-from fleetcheck.core.check import BrokerCommand, Check, Scope, command
+from fleetcheck.core.check import BrokerCommand, Check, Scope, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.judge import Findings, check_count, check_duration, check_share, exceeds
@@ -148,7 +148,7 @@ max_replica_lag = "10s"          # WARN when a replica lags its master by more
     def broker_commands(
         self, fleet: FleetConfig, config: BrokerHealthConfig
     ) -> tuple[BrokerCommand, ...]:
-        return (command("INFO"),)
+        return (cmd("INFO"),)
 
     def discover_draft(self, sample: Sample) -> Draft | None:
         from fleetcheck.core.discovery import Draft

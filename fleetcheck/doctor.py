@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.core.check import BrokerCommand, command
+from fleetcheck.core.check import BrokerCommand, cmd
 
 SLOW_STARTUP_S = 1.0  # a login shell slower than this to start costs every patrol that much
 # commands that open or close a transaction: doctor's own MULTI proves MULTI, an empty
@@ -70,7 +70,7 @@ def broker_needs(fleet: FleetConfig) -> list[Need]:
     from fleetcheck.core import registry
 
     checks = registry.select(list(fleet.checks))
-    needs = [Need(CONNECTION, command("PING"))]
+    needs = [Need(CONNECTION, cmd("PING"))]
     for name, config in fleet.checks.items():
         if name in checks:
             needs += [Need(name, c) for c in checks[name].broker_commands(fleet, config)]

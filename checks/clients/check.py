@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from fleetcheck.checks.clients import ClientsConfig
 
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, command
+from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs, fleet_queues
 from fleetcheck.core.judge import exceeds
@@ -277,10 +277,10 @@ min_clients = 10                             # fewer broker connections: WARN; n
         self, fleet: FleetConfig, config: ClientsConfig
     ) -> tuple[BrokerCommand, ...]:
         return (
-            command("CLIENT", "ID"),
-            command("CLIENT", "LIST"),
-            command("INFO"),
-            *(command("LLEN", Key(q)) for q in fleet_queues(fleet)),
+            cmd("CLIENT", "ID"),
+            cmd("CLIENT", "LIST"),
+            cmd("INFO"),
+            *(cmd("LLEN", Key(q)) for q in fleet_queues(fleet)),
         )
 
     def discover_draft(self, sample: Sample) -> Draft | None:

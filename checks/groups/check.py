@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fleetcheck.checks.groups import GroupsConfig, GroupsHostConfig
 
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.core.check import BrokerCommand, Check, Scope, command
+from fleetcheck.core.check import BrokerCommand, Check, Scope, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.hostfacts import addrs_of
 from fleetcheck.core.model import Result, Status, worst
@@ -80,7 +80,7 @@ min_group_clients = 0            # only in [groups.NAME]: broker connections of 
     def broker_commands(
         self, fleet: FleetConfig, config: GroupsConfig
     ) -> tuple[BrokerCommand, ...]:
-        return (command("CLIENT", "ID"), command("CLIENT", "LIST"))
+        return (cmd("CLIENT", "ID"), cmd("CLIENT", "LIST"))
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:
         """The pool is n8, laptop and mini; it needs all three, and mini has no workers."""

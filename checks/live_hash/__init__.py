@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue, zone
-from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, command
+from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.judge import check_count, check_duration, check_share, exceeds
 from fleetcheck.core.model import Result, Status
@@ -139,12 +139,12 @@ show = 5                         # stale entries listed as evidence
         self, fleet: FleetConfig, config: LiveHashConfig
     ) -> tuple[BrokerCommand, ...]:
         return (
-            command("TIME"),
-            command("INFO"),
-            command("CLIENT", "ID"),
-            command("CLIENT", "LIST"),
-            command("TYPE", Key(config.key)),
-            command("HSCAN", Key(config.key), "0", "COUNT", "1"),
+            cmd("TIME"),
+            cmd("INFO"),
+            cmd("CLIENT", "ID"),
+            cmd("CLIENT", "LIST"),
+            cmd("TYPE", Key(config.key)),
+            cmd("HSCAN", Key(config.key), "0", "COUNT", "1"),
         )
 
     def discover_draft(self, sample: Sample) -> Draft | None:

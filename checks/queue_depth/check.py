@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from fleetcheck.checks.queue_depth import QueueDepthConfig
 
 from fleetcheck.config import FleetConfig, HostConfig, zone
-from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, command
+from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.judge import limit_text, worst
@@ -91,9 +91,9 @@ enqueued_field = "enqueued_at"   # JSON field with the enqueue time (epoch or IS
             c
             for key in config.keys
             for c in (
-                command("LLEN", Key(key)),
-                command("LINDEX", Key(key), head),
-                command("TYPE", Key(key)),
+                cmd("LLEN", Key(key)),
+                cmd("LINDEX", Key(key), head),
+                cmd("TYPE", Key(key)),
             )
         )
 

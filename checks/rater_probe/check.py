@@ -19,7 +19,7 @@ from fleetcheck.core.check import (
     CommandOption,
     Key,
     Scope,
-    command,
+    cmd,
 )
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
@@ -199,21 +199,21 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
         """The push goes in one MULTI ... EXEC with CLIENT ID and LIST; the removal is LREM."""
         inbox = Key(config.inbox)
         out = [
-            command("INFO"),
-            command("TYPE", inbox),
-            command("MULTI"),
-            command(config.push.upper(), inbox, "x", writes=True),
-            command("EXEC"),
-            command("LREM", inbox, "1", "x", writes=True),
-            command("LPOS", inbox, "x"),
-            command("LLEN", inbox),
-            command("LRANGE", inbox, "0", "0"),
-            command("CLIENT", "ID"),
-            command("CLIENT", "LIST"),
+            cmd("INFO"),
+            cmd("TYPE", inbox),
+            cmd("MULTI"),
+            cmd(config.push.upper(), inbox, "x", writes=True),
+            cmd("EXEC"),
+            cmd("LREM", inbox, "1", "x", writes=True),
+            cmd("LPOS", inbox, "x"),
+            cmd("LLEN", inbox),
+            cmd("LRANGE", inbox, "0", "0"),
+            cmd("CLIENT", "ID"),
+            cmd("CLIENT", "LIST"),
         ]
         if (config.ack or "").startswith("reply:"):
             reply = Key((config.ack or "").split(":", 1)[1])
-            out += [command("LPOS", reply, "x"), command("LRANGE", reply, "0", "0")]
+            out += [cmd("LPOS", reply, "x"), cmd("LRANGE", reply, "0", "0")]
         return tuple(out)
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:

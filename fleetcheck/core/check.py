@@ -93,8 +93,8 @@ class BrokerCommand:
         return first
 
 
-def command(*words: str | Key, writes: bool = False) -> BrokerCommand:
-    """`command("LLEN", Key(queue))`: a check's `broker_commands` entry."""
+def cmd(*words: str | Key, writes: bool = False) -> BrokerCommand:
+    """`cmd("LLEN", Key(queue))`: a check's `broker_commands` entry."""
     return BrokerCommand(tuple(words), writes)
 
 
