@@ -30,6 +30,7 @@ ACL_MARK = "<!-- acl:patrol -->"
 # what the ACL grants beyond the checks' own commands: every connection names itself (CLIENT
 # SETNAME), says HELLO with protocol = 3 and SELECTs a database other than 0; doctor queues the
 # commands inside a MULTI it DISCARDs (PING is the connection's too: doctor asks it itself)
+WHERE = {Scope.BROKER: "the broker", Scope.HOST: "each host (SSH)"}
 FRAMEWORK_COMMANDS = ("client|setname", "hello", "select", "multi", "exec", "discard")
 
 
@@ -50,8 +51,7 @@ def example_config(text: str, checks: dict[str, Check]) -> str:
 def checks_index(checks: dict[str, Check]) -> str:
     """docs/checks.md's index block (its markers included)."""
     rows = [
-        f"| `{name}` | {'broker' if c.scope is Scope.BROKER else 'each host (SSH)'} | "
-        f"{c.description.replace('|', '/')} |"
+        f"| `{name}` | {WHERE[c.scope]} | {c.description.replace('|', '/')} |"
         for name, c in sorted(checks.items())
     ]
     return "\n".join(

@@ -204,7 +204,7 @@ def test_the_framework_serves_the_new_check_without_naming_it(copy: Copy) -> Non
     repo = copy.repo
     example = (repo / "hosts.example.toml").read_text()
     assert "\n[checks.heartbeat]\nprefix = " in example  # its declared example, added
-    assert re.search(r"^\| `heartbeat` \| broker \| each worker host's heartbeat", (
+    assert re.search(r"^\| `heartbeat` \| the broker \| each worker host's heartbeat", (
         repo / "docs" / "checks.md").read_text(), re.M)  # fmt: skip
     rules = documented_acl(repo)
     assert "+get" in rules, rules  # the new check's command, derived from its declaration
