@@ -35,7 +35,8 @@ from tests.conftest import _require_lab
 pytestmark = pytest.mark.lab
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "tests" / "new_check" / "sample_check.py"
+SAMPLE = ROOT / "tests" / "new_check" / "sample_check.py"  # heartbeat: a broker check
+HOST_SAMPLE = ROOT / "tests" / "new_check" / "sample_host_check.py"  # stamp: a host check
 # the tests that cover every check, each deriving the list from the registry
 SUITE = [
     "tests/test_check_contract.py",
@@ -84,6 +85,7 @@ def copy_with_the_new_check(dest: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, target)
     shutil.copy2(SAMPLE, repo / "checks" / "sample_check.py")
+    shutil.copy2(HOST_SAMPLE, repo / "checks" / "sample_host_check.py")
     return repo
 
 
@@ -167,6 +169,10 @@ def test_a_new_check_in_one_file_passes_the_suite_with_no_other_file_touched(
         "test_every_broker_check_keeps_the_contract[heartbeat] PASSED",
         "test_every_declared_example_loads_and_names_every_key[heartbeat] PASSED",
         "test_every_key_of_every_check_is_documented[heartbeat] PASSED",
+        "test_every_registered_check_declares_everything[stamp] PASSED",
+        "test_every_host_check_keeps_the_contract[stamp] PASSED",
+        "test_every_declared_example_loads_and_names_every_key[stamp] PASSED",
+        "test_every_key_of_every_check_is_documented[stamp] PASSED",
     ):
         assert test in out, out[-6000:]
     # and nothing but the new file differs from this tree
@@ -175,7 +181,7 @@ def test_a_new_check_in_one_file_passes_the_suite_with_no_other_file_touched(
         for p in repo.rglob("*")
         if p.is_file() and "__pycache__" not in p.parts
     } - set(tracked_files())
-    assert changed == {"checks/sample_check.py"}, changed
+    assert changed == {"checks/sample_check.py", "checks/sample_host_check.py"}, changed
     # and of this tree's files only those the declarations generate differ, as generated
     edited = {n for n in tracked_files() if (repo / n).read_bytes() != (ROOT / n).read_bytes()}
     assert edited == GENERATED, edited
@@ -191,8 +197,8 @@ def documented_acl(repo: Path) -> list[str]:
     return line.group(1).split()
 
 
-BROKER_CHECKS = (
-    "[checks.heartbeat]\n[checks.broker]\n[checks.clients]\n"
+CHECKS = (
+    "[checks.heartbeat]\n[checks.stamp]\n[checks.broker]\n[checks.clients]\n"
     '[checks.queue_depth]\nkeys = ["arena:queue"]\ncap = 100\nsamples = 1\n'
     '[checks.live_hash]\n[checks.rater_probe]\ninbox = "arena:rater:inbox"\ntimeout = "2s"\n'
 )
@@ -204,12 +210,16 @@ def test_the_framework_serves_the_new_check_without_naming_it(copy: Copy) -> Non
     repo = copy.repo
     example = (repo / "hosts.example.toml").read_text()
     assert "\n[checks.heartbeat]\nprefix = " in example  # its declared example, added
-    assert re.search(r"^\| `heartbeat` \| the broker \| each worker host's heartbeat", (
-        repo / "docs" / "checks.md").read_text(), re.M)  # fmt: skip
+    assert "\n[checks.stamp]\nmax_age = " in example
+    index = (repo / "docs" / "checks.md").read_text()
+    assert re.search(r"^\| `heartbeat` \| the broker \| each worker host's heartbeat", index, re.M)
+    assert re.search(r"^\| `stamp` \| each host \(SSH\) \| each host's periodic job", index, re.M)
     rules = documented_acl(repo)
     assert "+get" in rules, rules  # the new check's command, derived from its declaration
     proc = copy.run("-m", "fleetcheck", "checks")
-    assert proc.returncode == 0 and re.search(r"^\s*heartbeat\b", proc.stdout, re.M), proc.stdout
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^heartbeat +broker ", proc.stdout, re.M), proc.stdout
+    assert re.search(r"^stamp +host ", proc.stdout, re.M), proc.stdout
     with Lab(netns=False) as lab:
         n1, n2 = lab.add_host("n1"), lab.add_host("n2")
         lab.start_workers(n1, 1)
@@ -219,9 +229,13 @@ def test_the_framework_serves_the_new_check_without_naming_it(copy: Copy) -> Non
         admin.set("arena:hb:n1", str(time.time()))  # n2 never beat: CRIT
         admin.rpush("arena:queue", '{"enqueued_at": 1}')
         admin.hset("arena:live", "m1", json.dumps({"started_at": int(time.time()), "host": "n1"}))
-        conf = lab.config(checks=BROKER_CHECKS)
+        stamp = lab.dir / "n1-last-ok"  # n1's job ran just now; n2's stamp is missing: CRIT
+        stamp.write_text("")
+        extra = {"n1": f'stamp_path = "{stamp}"', "n2": f'stamp_path = "{lab.dir}/n2-last-ok"'}
+        conf = lab.config(checks=CHECKS, host_extra=extra)
         proc = copy.run("-m", "fleetcheck", "config", "check", "-c", str(conf))
-        assert proc.returncode == 0 and "heartbeat" in proc.stdout, proc.stdout + proc.stderr
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "heartbeat" in proc.stdout and "stamp" in proc.stdout, proc.stdout
         args = ["config", "discover", "--url", lab.broker_url, "--ssh-config", "/dev/null"]
         proc = copy.run("-m", "fleetcheck", *args)
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -255,6 +269,7 @@ def test_the_framework_serves_the_new_check_without_naming_it(copy: Copy) -> Non
         assert unknown(report) == set(), report["results"]
         rows = {(r["check"], r["host"]): r["status"] for r in report["results"]}
         assert rows[("heartbeat", "n1")] == "OK" and rows[("heartbeat", "n2")] == "CRIT", rows
+        assert rows[("stamp", "n1")] == "OK" and rows[("stamp", "n2")] == "CRIT", rows
         # the same user without GET: doctor names the check and the +command; the patrol's
         # heartbeat rows are the only ones it cannot see
         doctor, report = as_user("nogets", [r for r in rules if r != "+get"])
