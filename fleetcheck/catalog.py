@@ -9,7 +9,8 @@
   key, writes on the keys the writing commands name.
 
 `python -m fleetcheck.catalog` rewrites the three files in the current directory (a clone);
-`--check` only says which differ (exit 1). tests/test_example_config.py and
+`--check` only says which differ (exit 1). Only the built-in checks (fleetcheck.checks): a
+third-party check documents itself. tests/test_example_config.py and
 tests/test_docs_checks.py hold the files to what this generates, so a new check cannot be
 missing from any of them.
 """
@@ -120,7 +121,7 @@ def main(argv: list[str]) -> int:
 
     root = Path.cwd()
     differ = []
-    for name, text in generated(root, registry.available()).items():
+    for name, text in generated(root, registry.builtins()).items():
         if (root / name).read_text() != text:
             differ.append(name)
             if "--check" not in argv:

@@ -52,13 +52,13 @@ def test_every_registered_check_is_shown() -> None:
     again from the declarations (`python -m fleetcheck.catalog`, which adds its `example`)."""
     from fleetcheck import catalog
 
-    missing = sorted(set(registry.available()) - set(shown_tables()))
+    missing = sorted(set(registry.builtins()) - set(shown_tables()))
     assert missing == [], (
         f"hosts.example.toml does not show [checks.{missing[0]}] "
         f"(missing: {', '.join(missing)}): run `python -m fleetcheck.catalog` in the clone to "
         "add each check's declared `example`"
     )
-    assert catalog.example_config(EXAMPLE.read_text(), registry.available()) == (
+    assert catalog.example_config(EXAMPLE.read_text(), registry.builtins()) == (
         EXAMPLE.read_text()
     ), "hosts.example.toml: its check tables differ from the declarations: run " \
         "`python -m fleetcheck.catalog`"  # fmt: skip
