@@ -5,10 +5,11 @@ looks at, and say what to fix where it cannot.
 Three steps, all within the patrol deadline, writing nothing anywhere:
 1. The broker: connect (auth, TLS, the master the sentinels name), then the ACL: every command
    the enabled checks declare they send (`Check.broker_commands`), with its keys, is queued
-   inside MULTI and the transaction DISCARDed (EXEC is proven by an empty MULTI ... EXEC): the server checks a queued command's ACL (command and keys) when it queues it,
-   and never runs it, so the rater probe's RPUSH is proven allowed without a byte written
-   (MONITOR shows MULTI and DISCARD only). A user who may not run MULTI is asked with ACL
-   DRYRUN; when neither is allowed the writes stay unproven (said so).
+   inside MULTI and the transaction DISCARDed: the server checks a queued command's ACL
+   (command and keys) when it queues it, and never runs it, so the rater probe's RPUSH is
+   proven allowed without a byte written (MONITOR shows MULTI and DISCARD, and an empty
+   MULTI ... EXEC that proves EXEC). A user who may not run MULTI is asked with ACL DRYRUN;
+   when neither is allowed the writes stay unproven (said so).
 2. Each host: a new SSH connection (host key, auth: known_hosts is never added to here, as if
    accept_new were off), then `true` through the login shell, timed: the shell's startup
    files (~/.bashrc, $BASH_ENV) run before every command of every patrol.
