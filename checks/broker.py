@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from fleetcheck.config import Duration, HostConfig
+from fleetcheck.config import Duration, FleetConfig, HostConfig
 from fleetcheck.core.brokerlink import BrokerFailed, BrokerRefused
-from fleetcheck.core.check import Check, Scope
+from fleetcheck.core.check import BrokerCommand, Check, Scope, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.judge import Findings, check_count, check_duration, check_share, exceeds
@@ -32,6 +32,7 @@ from fleetcheck.parse.duration import format_duration
 from fleetcheck.transport.redis import REFUSED_CONNECTIONS
 
 if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
+    from fleetcheck.core.discovery import Draft, Sample
     from fleetcheck.lab.demo import DemoFleet
 
 
@@ -143,6 +144,16 @@ max_replica_lag = "10s"          # WARN when a replica lags its master by more
 # max_blocked = 100              # WARN past this many blocked clients (unset: report only)
 """
     demo_meaning = "the broker itself is unhealthy or misconfigured (incident 8)"
+
+    def broker_commands(
+        self, fleet: FleetConfig, config: BrokerHealthConfig
+    ) -> tuple[BrokerCommand, ...]:
+        return (cmd("INFO"),)
+
+    def discover_draft(self, sample: Sample) -> Draft | None:
+        from fleetcheck.core.discovery import Draft
+
+        return Draft(("[checks.broker]",))
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:
         """Nothing planted: the demo's broker is healthy."""

@@ -9,7 +9,6 @@ alias from ~/.ssh/config); what cannot be guessed is left as a TODO that fails
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
 import re
 from collections import Counter
@@ -18,9 +17,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fleetcheck.config import BrokerConfig, FleetConfig
-from fleetcheck.core.safe_text import printable
+from fleetcheck.core.discovery import LIVE_WORDS, QUEUE_WORDS, _has_word
+from fleetcheck.core.discovery import TODO as TODO
+
+# the drafts' vocabulary lives in the core, where the checks' drafts read it (re-exported)
+from fleetcheck.core.discovery import KeyInfo as KeyInfo
+from fleetcheck.core.discovery import LiveGuess as LiveGuess
+from fleetcheck.core.discovery import Sample as Sample
+from fleetcheck.core.discovery import comment as comment
+from fleetcheck.core.discovery import live_fields as live_fields
+from fleetcheck.core.discovery import live_hash_guess as live_hash_guess
+from fleetcheck.core.discovery import queue_guesses as queue_guesses
+from fleetcheck.core.discovery import toml_str as toml_str
 from fleetcheck.discover_ssh import ssh_aliases as ssh_aliases  # the alias step, bounded
-from fleetcheck.iso import parse_iso
 from fleetcheck.parse.clientlist import Client, normalise_ip
 
 # Words that name a program or a role, never a machine.
@@ -29,11 +38,6 @@ ROLE_WORDS = frozenset(
     main job jobs queue queues task tasks beat scheduler web api server celery rq arq dramatiq
     sidekiq bull huey fleetcheck monitor agent proc process thread conn pool sub pub""".split()
 )
-LIVE_WORDS = ("live", "running", "active", "inflight", "in_flight", "current", "matches")
-QUEUE_WORDS = ("queue", "inbox", "jobs", "tasks", "pending", "processing", "work", "backlog")
-TIME_FIELDS = ("started_at", "started", "start", "start_time", "started_ts", "ts", "since")
-OWNER_FIELDS = ("host", "owner", "worker", "hostname", "node", "machine")
-TODO = "TODO"
 HALF_OPEN_IDLE = 600  # seconds idle, not blocked: a connection that may have no peer left
 
 
@@ -233,108 +237,7 @@ def _addr_key(addr: str) -> tuple[int, Any]:
 # ---------------------------------------------------------------- keys
 
 
-@dataclass(frozen=True)
-class KeyInfo:
-    key: str
-    type: str  # "hash" or "list"
-    size: int
-    sample: tuple[str, ...] = ()  # at most a few values (hash) or the head element (list)
-
-
-@dataclass(frozen=True)
-class LiveGuess:
-    key: str
-    started_field: str
-    owner_field: str | None
-
-
-def _looks_like_time(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int | float):
-        return 1e9 <= value <= 1e10 or 1e12 <= value <= 1e13  # epoch seconds or ms
-    if isinstance(value, str):
-        try:
-            parse_iso(value)
-            return True
-        except ValueError:
-            return False
-    return False
-
-
-def live_fields(samples: Iterable[str]) -> tuple[str, str | None] | None:
-    """(started field, owner field) when most sampled values are JSON objects with a start
-    time, else None."""
-    objs = []
-    for s in samples:
-        try:
-            v = json.loads(s)
-        except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
-            continue
-        if isinstance(v, dict):
-            objs.append(v)
-    if not objs:
-        return None
-    for f in TIME_FIELDS:
-        hits = sum(1 for o in objs if _looks_like_time(o.get(f)))
-        if hits * 2 > len(objs):
-            owner = next((o for o in OWNER_FIELDS if all(o in x for x in objs)), None)
-            return f, owner
-    return None
-
-
-def _has_word(key: str, words: Iterable[str]) -> bool:
-    parts = set(re.split(r"[^a-z0-9_]+", key.lower()))
-    return any(w in parts or any(p.startswith(w) for p in parts) for w in words)
-
-
-def live_hash_guess(keys: Iterable[KeyInfo]) -> LiveGuess | None:
-    """The hash that looks most like the live hash: its sample has start times; a live-ish
-    name and size break ties."""
-    best: tuple[tuple[int, int], LiveGuess] | None = None
-    for k in keys:
-        if k.type != "hash":
-            continue
-        found = live_fields(k.sample)
-        if found is None:
-            continue
-        score = (1 if _has_word(k.key, LIVE_WORDS) else 0, k.size)
-        if best is None or score > best[0]:
-            best = (score, LiveGuess(k.key, found[0], found[1]))
-    return best[1] if best else None
-
-
-def queue_guesses(keys: Iterable[KeyInfo]) -> list[KeyInfo]:
-    """Lists that look like queues: a queue-like name, or a JSON object at the head."""
-    out = []
-    for k in keys:
-        if k.type != "list":
-            continue
-        head_json = False
-        if k.sample:
-            try:
-                head_json = isinstance(json.loads(k.sample[0]), dict)
-            except (ValueError, RecursionError):
-                pass
-        if _has_word(k.key, QUEUE_WORDS) or head_json:
-            out.append(k)
-    return sorted(out, key=lambda k: k.key)
-
-
 # ---------------------------------------------------------------- broker sampling (I/O)
-
-
-@dataclass(frozen=True)
-class Sample:
-    clients: list[Client]  # everything but our own connection
-    info: dict[str, Any]
-    keys: list[KeyInfo]  # hashes and lists seen by the bounded SCAN
-    scanned: int  # keys the SCAN looked at
-    complete: bool  # the SCAN reached the end of the keyspace
-    db_keys: int | None  # keys in the database, from INFO keyspace
-    # queue keys their consumers or a known framework's own keys name, empty ones included:
-    # {key: why}
-    consumer_queues: dict[str, str] = field(default_factory=dict)
 
 
 HASH_SAMPLES = 20  # hashes whose values are sampled (most live-like names first)
@@ -502,17 +405,6 @@ def _text(value: Any) -> str:
 # ---------------------------------------------------------------- the draft
 
 
-def toml_str(text: str) -> str:
-    """A TOML basic string (JSON's escapes are TOML's, for every code point)."""
-    return json.dumps(text, ensure_ascii=True)
-
-
-def comment(text: str) -> str:
-    """Text safe inside a TOML comment: one line, no control characters (`printable`'s
-    visible escapes, then `?` for anything else a terminal would not show as itself)."""
-    return "".join(ch if ch.isprintable() else "?" for ch in printable(text))
-
-
 def broker_table(broker: BrokerConfig) -> list[str]:
     """The [broker] table for the draft: how this run reached the broker, minus secrets (the
     URL's password is left out: a draft gets shared; password_env says where it lives)."""
@@ -616,52 +508,23 @@ def _host_block(h: HostDraft, ssh_config: str) -> list[str]:
 
 
 def _check_tables(sample: Sample) -> list[str]:
-    lines = ["[checks.clients]", "", "[checks.broker]", ""]
-    live = live_hash_guess(sample.keys)
-    if live is not None:
-        lines += ["[checks.live_hash]", f"key = {toml_str(live.key)}"]
-        if live.started_field != "started_at":
-            lines.append(f"started_field = {toml_str(live.started_field)}")
-        if live.owner_field and live.owner_field != "host":
-            lines.append(f"owner_field = {toml_str(live.owner_field)}")
-        lines += ['max_age = "900s"  # longer than any real match may run', ""]
-    else:
-        lines += ["# no hash looked like a live hash (JSON values with a start time)", ""]
-    queues = queue_guesses(sample.keys)
-    sized = {k.key: k.size for k in sample.keys if k.type == "list"}
-    extra = [q for q in sorted(sample.consumer_queues) if q not in {k.key for k in queues}]
-    blocked = sum(1 for c in sample.clients if "b" in c.flags)
-    if blocked:
-        lines.append(
-            f"# {blocked} clients wait in a blocking pop: CLIENT LIST names the command, "
-            "not its keys; the queues below come from the keys and known frameworks' shapes"
-        )
-    if queues or extra:
-        names = [k.key for k in queues] + extra
-        keys = ", ".join(toml_str(k) for k in names)
-        sizes = ", ".join(f"{k} {sized.get(k, 0)}" for k in names)
-        lines += [
-            "[checks.queue_depth]",
-            f"keys = [{keys}]  # lengths now: {comment(sizes)}",
-        ]
-        lines += [
-            f"#   {comment(q)}: {comment(sample.consumer_queues[q])} (empty now)"
-            for q in extra
-            if sized.get(q, 0) == 0
-        ]
-        lines += [
-            f'cap = "{TODO}"  # TODO: the cap your enqueue guard enforces on their sum',
-            "",
-        ]
-    else:
-        lines += ["# no list looked like a queue", ""]
-    lines += ["# [checks.logs]  # TODO: enable once hosts have logs", ""]
+    """Each check's own draft (`Check.discover_draft`), then the keys seen, those no draft
+    proposed marked."""
+    from fleetcheck.core import registry
+
+    lines: list[str] = []
+    proposed: set[str] = set()
+    for check in registry.available().values():
+        part = check.discover_draft(sample)
+        if part is not None:
+            lines += [*part.lines, ""]
+            proposed.update(part.keys)
     scanned = f"{sample.scanned} keys scanned" + ("" if sample.complete else " (limit reached)")
     if sample.db_keys is not None:
         scanned += f" of {sample.db_keys}"
     lines.append(f"# {scanned}; hashes and lists seen:")
     for k in sorted(sample.keys, key=lambda k: (k.type, k.key))[:40]:
-        mark = "" if k in queues or (live and k.key == live.key) else "  (not proposed)"
+        mark = "" if k.key in proposed else "  (not proposed)"
         lines.append(f"#   {k.type:<4} {comment(k.key)}  size {k.size}{mark}")
     if len(sample.keys) > 40:
         lines.append(f"#   ... and {len(sample.keys) - 40} more")

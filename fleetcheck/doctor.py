@@ -4,11 +4,12 @@ looks at, and say what to fix where it cannot.
 
 Three steps, all within the patrol deadline, writing nothing anywhere:
 1. The broker: connect (auth, TLS, the master the sentinels name), then the ACL: every command
-   the enabled checks send, with its keys, is queued inside MULTI and the transaction
-   DISCARDed: the server checks a queued command's ACL (command and keys) when it queues it,
-   and never runs it, so the rater probe's RPUSH is proven allowed without a byte written
-   (MONITOR shows MULTI and DISCARD only). A user who may not run MULTI is asked with ACL
-   DRYRUN; when neither is allowed the writes stay unproven (said so).
+   the enabled checks declare they send (`Check.broker_commands`), with its keys, is queued
+   inside MULTI and the transaction DISCARDed: the server checks a queued command's ACL
+   (command and keys) when it queues it, and never runs it, so the rater probe's RPUSH is
+   proven allowed without a byte written (MONITOR shows MULTI and DISCARD, and an empty
+   MULTI ... EXEC that proves EXEC). A user who may not run MULTI is asked with ACL DRYRUN;
+   when neither is allowed the writes stay unproven (said so).
 2. Each host: a new SSH connection (host key, auth: known_hosts is never added to here, as if
    accept_new were off), then `true` through the login shell, timed: the shell's startup
    files (~/.bashrc, $BASH_ENV) run before every command of every patrol.
@@ -29,81 +30,51 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetcheck.config import FleetConfig, HostConfig
+from fleetcheck.core.check import BrokerCommand, cmd
 
 SLOW_STARTUP_S = 1.0  # a login shell slower than this to start costs every patrol that much
-WRITERS = ("rater_probe",)  # checks that push to the broker: proven by the ACL step only
+# commands that open or close a transaction: doctor's own MULTI proves MULTI, an empty
+# MULTI ... EXEC proves EXEC; none of them can be queued inside a MULTI
+TRANSACTION = ("multi", "exec", "discard")
+CONNECTION = "the connection"  # who needs PING: every patrol's connection, before any check
 
 
 @dataclass(frozen=True)
 class Need:
-    """One command a check sends: its words (keys included) and whether it writes."""
+    """One command a check sends (its `broker_commands` declaration) and the check."""
 
     check: str
-    args: tuple[str, ...]
-    writes: bool = False
+    command: BrokerCommand
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        return self.command.args
 
     @property
     def name(self) -> str:
         """The command as ACL rules name it: `client|list` for a subcommand."""
-        first = self.args[0].lower()
-        if first in ("client", "acl", "config", "command") and len(self.args) > 1:
-            return f"{first}|{self.args[1].lower()}"
-        return first
+        return self.command.name
 
     @property
     def keys(self) -> tuple[str, ...]:
-        return tuple(a for a in self.args[1:] if a.startswith("\0"))
+        return self.command.keys
 
-
-def _k(key: str) -> str:
-    return "\0" + key  # a key among a command's words (for the ACL fix: ~KEY)
+    @property
+    def writes(self) -> bool:
+        return self.command.writes
 
 
 def broker_needs(fleet: FleetConfig) -> list[Need]:
-    """Every command the enabled broker checks send (found in checks/: PING and INFO by
-    broker, CLIENT ID and CLIENT LIST by clients, ...). tests/test_doctor.py holds this list
-    to what MONITOR sees a real patrol send."""
-    needs: list[Need] = [Need("broker", ("PING",))]
-    for name, cfg in fleet.checks.items():
-        if name == "broker":
-            needs.append(Need(name, ("INFO",)))
-        elif name == "clients":
-            needs += [Need(name, ("CLIENT", "ID")), Need(name, ("CLIENT", "LIST"))]
-        elif name == "queue_depth":
-            for key in cfg.keys:
-                needs += [
-                    Need(name, ("LLEN", _k(key))),
-                    Need(name, ("LINDEX", _k(key), "0")),
-                    Need(name, ("TYPE", _k(key))),
-                ]
-        elif name == "live_hash":
-            needs += [
-                Need(name, ("TIME",)),
-                Need(name, ("INFO",)),
-                Need(name, ("CLIENT", "ID")),
-                Need(name, ("CLIENT", "LIST")),
-                Need(name, ("TYPE", _k(cfg.key))),
-                Need(name, ("HSCAN", _k(cfg.key), "0", "COUNT", "1")),
-            ]
-        elif name == "rater_probe":
-            inbox = cfg.inbox
-            needs += [
-                Need(name, ("INFO",)),
-                Need(name, ("TYPE", _k(inbox))),
-                Need(name, (cfg.push.upper(), _k(inbox), "x"), writes=True),
-                Need(name, ("LREM", _k(inbox), "1", "x"), writes=True),
-                Need(name, ("LPOS", _k(inbox), "x")),
-                Need(name, ("LLEN", _k(inbox))),
-                Need(name, ("LRANGE", _k(inbox), "0", "0")),
-                Need(name, ("CLIENT", "LIST")),
-            ]
-            ack = cfg.ack or ""
-            if ack.startswith("reply:"):
-                reply = ack.split(":", 1)[1]
-                needs += [
-                    Need(name, ("LPOS", _k(reply), "x")),
-                    Need(name, ("LRANGE", _k(reply), "0", "0")),
-                ]
+    """Every command the enabled checks declare they send (`Check.broker_commands`), the
+    connection's PING first, each once (named with the first check that declares it).
+    tests/test_doctor.py holds this list to what MONITOR sees a real patrol send."""
+    from fleetcheck.core import registry
+
+    checks = registry.select(list(fleet.checks))
+    needs = [Need(CONNECTION, cmd("PING"))]
+    for name, config in fleet.checks.items():
+        if name in checks:
+            needs += [Need(name, c) for c in checks[name].broker_commands(fleet, config)]
     seen: set[tuple[str, ...]] = set()
     out = []
     for need in needs:
@@ -111,6 +82,12 @@ def broker_needs(fleet: FleetConfig) -> list[Need]:
             seen.add(need.args)
             out.append(need)
     return out
+
+
+def writers(fleet: FleetConfig) -> set[str]:
+    """The enabled checks that write to the broker (a `writes` command): proven by the ACL
+    step only, never run by doctor's patrol."""
+    return {n.check for n in broker_needs(fleet) if n.writes}
 
 
 @dataclass
@@ -181,7 +158,9 @@ def check_acl(client: Any, needs: list[Need], user: str, found: Findings, where:
         except redis.ResponseError:
             return False
         for need in needs:
-            conn.send_command(*(a.lstrip("\0") for a in need.args))
+            if need.name in TRANSACTION:
+                continue
+            conn.send_command(*need.args)
             try:
                 conn.read_response()
             except redis.ResponseError as e:
@@ -190,6 +169,19 @@ def check_acl(client: Any, needs: list[Need], user: str, found: Findings, where:
                     refused.append((need, text))
         conn.send_command("DISCARD")
         conn.read_response()
+        execs = [n for n in needs if n.name == "exec"]
+        if execs:  # an empty transaction: EXEC runs nothing
+            conn.send_command("MULTI")
+            conn.read_response()
+            conn.send_command("EXEC")
+            try:
+                conn.read_response()
+            except redis.ResponseError as e:
+                if not _refused(str(e)):
+                    raise
+                refused.append((execs[0], str(e)))
+                conn.send_command("DISCARD")
+                conn.read_response()
     except Exception:
         conn.disconnect()
         raise
@@ -208,9 +200,7 @@ def check_acl_dryrun(
     refused = []
     for need in needs:
         try:
-            reply = client.execute_command(
-                "ACL", "DRYRUN", user, *(a.lstrip("\0") for a in need.args)
-            )
+            reply = client.execute_command("ACL", "DRYRUN", user, *need.args)
         except redis.ResponseError:
             return False
         text = reply.decode() if isinstance(reply, bytes) else str(reply)
@@ -224,7 +214,7 @@ def _report_refused(
     refused: list[tuple[Need, str]], user: str, found: Findings, where: str
 ) -> None:
     for need, _ in refused:
-        keys = [k.lstrip("\0") for k in need.keys]
+        keys = list(need.keys)
         on = f" on {', '.join(keys)}" if keys else ""
         rule = " ".join([f"+{need.name}", *(f"~{k}" for k in keys)])
         found.problem(
@@ -402,7 +392,8 @@ def doctor(fleet: FleetConfig, deadline: float | None = None) -> tuple[list[str]
     finally:
         connector.close()
 
-    reading = {n: c for n, c in fleet.checks.items() if n not in WRITERS}
+    writing = writers(fleet)
+    reading = {n: c for n, c in fleet.checks.items() if n not in writing}
     quiet = dataclasses.replace(fleet, checks=reading)
     checks = registry.select(list(reading))
     items = runner.plan(quiet, checks)

@@ -51,3 +51,48 @@ def test_every_key_of_every_check_is_documented(name: str) -> None:
     documented = {w for span in re.findall(r"`([^`]+)`", text) for w in re.findall(r"\w+", span)}
     missing = sorted(keys_of(check) - documented)
     assert missing == [], f"{name}: keys not documented (as `key`) in {where}: {missing}"
+
+
+def test_the_index_lists_every_check_as_declared() -> None:
+    """docs/checks.md's index (name, where it runs, `description`) is generated from the
+    declarations: a new check missing from it, or a description changed, fails here."""
+    from fleetcheck import catalog
+
+    text = REFERENCE.read_text()
+    assert catalog.INDEX_START in text, "docs/checks.md: no index (python -m fleetcheck.catalog)"
+    shown = set(re.findall(r"^\| `(\w+)` \|", text.split(catalog.INDEX_START)[1], re.M))
+    missing = sorted(set(registry.builtins()) - shown)
+    assert missing == [], (
+        f"docs/checks.md's index does not list {missing}: run `python -m fleetcheck.catalog` "
+        "in the clone (it writes each check's declared description)"
+    )
+    assert catalog.with_index(text, catalog.checks_index(registry.builtins())) == text, (
+        "docs/checks.md's index differs from the checks' declarations: run "
+        "`python -m fleetcheck.catalog`"
+    )
+
+
+def test_the_documented_acl_is_every_declared_command() -> None:
+    """docs/brokers.md's least-privilege user grants exactly the commands the checks of
+    hosts.example.toml declare (`broker_commands`) and the connection's, and writes on exactly
+    the keys their writing commands name: a check's new command missing from it fails here,
+    naming it (tests/test_broker_server.py patrols as that user, tests/test_doctor.py holds
+    the declarations to what MONITOR sees)."""
+    from fleetcheck import catalog
+
+    brokers = (ROOT / "docs" / "brokers.md").read_text()
+    line = re.search(r"^ACL SETUSER .*$", brokers.split(catalog.ACL_MARK, 1)[1], re.M)
+    assert line is not None, f"docs/brokers.md: no ACL SETUSER line after {catalog.ACL_MARK}"
+    derived = catalog.patrol_acl((ROOT / "hosts.example.toml").read_text()).split()
+    documented = line.group(0).split()
+    for kind, mark in (("commands", "+"), ("key patterns", "~")):
+        want = {w for w in derived if w.startswith(mark)}
+        have = {w for w in documented if w.startswith(mark)}
+        assert want <= have, (
+            f"docs/brokers.md's ACL lacks {sorted(want - have)} that the checks declare: "
+            "run `python -m fleetcheck.catalog`"
+        )
+        assert have <= want, (
+            f"docs/brokers.md's ACL grants {kind} {sorted(have - want)} no check declares"
+        )
+    assert documented == derived, "docs/brokers.md's ACL line: run `python -m fleetcheck.catalog`"

@@ -1,6 +1,11 @@
 """The issue's "done when": a new check written as ONE file in `checks/` by docs/CONTRIBUTING.md
 passes the suite's tests that cover every check (contract, example config, start-up imports,
-read-only guarantees, docs, import cycles) with no other file touched.
+read-only guarantees, docs, import cycles) with no other file touched but the three the
+declarations generate (`python -m fleetcheck.catalog`: hosts.example.toml's check tables,
+docs/checks.md's index, docs/brokers.md's ACL), and the framework serves it without naming it:
+`fleetcheck checks`, `config check`, `config discover`'s draft, and `doctor`, which under an ACL
+user lacking its command names the check and the `+command`, and agrees with a patrol on every
+row both then and under the ACL docs/brokers.md gives.
 
 tests/new_check/sample_check.py (a broker-scope check with one per-host key) is copied into
 `checks/` of a copy of this repository (its tracked files as they are in the working tree) and
@@ -12,11 +17,16 @@ install.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +35,8 @@ from tests.conftest import _require_lab
 pytestmark = pytest.mark.lab
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "tests" / "new_check" / "sample_check.py"
+SAMPLE = ROOT / "tests" / "new_check" / "sample_check.py"  # heartbeat: a broker check
+HOST_SAMPLE = ROOT / "tests" / "new_check" / "sample_host_check.py"  # stamp: a host check
 # the tests that cover every check, each deriving the list from the registry
 SUITE = [
     "tests/test_check_contract.py",
@@ -74,13 +85,37 @@ def copy_with_the_new_check(dest: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, target)
     shutil.copy2(SAMPLE, repo / "checks" / "sample_check.py")
+    shutil.copy2(HOST_SAMPLE, repo / "checks" / "sample_host_check.py")
     return repo
 
 
-def test_a_new_check_in_one_file_passes_the_suite_with_no_other_file_touched(
-    tmp_path: Path,
-) -> None:
+GENERATED = {"hosts.example.toml", "docs/checks.md", "docs/brokers.md"}
+
+
+@dataclass
+class Copy:
+    repo: Path
+    env: dict[str, str]
+
+    def run(
+        self, *args: str, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`python ARGS` in the copy (`-m fleetcheck ...` is its CLI)."""
+        return subprocess.run(
+            [sys.executable, *args],
+            cwd=self.repo,
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory: pytest.TempPathFactory) -> Copy:
+    """The copy with the new check, its generated files written as a contributor would."""
     _require_lab()
+    tmp_path = tmp_path_factory.mktemp("new-check")
     repo = copy_with_the_new_check(tmp_path)
     site = tmp_path / "site"
     site.mkdir()
@@ -91,6 +126,23 @@ def test_a_new_check_in_one_file_passes_the_suite_with_no_other_file_touched(
         "FLEETCHECK_COPY": str(repo),
         "FLEETCHECK_REQUIRE_LAB": "1",  # in the copy a test that would skip fails instead
     }
+    out = Copy(repo, env)
+    proc = out.run("-m", "fleetcheck.catalog")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == f"{', '.join(sorted(GENERATED, key=order))}: rewritten", (
+        proc.stdout
+    )
+    return out
+
+
+def order(name: str) -> int:
+    return ["hosts.example.toml", "docs/checks.md", "docs/brokers.md"].index(name)
+
+
+def test_a_new_check_in_one_file_passes_the_suite_with_no_other_file_touched(
+    copy: Copy,
+) -> None:
+    repo, env = copy.repo, copy.env
     where = subprocess.run(
         [sys.executable, "-c", "import fleetcheck.checks.sample_check as m; print(m.__file__)"],
         cwd=repo,
@@ -117,6 +169,10 @@ def test_a_new_check_in_one_file_passes_the_suite_with_no_other_file_touched(
         "test_every_broker_check_keeps_the_contract[heartbeat] PASSED",
         "test_every_declared_example_loads_and_names_every_key[heartbeat] PASSED",
         "test_every_key_of_every_check_is_documented[heartbeat] PASSED",
+        "test_every_registered_check_declares_everything[stamp] PASSED",
+        "test_every_host_check_keeps_the_contract[stamp] PASSED",
+        "test_every_declared_example_loads_and_names_every_key[stamp] PASSED",
+        "test_every_key_of_every_check_is_documented[stamp] PASSED",
     ):
         assert test in out, out[-6000:]
     # and nothing but the new file differs from this tree
@@ -125,4 +181,106 @@ def test_a_new_check_in_one_file_passes_the_suite_with_no_other_file_touched(
         for p in repo.rglob("*")
         if p.is_file() and "__pycache__" not in p.parts
     } - set(tracked_files())
-    assert changed == {"checks/sample_check.py"}, changed
+    assert changed == {"checks/sample_check.py", "checks/sample_host_check.py"}, changed
+    # and of this tree's files only those the declarations generate differ, as generated
+    edited = {n for n in tracked_files() if (repo / n).read_bytes() != (ROOT / n).read_bytes()}
+    assert edited == GENERATED, edited
+    proc = copy.run("-m", "fleetcheck.catalog", "--check")
+    assert proc.returncode == 0 and proc.stdout.strip() == "up to date", proc.stdout
+
+
+def documented_acl(repo: Path) -> list[str]:
+    """The ACL rules the copy's docs/brokers.md gives (generated with the new check)."""
+    text = (repo / "docs" / "brokers.md").read_text().split("<!-- acl:patrol -->", 1)[1]
+    line = re.search(r"^ACL SETUSER fleetcheck (.+)$", text, re.M)
+    assert line is not None, text[:400]
+    return line.group(1).split()
+
+
+CHECKS = (
+    "[checks.heartbeat]\n[checks.stamp]\n[checks.broker]\n[checks.clients]\n"
+    '[checks.queue_depth]\nkeys = ["arena:queue"]\ncap = 100\nsamples = 1\n'
+    '[checks.live_hash]\n[checks.rater_probe]\ninbox = "arena:rater:inbox"\ntimeout = "2s"\n'
+)
+
+
+def test_the_framework_serves_the_new_check_without_naming_it(copy: Copy) -> None:
+    from fleetcheck.lab import Lab
+
+    repo = copy.repo
+    example = (repo / "hosts.example.toml").read_text()
+    assert "\n[checks.heartbeat]\nprefix = " in example  # its declared example, added
+    assert "\n[checks.stamp]\nmax_age = " in example
+    index = (repo / "docs" / "checks.md").read_text()
+    assert re.search(r"^\| `heartbeat` \| the broker \| each worker host's heartbeat", index, re.M)
+    assert re.search(r"^\| `stamp` \| each host \(SSH\) \| each host's periodic job", index, re.M)
+    rules = documented_acl(repo)
+    assert "+get" in rules, rules  # the new check's command, derived from its declaration
+    proc = copy.run("-m", "fleetcheck", "checks")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^heartbeat +broker ", proc.stdout, re.M), proc.stdout
+    assert re.search(r"^stamp +host ", proc.stdout, re.M), proc.stdout
+    with Lab(netns=False) as lab:
+        n1, n2 = lab.add_host("n1"), lab.add_host("n2")
+        lab.start_workers(n1, 1)
+        lab.start_workers(n2, 1)
+        lab.start_rater()
+        admin = lab.client()
+        admin.set("arena:hb:n1", str(time.time()))  # n2 never beat: CRIT
+        admin.rpush("arena:queue", '{"enqueued_at": 1}')
+        admin.hset("arena:live", "m1", json.dumps({"started_at": int(time.time()), "host": "n1"}))
+        stamp = lab.dir / "n1-last-ok"  # n1's job ran just now; n2's stamp is missing: CRIT
+        stamp.write_text("")
+        extra = {"n1": f'stamp_path = "{stamp}"', "n2": f'stamp_path = "{lab.dir}/n2-last-ok"'}
+        conf = lab.config(checks=CHECKS, host_extra=extra)
+        proc = copy.run("-m", "fleetcheck", "config", "check", "-c", str(conf))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "heartbeat" in proc.stdout and "stamp" in proc.stdout, proc.stdout
+        args = ["config", "discover", "--url", lab.broker_url, "--ssh-config", "/dev/null"]
+        proc = copy.run("-m", "fleetcheck", *args)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "\n[checks.heartbeat]\nprefix = " in proc.stdout, proc.stdout
+
+        def as_user(
+            name: str, user_rules: list[str]
+        ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+            """doctor, then a patrol, as ACL user `name` with `user_rules`."""
+            admin.execute_command("ACL", "SETUSER", name, "reset", *user_rules, ">Pw-new")
+            text = conf.read_text().replace(
+                f'url = "{lab.broker_url}"',
+                f'url = "{lab.broker_url}"\nusername = "{name}"\npassword_env = "FC_NEW_PW"',
+            )
+            path = conf.with_name(f"{name}.toml")
+            path.write_text(text)
+            env = {"FC_NEW_PW": "Pw-new"}
+            doctor = copy.run("-m", "fleetcheck", "doctor", "-c", str(path), env=env)
+            run = copy.run(
+                "-m", "fleetcheck", "run", "-c", str(path), "--no-state", "-f", "json", env=env
+            )
+            assert run.returncode in (0, 1, 2, 3), run.stderr
+            return doctor, json.loads(run.stdout)
+
+        def unknown(report: dict[str, Any]) -> set[str]:
+            return {r["check"] for r in report["results"] if r["status"] == "UNKNOWN"}
+
+        # the ACL docs/brokers.md gives: doctor sees everything, and so does a patrol
+        doctor, report = as_user("fleetcheck", rules)
+        assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+        assert unknown(report) == set(), report["results"]
+        rows = {(r["check"], r["host"]): r["status"] for r in report["results"]}
+        assert rows[("heartbeat", "n1")] == "OK" and rows[("heartbeat", "n2")] == "CRIT", rows
+        assert rows[("stamp", "n1")] == "OK" and rows[("stamp", "n2")] == "CRIT", rows
+        # the same user without GET: doctor names the check and the +command; the patrol's
+        # heartbeat rows are the only ones it cannot see
+        doctor, report = as_user("nogets", [r for r in rules if r != "+get"])
+        assert doctor.returncode == 3, doctor.stdout
+        assert re.search(
+            r"^broker .*: user nogets may not run GET on arena:hb:n1 \(heartbeat needs it\): "
+            r"fix: ACL SETUSER nogets \+get ~arena:hb:n1 ",
+            doctor.stdout,
+            re.M,
+        ), doctor.stdout
+        assert unknown(report) == {"heartbeat"}, report["results"]
+        named = set(re.findall(r"\((\w+) needs it\)", doctor.stdout))
+        assert named == unknown(report), (named, doctor.stdout)
+        admin.close()

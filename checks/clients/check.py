@@ -14,15 +14,16 @@ from typing import TYPE_CHECKING, Any
 from fleetcheck.checks.clients import ClientsConfig
 
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.core.check import Check, Scope
+from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, cmd
 from fleetcheck.core.context import PatrolContext
-from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs
+from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs, fleet_queues
 from fleetcheck.core.judge import exceeds
 from fleetcheck.core.model import STRENGTHS, Result, Status
 from fleetcheck.parse.clientlist import ClientTable, name_pattern, normalise_ip
 from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
+    from fleetcheck.core.discovery import Draft, Sample
     from fleetcheck.lab.demo import DemoFleet
 
 
@@ -54,7 +55,7 @@ class ClientsFacts:
     ages: Mapping[int, int] = field(default_factory=dict)  # clients by age (s), below the horizon
     young: Mapping[str, int] = field(default_factory=dict)  # broker row: age <= 1s, per host
     previous: Mapping[str, Any] | None = None  # what this row's previous round carried
-    queued: int | None = None  # jobs in the queue_depth check's lists (read when silent)
+    queued: int | None = None  # jobs in the fleet's queues (read when silent)
     received: int | None = None  # broker row: INFO total_connections_received
     run_id: str | None = None  # broker row: INFO run_id (a restart resets the counter)
 
@@ -271,6 +272,21 @@ min_clients = 10                             # fewer broker connections: WARN; n
         "no broker connection from this machine: its workers are gone or cut off, while "
         "queue depth and throughput still look fine because the others absorb the work (incident 4)"
     )
+
+    def broker_commands(
+        self, fleet: FleetConfig, config: ClientsConfig
+    ) -> tuple[BrokerCommand, ...]:
+        return (
+            cmd("CLIENT", "ID"),
+            cmd("CLIENT", "LIST"),
+            cmd("INFO"),
+            *(cmd("LLEN", Key(q)) for q in fleet_queues(fleet)),
+        )
+
+    def discover_draft(self, sample: Sample) -> Draft | None:
+        from fleetcheck.core.discovery import Draft
+
+        return Draft(("[checks.clients]",))
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:
         """Workers on n8 (polling every second), laptop (waiting in BLPOP on a list no one
@@ -670,11 +686,11 @@ def _connections_received(ctx: PatrolContext) -> tuple[int | None, str | None]:
 
 
 def _queued(ctx: PatrolContext) -> int | None:
-    """Jobs in the lists the queue_depth check names (its config, read as plain values:
-    no check imports another), in one pipelined LLEN round trip; None when there are none
-    or they cannot be read (the silence is judged without them)."""
-    keys = getattr(ctx.fleet.checks.get("queue_depth"), "keys", None)
-    if not keys or not all(isinstance(k, str) for k in keys):
+    """Jobs in the fleet's queues (fleetcheck.core.hostfacts.fleet_queues), in one pipelined
+    LLEN round trip; None when there are none or they cannot be read (the silence is judged
+    without them)."""
+    keys = fleet_queues(ctx.fleet)
+    if not keys:
         return None
     try:
         pipe = ctx.broker().pipeline(transaction=False)

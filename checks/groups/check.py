@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fleetcheck.checks.groups import GroupsConfig, GroupsHostConfig
 
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.core.check import Check, Scope
+from fleetcheck.core.check import BrokerCommand, Check, Scope, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.hostfacts import addrs_of
 from fleetcheck.core.model import Result, Status, worst
@@ -76,6 +76,11 @@ min_group_clients = 0            # only in [groups.NAME]: broker connections of 
         "fewer machines of this pool are at work than it needs, whichever they are: an "
         "autoscaled pool judged as a pool (incident 4)"
     )
+
+    def broker_commands(
+        self, fleet: FleetConfig, config: GroupsConfig
+    ) -> tuple[BrokerCommand, ...]:
+        return (cmd("CLIENT", "ID"), cmd("CLIENT", "LIST"))
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:
         """The pool is n8, laptop and mini; it needs all three, and mini has no workers."""

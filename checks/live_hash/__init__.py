@@ -14,14 +14,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from fleetcheck.config import Duration, HostConfig, InvalidValue, zone
-from fleetcheck.core.check import Check, Scope
+from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue, zone
+from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.judge import check_count, check_duration, check_share, exceeds
 from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
+    from fleetcheck.core.discovery import Draft, Sample
     from fleetcheck.lab.demo import DemoFleet
 
 if TYPE_CHECKING:  # the scan code is imported by the probe, not by the config's validation
@@ -133,6 +134,33 @@ show = 5                         # stale entries listed as evidence
         "entries of the live hash whose match is certainly over: leaked when workers "
         "were SIGKILLed; `fleetcheck reap-live --apply` removes exactly those (incident 1)"
     )
+
+    def broker_commands(
+        self, fleet: FleetConfig, config: LiveHashConfig
+    ) -> tuple[BrokerCommand, ...]:
+        return (
+            cmd("TIME"),
+            cmd("INFO"),
+            cmd("CLIENT", "ID"),
+            cmd("CLIENT", "LIST"),
+            cmd("TYPE", Key(config.key)),
+            cmd("HSCAN", Key(config.key), "0", "COUNT", "1"),
+        )
+
+    def discover_draft(self, sample: Sample) -> Draft | None:
+        """The hash whose sampled values look most like running matches."""
+        from fleetcheck.core.discovery import Draft, live_hash_guess, toml_str
+
+        live = live_hash_guess(sample.keys)
+        if live is None:
+            return Draft(("# no hash looked like a live hash (JSON values with a start time)",))
+        lines = ["[checks.live_hash]", f"key = {toml_str(live.key)}"]
+        if live.started_field != "started_at":
+            lines.append(f"started_field = {toml_str(live.started_field)}")
+        if live.owner_field and live.owner_field != "host":
+            lines.append(f"owner_field = {toml_str(live.owner_field)}")
+        lines.append('max_age = "900s"  # longer than any real match may run')
+        return Draft(tuple(lines), (live.key,))
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:
         """Twelve zombies of mini's among thirty live matches of n8's, and two malformed."""

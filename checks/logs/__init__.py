@@ -22,6 +22,7 @@ from fleetcheck.core.hostfacts import LogsHostConfig, logs_of
 from fleetcheck.core.model import Result, Status
 
 if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
+    from fleetcheck.core.discovery import Draft, Sample
     from fleetcheck.lab.demo import DemoFleet
 
 if TYPE_CHECKING:  # the parsers load only when a patrol reads a log
@@ -83,6 +84,11 @@ logs = [
         "this machine's log stopped moving; read in the writer's own zone and compared in "
         "UTC, so it is really silent, not a time-zone illusion (incidents 3, 6)"
     )
+
+    def discover_draft(self, sample: Sample) -> Draft | None:
+        from fleetcheck.core.discovery import Draft
+
+        return Draft(("# [checks.logs]  # TODO: enable once hosts have logs",))
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:
         """Logs in three zones; mini's stopped 2.5 hours ago.

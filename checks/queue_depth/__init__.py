@@ -47,6 +47,10 @@ class QueueDepthConfig:
         if self.naive_tz is not None:
             zone(self.naive_tz, "naive_tz")
 
+    def queues(self) -> tuple[str, ...]:
+        """The fleet's queues these settings name (fleetcheck.core.hostfacts.fleet_queues)."""
+        return self.keys
+
 
 CONFIG_TYPE = QueueDepthConfig
 HOST_CONFIG_TYPE = None

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from fleetcheck.checks.queue_depth import QueueDepthConfig
 
-from fleetcheck.config import HostConfig, zone
-from fleetcheck.core.check import Check, Scope
+from fleetcheck.config import FleetConfig, HostConfig, zone
+from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.judge import limit_text, worst
@@ -21,6 +21,7 @@ from fleetcheck.parse.duration import format_duration
 from fleetcheck.parse.instant import parse_instant
 
 if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
+    from fleetcheck.core.discovery import Draft, Sample
     from fleetcheck.lab.demo import DemoFleet
 
 
@@ -81,6 +82,48 @@ enqueued_field = "enqueued_at"   # JSON field with the enqueue time (epoch or IS
         "the summed depth is over the cap, which proves the enqueue guard is not "
         "holding (a check-then-act race), not merely that the fleet is busy (incident 2)"
     )
+
+    def broker_commands(
+        self, fleet: FleetConfig, config: QueueDepthConfig
+    ) -> tuple[BrokerCommand, ...]:
+        head = "0" if config.push == "rpush" else "-1"
+        return tuple(
+            c
+            for key in config.keys
+            for c in (
+                cmd("LLEN", Key(key)),
+                cmd("LINDEX", Key(key), head),
+                cmd("TYPE", Key(key)),
+            )
+        )
+
+    def discover_draft(self, sample: Sample) -> Draft | None:
+        """Lists that look like queues, and those their consumers or frameworks name."""
+        from fleetcheck.core.discovery import TODO, Draft, comment, queue_guesses, toml_str
+
+        lines = []
+        queues = queue_guesses(sample.keys)
+        sized = {k.key: k.size for k in sample.keys if k.type == "list"}
+        extra = [q for q in sorted(sample.consumer_queues) if q not in {k.key for k in queues}]
+        blocked = sum(1 for c in sample.clients if "b" in c.flags)
+        if blocked:
+            lines.append(
+                f"# {blocked} clients wait in a blocking pop: CLIENT LIST names the command, "
+                "not its keys; the queues below come from the keys and known frameworks' shapes"
+            )
+        if not (queues or extra):
+            return Draft((*lines, "# no list looked like a queue"))
+        names = [k.key for k in queues] + extra
+        keys = ", ".join(toml_str(k) for k in names)
+        sizes = ", ".join(f"{k} {sized.get(k, 0)}" for k in names)
+        lines += ["[checks.queue_depth]", f"keys = [{keys}]  # lengths now: {comment(sizes)}"]
+        lines += [
+            f"#   {comment(q)}: {comment(sample.consumer_queues[q])} (empty now)"
+            for q in extra
+            if sized.get(q, 0) == 0
+        ]
+        lines.append(f'cap = "{TODO}"  # TODO: the cap your enqueue guard enforces on their sum')
+        return Draft(tuple(lines), tuple(names))
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:
         """167 jobs queued or in flight against a cap of 100."""

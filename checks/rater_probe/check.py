@@ -21,7 +21,15 @@ from fleetcheck.checks.rater_probe.facts import (
 from fleetcheck.checks.rater_probe.judging import judge
 
 from fleetcheck.config import BrokerConfig, FleetConfig, HostConfig
-from fleetcheck.core.check import Check, CheckCommand, CommandOption, Scope
+from fleetcheck.core.check import (
+    BrokerCommand,
+    Check,
+    CheckCommand,
+    CommandOption,
+    Key,
+    Scope,
+    cmd,
+)
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.model import Report, Result
@@ -69,6 +77,29 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
         "a test envelope pushed to the rater's inbox was not consumed in time: its "
         "loop is not running, whatever its process and log say (incidents 6, 7)"
     )
+
+    def broker_commands(
+        self, fleet: FleetConfig, config: RaterProbeConfig
+    ) -> tuple[BrokerCommand, ...]:
+        """The push goes in one MULTI ... EXEC with CLIENT ID and LIST; the removal is LREM."""
+        inbox = Key(config.inbox)
+        out = [
+            cmd("INFO"),
+            cmd("TYPE", inbox),
+            cmd("MULTI"),
+            cmd(config.push.upper(), inbox, "x", writes=True),
+            cmd("EXEC"),
+            cmd("LREM", inbox, "1", "x", writes=True),
+            cmd("LPOS", inbox, "x"),
+            cmd("LLEN", inbox),
+            cmd("LRANGE", inbox, "0", "0"),
+            cmd("CLIENT", "ID"),
+            cmd("CLIENT", "LIST"),
+        ]
+        if (config.ack or "").startswith("reply:"):
+            reply = Key((config.ack or "").split(":", 1)[1])
+            out += [cmd("LPOS", reply, "x"), cmd("LRANGE", reply, "0", "0")]
+        return tuple(out)
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:
         """A healthy rater on the broker's machine, consuming its inbox for real."""

@@ -34,6 +34,13 @@ Declarations (next to name and description; the contract test names the one a ch
   of its `[checks.NAME]` table (None: not in this demo, e.g. it needs namespaces);
   `demo_meaning`: what a non-OK row means there, in the demo's words (`demo_explain` may vary
   it per row). The hook is typed against the lab only under `if TYPE_CHECKING:`.
+- `broker_commands(fleet, config)`: every command the check sends to the broker under that config
+  (`BrokerCommand`, keys marked with `Key`, `writes` for a write). `fleetcheck doctor` asks the
+  broker's ACL about each as the configured user and names the check and the `+command` a
+  refusal needs; docs/brokers.md's least-privilege ACL is derived from them
+  (`python -m fleetcheck.catalog`); tests/test_doctor.py holds them to what a patrol sends.
+- `discover_draft(sample)`: the check's `[checks.NAME]` table for `fleetcheck config discover`,
+  from what the broker showed (`fleetcheck.core.discovery.Sample`); None leaves it out.
 - `limits`: a Result keeps the settings its verdict was judged against in `limits`, never in
   `metrics` (which are measurements and become Prometheus series).
 
@@ -58,6 +65,44 @@ from fleetcheck.core.model import Result, Status
 if TYPE_CHECKING:
     from fleetcheck.config import FleetConfig, HostConfig
     from fleetcheck.core.context import PatrolContext
+    from fleetcheck.core.discovery import Draft, Sample
+
+
+@dataclass(frozen=True)
+class Key:
+    """A broker key among a command's words (an ACL grants keys apart from commands)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class BrokerCommand:
+    """One command a check sends: its words, keys as `Key`, and whether it writes."""
+
+    words: tuple[str | Key, ...]
+    writes: bool = False
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        """The words as sent."""
+        return tuple(w.name if isinstance(w, Key) else w for w in self.words)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(w.name for w in self.words if isinstance(w, Key))
+
+    @property
+    def name(self) -> str:
+        """The command as ACL rules name it: `client|list` for a subcommand."""
+        first = self.args[0].lower()
+        if first in ("client", "acl", "config", "command", "script") and len(self.words) > 1:
+            return f"{first}|{self.args[1].lower()}"
+        return first
+
+
+def cmd(*words: str | Key, writes: bool = False) -> BrokerCommand:
+    """`cmd("LLEN", Key(queue))`: a check's `broker_commands` entry."""
+    return BrokerCommand(tuple(words), writes)
 
 
 class Scope(enum.Enum):
@@ -104,6 +149,16 @@ class Check(Generic[ConfigT, FactsT]):
     def explain_hint(self, result: Result) -> tuple[str, str] | None:
         """(likely cause, what would confirm it) for one of this check's rows not OK, for
         `fleetcheck explain`; None (the default) leaves it to the rules over rows there."""
+        return None
+
+    def broker_commands(self, fleet: FleetConfig, config: ConfigT) -> tuple[BrokerCommand, ...]:
+        """Every command this check sends to the broker under `config` (none by default):
+        doctor proves each against the ACL, docs/brokers.md's ACL is derived from them."""
+        return ()
+
+    def discover_draft(self, sample: Sample) -> Draft | None:
+        """This check's table in `fleetcheck config discover`'s draft, from what the broker
+        showed; None (the default) leaves it out of the draft."""
         return None
 
     def headline_of(self, metrics: dict[str, Any]) -> str | None:

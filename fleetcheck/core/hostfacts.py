@@ -1,8 +1,9 @@
-"""Host facts several checks read: where a host's broker connections come from (`addrs`,
-with `min_clients`) and which logs it writes (`tz`, `logs`). Their per-host settings types
-live here, in the core, so a check that needs another check's host keys imports this module,
-never the other check (the `clients` and `logs` checks declare these types as their
-`host_config_type`; the config builder learns the keys from them).
+"""Facts several checks read: the queues the fleet serves (`fleet_queues`), where a host's
+broker connections come from (`addrs`, with `min_clients`) and which logs it writes (`tz`,
+`logs`). Their settings types live here, in the core, so a check that needs another check's
+host keys imports this module, never the other check (the `clients` and `logs` checks
+declare these types as their `host_config_type`; the config builder learns the keys from
+them).
 """
 
 from __future__ import annotations
@@ -44,6 +45,18 @@ def claimed_addrs(fleet: FleetConfig) -> frozenset[str]:
     return frozenset(
         normalise_ip(a) for h in fleet.hosts for a in (*addrs_of(h), *h.inventory_addrs)
     )
+
+
+def fleet_queues(fleet: FleetConfig) -> tuple[str, ...]:
+    """The lists that hold the fleet's jobs, once each: every key a configured check's
+    settings name as a queue (a settings type declares them with a `queues()` method, as
+    `[checks.queue_depth]` does with its `keys`). Checks read this, never each other's config."""
+    out: list[str] = []
+    for settings in fleet.checks.values():
+        declared = getattr(settings, "queues", None)
+        if callable(declared):
+            out += [q for q in declared() if isinstance(q, str) and q not in out]
+    return tuple(out)
 
 
 JOURNAL_FIELD = r"[A-Z0-9_]+"  # journal field names: upper case, digits, underscore

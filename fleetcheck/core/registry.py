@@ -89,13 +89,20 @@ def plugins() -> dict[str, Check]:
 
 
 @cache
-def available() -> dict[str, Check]:
-    """Every check, built-in and third-party (for listings)."""
+def builtins() -> dict[str, Check]:
+    """Every check of fleetcheck.checks (what this repository's docs describe)."""
     found: dict[str, Check] = {}
     for name in _builtin_names():
         check = builtin(name)
         if check is not None:
             found[check.name] = check
+    return found
+
+
+@cache
+def available() -> dict[str, Check]:
+    """Every check, built-in and third-party (for listings)."""
+    found = dict(builtins())
     for name, check in plugins().items():
         found.setdefault(name, check)
     return found
