@@ -111,35 +111,24 @@ def line_fields(line: str) -> dict[str, str]:
     return fields
 
 
-def _value(tokens: str, key: str) -> str | None:
-    """The value of the first token starting with `key` (" addr=") in `tokens` (a line
-    stripped, with a space put in front): line_fields' value, as a token starting with
-    "addr=" is found exactly where " addr=" is, without splitting the line's 25 others."""
-    start = tokens.find(key)
-    if start < 0:
-        return None
-    start += len(key)
-    end = tokens.find(" ", start)
-    return tokens[start:] if end < 0 else tokens[start:end]
+_KEYS = (" addr=", " id=", " name=", " age=", " idle=", " flags=", " cmd=")
 
 
 def parse_line(line: str) -> Client | None:
-    """One CLIENT LIST line; None for a blank line or one without an `addr=` field."""
+    """One CLIENT LIST line; None for a blank line or one without an `addr=` field.
+
+    A value is line_fields' (the first token of its key) without splitting the line's 25
+    other tokens: with a space put in front of the stripped line, a token starting with
+    "addr=" is exactly where " addr=" first is, and its value runs to the next space."""
     tokens = " " + line.strip()
-    addr = _value(tokens, " addr=")
+    addr, id_, name, age, idle, flags, cmd = [
+        rest.partition(" ")[0] if found else None for _, found, rest in map(tokens.partition, _KEYS)
+    ]
     if addr is None:
         return None
     host, port = split_addr(addr)
     return Client(
-        _int(_value(tokens, " id=")),
-        host,
-        port,
-        _value(tokens, " name=") or "",
-        _int(_value(tokens, " age=")),
-        _int(_value(tokens, " idle=")),
-        _value(tokens, " flags=") or "",
-        _value(tokens, " cmd=") or "",
-        line,
+        _int(id_), host, port, name or "", _int(age), _int(idle), flags or "", cmd or "", line
     )
 
 
