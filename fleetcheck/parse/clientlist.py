@@ -219,8 +219,8 @@ class ClientTable:
     def ages(self, below: float | None = None) -> dict[str, dict[int, int]]:
         """Each host's clients counted by age in seconds (clients with no readable age
         left out; with `below`, only those younger than `below` seconds): who connected
-        since when, without an object per client. Kept per bound: the clients check asks
-        with one bound a patrol, once a host row."""
+        since when. Kept per bound: the clients check asks with one bound a patrol, once a
+        host row."""
         per_host = self._ages.get(below)
         if per_host is None:
             per_host = self._ages[below] = {}
