@@ -22,13 +22,13 @@ reports the server's own HSCAN time (INFO commandstats before and after) and wal
 the issue's measure. All give the same entries and stale counts (checked).
 
 The clients check is also timed end to end four ways, alternating: as before issue 15 (its
-check on Client rows read line by line, the reading kept in tests/test_fast_paths.py), as at
+check on Client rows read line by line, today's parse_client_list), as at
 BEFORE_15B (the same check on the column reader's Clients), as at LAST_STOP (its table counted
 per (host, name, cmd, idle); all three loaded from this repository's history, each with its own
 normalise_ip) and as now; the rows must be equal (checked). The
 ratio is to the server's own CLIENT LIST time (SLOWLOG, median of all those runs), and a
 breakdown times each stage on its own: the server's command, the same reply read on a plain
-socket (server + transfer), the fetch through redis-py, the column reader, the
+socket (server + transfer), the fetch through redis-py, the reader, the
 table's work, evaluate. The floor (that plain-socket read plus the cheapest regex pass over
 the reply) is also timed within the alternation, once a round, so each variant has a ratio to
 a floor measured under the same load.
@@ -622,11 +622,11 @@ class Bench:
     def clients_before_after(self, fleet: Any) -> dict[str, Any]:
         """The clients check end to end (CLIENT LIST on the server, transfer, parse, the
         rows), three ways, alternating: as it was before issue 15 (the check of BEFORE_15B on
-        Client rows read line by line, the reading kept in tests/test_fast_paths.py), as it
+        Client rows read line by line, today's parse_client_list), as it
         was at BEFORE_15B (the same check on its column reader's Clients) and as it is now;
         the rows must be equal. Each run's own CLIENT LIST time on the server (SLOWLOG)
         gives the ratio."""
-        from tests.test_fast_paths import line_by_line
+        from fleetcheck.parse.clientlist import parse_client_list as line_by_line
 
         old_check, old_reader = old_clients_code(BEFORE_15B)
         from at_revision import module_at
@@ -684,7 +684,7 @@ class Bench:
         runs): the server's command (SLOWLOG), the same reply read on a plain socket (server
         + transfer: the floor), the fetch through redis-py (hiredis) at its default read
         size and at 1 MiB, the least a regular-expression pass over the reply costs (three
-        values a line, no key checked), decoding + the column reader, the table's
+        values a line, no key checked), decoding + the reader, the table's
         own-connection filter, counts and selection, and the rows' evaluate."""
         import re
 
@@ -727,7 +727,7 @@ class Bench:
                 "floor: one re pass, 3 values a line, nothing checked",
                 lambda: re.findall(r"^id=([^ ]*+) addr=([^ ]*):([0-9]++)[^\n]*+$", text, re.M),
             )
-            read = timed("decode + column reader", lambda: read_client_table(raw))
+            read = timed("decode + reader", lambda: read_client_table(raw))
             table = timed("own-connection filter", lambda: read.without_own(own_id))
             facts = timed(
                 "counts + selection (every row's facts)",
