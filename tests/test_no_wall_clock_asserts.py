@@ -18,6 +18,7 @@ without an assert, so most hang guards need no entry at all."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,7 +96,12 @@ class _Clocks:
 
 
 READING, DURATION = "reading", "duration"
-ARITHMETIC = {"abs", "round", "float", "int", "min", "max", "sum"}
+ARITHMETIC = {"round", "float", "int", "min", "max", "sum"}
+
+
+def _widest(kinds: Iterable[str | None]) -> str | None:
+    found = set(kinds)
+    return DURATION if DURATION in found else READING if READING in found else None
 
 
 class _Scope:
@@ -107,31 +113,39 @@ class _Scope:
         self.names: dict[str, str] = {}
 
     def kind(self, node: ast.AST | None) -> str | None:
-        """READING for a bare clock reading (or a name holding one), DURATION for any value
-        computed from one, None for a value no clock went into."""
-        if node is None:
+        """READING for an instant (a clock reading, a name holding one, one moved by a
+        non-clock amount: `now - 30`), DURATION for a span (the difference of two clock
+        values, anything subtracted from a reading, `abs`, `.total_seconds()`, what a helper
+        returns from one), None for a value no clock went into."""
+        if node is None or isinstance(node, ast.Lambda):
             return None
         if self.clocks.is_reading(node):
             return READING
         if isinstance(node, ast.Name):
             return self.names.get(node.id)
         if isinstance(node, ast.Call):
-            # a clock goes through a method of its value (`.total_seconds()`), through
-            # arithmetic builtins and through a helper of the file that returns a duration;
-            # a value computed from a clock reading by any other call is data, not a timing
+            # a clock goes through a method of its value, through arithmetic builtins and
+            # through a helper of the file; any other call given a clock reading makes data
             f = node.func
             if isinstance(f, ast.Attribute):
-                return DURATION if self.kind(f.value) else None
-            if isinstance(f, ast.Name) and f.id in ARITHMETIC:
+                k = self.kind(f.value)
+                return DURATION if k and f.attr == "total_seconds" else k
+            if isinstance(f, ast.Name) and f.id == "abs":
                 return DURATION if any(self.kind(a) for a in node.args) else None
+            if isinstance(f, ast.Name) and f.id in ARITHMETIC:
+                return _widest(self.kind(a) for a in node.args)
             kinds = self.helpers.get(f.id) if isinstance(f, ast.Name) else None
             return DURATION if kinds and len(kinds) == 1 and kinds[0] else None
-        if isinstance(node, ast.Lambda):
+        if isinstance(node, ast.BinOp):
+            left, right = self.kind(node.left), self.kind(node.right)
+            if left and right:
+                return DURATION  # `time.monotonic() - start`
+            if right:
+                return right if isinstance(node.op, ast.Add) else DURATION  # `e - time.time()`
+            if left:
+                return left if isinstance(node.op, ast.Add | ast.Sub) else DURATION
             return None
-        for child in ast.iter_child_nodes(node):
-            if self.kind(child):
-                return DURATION
-        return None
+        return _widest(self.kind(c) for c in ast.iter_child_nodes(node))
 
     def assign(self, target: ast.AST, value: ast.AST | None) -> None:
         if isinstance(target, ast.Name):
@@ -299,6 +313,9 @@ def test_the_scan_finds_each_shape_of_a_timing() -> None:
         "def t(l):\n    s = datetime.now()\n    took = (datetime.now() - s).total_seconds()\n"
         "    assert took < l\n": 4,
         "def t(e):\n    assert abs(e - time.time()) < 60\n": 2,
+        "def t(stamp):\n    made = datetime.now()\n    assert (stamp - made).total_seconds() < 3\n": 3,
+        "def t():\n    d = time.monotonic() + 5\n    left = d - time.monotonic()\n"
+        "    assert left > 0\n": 4,
         "def f(h):\n    s = time.monotonic()\n    return h, time.monotonic() - s\n"
         "def t():\n    e, took = f(1)\n    assert e and took < 3\n": 6,
         "def f():\n    s = time.monotonic()\n    return time.monotonic() - s\n"
@@ -320,6 +337,8 @@ def test_the_scan_lets_orders_counts_and_values_pass() -> None:
         "def t(x):\n    e, n = g(1)\n    assert n == 2 and x < 3\n",
         "def t(r):\n    now = time.time()\n    r.set(now)\n    assert r.count == 1\n",
         "def t(x):\n    s = time.monotonic()\n    assert x is not None\n",
+        "def t(stamp):\n    made = datetime.now().replace(microsecond=0)\n"
+        "    assert made - timedelta(seconds=1) <= stamp <= made + timedelta(seconds=1)\n",
         "def t(r):\n    now = time.time()\n    r.hset('k', now - 30)\n"
         "    assert r.hget('k') == now - 30 and r.age(now + 5) < 60\n",
     ]
