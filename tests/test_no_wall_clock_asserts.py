@@ -259,8 +259,7 @@ def _compares_a_duration(cmp: ast.Compare, scope: _Scope) -> bool:
     if DURATION in kinds and None in kinds:
         return True
     return READING in kinds and any(
-        k is None and isinstance(x, ast.Constant)
-        for k, x in zip(kinds, operands, strict=True)
+        k is None and isinstance(x, ast.Constant) for k, x in zip(kinds, operands, strict=True)
     )
 
 
@@ -293,9 +292,7 @@ def test_every_pinned_hang_guard_is_still_there_and_says_hung() -> None:
         assert (file, function) in found, f"stale hang-guard entry: {file} {function}"
         tree = ast.parse((TESTS / file).read_text())
         fn = dict(_functions(tree))[function]
-        said = [
-            n.msg for n in ast.walk(fn) if isinstance(n, ast.Assert) and n.msg is not None
-        ]
+        said = [n.msg for n in ast.walk(fn) if isinstance(n, ast.Assert) and n.msg is not None]
         assert any("hung" in ast.unparse(m) for m in said), f"{file} {function}: say hung"
 
 
