@@ -310,7 +310,8 @@ def test_the_scan_finds_each_shape_of_a_timing() -> None:
         "def t(l):\n    s = datetime.now()\n    took = (datetime.now() - s).total_seconds()\n"
         "    assert took < l\n": 4,
         "def t(e):\n    assert abs(e - time.time()) < 60\n": 2,
-        "def t(stamp):\n    made = datetime.now()\n    assert (stamp - made).total_seconds() < 3\n": 3,
+        "def t(stamp):\n    made = datetime.now()\n"
+        "    assert (stamp - made).total_seconds() < 3\n": 3,
         "def t():\n    d = time.monotonic() + 5\n    left = d - time.monotonic()\n"
         "    assert left > 0\n": 4,
         "def f(h):\n    s = time.monotonic()\n    return h, time.monotonic() - s\n"
