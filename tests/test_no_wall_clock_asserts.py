@@ -42,16 +42,14 @@ HANG_GUARDS: dict[tuple[str, str], str] = {
 # (file, function) -> why it is not fixed here. Not an allowance: each entry must still be
 # found (then it fails as stale: remove it), and the list only shrinks.
 ELSEWHERE: dict[tuple[str, str], str] = {
-    (file, function): "the console server is being replaced (issue 43); its tests with it"
-    for file, function in [
-        ("test_serve_hostile.py",
-         "test_item3_slow_and_idle_clients_do_not_starve_healthz_nor_multiply_threads"),
-        ("test_serve_hostile.py",
-         "test_item3_out_of_file_descriptors_neither_spins_nor_prints_tracebacks"),
-        ("test_serve_hostile.py",
-         "test_item3_a_dripping_client_is_cut_at_the_whole_request_deadline"),
-    ]
-}  # fmt: skip
+    (
+        "test_serve_hostile.py",
+        "test_item3_out_of_file_descriptors_neither_spins_nor_prints_tracebacks",
+    ): (
+        "CPU seconds over a 2 s wall-clock window (< 15% of a core): the console server's "
+        "tests are its owner's to re-express (a count of wake-ups, or bench/)"
+    ),
+}
 
 
 @dataclass(frozen=True)
