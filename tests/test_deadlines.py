@@ -7,8 +7,9 @@ On the code before the fix, the subprocess tests (no --deadline: the config's [p
 deadline of 2s is the default) hung past their 60 s timeout against the dripping broker
 (checked by stashing the fix), and the in-process ones had no deadline to pass.
 
-The bounds on elapsed time are loose on purpose (the machine is shared): what matters is
-that the wait ends near the deadline instead of never, and says so.
+No test times the wait (the machine is shared; timings belong in bench/): each says which
+deadline ended it, and a hang guard (a subprocess timeout, tests/hang.py) far above the
+deadline catches a wait that never ends.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -27,9 +27,10 @@ from fleetcheck.config import BrokerConfig, load
 from fleetcheck.core import registry
 from fleetcheck.transport.deadline import DeadlineExpired, run_within
 from tests.drip import DripServer
+from tests.hang import returns_within
 
 FLEETCHECK = str(Path(sys.executable).with_name("fleetcheck"))
-SLACK = 20.0  # seconds past the deadline a loaded machine may need to start and stop
+HANG = 60.0  # a hang guard, 30x+ the deadlines below: a wait that did not end, not a timing
 # every way a broker can hold a client while each single read stays inside its timeout
 HOSTILE = [
     pytest.param({"mode": "drip", "interval": 1.0}, id="drip-1s"),
@@ -80,34 +81,34 @@ def test_item11_reap_live_ends_at_its_deadline(
         fleet = load(
             write_config(tmp_path, server), registry.config_type, registry.host_config_types
         )
-        t0 = time.monotonic()
-        code = reap_live_command(fleet, apply=True, force=True, deadline=1.5, out=io.StringIO())
-        elapsed = time.monotonic() - t0
+        code = returns_within(
+            HANG,
+            lambda: reap_live_command(
+                fleet, apply=True, force=True, deadline=1.5, out=io.StringIO()
+            ),
+            "reap-live against a hostile broker",
+        )
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert code == 3
     assert line.startswith(f"fleetcheck: error: broker 127.0.0.1:{server.port}: ")
     assert line.endswith(
         "did not finish within the deadline (1.5s; --deadline sets it): nothing deleted"
     )
-    assert elapsed < 1.5 + SLACK
     assert not any(c[:1] in ([b"EVALSHA"], [b"EVAL"], [b"HDEL"]) for c in server.commands)
 
 
 def test_item11_reap_live_command_uses_the_patrol_deadline(tmp_path: Path) -> None:
     with DripServer("drip", interval=1.0) as server:
         cfg = write_config(tmp_path, server)
-        t0 = time.monotonic()
         proc = subprocess.run(
             [FLEETCHECK, "reap-live", "-c", str(cfg), "--apply"],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=HANG,
         )
-        elapsed = time.monotonic() - t0
     assert proc.returncode == 3, proc.stdout + proc.stderr
     (line,) = proc.stderr.strip().splitlines()
     assert "did not finish within the deadline (2s; --deadline sets it): nothing deleted" in line
-    assert elapsed < 2 + SLACK
 
 
 # ---------------------------------------------------------------- config discover
@@ -115,23 +116,19 @@ def test_item11_reap_live_command_uses_the_patrol_deadline(tmp_path: Path) -> No
 def test_item11_discover_sample_ends_at_its_deadline(hostile: dict[str, object]) -> None:
     with DripServer(**hostile) as server:  # type: ignore[arg-type]
         broker = BrokerConfig(url=f"redis://:pw@127.0.0.1:{server.port}/0")
-        t0 = time.monotonic()
         with pytest.raises(DeadlineExpired):
-            discover.sample_within(broker, 1.5)
-        assert time.monotonic() - t0 < 1.5 + SLACK
+            returns_within(HANG, lambda: discover.sample_within(broker, 1.5), "a discover sample")
 
 
 def test_item11_config_discover_command_ends_with_one_line(tmp_path: Path) -> None:
     with DripServer("drip", interval=1.0) as server:
         cfg = write_config(tmp_path, server)
-        t0 = time.monotonic()
         proc = subprocess.run(
             [FLEETCHECK, "config", "discover", "-c", str(cfg)],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=HANG,
         )
-        elapsed = time.monotonic() - t0
         # --deadline overrides the patrol's
         proc2 = subprocess.run(
             [FLEETCHECK, "config", "discover", "-c", str(cfg), "--deadline", "1s"],
@@ -144,7 +141,6 @@ def test_item11_config_discover_command_ends_with_one_line(tmp_path: Path) -> No
         f"fleetcheck: error: broker 127.0.0.1:{server.port}: no complete answer within the "
         "deadline (2s; --deadline sets it)"
     )
-    assert elapsed < 2 + SLACK
     assert proc2.returncode == 3 and "within the deadline (1s;" in proc2.stderr
 
 
@@ -181,15 +177,12 @@ def test_config_discover_ends_at_its_deadline_also_in_the_ssh_alias_step(tmp_pat
     with Server() as server:
         cfg = tmp_path / "hosts.toml"
         cfg.write_text(f'[broker]\nurl = "{server.url}"\n[patrol]\ndeadline = "20s"\n')
-        t0 = time.monotonic()
         proc = subprocess.run(
             [FLEETCHECK, "config", "discover", "-c", str(cfg), "--ssh-config", str(ssh),
              "--deadline", "2s"],
-            capture_output=True, text=True, timeout=60,
+            capture_output=True, text=True, timeout=HANG,
         )  # fmt: skip
-        elapsed = time.monotonic() - t0
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert elapsed < 2 + 5, elapsed
     assert "ssh alias(es) not resolved within the deadline (2s; --deadline sets it)" in (
         proc.stderr
     ), proc.stderr
@@ -213,14 +206,11 @@ def test_probe_rater_ends_at_its_patrol_deadline(tmp_path: Path) -> None:
         cfg.write_text(text)
         fleet = load(cfg, registry.config_type, registry.host_config_types)
         limit = probe_deadline(RaterProbeConfig(inbox="q", timeout=1.0), fleet.broker)
-        t0 = time.monotonic()
         proc = subprocess.run(
             [FLEETCHECK, "probe-rater", "-c", str(cfg), "--format", "plain"],
             capture_output=True,
             text=True,
-            timeout=limit + 60,
+            timeout=limit + HANG,
         )
-        elapsed = time.monotonic() - t0
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "did not finish within the patrol deadline" in proc.stdout
-    assert elapsed < limit + SLACK

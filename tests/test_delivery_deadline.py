@@ -19,7 +19,6 @@ import contextlib
 import re
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -29,10 +28,10 @@ from fleetcheck.core.model import Report, Result, Status
 from fleetcheck.rounds import alerting
 from fleetcheck.rounds.alerting import DeliveryError
 from tests.cli import fleetcheck
+from tests.hang import Hung, returns_within
 from tests.lab import Lab
 
 BOUND = 1.0  # the delivery bound the unit tests pass
-SLACK = 1.0  # thread start-up and a loaded machine: far below what a hang costs
 DRIP = 0.2  # seconds between the dripping servers' bytes: well inside any per-read timeout
 USER, PASSWORD = "ops", "Sekr3tPw"
 TOKEN = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
@@ -210,25 +209,16 @@ def one_row() -> Report:
     return Report("2026-11-29T07:00:00Z", 1.0, (Result("clients", "n8", Status.CRIT, "x"),))
 
 
-def bounded_call(call: Callable[[], Any], limit: float) -> tuple[BaseException | None, float]:
-    """Run `call` in a thread; fail the test if it has not returned within `limit` (the
-    old code's hang), else return what it raised and how long it took."""
-    outcome: list[BaseException | None] = []
-
-    def run() -> None:
-        try:
-            call()
-            outcome.append(None)
-        except BaseException as e:
-            outcome.append(e)
-
-    started = time.monotonic()
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    t.join(limit)
-    took = time.monotonic() - started
-    assert outcome, f"the delivery was still running after {limit:g}s (bound {BOUND:g}s)"
-    return outcome[0], took
+def bounded_call(call: Callable[[], Any], limit: float) -> BaseException | None:
+    """Run `call` under a hang guard of `limit` seconds (10x or more the delivery's bound:
+    the old code's hang, not a timing); what it raised, None when it returned."""
+    try:
+        returns_within(limit, call, "the delivery")
+    except Hung:
+        raise
+    except BaseException as e:
+        return e
+    return None
 
 
 def assert_clean(message: str) -> None:
@@ -257,9 +247,8 @@ def test_item4_delivery_has_one_overall_bound(behaviour: Behaviour, what: str) -
             call: Callable[[], None] = lambda: alerting.ping_heartbeat(url, timeout=BOUND)  # noqa: E731
         else:
             call = lambda: alerting.push_alerts(url, one_row(), timeout=BOUND)  # noqa: E731
-        error, took = bounded_call(call, BOUND + 10)
+        error = bounded_call(call, BOUND + 10)
     assert isinstance(error, DeliveryError), error
-    assert took < BOUND + SLACK, took
     # an error status is reported at once: its (dripping) body is never read
     why = "HTTP 500 Internal Server Error" if behaviour is drip_error_body else "timed out"
     assert str(error).startswith(f"{what} http://{hostport}/...: {why}")
@@ -271,9 +260,8 @@ def test_item4_delivery_has_one_overall_bound(behaviour: Behaviour, what: str) -
 def test_item4_a_dripped_tls_handshake_is_bounded_too() -> None:
     with serve(drip_tls_record) as hostport:
         url = secret_url("https", hostport)
-        error, took = bounded_call(lambda: alerting.ping_heartbeat(url, timeout=BOUND), 12)
+        error = bounded_call(lambda: alerting.ping_heartbeat(url, timeout=BOUND), 12)
     assert isinstance(error, DeliveryError), error
-    assert took < BOUND + SLACK, took
     assert str(error) == f"heartbeat https://{hostport}/...: timed out after {BOUND:g}s"
 
 
@@ -288,7 +276,7 @@ def test_item4_a_server_that_answers_in_time_is_still_delivered_to() -> None:
             conn.sendall(part)
 
     with serve(slow_ok) as hostport:
-        error, _ = bounded_call(lambda: alerting.ping_heartbeat(f"http://{hostport}/p", 5), 10)
+        error = bounded_call(lambda: alerting.ping_heartbeat(f"http://{hostport}/p", 5), 10)
     assert error is None
 
 
@@ -296,8 +284,8 @@ def test_item4_a_server_that_answers_in_time_is_still_delivered_to() -> None:
 def test_item12_an_echoing_server_gets_nothing_it_sent_into_the_message() -> None:
     with serve(echo_headers) as hostport:
         url = secret_url("http", hostport)
-        error, _ = bounded_call(lambda: alerting.ping_heartbeat(url, timeout=5), 10)
-        am_error, _ = bounded_call(lambda: alerting.push_alerts(url, one_row(), timeout=5), 10)
+        error = bounded_call(lambda: alerting.ping_heartbeat(url, timeout=5), 10)
+        am_error = bounded_call(lambda: alerting.push_alerts(url, one_row(), timeout=5), 10)
     assert isinstance(error, DeliveryError) and isinstance(am_error, DeliveryError)
     assert str(error) == f"heartbeat http://{hostport}/...: HTTP 401 Unauthorized"
     assert str(am_error) == f"alertmanager http://{hostport}/...: HTTP 401 Unauthorized"
@@ -306,7 +294,7 @@ def test_item12_an_echoing_server_gets_nothing_it_sent_into_the_message() -> Non
 def test_item12_a_redirect_target_made_of_the_credentials_is_not_shown() -> None:
     with serve(echo_redirect) as hostport:
         url = secret_url("http", hostport)
-        error, _ = bounded_call(lambda: alerting.ping_heartbeat(url, timeout=5), 10)
+        error = bounded_call(lambda: alerting.ping_heartbeat(url, timeout=5), 10)
     assert isinstance(error, DeliveryError), error
     message = str(error)
     assert message.startswith(f"heartbeat http://{hostport}/...: HTTP 302 redirect to ")
@@ -319,7 +307,7 @@ def test_item12_a_status_line_that_is_not_http_is_not_echoed() -> None:
 
     with serve(garbage) as hostport:
         url = secret_url("http", hostport)
-        error, _ = bounded_call(lambda: alerting.ping_heartbeat(url, timeout=5), 10)
+        error = bounded_call(lambda: alerting.ping_heartbeat(url, timeout=5), 10)
     assert isinstance(error, DeliveryError), error
     assert str(error) == f"heartbeat http://{hostport}/...: not an HTTP answer (BadStatusLine)"
 
@@ -332,15 +320,12 @@ def test_item4_and_12_run_leaves_in_time_and_prints_no_secret() -> None:
     with serve(drip_status_line) as beat, serve(echo_headers) as am, Lab(netns=False) as lab:
         lab.start_workers(lab.add_host("n8"), 1)
         config = lab.config(patrol='deadline = "5s"\n')
-        started = time.monotonic()
         proc = fleetcheck(
             "run", "-c", str(config), "-f", "json", "--no-state",
             "--heartbeat", secret_url("http", beat), "--alertmanager", secret_url("http", am),
-            timeout=60,
+            timeout=60,  # a hang guard: the dripping heartbeat never lets go by itself
         )  # fmt: skip
-        took = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr
-    assert took < 5 + 5 + 5 + 10, took  # deadline + two bounds + interpreter start-up
     assert proc.stderr.splitlines() == [
         f"fleetcheck: warning: alertmanager http://{am}/...: HTTP 401 Unauthorized",
         f"fleetcheck: warning: heartbeat http://{beat}/...: timed out after 5s",
@@ -362,7 +347,7 @@ def test_a_secret_straddling_the_message_limit_is_redacted_not_cut() -> None:
 
     with serve(redirect) as hostport:
         url = secret_url("http", hostport)
-        error, _ = bounded_call(lambda: alerting.ping_heartbeat(url, timeout=5), 10)
+        error = bounded_call(lambda: alerting.ping_heartbeat(url, timeout=5), 10)
     assert isinstance(error, DeliveryError), error
     message = str(error)
     assert "a(red" in message, message  # replaced whole, then the cut

