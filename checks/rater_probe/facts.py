@@ -37,7 +37,7 @@ class Watched:
         """Commands were queued behind its pop at the push: its "return" may be the server
         running them, not its process."""
         q = self.before.fields.get("qbuf", "0")
-        return q.isdigit() and int(q) > 0
+        return q.isascii() and q.isdigit() and int(q) > 0
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def follow(before: Client, looks: list[tuple[float, float, tuple[Client, ...]]])
     latest judges "idle reset after the take" (a new command)."""
     last: Client | None = before
     q = before.fields.get("qbuf", "0")
-    queued = q.isdigit() and int(q) > 0
+    queued = q.isascii() and q.isdigit() and int(q) > 0
     for since_lo, since_hi, clients in looks:
         c = next((x for x in clients if x.id == before.id), None)
         if since_hi < 0:  # ours was still in the list

@@ -53,7 +53,7 @@ class BrokerConfig:
                 raise InvalidValue("service", "sentinels need service (the master's name)")
             for s in self.sentinels:
                 host, sep, port = s.rpartition(":")
-                if not sep or not host or not port.isdigit():
+                if not sep or not host or not (port.isascii() and port.isdigit()):
                     raise InvalidValue("sentinels", f"{s!r}: expected HOST:PORT")
                 check_port("sentinels", int(port))
         else:

@@ -109,7 +109,7 @@ def normalise_broker_url(url: str, key: str = "url") -> str:
     if port is not None:
         check_port(key, port)
     db = parts.path.strip("/")
-    if db and not db.isdigit():
+    if db and not (db.isascii() and db.isdigit()):
         raise InvalidValue(key, "the path must be a database number (/0)")
     return normal
 

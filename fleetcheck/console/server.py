@@ -45,7 +45,11 @@ METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 def parse_listen(text: str) -> tuple[str, int]:
     """'ADDR:PORT', '[v6]:PORT' or ':PORT' (all interfaces). Raises ValueError."""
     host, sep, port_text = text.rpartition(":")
-    if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+    if (
+        not sep
+        or not (port_text.isascii() and port_text.isdigit())
+        or not 0 <= int(port_text) <= 65535
+    ):
         raise ValueError(f"--listen {text}: expected ADDR:PORT, e.g. 127.0.0.1:8470")
     host = host.strip("[]") if host.startswith("[") else host
     if ":" in host and not text.startswith("["):
@@ -156,7 +160,10 @@ class Console:
         if path == "/":
             number = (query.get("page") or ["1"])[0]
             text = html.grid_page(
-                snap, now, self.stale_after, int(number) if number.isdigit() else 1
+                snap,
+                now,
+                self.stale_after,
+                int(number) if number.isascii() and number.isdigit() else 1,
             )
             return 200, html_type, text.encode()
         if path == "/charts":

@@ -88,7 +88,7 @@ def split_addr(addr: str) -> tuple[str, int | None]:
         host, sep, port_text = addr.rpartition(":")
         if not sep:
             host, port_text = addr, ""
-    port = int(port_text) if port_text.isdigit() else None
+    port = int(port_text) if port_text.isascii() and port_text.isdigit() else None
     return normalise_ip(host), port
 
 

@@ -269,7 +269,7 @@ class EntryReader:
         owner = self.owner_of(owner_after if owner_after is not None else owner_before)
         raw: Any
         if number is not None:  # json's type: an int unless there is a fraction or exponent
-            raw = int(number) if number.isdigit() else float(number)
+            raw = int(number) if number.isascii() and number.isdigit() else float(number)
         else:
             assert text is not None
             raw = text.decode("ascii")

@@ -154,3 +154,11 @@ def host_verdicts(report: Report) -> list[tuple[str, Status, str]]:
             parts.append(f"{r.label}: {with_strength(r, text)}")
         out.append((host, status, f"{head}: " + "; ".join(parts)))
     return out
+
+
+def short_label(r: Result, width: int = 24) -> str:
+    """The CHECK column of a table a terminal narrows: an item longer than `width` keeps its
+    end (a log's file name: its path is in the summary too), `logs[…/worker.log]`."""
+    if r.item is None or len(r.item) <= width:
+        return r.label
+    return f"{r.check}[…{r.item[-(width - 1) :]}]"

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fleetcheck.core.model import Report, Result, Status, place
-from fleetcheck.render import footer, problem_lines, since_cell, strength_words
+from fleetcheck.render import footer, problem_lines, short_label, since_cell, strength_words
 from fleetcheck.render.causes import CauseGroup, layout, left_to_say
 
 STYLES = {
@@ -45,7 +45,7 @@ def build(report: Report, problems: bool = False) -> Group:
         cells: list[Any] = [
             Text(r.status.label, style=STYLES[r.status]),
             Text(place(r.host), style="bold" if r.status is not Status.OK else ""),
-            Text(("└ " if member else "") + r.label),
+            Text(("└ " if member else "") + short_label(r)),
         ]
         if remembered:
             cells.append(Text(since_cell(r, report)))

@@ -242,7 +242,12 @@ class StateFile:
                 raise ValueError("not a fleetcheck state file")
             schema = data.get("schema")
             name, _, version = str(schema).partition("/")
-            if name == SCHEMA_NAME and version.isdigit() and int(version) > SCHEMA_VERSION:
+            if (
+                name == SCHEMA_NAME
+                and version.isascii()
+                and version.isdigit()
+                and int(version) > SCHEMA_VERSION
+            ):
                 self._aside("newer", f"written by a newer fleetcheck ({schema})")
                 return {}
             if schema != SCHEMA or not isinstance(data.get("rows"), dict):

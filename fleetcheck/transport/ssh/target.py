@@ -79,12 +79,12 @@ def split_destination(spec: str) -> tuple[str, str | None, int | None]:
     port = None
     if s.startswith("[") and "]" in s:
         inner, _, rest = s[1:].partition("]")
-        if rest.startswith(":") and rest[1:].isdigit():
+        if rest.startswith(":") and rest[1:].isascii() and rest[1:].isdigit():
             port = int(rest[1:])
         s = inner
     elif s.count(":") == 1:
         host_part, _, port_part = s.partition(":")
-        if port_part.isdigit():
+        if port_part.isascii() and port_part.isdigit():
             s, port = host_part, int(port_part)
     return s, user or None, port
 
