@@ -144,7 +144,9 @@ def test_row_timeline_changes_and_since(tmp_path: Path) -> None:
 
 def test_chart_series(tmp_path: Path) -> None:
     rounds = _rounds(tmp_path, [Status.OK, Status.CRIT, Status.CRIT])
-    charts = {c.key: c for c in console.charts(rounds, {"n8": ("/var/log/worker.log", 600.0)})}
+    charts = {
+        c.key: c for c in console.charts(rounds, {"logs": {"n8": ("/var/log/worker.log", 600.0)}})
+    }
     queue = {s.label: s for s in charts["queue"].series}
     assert [v for _, v in queue["summed depth"].points] == [20, 167, 167]
     assert queue["cap"].reference and {v for _, v in queue["cap"].points} == {100}

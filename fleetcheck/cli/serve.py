@@ -88,7 +88,7 @@ def serve_cmd(
         every=interval or fleet.patrol.every,
         window=window_s,
         window_text=window.text,
-        max_ages=console_mod.config_max_ages(fleet),
+        focus=console_mod.config_focus(fleet),
         auth=serve.Auth(secrets["token"], secrets["basic"]),
     )
     from fleetcheck.console import wsgi  # waitress: imported by serve only, never by a patrol

@@ -9,6 +9,7 @@ series are computed from a `Snapshot` and table-tested.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck import collector
+from fleetcheck.core.declarations import ChartSpec
 from fleetcheck.core.model import (
     BROKER_WIDE,
     READABLE_SCHEMAS,
@@ -621,143 +623,162 @@ def _collect(
     return out
 
 
-def _log_ages(
-    rounds: list[hist.Round], max_ages: dict[str, tuple[str, float]]
+# chart key -> host -> (the item its line follows, that item's limit): `Check.chart_focus`
+Focus = dict[str, dict[str, tuple[str, float]]]
+Declared = list[tuple[str, ChartSpec]]  # (check, chart) pairs, in the page's order
+
+
+def declared_charts() -> Declared:
+    """Every chart the checks declare (`Check.charts`, through the registry), in the order of
+    their `place`."""
+    from fleetcheck.core import registry
+
+    return sorted(registry.declared("charts"), key=lambda pair: pair[1].place)
+
+
+def config_focus(fleet: Any, declared: Declared | None = None) -> Focus:
+    """For each chart with items: host -> (item, limit) its check picks from the host's
+    settings (`Check.chart_focus`; e.g. the first log and its max_age)."""
+    from fleetcheck.core import registry
+
+    out: Focus = {}
+    for check_name, spec in declared if declared is not None else declared_charts():
+        check = registry.find(check_name)
+        if spec.items is None or check is None:
+            continue
+        picks = {h.name: check.chart_focus(h) for h in getattr(fleet, "hosts", ())}
+        out[spec.key] = {h: pick for h, pick in picks.items() if pick is not None}
+    return out
+
+
+def _host_value(
+    row: dict[str, Any], spec: ChartSpec, focus: dict[str, tuple[str, float]]
+) -> float | None:
+    """A host row's value on a per-host chart: its `per_host` metric, or with `items` that of
+    the item its host's focus names (when the row has it)."""
+    metrics = row.get("metrics")
+    if spec.per_host is None or not isinstance(metrics, dict):
+        return None
+    value = _number(metrics.get(spec.per_host))
+    host = row.get("host")
+    per_item = metrics.get(spec.items) if spec.items is not None else None
+    if isinstance(host, str) and host in focus and isinstance(per_item, dict):
+        item = per_item.get(focus[host][0])
+        if isinstance(item, dict):
+            value = _number(item.get(spec.per_host))
+    return value
+
+
+def _host_values(
+    rounds: list[hist.Round], check: str, spec: ChartSpec, focus: dict[str, tuple[str, float]]
 ) -> dict[str, list[tuple[float, float]]]:
-    """Per host, the age of its first configured log (the one `max_ages` names), else the
-    age the row reports (its worst log's)."""
+    """Per host, its value on the chart round by round."""
     out: dict[str, list[tuple[float, float]]] = {}
     for rnd in rounds:
         t = rnd.started_at.timestamp()
         for row in rnd.rows:
-            value = _log_age(row, max_ages)
+            if row.get("check") != check or row.get("host") is None:
+                continue
+            value = _host_value(row, spec, focus)
             if value is not None:
                 out.setdefault(str(row.get("host")), []).append((t, value))
     return out
 
 
-def charts(rounds: list[hist.Round], max_ages: dict[str, tuple[str, float]]) -> list[Chart]:
-    """The four charts of the numbers that drive decisions. `max_ages`: host -> (path,
-    max_age) of its first log, from the config (the history holds ages, not limits)."""
-    q = _collect(rounds, "queue_depth", "depth", False)
-    cap = _collect(rounds, "queue_depth", "cap", False, part="limits")
-    queue = [Series("summed depth", q.get("depth", []))]
-    if cap.get("cap"):
-        queue.append(Series("cap", cap["cap"], reference=True))
-    fresh = _collect(rounds, "live_hash", "fresh", False).get("fresh", [])
-    stale = _collect(rounds, "live_hash", "stale", False).get("stale", [])
-    live = [Series("fresh", fresh), Series("stale", stale)] if fresh or stale else []
-    conns = _collect(rounds, "clients", "connections", True)
-    ages = _log_ages(rounds, max_ages)
-    age_series = [Series(h, pts) for h, pts in sorted(ages.items())]
-    if ages and rounds:
-        t0, t1 = rounds[0].started_at.timestamp(), rounds[-1].started_at.timestamp()
-        limits: dict[float, list[str]] = {}
-        for h in sorted(ages):
-            if h in max_ages:
-                limits.setdefault(max_ages[h][1], []).append(h)
-        for limit, hosts in sorted(limits.items()):
-            label = "max_age" if len(limits) == 1 else f"max_age {', '.join(hosts)}"
-            age_series.append(Series(label, [(t0, limit), (t1, limit)], reference=True))
-    return [
-        Chart(
-            "queue",
-            "Queue depth (summed) against the cap",
-            "over the cap: the enqueue guard is not holding (a race), not a busy fleet",
-            "count",
-            queue if q else [],
-        ),
-        Chart(
-            "live",
-            "Live hash: fresh vs stale entries",
-            "stale entries growing: workers die without cleaning up; reap-live removes them",
-            "count",
-            live,
-        ),
-        Chart(
-            "connections",
-            "Broker connections per host",
-            "a host's line at zero: its workers are gone although the queue still drains",
-            "count",
-            [Series(h, pts) for h, pts in sorted(conns.items())],
-        ),
-        Chart(
-            "logs",
-            "Log age per host against max_age",
-            "a line above max_age: that machine's log stopped moving (judged in UTC)",
-            "seconds",
-            age_series,
-        ),
-    ]
+def _focus_lines(
+    spec: ChartSpec,
+    focus: dict[str, tuple[str, float]],
+    hosts: list[str],
+    t0: float,
+    t1: float,
+) -> list[Series]:
+    """The limits of the items `hosts`' lines follow, one reference line per distinct limit
+    (named after its hosts when they differ)."""
+    limits: dict[float, list[str]] = {}
+    for h in hosts:
+        if h in focus:
+            limits.setdefault(focus[h][1], []).append(h)
+    out = []
+    for limit, names in sorted(limits.items()):
+        label = spec.focus_label if len(limits) == 1 else f"{spec.focus_label} {', '.join(names)}"
+        out.append(Series(label, [(t0, limit), (t1, limit)], reference=True))
+    return out
+
+
+def _broker_lines(rounds: list[hist.Round], check: str, spec: ChartSpec) -> list[Series]:
+    """A broker-wide chart's lines: the measured ones, then the limits that have points;
+    nothing until a measured line has a point."""
+    measured, references = [], []
+    for line in spec.lines:
+        part = "limits" if line.limit else "metrics"
+        points = _collect(rounds, check, line.metric, False, part).get(line.metric, [])
+        if not line.limit:
+            measured.append(Series(line.label or line.metric, points))
+        elif points:
+            references.append(Series(line.label or line.metric, points, reference=True))
+    return measured + references if any(s.points for s in measured) else []
+
+
+def charts(rounds: list[hist.Round], focus: Focus, declared: Declared | None = None) -> list[Chart]:
+    """The charts the checks declare (`declared`; None: through the registry), drawn over
+    `rounds`. `focus`: per chart with items, host -> (item, limit) from the config (the
+    history holds each item's value, not its limit)."""
+    out = []
+    for check, spec in declared if declared is not None else declared_charts():
+        if spec.per_host is None:
+            series = _broker_lines(rounds, check, spec)
+        else:
+            mine = focus.get(spec.key, {})
+            values = _host_values(rounds, check, spec, mine)
+            series = [Series(h, pts) for h, pts in sorted(values.items())]
+            if values and rounds and spec.items is not None:
+                t0, t1 = rounds[0].started_at.timestamp(), rounds[-1].started_at.timestamp()
+                series += _focus_lines(spec, mine, sorted(values), t0, t1)
+        out.append(Chart(spec.key, spec.title, spec.decision, spec.unit, series))
+    return out
 
 
 MAX_LINES = 12  # per-host lines a chart draws; past it, the hosts that matter most
 
 
 def window_charts(
-    snap: Snapshot, since: datetime, max_ages: dict[str, tuple[str, float]], now: datetime
+    snap: Snapshot,
+    since: datetime,
+    focus: Focus,
+    now: datetime,
+    declared: Declared | None = None,
 ) -> tuple[list[Chart], float, float]:
     """The charts of the rounds at or after `since`, and their time span. From a database
     with more than MAX_LINES hosts, only the broker-wide rows and the rows of the hosts each
-    per-host chart draws are read: the MAX_LINES hosts with the fewest connections, and
-    those whose log got oldest, in the window (chosen by one SQL query over the rows stored
-    in it, which hold every change of bucket)."""
+    per-host chart draws are read: the MAX_LINES hosts with the fewest or the most of its
+    metric (as the chart declares: fewest connections, oldest logs) in the window (chosen by
+    one SQL query over the rows stored in it, which hold every change of bucket)."""
+    specs = declared if declared is not None else declared_charts()
     if snap.stored is None or _host_count(snap.stored) <= MAX_LINES:
         window = snap.window(since)
         t0 = window[0].started_at.timestamp() if window else now.timestamp()
         t1 = window[-1].started_at.timestamp() if window else now.timestamp()
-        return charts(window, max_ages), t0, t1
+        return charts(window, focus, specs), t0, t1
     broker = snap.host_window(since, None)
     t0 = broker[0].started_at.timestamp() if broker else now.timestamp()
     t1 = broker[-1].started_at.timestamp() if broker else now.timestamp()
-    out = charts(broker, {})
+    out = charts(broker, {}, specs)
     hosts = _host_count(snap.stored)
-    picks = (
-        ("connections", "clients", "$.metrics.connections", "ASC", "fewest connections"),
-        ("logs", "logs", "$.metrics.age_s", "DESC", "oldest logs"),
-    )
-    for key, check, field_path, order, what in picks:
+    for i, (check, spec) in enumerate(specs):
+        if spec.per_host is None:
+            continue
+        order = "ASC" if spec.pick == "fewest" else "DESC"
+        field_path = f"$.metrics.{spec.per_host}"
         chosen = _extreme_hosts(snap.stored, since, check, field_path, order)
-        i = next(n for n, c in enumerate(out) if c.key == key)
-        if key == "connections":
-            pts = _stored_series(snap.stored, since, chosen, "clients", _connections)
-            series = [Series(h, pts[h]) for h in chosen if h in pts]
-        else:
-            ages = _stored_series(
-                snap.stored, since, chosen, "logs", lambda row: _log_age(row, max_ages)
-            )
-            series = [Series(h, ages[h]) for h in chosen if h in ages]
-            limits: dict[float, list[str]] = {}
-            for h in chosen:
-                if h in max_ages and h in ages:
-                    limits.setdefault(max_ages[h][1], []).append(h)
-            for limit, names in sorted(limits.items()):
-                label = "max_age" if len(limits) == 1 else f"max_age {', '.join(names)}"
-                series.append(Series(label, [(t0, limit), (t1, limit)], reference=True))
-        title = f"{out[i].title}: the {len(chosen)} of {hosts} hosts with the {what}"
+        mine = focus.get(spec.key, {})
+        value = functools.partial(_host_value, spec=spec, focus=mine)
+        values = _stored_series(snap.stored, since, chosen, check, value)
+        series = [Series(h, values[h]) for h in chosen if h in values]
+        if spec.items is not None:
+            series += _focus_lines(spec, mine, [h for h in chosen if h in values], t0, t1)
+        title = f"{out[i].title}: the {len(chosen)} of {hosts} hosts with the {spec.picked}"
         out[i] = replace(out[i], title=title, series=series)
     return out, t0, t1
-
-
-def _connections(row: dict[str, Any]) -> float | None:
-    metrics = row.get("metrics")
-    return _number(metrics.get("connections")) if isinstance(metrics, dict) else None
-
-
-def _log_age(row: dict[str, Any], max_ages: dict[str, tuple[str, float]]) -> float | None:
-    """A logs row's age: of the host's first configured log (the one `max_ages` names),
-    else the age the row reports (its worst log's)."""
-    host = row.get("host")
-    metrics = row.get("metrics")
-    if row.get("check") != "logs" or host is None or not isinstance(metrics, dict):
-        return None
-    value = _number(metrics.get("age_s"))
-    per_log = metrics.get("logs")
-    if host in max_ages and isinstance(per_log, dict):
-        first = per_log.get(max_ages[host][0])
-        if isinstance(first, dict):
-            value = _number(first.get("age_s"))
-    return value
 
 
 def _stored_series(
@@ -859,15 +880,3 @@ def _extreme_hosts(
     finally:
         db.close()
     return [str(h) for h, _ in got]
-
-
-def config_max_ages(fleet: Any) -> dict[str, tuple[str, float]]:
-    """host -> (path, max_age) of its first log: the log the age chart follows."""
-    from fleetcheck.core.hostfacts import logs_of
-
-    out = {}
-    for h in getattr(fleet, "hosts", ()):
-        logs = logs_of(h)
-        if logs:
-            out[h.name] = (logs[0].path or "", float(logs[0].max_age))
-    return out
