@@ -122,7 +122,7 @@ logs = [
             pick="most",
             picked="oldest logs",
             items="logs",
-            focus_label="max_age",
+            limit_label="max_age",
             place=40,
         ),
     )

@@ -685,23 +685,51 @@ def _host_values(
     return out
 
 
-def _focus_lines(
-    spec: ChartSpec,
-    focus: dict[str, tuple[str, float]],
-    hosts: list[str],
-    t0: float,
-    t1: float,
+def _reference_lines(
+    spec: ChartSpec, limits: dict[str, float], hosts: list[str], t0: float, t1: float
 ) -> list[Series]:
-    """The limits of the items `hosts`' lines follow, one reference line per distinct limit
-    (named after its hosts when they differ)."""
-    limits: dict[float, list[str]] = {}
+    """`hosts`' limits (host -> limit), one reference line per distinct limit (named after
+    its hosts when they differ)."""
+    by_value: dict[float, list[str]] = {}
     for h in hosts:
-        if h in focus:
-            limits.setdefault(focus[h][1], []).append(h)
+        if h in limits:
+            by_value.setdefault(limits[h], []).append(h)
     out = []
-    for limit, names in sorted(limits.items()):
-        label = spec.focus_label if len(limits) == 1 else f"{spec.focus_label} {', '.join(names)}"
-        out.append(Series(label, [(t0, limit), (t1, limit)], reference=True))
+    label = spec.limit_label
+    for limit, names in sorted(by_value.items()):
+        named = label if len(by_value) == 1 else f"{label} {', '.join(names)}"
+        out.append(Series(named, [(t0, limit), (t1, limit)], reference=True))
+    return out
+
+
+def _host_limit(row: dict[str, Any], key: str) -> float | None:
+    limits = row.get("limits")
+    return _number(limits.get(key)) if isinstance(limits, dict) else None
+
+
+def _newest(values: dict[str, list[tuple[float, float]]]) -> dict[str, float]:
+    return {h: pts[-1][1] for h, pts in values.items() if pts}
+
+
+def _limits_of(
+    spec: ChartSpec, focus: dict[str, tuple[str, float]], newest: dict[str, float]
+) -> dict[str, float]:
+    """host -> the limit its reference line draws: its item's (`items`), else the newest of
+    its rows' `limit` (`newest`)."""
+    if spec.items is not None:
+        return {h: limit for h, (_, limit) in focus.items()}
+    return newest
+
+
+def _newest_limits(rounds: list[hist.Round], check: str, key: str) -> dict[str, float]:
+    """Per host, the newest limit `key` its `check` rows were judged against."""
+    out: dict[str, float] = {}
+    for rnd in rounds:
+        for row in rnd.rows:
+            if row.get("check") == check and row.get("host") is not None:
+                value = _host_limit(row, key)
+                if value is not None:
+                    out[str(row.get("host"))] = value
     return out
 
 
@@ -731,9 +759,11 @@ def charts(rounds: list[hist.Round], focus: Focus, declared: Declared | None = N
             mine = focus.get(spec.key, {})
             values = _host_values(rounds, check, spec, mine)
             series = [Series(h, pts) for h, pts in sorted(values.items())]
-            if values and rounds and spec.items is not None:
+            if values and rounds:
                 t0, t1 = rounds[0].started_at.timestamp(), rounds[-1].started_at.timestamp()
-                series += _focus_lines(spec, mine, sorted(values), t0, t1)
+                newest = _newest_limits(rounds, check, spec.limit) if spec.limit else {}
+                limits = _limits_of(spec, mine, newest)
+                series += _reference_lines(spec, limits, sorted(values), t0, t1)
         out.append(Chart(spec.key, spec.title, spec.decision, spec.unit, series))
     return out
 
@@ -774,8 +804,12 @@ def window_charts(
         value = functools.partial(_host_value, spec=spec, focus=mine)
         values = _stored_series(snap.stored, since, chosen, check, value)
         series = [Series(h, values[h]) for h in chosen if h in values]
-        if spec.items is not None:
-            series += _focus_lines(spec, mine, [h for h in chosen if h in values], t0, t1)
+        newest: dict[str, float] = {}
+        if spec.limit is not None:
+            limit = functools.partial(_host_limit, key=spec.limit)
+            newest = _newest(_stored_series(snap.stored, since, chosen, check, limit))
+        limits = _limits_of(spec, mine, newest)
+        series += _reference_lines(spec, limits, [h for h in chosen if h in values], t0, t1)
         title = f"{out[i].title}: the {len(chosen)} of {hosts} hosts with the {spec.picked}"
         out[i] = replace(out[i], title=title, series=series)
     return out, t0, t1

@@ -111,10 +111,11 @@ class ChartSpec:
     Broker-wide: `lines` of its broker-wide row (nothing drawn until a measured line has a
     point). Per host: `per_host`, the metric of its host rows, a line per host; a fleet larger
     than the page draws (`MAX_LINES`) shows the hosts with the `pick` ("fewest" or "most")
-    of it, said in the title as "with the {picked}". With `items`, a map in the row's metrics
-    of the same metric per item (a log file), a host's line follows the item
-    `Check.chart_focus` picks for it and that item's limit is drawn as a reference line named
-    `focus_label`."""
+    of it, said in the title as "with the {picked}". Its reference lines, one per distinct
+    value, named `limit_label` (and the hosts, when they differ): `limit`, a key of the host
+    rows' `limits` (each host's newest); or with `items`, a map in the row's metrics of the
+    same metric per item (a log file), a host's line follows the item `Check.chart_focus`
+    picks for it, and that item's limit (from the config) is drawn."""
 
     key: str  # the section's id, unique among the console's charts
     title: str
@@ -124,6 +125,13 @@ class ChartSpec:
     per_host: str | None = None
     pick: str = "most"
     picked: str = ""
+    limit: str | None = None
     items: str | None = None
-    focus_label: str = "limit"
+    limit_label: str = "limit"
     place: int = 50  # where on the page, lower first
+
+    def __post_init__(self) -> None:
+        if (self.per_host is None) == (not self.lines):
+            raise ValueError(f"chart {self.key!r}: either lines (broker-wide) or per_host")
+        if self.unit not in ("count", "seconds") or self.pick not in ("fewest", "most"):
+            raise ValueError(f"chart {self.key!r}: unit count|seconds, pick fewest|most")

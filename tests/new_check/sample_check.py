@@ -7,7 +7,8 @@ with no other file touched. It is not installed: nothing in fleetcheck names it.
 Workers SET a key of their own to the epoch time of their last loop. Each host that names one
 with `heartbeat_key` gets a row: OK while that time is at most `max_age` old (default 2m),
 WARN past it, CRIT when the key is missing. Metric `age_s` (the headline); limit `max_age_s`.
-It only reads (one GET per host).
+It only reads (one GET per host). The console charts each host's heartbeat age against its
+max_age, and `fleetcheck explain` names a stopped worker as the likely cause of a stale one.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue
 from fleetcheck.core.check import Check, Scope
 from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.declarations import Cause, ChartSpec
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.duration import format_duration
@@ -55,6 +57,26 @@ max_age = "2m"                   # WARN when a host's heartbeat is older than th
     host_example = 'heartbeat_key = "arena:heartbeat:n8"   # the key its worker sets (epoch time)'
     no_targets_reason = "no host names a heartbeat_key"
     demo_meaning = "this machine's worker stopped beating: its heartbeat key is old or gone"
+    # what the console and `fleetcheck explain` do with its rows
+    charts = (
+        ChartSpec(
+            "heartbeat",
+            "Heartbeat age per host against max_age",
+            "a line above max_age: that host's worker stopped beating",
+            unit="seconds",
+            per_host="age_s",
+            pick="most",
+            picked="oldest heartbeats",
+            limit="max_age_s",
+            limit_label="max_age",
+        ),
+    )
+    causes = (
+        Cause(
+            "its worker stopped beating (stopped, hung, or cut off from the broker)",
+            "whether its worker process runs, and whether it reaches the broker",
+        ),
+    )
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:
         """n8 beat a moment ago; mini, the dead machine, 2.5 hours ago."""
