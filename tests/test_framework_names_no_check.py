@@ -59,7 +59,10 @@ ALLOWED: tuple[Allowed, ...] = (
     Allowed("fleetcheck/config/inventory_sources.py", "from_command_json", "groups", INVENTORY),
     Allowed("fleetcheck/config/inventory_sources.py", "_from_file_sd", "groups", INVENTORY),
     Allowed(
-        "fleetcheck/rounds/notify.py", "resolve", "groups", "a [[notify.rules]] rule's host groups"
+        "fleetcheck/rounds/notify_targets.py",
+        "resolve",
+        "groups",
+        "a [[notify.rules]] rule's host groups",
     ),
     Allowed("fleetcheck/envfile.py", "wanted", "broker", BROKER_TABLE + " (its password_env)"),
     Allowed(
