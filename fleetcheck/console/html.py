@@ -17,15 +17,13 @@ from typing import Any
 from urllib.parse import urlencode
 
 from fleetcheck.console import svg
+from fleetcheck.console.charts import Chart, Focus, charts
 from fleetcheck.console.source import (
     BROKER,
-    Chart,
-    Focus,
     Grid,
     Point,
     Snapshot,
     changes,
-    charts,
     grid,
     since_from_history,
 )

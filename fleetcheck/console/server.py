@@ -21,7 +21,8 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs
 
-from fleetcheck.console.source import Focus, Source
+from fleetcheck.console.charts import Focus
+from fleetcheck.console.source import Source
 from fleetcheck.core.context import utcnow
 from fleetcheck.core.safe_text import one_line
 
