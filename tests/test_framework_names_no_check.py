@@ -217,3 +217,23 @@ def test_the_finder_sees_each_way_of_naming_a_check() -> None:
         assert what in _found(source, names), source
     for innocent in ("x = 'log'", "y = f'[checks.{name}]'", "import fleetcheck.checks"):
         assert _found(innocent, names) == [], innocent
+
+
+def test_what_the_checks_declare_for_the_framework_is_well_formed() -> None:
+    """What the framework reads instead of names: each declaration of every registered check
+    is of its type, and the console's chart keys (its sections' ids) are unique."""
+    from fleetcheck.core import declarations as d
+
+    kinds = {
+        "clues": d.Clue,
+        "causes": d.Cause,
+        "peer_metrics": d.PeerMetric,
+        "correlations": d.HalfOpen,
+        "charts": d.ChartSpec,
+    }
+    for attr, kind in kinds.items():
+        for name, declared in registry.declared(attr):
+            assert isinstance(declared, kind), f"{name}.{attr}: {declared!r} is not a {kind}"
+    keys = [spec.key for _, spec in registry.declared("charts")]
+    assert len(keys) == len(set(keys)), keys
+    assert {"queue", "live", "connections", "logs"} <= set(keys)
