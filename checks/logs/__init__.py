@@ -88,7 +88,7 @@ logs = [
     no_targets_reason = "no host has logs configured"
     clues = (
         Clue("log silent since its last line: {line}", "age_s", SILENT_S, None, "last_line_at",
-             line=("logs", 0, "last_line")),
+             line=(("last_line",), ("logs", 0, "last_line"))),  # an item's; a host row's
         Clue("error lines from {at}: {value:g} in the window read", "error_lines", 1),
     )  # fmt: skip
     causes = (
@@ -182,9 +182,14 @@ logs = [
         return super().demo_explain(result)
 
     def chart_focus(self, host: HostConfig) -> tuple[str, float] | None:
-        """The log-age chart follows a host's first configured log, against its max_age."""
+        """The log-age chart follows a host's first configured log (its row's item), against
+        its max_age."""
         logs = logs_of(host)
-        return (logs[0].path or "", float(logs[0].max_age)) if logs else None
+        if not logs:
+            return None
+        first = logs[0]
+        item = first.path if first.path is not None else f"journal:{first.label}"
+        return item, float(first.max_age)
 
     def targets(self, fleet: FleetConfig, config: LogsConfig) -> list[HostConfig | None]:
         return [h for h in fleet.hosts if h.ssh is not None and logs_of(h)]

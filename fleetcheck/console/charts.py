@@ -96,18 +96,23 @@ def config_focus(fleet: Any, declared: Declared | None = None) -> Focus:
 def host_value(
     row: dict[str, Any], spec: ChartSpec, focus: dict[str, tuple[str, float]]
 ) -> float | None:
-    """A host row's value on a per-host chart: its `per_host` metric, or with `items` that of
-    the item its host's focus names (when the row has it)."""
+    """A host row's value on a per-host chart: its `per_host` metric. Where the host has a
+    focus (charts with `items`), only the row of the item it names counts, and a row of the
+    whole host (written before rows per item) gives that item's value from its `items` map."""
     metrics = row.get("metrics")
     if spec.per_host is None or not isinstance(metrics, dict):
         return None
-    value = _number(metrics.get(spec.per_host))
     host = row.get("host")
+    picked = focus.get(host) if isinstance(host, str) else None
+    item = row.get("item")
+    if picked is not None and isinstance(item, str) and item != picked[0]:
+        return None  # another item of the host: its line follows the picked one
+    value = _number(metrics.get(spec.per_host))
     per_item = metrics.get(spec.items) if spec.items is not None else None
-    if isinstance(host, str) and host in focus and isinstance(per_item, dict):
-        item = per_item.get(focus[host][0])
-        if isinstance(item, dict):
-            value = _number(item.get(spec.per_host))
+    if picked is not None and isinstance(per_item, dict):
+        own = per_item.get(picked[0])
+        if isinstance(own, dict):
+            value = _number(own.get(spec.per_host))
     return value
 
 

@@ -27,8 +27,8 @@ class Clue:
     [at_least, at_most]. Its time is the evidence's `at_key` (a UTC ISO time, e.g. the last
     log line's) when given, else the start of the run of recorded rounds in which the same
     held (the history), else since when the row has its status (the state). `words` may say
-    "{summary}", "{value}", "{at}" and "{line}": the text at `line` in the row's evidence
-    (keys and list indexes, e.g. ("logs", 0, "last_line"))."""
+    "{summary}", "{value}", "{at}" and "{line}": the text at the first of the `line` paths
+    that has one in the row's evidence (keys and list indexes, e.g. ("logs", 0, "last_line"))."""
 
     words: str
     metric: str | None = None
@@ -36,7 +36,7 @@ class Clue:
     at_most: float | None = None
     at_key: str | None = None
     any_status: bool = False
-    line: tuple[str | int, ...] = ("last_line",)
+    line: tuple[tuple[str | int, ...], ...] = (("last_line",),)
 
 
 @dataclass(frozen=True)
@@ -113,9 +113,10 @@ class ChartSpec:
     than the page draws (`MAX_LINES`) shows the hosts with the `pick` ("fewest" or "most")
     of it, said in the title as "with the {picked}". Its reference lines, one per distinct
     value, named `limit_label` (and the hosts, when they differ): `limit`, a key of the host
-    rows' `limits` (each host's newest); or with `items`, a map in the row's metrics of the
-    same metric per item (a log file), a host's line follows the item `Check.chart_focus`
-    picks for it, and that item's limit (from the config) is drawn."""
+    rows' `limits` (each host's newest); or with `items`, for a check whose rows are per item
+    (a log file), a host's line follows the item `Check.chart_focus` picks for it and that
+    item's limit (from the config) is drawn (`items` names the map in which a row of the whole
+    host, as written before rows per item, kept each item's metrics)."""
 
     key: str  # the section's id, unique among the console's charts
     title: str

@@ -165,9 +165,7 @@ def _departures(
     """The departures of one metric among the rows of one item (None: whole-host rows)."""
     out: list[Departure] = []
     rows = {
-        r.host: r
-        for r in results
-        if r.check == check and r.host is not None and r.item == item
+        r.host: r for r in results if r.check == check and r.host is not None and r.item == item
     }
     values = {h: v for h, r in rows.items() if (v := _number(r, spec)) is not None}
     for key, members in _groups(rows, memberships).items():

@@ -270,10 +270,10 @@ def _fill(
     row: Result,
     value: float | None,
     at: datetime | None,
-    line_at: tuple[str | int, ...] = ("last_line",),
+    line_at: tuple[tuple[str | int, ...], ...] = (("last_line",),),
 ) -> str:
     summary = row.summary if len(row.summary) <= SHORT else row.summary[: SHORT - 3] + "..."
-    line = _quoted(row.evidence, line_at)
+    line = next(filter(None, (_quoted(row.evidence, path) for path in line_at)), None)
     line = f'"{line[:SHORT]}"' if line else "(not kept)"
     return text.format(
         line=line,
