@@ -177,14 +177,14 @@ def history_jsonl(hosts: int, rounds: int, generator: Path, out: Path) -> None:
         res["latest_bytes"] = history.latest_path(path).stat().st_size
         res["rounds_kept"] = len(history.load(path)[0])
         now = t0 + timedelta(minutes=15 * (rounds - 1), seconds=30)
-        max_ages = {h: ("/var/log/worker.log", 900.0) for h in fleet.hosts}
+        focus = {"logs": {h: ("/var/log/worker.log", 900.0) for h in fleet.hosts}}  # log-age chart
         host = fleet.hosts[len(fleet.hosts) // 2]
         for name, url, query in (
             ("grid", "/", {}),
             ("charts", "/charts", {}),
             ("row", "/row", {"check": ["clients"], "host": [host]}),
         ):
-            console = Console(Source(path), 900.0, 7 * 86400.0, "7d", max_ages, clock=lambda: now)
+            console = Console(Source(path), 900.0, 7 * 86400.0, "7d", focus, clock=lambda: now)
             ask = functools.partial(console.route, url, query)
             for kind in ("first", "cached"):
                 s = time.perf_counter()

@@ -124,7 +124,7 @@ def pages(path: Path, now: datetime, hosts: list[str]) -> dict[str, float]:
     from fleetcheck.console.server import Console
     from fleetcheck.console.source import Source
 
-    max_ages = {h: ("/var/log/worker.log", 900.0) for h in hosts}
+    focus = {"logs": {h: ("/var/log/worker.log", 900.0) for h in hosts}}  # the log-age chart
     host = hosts[len(hosts) // 2]
     out: dict[str, float] = {}
     for name, url, query in (
@@ -133,7 +133,7 @@ def pages(path: Path, now: datetime, hosts: list[str]) -> dict[str, float]:
         ("host", "/host", {"host": [host]}),
         ("row", "/row", {"check": ["clients"], "host": [host]}),
     ):
-        console = Console(Source(path), 900.0, 7 * 86400.0, "7d", max_ages, clock=lambda: now)
+        console = Console(Source(path), 900.0, 7 * 86400.0, "7d", focus, clock=lambda: now)
         ask = functools.partial(console.route, url, query)
         first, (code, _, body) = timed(ask)
         assert code == 200, (url, code, body[:300])

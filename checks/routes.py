@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.core.check import HostCheck
 from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.declarations import Cause, Clue
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.judge import Findings
 from fleetcheck.core.model import Result, Status
@@ -193,6 +194,23 @@ class RoutesCheck(HostCheck[RoutesConfig, "RouteFacts"]):
     description = "default routes per host: two on one subnet is CRIT (ARP flux, EHOSTUNREACH)"
     config_type = RoutesConfig
     headline = "default_routes"
+    # explain: a route problem is the most upstream cause (it explains lost connections)
+    clues = (Clue("default routes: {summary}"),)
+    causes = (
+        Cause(
+            "two default routes on one subnet, the known cause of intermittent EHOSTUNREACH",
+            'the worker log\'s connection errors (EHOSTUNREACH, "No route to host")',
+            "unscoped_default_routes",
+            2,
+            statuses=("CRIT",),
+            upstream=10,
+        ),
+        Cause(
+            "its default routes are not as they should be: {summary}",
+            "`ip route show default` (macOS: `netstat -rn`) on the host",
+            upstream=10,
+        ),
+    )
     example = """\
 [checks.routes]
 # target = "192.168.1.5"         # address whose route each host looks up (default: the broker)

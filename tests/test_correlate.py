@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from fleetcheck.core.correlate import RULES, HalfOpen, correlate
+from fleetcheck.core import registry
+from fleetcheck.core.correlate import correlate
+from fleetcheck.core.declarations import HalfOpen
 from fleetcheck.core.errors import HOST_UNREACHABLE
 from fleetcheck.core.model import Result, Status
 
@@ -89,16 +91,23 @@ def test_half_open(rows: list[Result], status: Status, half_open: bool) -> None:
 
 
 def test_rules_are_data_and_another_check_can_be_named() -> None:
-    """The pass knows no check: a rule names the row and the metric it corrects."""
-    assert all(isinstance(r, HalfOpen) for r in RULES)
+    """The pass knows no check: the check declares the rule (`Check.correlations`) and the
+    pass reads it from the registry; any check's rows can be given one."""
+    clients_check = registry.find("clients")
+    assert clients_check is not None
+    assert clients_check.correlations == (HalfOpen(count="connections"),)
+    assert all(  # the checks that declare none: the rows of theirs are left alone
+        all(isinstance(r, HalfOpen) for r in c.correlations) for c in registry.available().values()
+    )
     row = Result("sessions", "mini", Status.OK, "4 sessions", metrics={"open": 4})
-    out = correlate([ssh_row("mini"), row], [HalfOpen(check="sessions", count="open")])
+    assert correlate([ssh_row("mini"), row])[1] is row  # "sessions" declares nothing
+    out = correlate([ssh_row("mini"), row], [("sessions", HalfOpen(count="open"))])
     assert out[1].status is Status.WARN and "4 broker connections" in out[1].summary
 
 
 def test_a_crit_rule_is_possible() -> None:
     out = correlate(
         [ssh_row("mini"), clients("mini", 2)],
-        [HalfOpen(check="clients", count="connections", status=Status.CRIT)],
+        [("clients", HalfOpen(count="connections", status=Status.CRIT))],
     )
     assert out[1].status is Status.CRIT

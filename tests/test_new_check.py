@@ -284,3 +284,75 @@ def test_the_framework_serves_the_new_check_without_naming_it(copy: Copy) -> Non
         named = set(re.findall(r"\((\w+) needs it\)", doctor.stdout))
         assert named == unknown(report), (named, doctor.stdout)
         admin.close()
+
+
+# Run in the copy: the sample's rows over three rounds, drawn by the console and explained
+SHOWN = """
+import json
+from datetime import UTC, datetime, timedelta
+from fleetcheck.console import html, source as console
+from fleetcheck.core import registry
+from fleetcheck.core.model import Result, Status
+from fleetcheck.rounds import explain
+from fleetcheck.rounds.history import Round
+
+name = registry.find("heartbeat").name
+now = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+rows = [
+    Result(name, "n8", Status.OK, "beat 5s ago", {"age_s": 5.0}, limits={"max_age_s": 120.0}),
+    Result(name, "mini", Status.WARN, "beat 2h ago", {"age_s": 9000.0},
+           limits={"max_age_s": 120.0}),
+]
+rounds = [
+    Round(now - timedelta(minutes=15 * i), Status.WARN, {}, {},
+          rows=tuple(r.to_dict() for r in rows))
+    for i in (2, 1, 0)
+]
+drawn = console.charts(rounds, {})
+page = html.sections_of(drawn, rounds[0].started_at.timestamp(), now.timestamp())
+told = explain.explain("mini", rows, rounds, now, hints=explain.hints_from_registry())
+print(json.dumps({
+    "charts": {c.key: {s.label: [v for _, v in s.points] for s in c.series} for c in drawn},
+    "page": page,
+    "explain": told.lines(),
+}))
+"""
+
+
+def test_the_new_check_shows_in_the_consoles_charts_and_explain(tmp_path: Path) -> None:
+    """The sample declares a chart and a cause (`charts`, `causes`): with only its file
+    added, the console draws its chart and `explain` names its cause, as for a built-in."""
+    import json
+
+    repo = copy_with_the_new_check(tmp_path)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(repo), str(site)]),
+        "FLEETCHECK_COPY": str(repo),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", SHOWN], cwd=repo, env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    shown = json.loads(proc.stdout)
+    assert shown["charts"]["heartbeat"] == {
+        "mini": [9000.0] * 3,
+        "n8": [5.0] * 3,
+        "max_age": [120.0, 120.0],
+    }
+    assert {"queue", "live", "connections", "logs"} <= set(shown["charts"])  # beside the others
+    assert (
+        '<section id="heartbeat"><h2>Heartbeat age per host against max_age</h2>' in (shown["page"])
+    )
+    assert (
+        "likely cause (inference: inferred, to be confirmed): its worker stopped beating "
+        "(stopped, hung, or cut off from the broker); seen in heartbeat"
+    ) in shown["explain"], shown["explain"]
+    assert (
+        "confirm with: whether its worker process runs, and whether it reaches the broker"
+        in shown["explain"]
+    )

@@ -8,13 +8,22 @@ from dataclasses import dataclass
 
 import pytest
 
-from fleetcheck.core import peers
+from fleetcheck.core import peers, registry
+from fleetcheck.core.declarations import PeerMetric
 from fleetcheck.core.model import Result, Status
 from fleetcheck.rounds import explain as explaining
 
-CONNS = peers.METRICS[0]
-RATE = peers.METRICS[1]
-AGE = peers.METRICS[2]
+
+def declared(check: str, metric: str) -> PeerMetric:
+    """The peer metric a check declares (`Check.peer_metrics`): the rule's data is theirs."""
+    found = registry.find(check)
+    assert found is not None
+    return next(m for m in found.peer_metrics if m.metric == metric)
+
+
+CONNS = declared("clients", "connections")
+RATE = declared("logs", "error_rate_per_s")
+AGE = declared("logs", "age_s")
 
 
 @pytest.mark.parametrize(
@@ -44,9 +53,7 @@ AGE = peers.METRICS[2]
         (0.0, [0.5, 0.6, 0.55], RATE, None),
     ],
 )
-def test_departs(
-    value: float, others: list[float], spec: peers.PeerMetric, expected: str | None
-) -> None:
+def test_departs(value: float, others: list[float], spec: PeerMetric, expected: str | None) -> None:
     assert peers.departs(value, others, spec) == expected
 
 

@@ -144,7 +144,9 @@ def test_row_timeline_changes_and_since(tmp_path: Path) -> None:
 
 def test_chart_series(tmp_path: Path) -> None:
     rounds = _rounds(tmp_path, [Status.OK, Status.CRIT, Status.CRIT])
-    charts = {c.key: c for c in console.charts(rounds, {"n8": ("/var/log/worker.log", 600.0)})}
+    charts = {
+        c.key: c for c in console.charts(rounds, {"logs": {"n8": ("/var/log/worker.log", 600.0)}})
+    }
     queue = {s.label: s for s in charts["queue"].series}
     assert [v for _, v in queue["summed depth"].points] == [20, 167, 167]
     assert queue["cap"].reference and {v for _, v in queue["cap"].points} == {100}
@@ -154,6 +156,28 @@ def test_chart_series(tmp_path: Path) -> None:
     assert [v for _, v in logs["n8"].points] == [9000.0] * 3
     assert logs["max_age"].reference and {v for _, v in logs["max_age"].points} == {600.0}
     assert charts["live"].series == []  # no live_hash rows: the chart says so
+
+
+def test_a_hosts_log_age_line_follows_its_first_log_among_its_item_rows() -> None:
+    """Rows per item (each log its own row): a host's line on the log-age chart is the first
+    configured log's (its focus), never the other logs' ages mixed in; a host with no focus
+    draws each of its rows."""
+
+    def row(host: str, item: str, age: float) -> dict[str, object]:
+        return {"check": "logs", "host": host, "item": item, "metrics": {"age_s": age}}
+
+    rounds = [
+        history.Round(NOW + timedelta(minutes=15 * i), Status.OK, {}, {}, rows=(
+            row("n8", "/var/log/worker.log", 60.0 + i), row("n8", "/var/log/api.log", 5000.0),
+            row("mini", "/var/log/worker.log", 30.0),
+        ))
+        for i in range(3)
+    ]  # fmt: skip
+    focus = {"logs": {"n8": ("/var/log/worker.log", 600.0)}}
+    logs = {s.label: s for s in {c.key: c for c in console.charts(rounds, focus)}["logs"].series}
+    assert [v for _, v in logs["n8"].points] == [60.0, 61.0, 62.0]
+    assert [v for _, v in logs["mini"].points] == [30.0] * 3
+    assert logs["max_age"].reference and {v for _, v in logs["max_age"].points} == {600.0}
 
 
 def test_grid_orders_broker_first_and_keeps_config_order() -> None:

@@ -32,6 +32,7 @@ OURS = {
     "fleetcheck.collector",  # the cycle collector during start-up
     "fleetcheck.core",
     "fleetcheck.core.check",
+    "fleetcheck.core.declarations",  # what checks declare for explain, peers, charts
     "fleetcheck.core.hostfacts",
     "fleetcheck.checks",
     # the module of every built-in check (all are configured), from the registry

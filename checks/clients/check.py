@@ -16,6 +16,7 @@ from fleetcheck.checks.clients import ClientsConfig
 from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, cmd
 from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.declarations import Cause, ChartSpec, Clue, HalfOpen, PeerMetric
 from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs, fleet_queues
 from fleetcheck.core.judge import exceeds
 from fleetcheck.core.model import STRENGTHS, Result, Status
@@ -254,6 +255,36 @@ class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
     config_type = ClientsConfig
     host_config_type = ClientsHostConfig
     headline = ("connections", "clients")  # a host row's, the broker-wide row's
+    clues = (
+        Clue("broker connections gone: {summary}", "connections", None, 0),
+        Clue("connections made anew (reconnected) at {at}", at_key="reconnected_at",
+             any_status=True),
+    )  # fmt: skip
+    causes = (
+        Cause(
+            "its workers stopped or cannot reach the broker",
+            "whether its worker processes run, and whether the broker answers from the host",
+            "connections",
+            None,
+            0,
+            statuses=("CRIT", "WARN"),
+            upstream=20,
+        ),
+    )
+    peer_metrics = (PeerMetric("connections", "broker connections", "both", 2, 0.4),)
+    # a host gone from the network while the broker still lists its connections
+    correlations = (HalfOpen(count="connections"),)
+    charts = (
+        ChartSpec(
+            "connections",
+            "Broker connections per host",
+            "a host's line at zero: its workers are gone although the queue still drains",
+            per_host="connections",
+            pick="fewest",
+            picked="fewest connections",
+            place=30,
+        ),
+    )
     example = """\
 [checks.clients]
 max_unknown = 0                  # clients from addresses no host claims: WARN past this many

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue, zone
 from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, cmd
 from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.declarations import ChartSpec, Line
 from fleetcheck.core.judge import check_count, check_duration, check_share, exceeds
 from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.duration import format_duration
@@ -114,6 +115,15 @@ class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
     scope = Scope.BROKER
     config_type = LiveHashConfig
     headline = "entries"  # what Nagios graphed before headlines were declared (the first metric)
+    charts = (
+        ChartSpec(
+            "live",
+            "Live hash: fresh vs stale entries",
+            "stale entries growing: workers die without cleaning up; reap-live removes them",
+            lines=(Line("fresh"), Line("stale")),
+            place=20,
+        ),
+    )
     example = """\
 [checks.live_hash]
 # The check only reads (HSCAN). WRITES TO YOUR BROKER only when you run `fleetcheck reap-live

@@ -17,6 +17,7 @@ from fleetcheck.checks.logs.fragments import ZONE_FRAGMENT, journal_fragment, lo
 from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.core.check import HostCheck
 from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.declarations import Cause, ChartSpec, Clue, PeerMetric
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.hostfacts import LogsHostConfig, logs_of
 from fleetcheck.core.model import Result, Status
@@ -38,6 +39,12 @@ __all__ = [
     "journal_fragment",
     "log_fragment",
 ]
+
+
+# `explain`: a log whose last line is older than this is called silent since that line:
+# shorter gaps are how any log reads between two writes (a row WARN for its errors, written a
+# minute ago, is not silent)
+SILENT_S = 300
 
 
 class LogsCheck(HostCheck[LogsConfig, LogsFacts]):
@@ -80,6 +87,46 @@ logs = [
 ]
 """
     no_targets_reason = "no host has logs configured"
+    clues = (
+        Clue("log silent since its last line: {line}", "age_s", SILENT_S, None, "last_line_at",
+             line=(("last_line",), ("logs", 0, "last_line"))),  # an item's; a host row's
+        Clue("error lines from {at}: {value:g} in the window read", "error_lines", 1),
+    )  # fmt: skip
+    causes = (
+        Cause(
+            "its program stopped writing its log (stopped, hung, or logging elsewhere)",
+            "the process on the host, and whether it writes another file",
+            "age_s",
+            SILENT_S,
+            upstream=30,
+        ),
+        Cause(
+            "its log shows errors: {summary}",
+            "the error lines themselves in the log",
+            "error_lines",
+            1,
+            upstream=30,
+        ),
+    )
+    peer_metrics = (
+        PeerMetric("error_rate_per_s", "error lines a second", "higher", 0.05, 1.0, "/s",
+                   "error_lines"),
+        PeerMetric("age_s", "since its last log line", "higher", 600, 2.0, "s"),
+    )  # fmt: skip
+    charts = (
+        ChartSpec(
+            "logs",
+            "Log age per host against max_age",
+            "a line above max_age: that machine's log stopped moving (judged in UTC)",
+            unit="seconds",
+            per_host="age_s",
+            pick="most",
+            picked="oldest logs",
+            items="logs",
+            limit_label="max_age",
+            place=40,
+        ),
+    )
     demo_meaning = (
         "this machine's log stopped moving; read in the writer's own zone and compared in "
         "UTC, so it is really silent, not a time-zone illusion (incidents 3, 6)"
@@ -139,6 +186,16 @@ logs = [
                 "read in its declared zone it was written a minute ago (incident 6)."
             )
         return super().demo_explain(result)
+
+    def chart_focus(self, host: HostConfig) -> tuple[str, float] | None:
+        """The log-age chart follows a host's first configured log (its row's item), against
+        its max_age."""
+        logs = logs_of(host)
+        if not logs:
+            return None
+        first = logs[0]
+        item = first.path if first.path is not None else f"journal:{first.label}"
+        return item, float(first.max_age)
 
     def targets(self, fleet: FleetConfig, config: LogsConfig) -> list[HostConfig | None]:
         return [h for h in fleet.hosts if h.ssh is not None and logs_of(h)]

@@ -14,6 +14,7 @@ from fleetcheck.checks.queue_depth import QueueDepthConfig
 from fleetcheck.config import FleetConfig, HostConfig, zone
 from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, cmd
 from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.declarations import ChartSpec, Line
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.judge import limit_text, worst
 from fleetcheck.core.model import Result, Status
@@ -66,6 +67,15 @@ class QueueDepthCheck(Check[QueueDepthConfig, QueueFacts]):
     scope = Scope.BROKER
     config_type = QueueDepthConfig
     headline = "depth"
+    charts = (
+        ChartSpec(
+            "queue",
+            "Queue depth (summed) against the cap",
+            "over the cap: the enqueue guard is not holding (a race), not a busy fleet",
+            lines=(Line("depth", "summed depth"), Line("cap", limit=True)),
+            place=10,
+        ),
+    )
     example = """\
 [checks.queue_depth]
 keys = ["arena:queue", "arena:queue:processing"]   # lists whose lengths sum to the depth (required)

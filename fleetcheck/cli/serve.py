@@ -54,6 +54,7 @@ def serve_cmd(
     import signal
     import threading
 
+    from fleetcheck.console import charts as console_charts
     from fleetcheck.console import server as serve
     from fleetcheck.console import source as console_mod
     from fleetcheck.rounds import state as state_mod
@@ -88,7 +89,7 @@ def serve_cmd(
         every=interval or fleet.patrol.every,
         window=window_s,
         window_text=window.text,
-        max_ages=console_mod.config_max_ages(fleet),
+        focus=console_charts.config_focus(fleet),
         auth=serve.Auth(secrets["token"], secrets["basic"]),
     )
     from fleetcheck.console import wsgi  # waitress: imported by serve only, never by a patrol

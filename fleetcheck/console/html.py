@@ -17,14 +17,13 @@ from typing import Any
 from urllib.parse import urlencode
 
 from fleetcheck.console import svg
+from fleetcheck.console.charts import Chart, Focus, charts
 from fleetcheck.console.source import (
     BROKER,
-    Chart,
     Grid,
     Point,
     Snapshot,
     changes,
-    charts,
     grid,
     since_from_history,
 )
@@ -399,11 +398,11 @@ def chart_html(chart: Chart, t0: float, t1: float) -> str:
     )
 
 
-def chart_sections(window: list[Any], max_ages: dict[str, tuple[str, float]], now: datetime) -> str:
+def chart_sections(window: list[Any], focus: Focus, now: datetime) -> str:
     """The charts themselves: depend only on the rounds in the window (cacheable)."""
     t0 = window[0].started_at.timestamp() if window else now.timestamp()
     t1 = window[-1].started_at.timestamp() if window else now.timestamp()
-    return sections_of(charts(window, max_ages), t0, t1)
+    return sections_of(charts(window, focus), t0, t1)
 
 
 def sections_of(drawn: list[Chart], t0: float, t1: float) -> str:

@@ -21,6 +21,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs
 
+from fleetcheck.console.charts import Focus
 from fleetcheck.console.source import Source
 from fleetcheck.core.context import utcnow
 from fleetcheck.core.safe_text import one_line
@@ -99,7 +100,7 @@ class Console:
     every: float  # the patrol interval: /healthz is 503 past 2 x every
     window: float  # seconds of history the charts and timelines show
     window_text: str
-    max_ages: dict[str, tuple[str, float]] = field(default_factory=dict)
+    focus: Focus = field(default_factory=dict)  # per chart, each host's item (chart_focus)
     auth: Auth = field(default_factory=Auth)
     clock: Callable[[], datetime] = utcnow
     _cache: dict[tuple[Any, ...], bytes] = field(default_factory=dict, repr=False)
@@ -170,7 +171,7 @@ class Console:
             from fleetcheck.console.source import window_charts
 
             def draw() -> bytes:
-                drawn, t0, t1 = window_charts(snap, since, self.max_ages, now)
+                drawn, t0, t1 = window_charts(snap, since, self.focus, now)
                 return html.sections_of(drawn, t0, t1).encode()
 
             key = ("charts", snap.version, *snap.window_key(since))

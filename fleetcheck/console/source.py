@@ -9,6 +9,7 @@ series are computed from a `Snapshot` and table-tested.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections.abc import Callable
@@ -18,6 +19,19 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck import collector
+from fleetcheck.console.charts import (  # the series of the declared charts
+    Chart,
+    Declared,
+    Focus,
+    Series,
+    charts,
+    declared_charts,
+    host_limit,
+    host_value,
+    limits_of,
+    newest_of,
+    reference_lines,
+)
 from fleetcheck.core.model import (
     BROKER_WIDE,
     READABLE_SCHEMAS,
@@ -570,194 +584,54 @@ def since_from_history(points: list[Point]) -> datetime | None:
 
 
 # ---------------------------------------------------------------- chart series
-
-
-@dataclass(frozen=True)
-class Series:
-    label: str
-    points: list[tuple[float, float]]  # (Unix time, value)
-    reference: bool = False  # a limit (cap, max_age) rather than a measurement
-
-    def __post_init__(self) -> None:
-        # a host's name as a history line spells it: made safe for the chart's text
-        object.__setattr__(self, "label", printable(self.label))
-
-
-@dataclass(frozen=True)
-class Chart:
-    key: str
-    title: str
-    decision: str  # the decision this chart informs, one line
-    unit: str  # "count" or "seconds"
-    series: list[Series]
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def _collect(
-    rounds: list[hist.Round], check: str, metric: str, per_host: bool, part: str = "metrics"
-) -> dict[str, list[tuple[float, float]]]:
-    """`metric` of `check`'s rows (`part`: "metrics", or "limits" for a setting judged
-    against; a round written before limits were kept apart has it among its metrics)."""
-    out: dict[str, list[tuple[float, float]]] = {}
-    for rnd in rounds:
-        t = rnd.started_at.timestamp()
-        for row in rnd.rows:
-            if row.get("check") != check:
-                continue
-            host = row.get("host")
-            if per_host != (host is not None):
-                continue
-            values = row.get(part)
-            if part == "limits" and not isinstance(values, dict):
-                values = row.get("metrics")
-            value = _number(values.get(metric)) if isinstance(values, dict) else None
-            if value is not None:
-                out.setdefault(str(host) if per_host else metric, []).append((t, value))
-    return out
-
-
-def _log_ages(
-    rounds: list[hist.Round], max_ages: dict[str, tuple[str, float]]
-) -> dict[str, list[tuple[float, float]]]:
-    """Per host, the age of its first configured log (the one `max_ages` names), else the
-    age the row reports (its worst log's)."""
-    out: dict[str, list[tuple[float, float]]] = {}
-    for rnd in rounds:
-        t = rnd.started_at.timestamp()
-        for row in rnd.rows:
-            value = _log_age(row, max_ages)
-            if value is not None:
-                out.setdefault(str(row.get("host")), []).append((t, value))
-    return out
-
-
-def charts(rounds: list[hist.Round], max_ages: dict[str, tuple[str, float]]) -> list[Chart]:
-    """The four charts of the numbers that drive decisions. `max_ages`: host -> (path,
-    max_age) of its first log, from the config (the history holds ages, not limits)."""
-    q = _collect(rounds, "queue_depth", "depth", False)
-    cap = _collect(rounds, "queue_depth", "cap", False, part="limits")
-    queue = [Series("summed depth", q.get("depth", []))]
-    if cap.get("cap"):
-        queue.append(Series("cap", cap["cap"], reference=True))
-    fresh = _collect(rounds, "live_hash", "fresh", False).get("fresh", [])
-    stale = _collect(rounds, "live_hash", "stale", False).get("stale", [])
-    live = [Series("fresh", fresh), Series("stale", stale)] if fresh or stale else []
-    conns = _collect(rounds, "clients", "connections", True)
-    ages = _log_ages(rounds, max_ages)
-    age_series = [Series(h, pts) for h, pts in sorted(ages.items())]
-    if ages and rounds:
-        t0, t1 = rounds[0].started_at.timestamp(), rounds[-1].started_at.timestamp()
-        limits: dict[float, list[str]] = {}
-        for h in sorted(ages):
-            if h in max_ages:
-                limits.setdefault(max_ages[h][1], []).append(h)
-        for limit, hosts in sorted(limits.items()):
-            label = "max_age" if len(limits) == 1 else f"max_age {', '.join(hosts)}"
-            age_series.append(Series(label, [(t0, limit), (t1, limit)], reference=True))
-    return [
-        Chart(
-            "queue",
-            "Queue depth (summed) against the cap",
-            "over the cap: the enqueue guard is not holding (a race), not a busy fleet",
-            "count",
-            queue if q else [],
-        ),
-        Chart(
-            "live",
-            "Live hash: fresh vs stale entries",
-            "stale entries growing: workers die without cleaning up; reap-live removes them",
-            "count",
-            live,
-        ),
-        Chart(
-            "connections",
-            "Broker connections per host",
-            "a host's line at zero: its workers are gone although the queue still drains",
-            "count",
-            [Series(h, pts) for h, pts in sorted(conns.items())],
-        ),
-        Chart(
-            "logs",
-            "Log age per host against max_age",
-            "a line above max_age: that machine's log stopped moving (judged in UTC)",
-            "seconds",
-            age_series,
-        ),
-    ]
+# (drawn by fleetcheck.console.charts; here: a large fleet's, read from the database)
 
 
 MAX_LINES = 12  # per-host lines a chart draws; past it, the hosts that matter most
 
 
 def window_charts(
-    snap: Snapshot, since: datetime, max_ages: dict[str, tuple[str, float]], now: datetime
+    snap: Snapshot,
+    since: datetime,
+    focus: Focus,
+    now: datetime,
+    declared: Declared | None = None,
 ) -> tuple[list[Chart], float, float]:
     """The charts of the rounds at or after `since`, and their time span. From a database
     with more than MAX_LINES hosts, only the broker-wide rows and the rows of the hosts each
-    per-host chart draws are read: the MAX_LINES hosts with the fewest connections, and
-    those whose log got oldest, in the window (chosen by one SQL query over the rows stored
-    in it, which hold every change of bucket)."""
+    per-host chart draws are read: the MAX_LINES hosts with the fewest or the most of its
+    metric (as the chart declares: fewest connections, oldest logs) in the window (chosen by
+    one SQL query over the rows stored in it, which hold every change of bucket)."""
+    specs = declared if declared is not None else declared_charts()
     if snap.stored is None or _host_count(snap.stored) <= MAX_LINES:
         window = snap.window(since)
         t0 = window[0].started_at.timestamp() if window else now.timestamp()
         t1 = window[-1].started_at.timestamp() if window else now.timestamp()
-        return charts(window, max_ages), t0, t1
+        return charts(window, focus, specs), t0, t1
     broker = snap.host_window(since, None)
     t0 = broker[0].started_at.timestamp() if broker else now.timestamp()
     t1 = broker[-1].started_at.timestamp() if broker else now.timestamp()
-    out = charts(broker, {})
+    out = charts(broker, {}, specs)
     hosts = _host_count(snap.stored)
-    picks = (
-        ("connections", "clients", "$.metrics.connections", "ASC", "fewest connections"),
-        ("logs", "logs", "$.metrics.age_s", "DESC", "oldest logs"),
-    )
-    for key, check, field_path, order, what in picks:
+    for i, (check, spec) in enumerate(specs):
+        if spec.per_host is None:
+            continue
+        order = "ASC" if spec.pick == "fewest" else "DESC"
+        field_path = f"$.metrics.{spec.per_host}"
         chosen = _extreme_hosts(snap.stored, since, check, field_path, order)
-        i = next(n for n, c in enumerate(out) if c.key == key)
-        if key == "connections":
-            pts = _stored_series(snap.stored, since, chosen, "clients", _connections)
-            series = [Series(h, pts[h]) for h in chosen if h in pts]
-        else:
-            ages = _stored_series(
-                snap.stored, since, chosen, "logs", lambda row: _log_age(row, max_ages)
-            )
-            series = [Series(h, ages[h]) for h in chosen if h in ages]
-            limits: dict[float, list[str]] = {}
-            for h in chosen:
-                if h in max_ages and h in ages:
-                    limits.setdefault(max_ages[h][1], []).append(h)
-            for limit, names in sorted(limits.items()):
-                label = "max_age" if len(limits) == 1 else f"max_age {', '.join(names)}"
-                series.append(Series(label, [(t0, limit), (t1, limit)], reference=True))
-        title = f"{out[i].title}: the {len(chosen)} of {hosts} hosts with the {what}"
+        mine = focus.get(spec.key, {})
+        value = functools.partial(host_value, spec=spec, focus=mine)
+        values = _stored_series(snap.stored, since, chosen, check, value)
+        series = [Series(h, values[h]) for h in chosen if h in values]
+        newest: dict[str, float] = {}
+        if spec.limit is not None:
+            limit = functools.partial(host_limit, key=spec.limit)
+            newest = newest_of(_stored_series(snap.stored, since, chosen, check, limit))
+        limits = limits_of(spec, mine, newest)
+        series += reference_lines(spec, limits, [h for h in chosen if h in values], t0, t1)
+        title = f"{out[i].title}: the {len(chosen)} of {hosts} hosts with the {spec.picked}"
         out[i] = replace(out[i], title=title, series=series)
     return out, t0, t1
-
-
-def _connections(row: dict[str, Any]) -> float | None:
-    metrics = row.get("metrics")
-    return _number(metrics.get("connections")) if isinstance(metrics, dict) else None
-
-
-def _log_age(row: dict[str, Any], max_ages: dict[str, tuple[str, float]]) -> float | None:
-    """A logs row's age: of the host's first configured log (the one `max_ages` names),
-    else the age the row reports (its worst log's)."""
-    host = row.get("host")
-    metrics = row.get("metrics")
-    if row.get("check") != "logs" or host is None or not isinstance(metrics, dict):
-        return None
-    value = _number(metrics.get("age_s"))
-    per_log = metrics.get("logs")
-    if host in max_ages and isinstance(per_log, dict):
-        first = per_log.get(max_ages[host][0])
-        if isinstance(first, dict):
-            value = _number(first.get("age_s"))
-    return value
 
 
 def _stored_series(
@@ -859,15 +733,3 @@ def _extreme_hosts(
     finally:
         db.close()
     return [str(h) for h, _ in got]
-
-
-def config_max_ages(fleet: Any) -> dict[str, tuple[str, float]]:
-    """host -> (path, max_age) of its first log: the log the age chart follows."""
-    from fleetcheck.core.hostfacts import logs_of
-
-    out = {}
-    for h in getattr(fleet, "hosts", ()):
-        logs = logs_of(h)
-        if logs:
-            out[h.name] = (logs[0].path or "", float(logs[0].max_age))
-    return out

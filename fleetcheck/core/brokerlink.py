@@ -128,7 +128,7 @@ class BrokerLink:
         """The patrol's broker client over its one connection, known to answer PING. An
         unreachable or refusing broker raises the same CheckError for every caller, so every
         broker-side row gives one reason (BrokerRefused when the broker refuses to serve)."""
-        return self._memo.once("broker", self._connect_redis)
+        return self._memo.once("broker_client", self._connect_redis)
 
     def probe_broker(self) -> redis.Redis:
         """A second connection, for the rater probe alone (named CLIENT_NAME-probe): its

@@ -43,6 +43,12 @@ Declarations (next to name and description; the contract test names the one a ch
   from what the broker showed (`fleetcheck.core.discovery.Sample`); None leaves it out.
 - `limits`: a Result keeps the settings its verdict was judged against in `limits`, never in
   `metrics` (which are measurements and become Prometheus series).
+- What the framework does with its rows after a patrol (fleetcheck.core.declarations; the
+  framework names no check, so these are the only place it learns them): `clues` and
+  `causes` (`fleetcheck explain`'s timeline and likely cause), `peer_metrics` (metrics a host
+  is compared with its peers on), `correlations` (verdicts that need the whole patrol) and
+  `charts` (the console's `/charts`; `chart_focus` picks a host's item for a chart with
+  `items`).
 
 Rows finer than a target: where a target holds several things that each deserve their own
 verdict, alert, silence and history (each log file of a host, each queue of a broker),
@@ -59,6 +65,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from fleetcheck.core.declarations import Cause as CauseRule
+from fleetcheck.core.declarations import ChartSpec, Clue, HalfOpen, PeerMetric
 from fleetcheck.core.errors import CheckError  # the contract: probes raise it
 from fleetcheck.core.model import Result, Status
 
@@ -136,6 +144,12 @@ class Check(Generic[ConfigT, FactsT]):
     # How strong the evidence of this check's WARN and CRIT rows is unless a row says otherwise
     # (fleetcheck.core.model.Strength's value); UNKNOWN rows are "absence" (nothing was seen)
     evidence_strength: ClassVar[str] = "proof"
+    # What the framework does with its rows (fleetcheck.core.declarations)
+    clues: ClassVar[tuple[Clue, ...]] = ()  # explain's timeline lines
+    causes: ClassVar[tuple[CauseRule, ...]] = ()  # explain's likely causes
+    peer_metrics: ClassVar[tuple[PeerMetric, ...]] = ()  # compared with the host's peers
+    correlations: ClassVar[tuple[HalfOpen, ...]] = ()  # verdicts needing the whole patrol
+    charts: ClassVar[tuple[ChartSpec, ...]] = ()  # the console's charts of its rows
 
     def demo_fault(self, fleet: Any) -> str | None:
         """Plant this check's incident in the demo fleet (`fleetcheck.lab.demo.DemoFleet`) and
@@ -159,6 +173,11 @@ class Check(Generic[ConfigT, FactsT]):
     def discover_draft(self, sample: Sample) -> Draft | None:
         """This check's table in `fleetcheck config discover`'s draft, from what the broker
         showed; None (the default) leaves it out of the draft."""
+        return None
+
+    def chart_focus(self, host: HostConfig) -> tuple[str, float] | None:
+        """For a chart of this check with `items`: (the item `host`'s line follows, its limit,
+        drawn as a reference line), from the host's settings; None: the row's own value."""
         return None
 
     def headline_of(self, metrics: dict[str, Any]) -> str | None:

@@ -5,95 +5,85 @@ host that does not answer SSH at all (no route, no reply to the TCP connect: its
 carry HOST_UNREACHABLE in their evidence) while the broker still lists connections from its
 address: those connections are most likely half-open, left by a machine that vanished
 without closing them (a terminated VM, a cut cable: no FIN, so the broker keeps them until
-its own keepalive gives up, by default minutes). The `clients` row alone would call them
-healthy.
+its own keepalive gives up, by default minutes). The broker check's row alone would call
+them healthy.
 
 Pure: rows in, rows out, no I/O, called once by the runner after every row is in. Generic:
-a rule names the checks and metrics it reads as data, so this module imports no check.
+a check declares the rules over its rows (`Check.correlations`, a `HalfOpen` naming the
+metric it reads), so this module names no check.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
-from fleetcheck.core.errors import HOST_UNREACHABLE
+from fleetcheck.core.declarations import HalfOpen
 from fleetcheck.core.model import Result, Status, Strength
 
 
-@dataclass(frozen=True)
-class HalfOpen:
-    """A host that did not answer at all, yet whose `count` metric on its `check` row shows
-    connections: that OK row becomes `status`, "likely half-open", with the cause of the
-    host's unreachability (so the outputs show it as one problem with its SSH rows).
-
-    WARN, not CRIT: the host's own SSH rows already carry the failure (CRIT, a host gone from
-    the network); this row adds what it means for the broker, and that is inferred (a path
-    cut between this machine and the host alone would leave live connections looking the
-    same). It must only stop being called healthy."""
-
-    check: str
-    count: str
-    marker: str = HOST_UNREACHABLE
-    status: Status = Status.WARN
-
-    def apply(self, results: Sequence[Result]) -> list[Result]:
-        gone: dict[str, Result] = {}
-        for r in results:
-            if r.host is not None and r.host not in gone and _marked(r, self.marker):
-                gone[r.host] = r
-        out = []
-        for r in results:
-            witness = gone.get(r.host) if r.host is not None else None
-            n = r.metrics.get(self.count)
-            if (
-                witness is None
-                or r.check != self.check
-                or r.status is not Status.OK
-                or isinstance(n, bool)
-                or not isinstance(n, int)
-                or n <= 0
-            ):
-                out.append(r)
-                continue
-            evidence: dict[str, Any] = dict(r.evidence) if isinstance(r.evidence, dict) else {}
-            if r.evidence is not None and not isinstance(r.evidence, dict):
-                evidence["seen"] = r.evidence
-            evidence["half_open"] = {
-                "ssh_check": witness.check,
-                "ssh": witness.summary,
-                "how": witness.evidence.get(self.marker),
-            }
-            plural = "s" if n != 1 else ""
-            out.append(
-                replace(
-                    r,
-                    status=self.status,
-                    summary=(
-                        f"{n} broker connection{plural} but the host does not answer SSH: "
-                        "likely half-open (a machine gone without closing them)"
-                    ),
-                    evidence=evidence,
-                    evidence_strength=Strength.INFERENCE.value,
-                    cause=witness.cause or r.cause,
-                )
+def half_open(check: str, rule: HalfOpen, results: Sequence[Result]) -> list[Result]:
+    """`results` after `rule`, declared by `check` (see HalfOpen): a host that did not answer
+    at all, yet whose `check` row counts connections, has that OK row made `rule.status`."""
+    gone: dict[str, Result] = {}
+    for r in results:
+        if r.host is not None and r.host not in gone and _marked(r, rule.marker):
+            gone[r.host] = r
+    out = []
+    for r in results:
+        witness = gone.get(r.host) if r.host is not None else None
+        n = r.metrics.get(rule.count)
+        if (
+            witness is None
+            or r.check != check
+            or r.status is not Status.OK
+            or isinstance(n, bool)
+            or not isinstance(n, int)
+            or n <= 0
+        ):
+            out.append(r)
+            continue
+        evidence: dict[str, Any] = dict(r.evidence) if isinstance(r.evidence, dict) else {}
+        if r.evidence is not None and not isinstance(r.evidence, dict):
+            evidence["seen"] = r.evidence
+        evidence["half_open"] = {
+            "ssh_check": witness.check,
+            "ssh": witness.summary,
+            "how": witness.evidence.get(rule.marker),
+        }
+        plural = "s" if n != 1 else ""
+        out.append(
+            replace(
+                r,
+                status=rule.status,
+                summary=(
+                    f"{n} broker connection{plural} but the host does not answer SSH: "
+                    "likely half-open (a machine gone without closing them)"
+                ),
+                evidence=evidence,
+                evidence_strength=Strength.INFERENCE.value,
+                cause=witness.cause or r.cause,
             )
-        return out
+        )
+    return out
 
 
 def _marked(r: Result, marker: str) -> bool:
     return isinstance(r.evidence, dict) and marker in r.evidence
 
 
-# The rules a patrol runs: check and metric names are data (the runner imports no check)
-RULES: tuple[HalfOpen, ...] = (HalfOpen(check="clients", count="connections"),)
-
-
-def correlate(results: Iterable[Result], rules: Sequence[HalfOpen] = RULES) -> tuple[Result, ...]:
+def correlate(
+    results: Iterable[Result], rules: Sequence[tuple[str, HalfOpen]] | None = None
+) -> tuple[Result, ...]:
     """The patrol's rows after every rule, in their order (a row no rule touches is the same
-    object)."""
+    object). `rules`: (check, rule) pairs; None: what the checks of these rows declare
+    (`Check.correlations`, through the registry)."""
     rows = list(results)
-    for rule in rules:
-        rows = rule.apply(rows)
+    if rules is None:
+        from fleetcheck.core import registry
+
+        rules = registry.declared("correlations", (r.check for r in rows))
+    for check, rule in rules:
+        rows = half_open(check, rule, rows)
     return tuple(rows)

@@ -2,8 +2,9 @@
 
 A host is compared with the hosts that should behave like it: the members of a `[groups.NAME]`
 it belongs to, or, for a host in no group, the other ungrouped hosts whose row of that check
-was judged against the same settings (equal `limits`). Where one departs from its peers'
-connection count, error-line rate or log silence, its row's evidence gets a `peers` entry
+was judged against the same settings (equal `limits`). Where one departs from its peers on a
+metric its check declares comparable (`Check.peer_metrics`: a connection count, an error-line
+rate, a log's silence), its row's evidence gets a `peers` entry
 naming the group, the value, the peers' median and the evidence strength, `inference`.
 
 A departure never changes a row's status, for a group of any size: a peer comparison is one
@@ -36,6 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from fleetcheck.core.declarations import PeerMetric
 from fleetcheck.core.model import Result
 
 K = 3.5  # robust standard deviations (modified z-score's cut)
@@ -46,32 +48,6 @@ SAME_SETTINGS = "hosts with the same settings"
 # over a group); in a bigger group one value moves the median by at most one rank, so they are
 # computed once, with it (O(n log n): a patrol of thousands of hosts stays fast)
 LEAVE_ONE_OUT_UP_TO = 40
-
-
-@dataclass(frozen=True)
-class PeerMetric:
-    """One metric of one check that peers are compared on (data, not code: the framework
-    imports no check). `direction`: "both", "higher" or "lower" (which departures count)."""
-
-    check: str
-    metric: str
-    words: str  # what the value is, after the number: "connections"
-    direction: str
-    floor: float  # the smallest departure that matters
-    rel: float  # the smallest departure as a share of the peers' median
-    unit: str = ""  # "s" for seconds (shown as a duration), "/s" for a rate
-    # a metric that is None reads as this when `zero_if` (another metric) is 0: no error
-    # lines means an error rate of 0, not "not measured"
-    zero_if: str | None = None
-
-
-METRICS: tuple[PeerMetric, ...] = (
-    PeerMetric("clients", "connections", "broker connections", "both", 2, 0.4),
-    PeerMetric(
-        "logs", "error_rate_per_s", "error lines a second", "higher", 0.05, 1.0, "/s", "error_lines"
-    ),
-    PeerMetric("logs", "age_s", "since its last log line", "higher", 600, 2.0, "s"),
-)
 
 
 @dataclass(frozen=True)
@@ -160,31 +136,36 @@ def _groups(
 def find(
     results: Iterable[Result],
     memberships: dict[str, tuple[str, ...]],
-    metrics: Sequence[PeerMetric] = METRICS,
+    metrics: Sequence[tuple[str, PeerMetric]] | None = None,
 ) -> list[Departure]:
     """Every departure from peers among `results` (host rows only). `memberships`: each
-    host's named groups (a host missing from it is in none)."""
+    host's named groups (a host missing from it is in none). `metrics`: (check, metric)
+    pairs; None: what the checks of these rows declare (`Check.peer_metrics`, through the
+    registry)."""
     results = list(results)
+    if metrics is None:
+        from fleetcheck.core import registry
+
+        metrics = registry.declared("peer_metrics", (r.check for r in results))
     out: list[Departure] = []
-    for spec in metrics:
-        items = dict.fromkeys(r.item for r in results if r.check == spec.check)
+    for check, spec in metrics:
+        items = dict.fromkeys(r.item for r in results if r.check == check)
         for item in items:
-            out += _departures(results, memberships, spec, item)
+            out += _departures(results, memberships, check, spec, item)
     return out
 
 
 def _departures(
     results: list[Result],
     memberships: dict[str, tuple[str, ...]],
+    check: str,
     spec: PeerMetric,
     item: str | None,
 ) -> list[Departure]:
     """The departures of one metric among the rows of one item (None: whole-host rows)."""
     out: list[Departure] = []
     rows = {
-        r.host: r
-        for r in results
-        if r.check == spec.check and r.host is not None and r.item == item
+        r.host: r for r in results if r.check == check and r.host is not None and r.item == item
     }
     values = {h: v for h, r in rows.items() if (v := _number(r, spec)) is not None}
     for key, members in _groups(rows, memberships).items():
@@ -214,7 +195,7 @@ def _departures(
             )
             out.append(
                 Departure(
-                    host, spec.check, spec.metric, label, values[host], median,
+                    host, check, spec.metric, label, values[host], median,
                     n_others, direction, text, item,
                 )
             )  # fmt: skip

@@ -21,6 +21,7 @@ import importlib.util
 import sys
 from collections.abc import Collection, Iterable
 from functools import cache
+from typing import Any
 
 from fleetcheck.core import stderr
 from fleetcheck.core.check import Check, CheckCommand
@@ -173,3 +174,13 @@ def check_command(name: str) -> CheckCommand | None:
             if isinstance(cmd, CheckCommand) and cmd.name == name:
                 return cmd
     return None
+
+
+# ------------------------------------------------------------ what checks declare for the framework
+def declared(attr: str, names: Iterable[str] | None = None) -> list[tuple[str, Any]]:
+    """(check name, declaration) for each of the declarations `attr` ("clues", "causes",
+    "peer_metrics", "correlations", "charts": fleetcheck.core.declarations) of the checks
+    called `names`, in the order given (None: every check, by name), each check's in its own
+    order. A name no check has declares nothing."""
+    checks = available() if names is None else select(dict.fromkeys(names))
+    return [(name, d) for name, check in checks.items() for d in getattr(check, attr, ())]

@@ -7,19 +7,22 @@ since its last line, its broker connections gone, its routes changed, an error b
 which of those came first, the likely cause with the strength of its evidence, and what
 would confirm it. On a healthy host: that nothing is wrong, and on which evidence.
 
-The clues and causes are rules over rows, written as data (check names, metric and evidence
-keys): nothing here imports a check. A check may add its own cause through
-`Check.explain_hint` (the caller passes the lookup in). `explain` is pure and table-tested;
-the CLI and the console only gather its inputs and print its lines.
+The clues and causes are rules over rows, written as data (metric and evidence keys) by the
+check whose rows they read (`Check.clues`, `Check.causes`): nothing here names a check. A
+check may add its own cause through `Check.explain_hint` (the caller passes the lookup in).
+`explain` is pure and table-tested; the CLI and the console only gather its inputs and print
+its lines.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from fleetcheck.core.declarations import Cause as CauseRule
+from fleetcheck.core.declarations import Clue
 from fleetcheck.core.model import Result, Status, Strength, worst
 from fleetcheck.core.safe_text import one_line
 from fleetcheck.iso import iso_utc, parse_iso
@@ -30,98 +33,19 @@ NO_ROWS = "no check has a row for this host in this patrol (none enabled applies
 
 
 # ------------------------------------------------------------------- the rules, as data
-# A log row not OK whose last line is older than this is called silent since that line:
-# shorter gaps are how any log reads between two writes (a row WARN for its errors, written a
-# minute ago, is not silent)
-SILENT_S = 300
+# (check, clue) and (check, cause) pairs: what the checks of a host's rows declare
+Rules = tuple[Sequence[tuple[str, Clue]], Sequence[tuple[str, CauseRule]]]
 
 
-@dataclass(frozen=True)
-class Clue:
-    """A change worth a line in the timeline, read off one check's row.
+def declared_rules(checks: Iterable[str]) -> Rules:
+    """The clues and causes the checks called `checks` declare (`Check.clues`, `causes`),
+    through the registry: the clues by check, the causes most upstream first (see
+    `fleetcheck.core.declarations.Cause`)."""
+    from fleetcheck.core import registry
 
-    The row must be not OK (unless `any_status`) and, when `metric` is set, its metric within
-    [at_least, at_most]. Its time is the evidence's `at_key` (a UTC ISO time, e.g. the last
-    log line's) when given, else the start of the run of recorded rounds in which the same
-    held (the history), else since when the row has its status (the state)."""
-
-    check: str
-    words: str  # "{summary}" and "{value}" are filled in
-    metric: str | None = None
-    at_least: float | None = None
-    at_most: float | None = None
-    at_key: str | None = None
-    any_status: bool = False
-
-
-CLUES: tuple[Clue, ...] = (
-    Clue("logs", "log silent since its last line: {line}", "age_s", SILENT_S, None, "last_line_at"),
-    Clue("clients", "broker connections gone: {summary}", "connections", None, 0),
-    Clue(
-        "clients",
-        "connections made anew (reconnected) at {at}",
-        at_key="reconnected_at",
-        any_status=True,
-    ),  # fmt: skip
-    Clue("routes", "default routes: {summary}"),
-    Clue("logs", "error lines from {at}: {value:g} in the window read", "error_lines", 1),
-)
-
-
-@dataclass(frozen=True)
-class CauseRule:
-    """A likely cause read off one check's row (status in `statuses`, metric in range).
-    Its strength is `inference` unless told: the row proves a condition, that the condition
-    caused the rest is inferred until `confirm` is seen."""
-
-    check: str
-    cause: str
-    confirm: str
-    metric: str | None = None
-    at_least: float | None = None
-    at_most: float | None = None
-    statuses: tuple[str, ...] = ("WARN", "CRIT")
-    strength: str = Strength.INFERENCE.value
-
-
-CAUSES: tuple[CauseRule, ...] = (
-    CauseRule(
-        "routes",
-        "two default routes on one subnet, the known cause of intermittent EHOSTUNREACH",
-        'the worker log\'s connection errors (EHOSTUNREACH, "No route to host")',
-        "unscoped_default_routes",
-        2,
-        statuses=("CRIT",),
-    ),
-    CauseRule(
-        "routes",
-        "its default routes are not as they should be: {summary}",
-        "`ip route show default` (macOS: `netstat -rn`) on the host",
-    ),
-    CauseRule(
-        "clients",
-        "its workers stopped or cannot reach the broker",
-        "whether its worker processes run, and whether the broker answers from the host",
-        "connections",
-        None,
-        0,
-        statuses=("CRIT", "WARN"),
-    ),
-    CauseRule(
-        "logs",
-        "its program stopped writing its log (stopped, hung, or logging elsewhere)",
-        "the process on the host, and whether it writes another file",
-        "age_s",
-        SILENT_S,
-    ),
-    CauseRule(
-        "logs",
-        "its log shows errors: {summary}",
-        "the error lines themselves in the log",
-        "error_lines",
-        1,
-    ),
-)
+    names = sorted(set(checks))
+    causes = sorted(registry.declared("causes", names), key=lambda pair: pair[1].upstream)
+    return registry.declared("clues", names), causes
 
 
 @dataclass(frozen=True)
@@ -328,14 +252,29 @@ def _row_since(
 SHORT = 160  # characters of a row's summary quoted in a timeline line
 
 
-def _fill(text: str, row: Result, value: float | None, at: datetime | None) -> str:
+def _quoted(evidence: Any, path: tuple[str | int, ...]) -> str | None:
+    """The text at `path` (keys and list indexes) in a row's evidence, or None."""
+    here = evidence
+    for step in path:
+        if isinstance(step, int) and isinstance(here, list) and -len(here) <= step < len(here):
+            here = here[step]
+        elif isinstance(step, str) and isinstance(here, dict):
+            here = here.get(step)
+        else:
+            return None
+    return here if isinstance(here, str) else None
+
+
+def _fill(
+    text: str,
+    row: Result,
+    value: float | None,
+    at: datetime | None,
+    line_at: tuple[tuple[str | int, ...], ...] = (("last_line",),),
+) -> str:
     summary = row.summary if len(row.summary) <= SHORT else row.summary[: SHORT - 3] + "..."
-    line = row.evidence.get("last_line") if isinstance(row.evidence, dict) else None
-    if not isinstance(line, str) and isinstance(row.evidence, dict):
-        logs = row.evidence.get("logs")
-        first = logs[0] if isinstance(logs, list) and logs else None
-        line = first.get("last_line") if isinstance(first, dict) else None
-    line = f'"{line[:SHORT]}"' if isinstance(line, str) and line else "(not kept)"
+    line = next(filter(None, (_quoted(row.evidence, path) for path in line_at)), None)
+    line = f'"{line[:SHORT]}"' if line else "(not kept)"
     return text.format(
         line=line,
         summary=summary, value=value if value is not None else 0.0,
@@ -344,13 +283,17 @@ def _fill(text: str, row: Result, value: float | None, at: datetime | None) -> s
 
 
 def _events(
-    rows: Sequence[Result], rounds: Sequence[Round], host: str, now: datetime
+    rows: Sequence[Result],
+    rounds: Sequence[Round],
+    host: str,
+    now: datetime,
+    clues: Sequence[tuple[str, Clue]],
 ) -> list[Event]:
     out: list[Event] = []
     covered: set[str] = set()
-    for clue in CLUES:
+    for check, clue in clues:
         for row in rows:
-            if row.check != clue.check or (row.status is Status.OK and not clue.any_status):
+            if row.check != check or (row.status is Status.OK and not clue.any_status):
                 continue
             value = _metric(row.metrics, clue.metric)
             if clue.metric is not None and not _in_range(value, clue.at_least, clue.at_most):
@@ -370,7 +313,7 @@ def _events(
                 at, how = found if found is not None else (None, "")
             if at is None:
                 at, how = _row_since(row, series, now)
-            out.append(Event(at, _fill(clue.words, row, value, at), row.check, how))
+            out.append(Event(at, _fill(clue.words, row, value, at, clue.line), row.check, how))
             covered.add(row.check)
     for row in rows:  # every other row not OK gets its line
         if row.status is Status.OK or row.check in covered:
@@ -381,7 +324,11 @@ def _events(
     return out
 
 
-def _causes(rows: Sequence[Result], hints: Callable[[Result], Hint | None]) -> list[Cause]:
+def _causes(
+    rows: Sequence[Result],
+    hints: Callable[[Result], Hint | None],
+    rules: Sequence[tuple[str, CauseRule]],
+) -> list[Cause]:
     bad = sorted((r for r in rows if r.status not in (Status.OK, Status.UNKNOWN)),
                  key=lambda r: (-r.status.rank, r.check))  # fmt: skip
     out: list[Cause] = []
@@ -405,9 +352,9 @@ def _causes(rows: Sequence[Result], hints: Callable[[Result], Hint | None]) -> l
         if hint is not None:
             add(Cause(hint.cause, hint.strength, hint.confirm, (r.check,), r.evidence_strength))
     matched: set[str] = set()  # one rule per row: the first (the most specific) that fits
-    for rule in CAUSES:
+    for check, rule in rules:
         for r in bad:
-            if r.check in matched or r.check != rule.check or r.status.label not in rule.statuses:
+            if r.check in matched or r.check != check or r.status.label not in rule.statuses:
                 continue
             value = _metric(r.metrics, rule.metric)
             if rule.metric is not None and not _in_range(value, rule.at_least, rule.at_most):
@@ -456,9 +403,11 @@ def explain(
     now: datetime,
     sources: Sequence[str] = (),
     hints: Callable[[Result], Hint | None] = lambda r: None,
+    rules: Rules | None = None,
 ) -> Explanation:
     """The host's explanation from its rows of this patrol (with `since` from the state when
-    there is one) and the recorded rounds before `now` (None or empty: no history)."""
+    there is one) and the recorded rounds before `now` (None or empty: no history). `rules`:
+    the clues and causes to read them with; None: what the rows' checks declare."""
     rows = [r for r in rows if r.host == host]
     past = [r for r in rounds or () if r.started_at < now]
     status = worst(r.status for r in rows)
@@ -488,10 +437,11 @@ def explain(
         return Explanation(host, status, now, tuple(sources), now, "", (), None, (), peers,
                            because, ())  # fmt: skip
     last, note = _last_healthy(past, host)
-    causes = _causes(rows, hints)
+    clues, cause_rules = rules if rules is not None else declared_rules(r.check for r in rows)
+    causes = _causes(rows, hints, cause_rules)
     return Explanation(
         host, status, now, tuple(sources), last, note,
-        tuple(_events(rows, past, host, now)),
+        tuple(_events(rows, past, host, now, clues)),
         causes[0] if causes else None, tuple(causes[1:]), peers, (), unknown,
     )  # fmt: skip
 

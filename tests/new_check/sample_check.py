@@ -10,7 +10,9 @@ epoch time of their last loop. Every host gets a row: OK while that time is at m
 old (default 2m), CRIT past it or when the key is missing, WARN when it is more than
 `max_ahead` (default 30s) in the future (the worker's clock is ahead). Metric `age_s` (the
 headline); limits `max_age_s`, `max_ahead_s`. It only reads: one pipelined GET of every host's
-key, in one round trip for the whole fleet, shared by the rows.
+key, in one round trip for the whole fleet, shared by the rows. The console charts each
+host's heartbeat age against its max_age, and `fleetcheck explain` names a stopped worker as
+the likely cause of a stale one.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue
 from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, cmd
 from fleetcheck.core.context import PatrolContext
+from fleetcheck.core.declarations import Cause, ChartSpec
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.duration import format_duration
@@ -60,6 +63,26 @@ max_ahead = "30s"                # WARN when it is further than this in the futu
 """
     no_targets_reason = "no host to look for: the fleet has no hosts"
     demo_meaning = "this machine's worker stopped beating: its heartbeat key is old or gone"
+    # what the console and `fleetcheck explain` do with its rows
+    charts = (
+        ChartSpec(
+            "heartbeat",
+            "Heartbeat age per host against max_age",
+            "a line above max_age: that host's worker stopped beating",
+            unit="seconds",
+            per_host="age_s",
+            pick="most",
+            picked="oldest heartbeats",
+            limit="max_age_s",
+            limit_label="max_age",
+        ),
+    )
+    causes = (
+        Cause(
+            "its worker stopped beating (stopped, hung, or cut off from the broker)",
+            "whether its worker process runs, and whether it reaches the broker",
+        ),
+    )
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:
         """Every machine beat a moment ago but mini, the dead one: 2.5 hours ago."""
