@@ -331,7 +331,8 @@ def test_history_export_jsonl(tmp_path: Path) -> None:
 
 def test_the_database_keeps_the_recorded_part_of_each_row(tmp_path: Path) -> None:
     """`append` hands the store each row as `Result.to_dict` makes it (evidence, headline,
-    the state's fields): only check, host, status, summary, metrics and limits are stored."""
+    the state's fields): only check, host, item, status, summary, metrics and limits are
+    stored."""
     path = tmp_path / "history.jsonl"
     row = Result(
         "logs",
@@ -345,12 +346,16 @@ def test_the_database_keeps_the_recorded_part_of_each_row(tmp_path: Path) -> Non
         since="2026-11-29T02:00:00.000Z",
         bad_rounds=2,
     )
-    report = rep(0, [row, Result("clients", "h0", Status.OK, "3 broker connections")])
+    rows = [row, Result("clients", "h0", Status.OK, "3 broker connections")]
+    rows.append(Result("logs", "h0", Status.OK, "fresh", item="/var/log/x.log"))  # a log's row
+    report = rep(0, rows)
     history.append(report, path)
     rounds, bad = history.load(path)
     assert bad == 0
     assert without_as_of(rounds[-1].rows) == as_recorded(report)
     assert "evidence" not in json.dumps(rounds[-1].rows)
+    assert [r.get("item") for r in rounds[-1].rows] == [None, None, "/var/log/x.log"]
+    assert store.recorded(rows[2].to_dict()) == as_recorded(report)[2]  # a to_dict row's part
 
 
 def _timeline(rounds: list[history.Round]) -> list[tuple[Any, ...]]:

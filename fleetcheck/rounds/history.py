@@ -53,6 +53,7 @@ def _line(report: Report) -> dict[str, Any]:
             {
                 "check": r.check,
                 "host": r.host,
+                **({"item": r.item} if r.item is not None else {}),
                 "status": r.status.label,
                 "summary": r.summary,
                 "metrics": r.metrics,

@@ -150,10 +150,12 @@ _EXACT = frozenset((int, str, bool, type(None)))  # a metric that is its own buc
 
 def recorded(row: dict[str, Any]) -> dict[str, Any]:
     """The part of a row the history stores (a `Result.to_dict` row also carries evidence and
-    the state's fields): check, host, status, summary, metrics, and limits when set."""
+    the state's fields): check, host, its item and limits when set, status, summary, metrics."""
     if "evidence" not in row:  # a recorded row already (a JSONL line's): kept as written
         return row
-    out = {k: row.get(k) for k in ("check", "host", "status", "summary", "metrics")}
+    out = {k: row.get(k) for k in ("check", "host", "item", "status", "summary", "metrics")}
+    if out["item"] is None:
+        del out["item"]
     return out | ({"limits": row["limits"]} if row.get("limits") else {})
 
 
