@@ -15,11 +15,12 @@ which Python never promises at exit anyway.
 All of this only in the fleetcheck process itself (the entry point calls `take_over`): a
 program that runs the CLI in-process (the tests) keeps its collector as it is.
 
-`paused` is the same reasoning for one bulk step in any process: a round of 30,000 rows
-written to the history, or the newest round's file read back by the console, makes ~100,000
-dicts, tuples and Results that all live until the step ends (none is garbage), and each
-collection their allocation triggers walks them all again (a third of an append at 10,000
-hosts, a fifth of the console's first grid).
+`paused` is the same reasoning for one bulk step in any process: a patrol's state step (30,000
+rows applied and saved, the round written to the history), or the newest round's file read
+back by the console, makes ~100,000 dicts, tuples and Results that all live until the step
+ends (none is garbage), and each collection their allocation triggers walks them all again
+(the state step at 10,000 hosts took ~0.95 s of CPU without it against ~0.63 s with it; the
+history's append alone measured ~13 % and is not paused: its target holds without it).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`collector.paused`: the cycle collector off for one bulk step (a history append, the
+"""`collector.paused`: the cycle collector off for one bulk step (a patrol's state step, the
 console reading the newest round), back as it was after; overlapping pauses on several
 threads (the console serves pages on several) bring it back only when the last one ends."""
 

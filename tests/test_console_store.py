@@ -18,7 +18,7 @@ from typing import Any
 from fleetcheck.console import html
 from fleetcheck.console import source as console
 from fleetcheck.core.model import Report, Result, Status
-from fleetcheck.rounds import history, store
+from fleetcheck.rounds import history
 from tests.history_util import jsonl_append
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
@@ -57,7 +57,7 @@ def strip_as_of(rounds: list[history.Round]) -> list[list[dict[str, Any]]]:
 
 
 def test_pages_from_the_database_read_what_the_whole_history_would_show(tmp_path: Path) -> None:
-    path, reports = recorded(tmp_path, hosts=6, rounds=store.KEYFRAME + 10)
+    path, reports = recorded(tmp_path, hosts=6, rounds=106)
     snap = console.Source(path).snapshot()
     assert snap.stored is not None and snap.rounds == []  # nothing loaded up front
     assert snap.round_count == len(reports)
@@ -129,7 +129,7 @@ def test_a_large_grid_is_paged_worst_first() -> None:
 
 def test_a_migrated_history_exports_every_row_and_round_trips(tmp_path: Path) -> None:
     old = tmp_path / "old" / "history.jsonl"
-    reports = [fleet_round(i, hosts=4) for i in range(store.KEYFRAME + 5)]
+    reports = [fleet_round(i, hosts=4) for i in range(101)]
     for r in reports:
         jsonl_append(r, old)
     written = [json.loads(line) for line in old.read_text().splitlines()]

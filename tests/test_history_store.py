@@ -1,11 +1,13 @@
 """The history's database (issue 29): a JSONL history migrates on the first append without
 losing a row; rows are stored only when they change, and read back for every round; a host
-removed is not carried forward; keyframes bound what a reader replays and what retention
-drops; a second process reads while a patrol holds the write lock; a writer killed in the
-middle of a round loses only that round; `history --export jsonl` writes every round."""
+removed is not carried forward; retention keeps the window and each row's last store; a
+database the keyframe store wrote reads as it did; a second process reads while a patrol holds
+the write lock; a writer killed in the middle of a round loses only that round; `history
+--export jsonl` writes every round."""
 
 from __future__ import annotations
 
+import io
 import json
 import sqlite3
 import subprocess
@@ -15,7 +17,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -117,23 +118,25 @@ def test_rows_are_stored_when_they_change_and_read_back_for_every_round(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "history.jsonl"
-    reports = [fleet_round(i) for i in range(store.KEYFRAME + 20)]
+    reports = [fleet_round(i) for i in range(116)]
     for r in reports:
         history.append(r, path)
     db = sqlite3.connect(store.db_path(path))
     (stored,) = db.execute("SELECT count(*) FROM rows").fetchone()
-    (full,) = db.execute("SELECT count(*) FROM rounds WHERE keyframe = 1").fetchone()
     per_round = dict(db.execute("SELECT round, count(*) FROM rows GROUP BY round").fetchall())
-    gaps = db.execute(  # the most rounds between two stores of one row
-        "SELECT max(gap) FROM (SELECT round - lag(round) OVER (PARTITION BY key ORDER BY round)"
-        " AS gap FROM rows)"
-    ).fetchone()[0]
+    per_key = db.execute(
+        "SELECT k.host, k.check_name, count(*) FROM rows r JOIN keys k ON k.id = r.key "
+        "GROUP BY r.key"
+    ).fetchall()
     db.close()
     total = sum(len(r.results) for r in reports)
-    assert full == 1  # the first round; after it, refreshes are staggered
-    assert max(n for rnd, n in per_round.items() if rnd > 1) <= 5  # no round stores all 10
-    assert gaps <= store.KEYFRAME  # every row at least once in any KEYFRAME rounds
-    assert stored < total / 4  # most rows said the same as the round before
+    assert per_round[1] == len(reports[0].results)  # the first round: every row
+    assert max(n for rnd, n in per_round.items() if rnd > 1) <= 5  # then what changed
+    assert stored < total / 4
+    times = {(h, c): n for h, c, n in per_key}
+    assert times[("h0", "clients")] == 1  # never changed: stored once
+    assert times[("h4", "logs")] == 2  # stored, then its tombstone when removed
+    assert times[("h1", "logs")] == 3  # OK, CRIT, OK again
     rounds, bad = history.load(path)
     assert bad == 0 and len(rounds) == len(reports)
     for rnd, report in zip(rounds, reports, strict=True):
@@ -148,33 +151,112 @@ def test_rows_are_stored_when_they_change_and_read_back_for_every_round(
     assert history.went_dark(rounds[:7], "h1") == T0 + timedelta(minutes=75)
     # a row carried from an earlier round says from when; one stored now does not
     last = {(r["host"], r["check"]): r for r in rounds[-1].rows}
-    assert last[("h0", "clients")].get("as_of") is not None
+    assert last[("h0", "clients")].get("as_of") == iso(T0)
     stored_now = [r for rnd in rounds[1:] for r in rnd.rows if "as_of" not in r]
     assert 0 < len(stored_now) < total / 4
-    # one host's timeline, and a window that starts between keyframes
+    # one host's timeline, and a window that starts long after most rows were stored
     mine, _ = history.load(path, host="h1")
     assert [set(r.hosts) for r in mine] == [{"h1"}] * len(reports)
-    since = T0 + timedelta(minutes=15 * (store.KEYFRAME + 3))
+    assert [r.rows for r in mine] == [
+        tuple(row for row in r.rows if row["host"] == "h1") for r in rounds
+    ]
+    since = T0 + timedelta(minutes=15 * 99)
     window, _ = history.load(path, since)
     assert [r.started_at for r in window] == [r.started_at for r in rounds[-17:]]
-    assert [
-        without_as_of(r.rows) == without_as_of(o.rows)
-        for r, o in zip(window, rounds[-17:], strict=True)
-    ] == [True] * 17
+    assert [r.rows for r in window] == [r.rows for r in rounds[-17:]]
 
 
-def test_retention_drops_whole_keyframe_intervals(tmp_path: Path) -> None:
+def words(row: dict[str, Any]) -> str:
+    """The row as its signature sees it: without `as_of`, its summary without numbers."""
+    summary = "".join(c for c in row.get("summary", "") if not (c.isdigit() or c == "."))
+    return key({**without_as_of([row])[0], "summary": summary})
+
+
+def test_a_changing_fleet_reads_back_every_round_as_written(tmp_path: Path) -> None:
+    """Over fleets that change (hosts added, removed and back, rows reordered, a check's
+    second row for one host, statuses and numbers that move), every round reads back as
+    the rows it was given (one carried from an earlier round marked `as_of`, the numbers of
+    its summary from then), whole and from any round on; a host's rounds hold its rows."""
+    for seed in range(4):
+        path = tmp_path / f"history-{seed}.jsonl"
+        lines = random_rounds(seed, 60)
+        db = store.connect(path, write=True)
+        try:
+            for line in lines:
+                with store.transaction(db):
+                    store.add_round(db, line)
+            whole = store.read(db)
+            assert len(whole) == len(lines)
+            for (fields, rows), line in zip(whole, lines, strict=True):
+                assert fields["started_at"] == line["started_at"]
+                # as given, but for a carried row's summary numbers (no change: not stored)
+                assert sorted(map(words, rows)) == sorted(map(words, line["rows"]))
+                fresh = [key(r) for r in rows if "as_of" not in r]
+                assert not Counter(fresh) - Counter(map(key, line["rows"]))
+            for start in (1, 17, 59):
+                since = store.epoch(lines[start]["started_at"])
+                got = store.read(db, datetime.fromtimestamp(since, UTC))
+                assert got == whole[start:]
+            for rnd, (_, rows) in zip(store.read(db, host="h2"), whole, strict=True):
+                assert rnd[1] == [r for r in rows if r["host"] == "h2"]
+        finally:
+            db.close()
+
+
+def test_retention_keeps_the_window_and_each_rows_last_store(tmp_path: Path) -> None:
     path = tmp_path / "history.jsonl"
     days = int(store.RETENTION_S // 86400) + 3
-    for i in range(days * store.KEYFRAME):
+    for i in range(days * 96):
         history.append(fleet_round(i, hosts=2), path)
     rounds, _ = history.load(path)
     newest = rounds[-1].started_at
     kept = newest - rounds[0].started_at
     assert timedelta(seconds=store.RETENTION_S) <= kept
-    assert kept <= timedelta(seconds=store.RETENTION_S) + timedelta(minutes=15 * store.KEYFRAME)
-    # every kept round whole: the first one read back starts at a keyframe
+    assert kept <= timedelta(seconds=store.RETENTION_S) + timedelta(minutes=15)
+    # every kept round whole: rows that never changed are kept from the first round
     assert {r["host"] for r in rounds[0].rows} == {None, "h0", "h1"}
+    first = {(r["host"], r["check"]): r for r in rounds[0].rows}
+    assert first[("h0", "clients")]["as_of"] == iso(T0)
+    db = sqlite3.connect(store.db_path(path))
+    (whole,) = db.execute("SELECT value FROM meta WHERE name = 'whole_from'").fetchone()
+    (before,) = db.execute("SELECT count(*) FROM rows WHERE round < ?", (int(whole),)).fetchone()
+    (keys,) = db.execute("SELECT count(*) FROM keys").fetchone()
+    (old_rounds,) = db.execute("SELECT count(*) FROM rounds WHERE id < ?", (int(whole),)).fetchone()
+    db.close()
+    assert before <= keys  # of the rows before the window, each key's last one only
+    assert old_rounds <= before  # and only the rounds they were stored in
+
+
+def test_a_database_the_keyframe_store_wrote_reads_as_it_did(tmp_path: Path) -> None:
+    """A database written by the store before this one (rows stored again every 96 rounds,
+    a keys file beside it, retention from a keyframe; tests/recordings, made by that
+    fleetcheck from `fleet_round`) reads back as that fleetcheck exported it, and takes
+    new rounds: the first stores only what changed, and the keys file goes."""
+    import gzip
+
+    recordings = Path(__file__).parent / "recordings"
+    path = tmp_path / "history-keyframes.jsonl"
+    store.db_path(path).write_bytes(
+        gzip.decompress((recordings / "history-keyframes.db.gz").read_bytes())
+    )
+    want = gzip.decompress((recordings / "history-keyframes.export.jsonl.gz").read_bytes())
+    out = io.StringIO()
+    assert history.export_jsonl(path, out) == 111
+    assert out.getvalue().encode() == want
+    keys_file = store.db_path(path).with_suffix(".keys")
+    keys_file.write_bytes(b"an older fleetcheck's")
+    history.append(fleet_round(136), path)
+    history.append(fleet_round(137), path)
+    rounds, bad = history.load(path)
+    assert bad == 0 and len(rounds) == 113 and not keys_file.exists()
+    for rnd, i in ((rounds[-2], 136), (rounds[-1], 137)):
+        assert {(r["host"], r["check"]) for r in rnd.rows} == {
+            (r.host, r.check) for r in fleet_round(i).results
+        }
+    db = sqlite3.connect(store.db_path(path))
+    per_round = db.execute("SELECT count(*) FROM rows GROUP BY round ORDER BY round DESC LIMIT 2")
+    assert per_round.fetchall() == [(1,), (1,)]  # the broker's clients count, which moved
+    db.close()
 
 
 def test_a_second_process_reads_while_a_patrol_holds_the_write_lock(tmp_path: Path) -> None:
@@ -247,38 +329,10 @@ def test_history_export_jsonl(tmp_path: Path) -> None:
     assert bad.returncode != 0 and "--export csv: the one export format is jsonl" in bad.stderr
 
 
-def test_a_database_from_before_staggered_refreshes_keeps_every_row_readable(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "history.jsonl"
-    reports = [fleet_round(i) for i in range(store.KEYFRAME + 30)]
-    for r in reports[:40]:
-        history.append(r, path)
-    db = sqlite3.connect(store.db_path(path))
-    db.execute("ALTER TABLE keys DROP COLUMN last")  # as the first database's code wrote it
-    db.commit()
-    db.close()
-    for r in reports[40:]:
-        history.append(r, path)
-    db = sqlite3.connect(store.db_path(path))
-    gaps = db.execute(
-        "SELECT max(gap) FROM (SELECT round - lag(round) OVER (PARTITION BY key ORDER BY round)"
-        " AS gap FROM rows)"
-    ).fetchone()[0]
-    db.close()
-    assert gaps <= store.KEYFRAME
-    since = T0 + timedelta(minutes=15 * (store.KEYFRAME + 10))
-    window, bad = history.load(path, since)
-    assert bad == 0 and len(window) == 20
-    for rnd, report in zip(window, reports[-20:], strict=True):
-        assert {(r["host"], r["check"]) for r in rnd.rows} == {
-            (r.host, r.check) for r in report.results
-        }
-
-
 def test_the_database_keeps_the_recorded_part_of_each_row(tmp_path: Path) -> None:
     """`append` hands the store each row as `Result.to_dict` makes it (evidence, headline,
-    the state's fields): only check, host, status, summary, metrics and limits are stored."""
+    the state's fields): only check, host, item, status, summary, metrics and limits are
+    stored."""
     path = tmp_path / "history.jsonl"
     row = Result(
         "logs",
@@ -292,12 +346,16 @@ def test_the_database_keeps_the_recorded_part_of_each_row(tmp_path: Path) -> Non
         since="2026-11-29T02:00:00.000Z",
         bad_rounds=2,
     )
-    report = rep(0, [row, Result("clients", "h0", Status.OK, "3 broker connections")])
+    rows = [row, Result("clients", "h0", Status.OK, "3 broker connections")]
+    rows.append(Result("logs", "h0", Status.OK, "fresh", item="/var/log/x.log"))  # a log's row
+    report = rep(0, rows)
     history.append(report, path)
     rounds, bad = history.load(path)
     assert bad == 0
     assert without_as_of(rounds[-1].rows) == as_recorded(report)
     assert "evidence" not in json.dumps(rounds[-1].rows)
+    assert [r.get("item") for r in rounds[-1].rows] == [None, None, "/var/log/x.log"]
+    assert store.recorded(rows[2].to_dict()) == as_recorded(report)[2]  # a to_dict row's part
 
 
 def _timeline(rounds: list[history.Round]) -> list[tuple[Any, ...]]:
@@ -410,7 +468,6 @@ def test_text_signatures_of_an_older_database_store_each_row_once_more(tmp_path:
     db.execute("UPDATE keys SET sig = CAST(sig AS TEXT) || 'old' WHERE sig IS NOT NULL")
     db.commit()
     db.close()
-    store.keys_path(path).unlink()  # that fleetcheck kept no keys file
 
     def stored_in(round_index: int) -> int:
         db = sqlite3.connect(store.db_path(path))
@@ -430,30 +487,6 @@ def test_text_signatures_of_an_older_database_store_each_row_once_more(tmp_path:
     assert stored_in(3) == rows_a_round  # every row once more
     assert stored_in(4) < rows_a_round  # then only what changed
     assert len(history.load(path)[0]) == 5
-
-
-def test_a_rounds_signatures_are_each_rows_own() -> None:
-    """`store.signatures` (a round's summaries' numbers replaced in one pass over them
-    joined) gives each row's `signature` bytes: numbers at a
-    summary's ends, a summary with no number, one that is not a text, metrics bucketed or
-    with keys that are not texts, a limit marshal cannot hold; and a summary holding the
-    joining character (NUL) has the round done row by row, the same bytes."""
-    rows: list[dict[str, Any]] = [
-        {"status": "OK", "summary": "12", "metrics": {"n": 3}},
-        {"status": "OK", "summary": "3.5 s then 7", "metrics": {"age_s": 12.5}},
-        {"status": "WARN", "summary": "no number", "metrics": {1: 2}, "limits": {"x": 1}},
-        {"status": "OK", "summary": "", "metrics": {"by": {"a": 1.5}}},
-        {"status": "OK", "metrics": None},
-    ]
-    assert store.signatures(rows) == [store.signature(r) for r in rows]
-    assert store.signatures(rows)[0] == store.signatures(rows[1:2] + rows[0:1])[1]
-    odd = [*rows, {"status": "OK", "summary": "a\0b 4", "metrics": {}}]
-    assert store.signatures(odd) == [store.signature(r) for r in odd]
-    not_text = [*rows, {"status": "OK", "summary": 42, "metrics": {}}]
-    assert store.signatures(not_text) == [store.signature(r) for r in not_text]
-    dated = [*rows, {"status": "OK", "limits": {"until": datetime(2026, 12, 1, tzinfo=UTC)}}]
-    assert store.signatures(dated) == [store.signature(r) for r in dated]  # repr's, no error
-    assert store.signatures([]) == []
 
 
 _KEYS = st.sampled_from(["age_s", "lines", "n", "lag_s", "depth", "by"])
@@ -476,41 +509,31 @@ _METRICS = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
-    shapes=st.lists(st.tuples(_METRICS, st.sampled_from([None, {}, {"cap": 100}])), min_size=1),
-    picks=st.lists(st.tuples(st.integers(0, 50), _VALUES), max_size=60),
-    statuses=st.lists(st.sampled_from(["OK", "WARN", "CRIT"]), min_size=1),
+    metrics=st.lists(_METRICS, min_size=1, max_size=6),
+    limits=st.sampled_from([None, {}, {"cap": 100}]),
 )
-def test_a_rounds_signatures_column_by_column_are_each_rows_own(
-    shapes: list[tuple[Any, Any]], picks: list[tuple[int, Any]], statuses: list[str]
-) -> None:
-    """`store.signatures` (the metrics' forms made column by column: rows grouped by their
-    keys, floats bucketed once a distinct value) gives each row's `signature` bytes, for
-    rows that share their keys and values (a check's rows) with some values changed, of
-    any types: integers, floats (nan, infinities, -0.0, under and over a minute), texts,
-    lists, dicts, None; keys that are not texts; metrics that are not a dict."""
-    rows: list[dict[str, Any]] = []
-    for i, (n, value) in enumerate([(j % len(shapes), None) for j in range(40)] + picks):
-        metrics, limits = shapes[n % len(shapes)]
-        if isinstance(metrics, dict) and metrics and value is not None and i >= 40:
-            metrics = {**metrics, list(metrics)[i % len(metrics)]: value}
-        rows.append(
-            {
-                "status": statuses[i % len(statuses)],
-                "summary": f"{i}s ago",
-                "metrics": metrics,
-                "limits": limits,
-            }
-        )
-    assert store.signatures(rows) == [store.signature(r) for r in rows]
-
-
-def result_of(row: dict[str, Any], **fields: Any) -> Result:
-    """A recorded row (`random_rounds`) as a patrol's Result, with `fields` (metrics...)."""
-    return Result(
-        row["check"], row["host"], Status.parse(row["status"]), row.get("summary", ""), **fields
-    )
+def test_any_round_is_stored_whole_then_not_again(metrics: list[Any], limits: Any) -> None:
+    """Rows with any metrics (integers, floats with nan and infinities, texts, lists, dicts,
+    None; keys that are not texts; metrics that are not a dict): a round is stored and read
+    back as given, and the same round again stores no row (each signature equal to itself)."""
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    db.executescript(store._DDL)
+    rows = [
+        {"check": "c", "host": f"h{i}", "status": "OK", "summary": f"{i}s", "metrics": m}
+        | ({"limits": limits} if limits else {})
+        for i, m in enumerate(metrics)
+    ]
+    for i in range(2):
+        line = {"started_at": iso(T0 + timedelta(minutes=15 * i)), "status": "OK", "rows": rows}
+        with store.transaction(db):
+            store.add_round(db, line)
+    assert db.execute("SELECT count(*) FROM rows WHERE round = 2").fetchone() == (0,)
+    (_, first), (_, second) = store.read(db)
+    assert first == json.loads(json.dumps(rows, default=str))
+    assert without_as_of(second) == first
+    db.close()
 
 
 def random_rounds(seed: int, rounds: int) -> list[dict[str, Any]]:
@@ -549,181 +572,3 @@ def random_rounds(seed: int, rounds: int) -> list[dict[str, Any]]:
         start = datetime(2026, 11, 1, tzinfo=UTC) + timedelta(minutes=15 * i)
         out.append({"started_at": iso(start), "duration_s": 1.0, "status": "OK", "rows": rows})
     return out
-
-
-def test_remembered_keys_store_what_the_keys_table_stores(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Each round leaves every known key (text, id, signature) in a file for the next one
-    (`store._known`, one value instead of the keys table read back row by row): over a fleet
-    that changes (hosts added, removed, back; rows reordered; a second row of a check; the
-    file damaged, of an older round, of another database, missing, or not written after a
-    round), every round stores the very rows a writer that never remembers stores, and the
-    remembered keys equal the keys table after each round."""
-    import random
-    import shutil
-
-    rng = random.Random(7)
-    table_reads: list[sqlite3.Connection] = []
-    read_table, in_order = store._known_of_table, store._in_order
-    orders: list[bool] = []
-
-    def counted(db: sqlite3.Connection) -> store.Known:
-        table_reads.append(db)
-        return read_table(db)
-
-    def told(known: store.Known | None, keys: list[str]) -> bool:
-        orders.append(in_order(known, keys))
-        return orders[-1]
-
-    monkeypatch.setattr(store, "_known_of_table", counted)
-    monkeypatch.setattr(store, "_in_order", told)
-    spoiled: dict[str, int] = {}
-    for seed in range(6):
-        lines = random_rounds(seed, 60)
-        dbs = [sqlite3.connect(tmp_path / f"{seed}-{w}.db", isolation_level=None) for w in "ab"]
-        keys_file = tmp_path / f"{seed}.keys"
-        other = tmp_path / f"{seed}-other.keys"  # another database's, of the same rounds
-        for db in dbs:
-            db.executescript(store._DDL)
-        skipped = False  # the previous round's file not written
-        try:
-            for line in lines:
-                remembering, forgetting = dbs
-                spoil = rng.random() if keys_file.exists() else 1.0
-                kind = ""
-                if spoil < 0.04:
-                    kind = "damaged"
-                    keys_file.write_bytes(keys_file.read_bytes()[:-7])
-                elif spoil < 0.08:
-                    kind = "missing"
-                    keys_file.unlink()
-                elif spoil < 0.12 and other.exists():
-                    kind = "another database's"
-                    shutil.copyfile(other, keys_file)
-                spoiled[kind] = spoiled.get(kind, 0) + 1
-                table_reads.clear()
-                with store.transaction(remembering):
-                    kept = store.add_round(remembering, line, keys_file=keys_file)
-                with store.transaction(forgetting):
-                    assert store.add_round(forgetting, line) is None
-                assert kept is not None
-                # the keys table is read back only where nothing usable was remembered
-                assert table_reads.count(forgetting) == 1
-                fresh = line is lines[0] or kind != "" or skipped
-                assert table_reads.count(remembering) == int(fresh), kind
-                skipped = rng.random() < 0.05  # a crash between the commit and the file
-                if skipped:
-                    spoiled["not written"] = spoiled.get("not written", 0) + 1
-                else:
-                    kept.write()
-                    store.Remembered(other, "0" * 16, kept.round, kept.keys).write()
-                (newest,) = remembering.execute("SELECT max(id) FROM rounds").fetchone()
-                known = store._known(remembering, newest, keys_file, kept.token)
-                assert (known is None) == (skipped or not keys_file.exists())
-                table = remembering.execute(
-                    "SELECT host || char(0) || check_name, id, sig FROM keys"
-                ).fetchall()
-                assert sorted(zip(*kept.keys, strict=True)) == sorted(table)
-            a, b = (
-                db.execute("SELECT key, round, body FROM rows ORDER BY round, key").fetchall()
-                for db in dbs
-            )
-            assert a == b
-            assert a  # rows were stored
-        finally:
-            for db in dbs:
-                db.close()
-    assert all(spoiled.get(k, 0) >= 3 for k in ("damaged", "missing", "another database's"))
-    assert spoiled.get("not written", 0) >= 3
-    # both ways were taken: rows in the remembered order (compared index by index), and not
-    assert orders.count(True) > 100 and orders.count(False) > 100
-
-
-def test_a_patrols_results_are_stored_as_their_rows_are(tmp_path: Path) -> None:
-    """A round given as a patrol's results (read by the store from the results: no row
-    made but those it stores) stores what the same round given as `Result.to_dict` rows
-    stores, round after round, over a fleet that changes; and each round's signatures are
-    its rows' (metrics floats, limits, evidence and state fields too)."""
-    import random
-
-    rng = random.Random(3)
-    dbs = [sqlite3.connect(tmp_path / f"{w}.db", isolation_level=None) for w in "ab"]
-    for db in dbs:
-        db.executescript(store._DDL)
-    try:
-        for line in random_rounds(11, 40):
-            results = tuple(
-                result_of(
-                    row,
-                    metrics={**(row.get("metrics") or {}), "age_s": rng.choice([1.5, 75.0])},
-                    limits={"max_age_s": 900} if rng.random() < 0.5 else {},
-                    evidence={"lines": ["x"]} if rng.random() < 0.3 else None,
-                )
-                for row in line["rows"]
-            )
-            rows = [r.to_dict() for r in results]
-            assert store.signatures_of_results(results) == store.signatures(rows)
-            for db, given in zip(dbs, ({"results": results}, {"rows": rows}), strict=True):
-                with store.transaction(db):
-                    store.add_round(db, {**line, "rows": None, **given})
-        a, b = (
-            db.execute("SELECT key, round, body FROM rows ORDER BY round, key").fetchall()
-            for db in dbs
-        )
-        assert a == b and len(a) > 100
-    finally:
-        for db in dbs:
-            db.close()
-
-
-@pytest.mark.parametrize("given_as", ["rows", "results"])
-def test_a_new_databases_first_round_stores_every_row_in_order(
-    tmp_path: Path, given_as: str
-) -> None:
-    """A new database's first round (made column by column: no key is known) stores every
-    row, each under the next id in the round's order, with its host, check (a second row
-    of one check named apart), signature and recorded body; the keys it leaves are the
-    table's; and the next round reads it back as given."""
-    for seed in range(8):
-        first, second = random_rounds(seed, 2)
-        rows = first["rows"]
-        if given_as == "results":
-            results = tuple(result_of(r, metrics=r.get("metrics") or {}) for r in rows)
-            line: dict[str, Any] = {**first, "rows": None, "results": results}
-            rows = [r.to_dict() for r in results]
-        else:
-            line = first
-        db = sqlite3.connect(tmp_path / f"{seed}-{given_as}.db", isolation_level=None)
-        db.executescript(store._DDL)
-        try:
-            with store.transaction(db):
-                kept = store.add_round(db, line, keys_file=tmp_path / f"{seed}-{given_as}.keys")
-            assert kept is not None
-            keys = db.execute("SELECT id, host, check_name, sig, last FROM keys ORDER BY id")
-            want = []
-            seen: Counter[tuple[str, str]] = Counter()
-            for i, (row, sig) in enumerate(zip(rows, store.signatures(rows), strict=True)):
-                host = row["host"] or store.BROKER_KEY
-                n = seen[(host, row["check"])]
-                seen[(host, row["check"])] += 1
-                want.append((i + 1, host, row["check"] + (f"#{n}" if n else ""), sig, 1))
-            assert keys.fetchall() == want
-            stored = db.execute("SELECT key, round, body FROM rows ORDER BY key").fetchall()
-            assert stored == [
-                (i + 1, 1, json.dumps(store.recorded(r), separators=(",", ":"), default=str))
-                for i, r in enumerate(rows)
-            ]
-            table = db.execute("SELECT host || char(0) || check_name, id, sig FROM keys")
-            assert sorted(zip(*kept.keys, strict=True)) == sorted(table.fetchall())
-            kept.write()
-            with store.transaction(db):
-                store.add_round(db, second, keys_file=kept.path)
-            got = [
-                [(r["check"], r["host"], r["status"], r["summary"]) for r in rnd_rows]
-                for _, rnd_rows in store.read(db)
-            ]
-            assert len(got) == 2
-            assert got[0] == [(r["check"], r["host"], r["status"], r["summary"]) for r in rows]
-        finally:
-            db.close()

@@ -254,14 +254,14 @@ def test_history_is_written_under_the_state_lock(
     held: list[bool] = []
     real = history.append
 
-    def append_and_look(report: Report, path: Path, max_bytes: int = 10) -> None:
+    def append_and_look(report: Report, path: Path) -> None:
         with open(st.with_name("state.json.lock"), "a") as other:  # another open file
             try:
                 fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 held.append(False)
             except BlockingIOError:
                 held.append(True)
-        real(report, path, max_bytes)
+        real(report, path)
 
     monkeypatch.setattr(history, "append", append_and_look)
     state.remember(one_row(), st, state.Memory(), hist)

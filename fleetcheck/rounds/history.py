@@ -1,51 +1,46 @@
 """Each patrol recorded as one round, so `fleetcheck history` can show when a machine went
 dark, `fleetcheck serve` can chart the numbers behind each verdict and `explain` can read a
 host's past. Rounds are stored in an SQLite database beside the history path
-(fleetcheck.rounds.store: rows stored when they change, staggered refreshes, retention, WAL so
-a second process reads while a patrol writes); the history path keeps its name (`history-x.jsonl`),
-and a JSONL history written by an older fleetcheck is migrated into the database on the
-first append (every row, as written), then moved aside as `*.migrated`. Until then, and for
-a history that was never migrated, the JSONL is read as before. `export_jsonl` writes the
-rounds back out as JSON lines. Appends happen under a lock (and, from a patrol with state,
-under the state lock too); the files are private (0600).
+(fleetcheck.rounds.store: rows stored when they change, retention, WAL so a second process
+reads while a patrol writes); the history path keeps its name (`history-x.jsonl`), and a JSONL
+history written by an older fleetcheck is migrated into the database on the first append
+(every row, as written), then moved aside as `*.migrated`. Until then, and for a history that
+was never migrated, the JSONL is read as before. `export_jsonl` writes the rounds back out as
+JSON lines. Appends happen under a lock (and, from a patrol with state, under the state lock
+too); the files are private (0600).
 
-Next to the history, the latest round is kept whole (`latest_path`: the `run --format
-json` document, evidence included, in marshal's format: see `write_latest`), replaced
-atomically each round: evidence is too bulky to keep for every round, but the console shows
-it for the newest one."""
+Next to the history, the newest round is kept whole (`latest_path`: the `run --format json`
+document, evidence included, in marshal's format), replaced atomically once the round is
+stored: evidence is too bulky to keep for every round, but the console shows it for the newest
+one, and falls back to the database's round when the file lags, is missing or is damaged."""
 
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import re
-import threading
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from itertools import compress, repeat
-from operator import attrgetter, is_
 from pathlib import Path
 from typing import Any
 
-from fleetcheck import collector
 from fleetcheck.core.model import BROKER_WIDE, Report, Status, place, worst_per_host
-from fleetcheck.files import private_open
-from fleetcheck.iso import parse_iso
+from fleetcheck.files import private_open, replace_private
+from fleetcheck.iso import iso_utc, parse_iso
+from fleetcheck.rounds import store
 
-MAX_BYTES = 10 * 1024 * 1024
 
-
-def append(report: Report, path: Path, max_bytes: int = MAX_BYTES) -> None:
-    """Record the round (`max_bytes`: the JSONL's rotation size, for callers from before the
-    database; the database is bounded by retention instead)."""
+def append(report: Report, path: Path) -> None:
+    """Record the round (under the history's lock: one append at a time)."""
     import fcntl
 
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     with private_open(path.with_name(path.name + ".lock")) as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        with collector.paused():  # see fleetcheck.collector
-            _append(report, path)
+        _append(report, path)
 
 
 def _line(report: Report) -> dict[str, Any]:
@@ -58,6 +53,7 @@ def _line(report: Report) -> dict[str, Any]:
             {
                 "check": r.check,
                 "host": r.host,
+                **({"item": r.item} if r.item is not None else {}),
                 "status": r.status.label,
                 "summary": r.summary,
                 "metrics": r.metrics,
@@ -69,84 +65,29 @@ def _line(report: Report) -> dict[str, Any]:
 
 
 def _append(report: Report, path: Path) -> None:
-    from fleetcheck.rounds import store
-
-    line = {
-        "started_at": report.started_at,
-        "duration_s": round(report.duration_s, 3),
-        "status": report.status.label,
-        # read by the store from the results (in the round's order: a check's second row
-        # for one host keeps its key); rows made only of those it stores
-        "results": report.results,
-    }
-    latest: _Latest | None = None
+    """The round into the database (one transaction), then, once stored, its whole file."""
+    line = _line(report)
     try:
         db = store.connect(path, write=True)
         try:
             migrate(db, path)
             with store.transaction(db):
-                kept = store.add_round(db, line, keys_file=store.keys_path(path))
+                store.add_round(db, line)
                 store.expire(db, store.epoch(line["started_at"]))
-                # made while SQLite commits and checkpoints (it lets go of the interpreter
-                # then): the document and its file, ~70 ms of a round at 10,000 hosts, beside
-                # ~50 ms of the commit's
-                latest = _Latest(report, latest_path(path))
         finally:
             db.close()
-    except BaseException as e:
-        if latest is not None:
-            latest.finish(keep=False)
-        if isinstance(e, sqlite3_errors()):  # a full disk, a damaged file: the caller warns
-            raise OSError(f"{store.db_path(path)}: {e}") from None
-        raise
-    if kept is not None:
-        try:
-            kept.write()
-        except OSError:  # the next round reads the keys table instead: the round is stored
-            store.keys_path(path).unlink(missing_ok=True)
-    if latest is not None:  # always, once the transaction committed
-        latest.finish(keep=True)
-
-
-class _Latest:
-    """The newest round's file (`write_latest`: the report's document) made by a thread into
-    a temporary file, and put in place by `finish` once the round is stored (or dropped when
-    it was not)."""
-
-    def __init__(self, report: Report, path: Path) -> None:
-        self.path = path
-        self.tmp = _tmp_beside(path)
-        self.failed: BaseException | None = None
-        self.thread = threading.Thread(target=self._write, name="fleetcheck-latest", daemon=True)
-        self.report = report
-        self.thread.start()
-
-    def _write(self) -> None:
-        try:
-            _write_tmp(self.report, self.tmp)
-        except BaseException as e:  # raised in the caller's thread, by finish
-            self.failed = e
-
-    def finish(self, keep: bool) -> None:
-        try:
-            self.thread.join()
-            if self.failed is not None:
-                if keep:
-                    raise self.failed
-            elif keep:
-                os.replace(self.tmp, self.path)
-                _legacy_latest_path(self.path).unlink(missing_ok=True)
-        finally:
-            self.tmp.unlink(missing_ok=True)
+    except sqlite3.Error as e:  # a full disk, a damaged file: the caller warns
+        raise OSError(f"{store.db_path(path)}: {e}") from None
+    write_latest(report, latest_path(path))
+    # every key as an older fleetcheck kept it beside the database (it names every host)
+    store.db_path(path).with_suffix(".keys").unlink(missing_ok=True)
 
 
 def migrate(db: Any, path: Path) -> None:
     """A JSONL history (and its rotated file) into the database in one transaction, every
-    readable round as a keyframe (each row as written); then the files are moved aside as
-    `*.migrated` (kept: nothing is deleted). Done once: the database records it, so a crash
-    between the commit and the move never migrates twice."""
-    from fleetcheck.rounds import store
-
+    readable round with each row as written; then the files are moved aside as `*.migrated`
+    (kept: nothing is deleted). Done once: the database records it, so a crash between the
+    commit and the move never migrates twice."""
     if store.meta(db, "migrated") is None:
         records, bad = _read_jsonl(path)
         with store.transaction(db):
@@ -162,167 +103,41 @@ def _jsonl_files(path: Path) -> tuple[Path, Path]:
     return path.with_name(path.name + ".1"), path
 
 
-def torn_tail(path: Path) -> bool:
-    """Whether the file's last byte is not a newline (a line an earlier write left torn)."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            if f.tell() == 0:
-                return False
-            f.seek(-1, os.SEEK_END)
-            return f.read(1) != b"\n"
-    except FileNotFoundError:
-        return False
-
-
 def latest_path(history_path: Path) -> Path:
     """Where the newest round is kept whole: `history-x.jsonl` -> `history-x.last.marshal`."""
     return history_path.with_name(history_path.stem + ".last.marshal")
 
 
-def _legacy_latest_path(history_path_latest: Path) -> Path:
-    """The newest round's file as fleetcheck wrote it before (JSON): removed when the new
-    one is written, so a stale copy of old evidence does not stay behind."""
-    return history_path_latest.with_name(
-        history_path_latest.name.removesuffix(".last.marshal") + ".last.json"
-    )
-
-
 def write_latest(report: Report | dict[str, Any], path: Path) -> None:
-    """The report as `run --format json` builds it (`Report.to_dict`, or that document; a
-    report's held as columns, `_columns`, and read back as the document by `read_latest`),
-    in Python's marshal format, replaced atomically (readers never see half a file).
-    Marshal, not JSON: the file is written by one fleetcheck and read by the same one (the
-    console), and at 10,000 hosts JSON took 0.1-0.35 s of each round against marshal's
-    0.01 s (and reads twice as fast). A value marshal cannot hold (an object JSON wrote with
-    `str`) is made what JSON would have written, row by row; a file this fleetcheck cannot
-    read is reported by its reader and replaced next round."""
-    tmp = _tmp_beside(path)
+    """The report as `run --format json` builds it (`Report.to_dict`, or that document) in
+    Python's marshal format, replaced atomically (readers never see half a file) and private
+    (evidence carries log lines and client names). Marshal, not JSON: the file is written and
+    read by the same fleetcheck, and at 10,000 hosts JSON took 0.1-0.35 s of a round against
+    marshal's 0.01 s. A document holding a value marshal cannot hold (an object in a row's
+    evidence) is written as JSON would have written it. The JSON file an older fleetcheck
+    kept (`*.last.json`) is removed."""
+    doc = report.to_dict() if isinstance(report, Report) else report
     try:
-        _write_tmp(report, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _legacy_latest_path(path).unlink(missing_ok=True)
-
-
-def _tmp_beside(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-
-
-def _write_tmp(report: Report | dict[str, Any], tmp: Path) -> None:
-    """The report's document in marshal's format into `tmp` (0600: evidence carries log
-    lines and client names): a report's as columns (`_columns`), a document as it is (and
-    either, when marshal cannot hold a value, as rows made what JSON would have written)."""
-    import marshal
-
-    try:
-        data = marshal.dumps(_columns(report) if isinstance(report, Report) else report)
-    except ValueError:  # rare: a row whose evidence holds an object (a datetime, a Path)
-        doc = report.to_dict() if isinstance(report, Report) else report
-        doc = {**doc, "results": [_marshallable(row) for row in doc["results"]]}
         data = marshal.dumps(doc)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-
-
-_COLUMNS = "fleetcheck.latest/columns-1"  # the file's layout when it holds columns
-# `Result.to_dict`'s keys: those every row has, those a row has when set (not None), and
-# the state's, which a row has all four of when it has a `since`
-_ALWAYS: tuple[str, ...] = ("check", "host", "status", "summary", "metrics", "headline")
-_ALWAYS += ("limits", "evidence", "duration_s")
-_WHEN_SET = ("evidence_strength", "cause", "silenced")
-_STATE = ("since", "bad_rounds", "alerting", "flapping")
-_READ = {name: attrgetter(name) for name in _ALWAYS + _WHEN_SET + _STATE}
-_READ["status"] = attrgetter("status.label")
-_READ["alerting"] = attrgetter("should_alert")
-
-
-def _columns(report: Report) -> dict[str, Any]:
-    """The report's document (`Report.to_dict`) as columns: each key's values in the rows'
-    order (worst first), read off the results by C loops, and which rows lack a key that
-    only some rows have. Why: the document's 30,000 row dicts made and marshalled were the
-    larger part of a round's append at 10,000 hosts (~140 ms with the state's keys, in the
-    thread beside the commit: past it, the round waited); the columns take ~55 ms, and
-    `read_latest` makes the rows again."""
-    doc = report.document(None)  # the head
-    del doc["results"]
-    rows = report.sorted_results()
-    fields = list(_ALWAYS)
-    columns = {name: list(map(_READ[name], rows)) for name in _ALWAYS}
-    omit: list[tuple[tuple[str, ...], list[int]]] = []
-    for group in [(name,) for name in _WHEN_SET] + [_STATE]:
-        first = columns[group[0]] = list(map(_READ[group[0]], rows))
-        lacking = list(compress(range(len(rows)), map(is_, first, repeat(None))))
-        if len(lacking) == len(rows):
-            continue
-        fields += group
-        columns.update((name, list(map(_READ[name], rows))) for name in group[1:])
-        if lacking:
-            omit.append((group, lacking))
-    return {
-        "layout": _COLUMNS,
-        "head": doc,
-        "fields": fields,
-        "columns": list(map(columns.__getitem__, fields)),
-        "omit": omit,
-    }
-
-
-def _document(data: dict[str, Any]) -> dict[str, Any]:
-    """The document `_columns` holds, its rows made again (exactly `Report.to_dict`'s)."""
-    head, fields, columns, omit = data["head"], data["fields"], data["columns"], data["omit"]
-    if not (
-        isinstance(head, dict)
-        and isinstance(fields, list)
-        and isinstance(columns, list)
-        and len(fields) == len(columns)
-        and all(type(f) is str for f in fields)
-        and all(type(c) is list for c in columns)
-        and len({len(c) for c in columns}) <= 1
-        and isinstance(omit, list)
-    ):
-        raise ValueError("not a newest-round file (its columns do not fit)")
-    rows = list(map(dict, map(zip, repeat(fields), zip(*columns, strict=True))))
-    for group, lacking in omit:
-        for i in lacking:
-            row = rows[i]
-            for name in group:
-                del row[name]
-    notes = {k: head[k] for k in ("notes",) if k in head}
-    return {**{k: v for k, v in head.items() if k != "notes"}, "results": rows, **notes}
-
-
-def _marshallable(row: dict[str, Any]) -> dict[str, Any]:
-    import marshal
-
-    try:
-        marshal.dumps(row)
-        return row
-    except ValueError:
-        return dict(json.loads(json.dumps(row, default=str)))
+    except ValueError:  # rare: a datetime, a Path in a row's evidence
+        data = marshal.dumps(json.loads(json.dumps(doc, default=str)))
+    replace_private(path, data)
+    path.with_name(path.name.removesuffix(".last.marshal") + ".last.json").unlink(missing_ok=True)
 
 
 def read_latest(path: Path) -> dict[str, Any]:
     """The newest round's document from its file. Raises FileNotFoundError when there is
     none, OSError when it cannot be read, ValueError when it is not a document (torn,
-    damaged, or written by a Python whose marshal format this one does not know)."""
-    import marshal
-
-    blob = path.read_bytes()
+    damaged, written by a Python whose marshal format this one does not know, or in the
+    columns an older fleetcheck wrote: its readers fall back to the database's round)."""
     try:
-        doc = marshal.loads(blob)
+        doc = marshal.loads(path.read_bytes())
     except (EOFError, TypeError, ValueError) as e:
         raise ValueError(f"not a newest-round file ({e})") from None
     if not isinstance(doc, dict):
         raise ValueError(f"not a newest-round file (a {type(doc).__name__})")
-    if doc.get("layout") == _COLUMNS:
-        try:
-            return _document(doc)
-        except (KeyError, TypeError, IndexError, ValueError) as e:
-            raise ValueError(f"not a newest-round file ({type(e).__name__}: {e})") from None
+    if not isinstance(doc.get("results"), list):
+        raise ValueError("not a newest-round file (no results)")
     return doc
 
 
@@ -342,8 +157,6 @@ def load(
     """Rounds from the history, oldest first (those at or after `since`; with `host`, each
     round with only that host's rows: its name, or model.BROKER_WIDE); and how many could
     not be read (reported, never fatal: a torn last line after a crash is normal)."""
-    from fleetcheck.rounds import store
-
     key = None if host is None else ("" if host == BROKER_WIDE else host)
     got = _from_store(path, lambda db: store.read(db, since, key))
     if got is not None:
@@ -372,8 +185,6 @@ def load_statuses(path: Path, since: datetime | None = None) -> tuple[list[Round
     rows): all that `fleetcheck history`'s timeline draws, read without rebuilding every row
     of every round (see store.read_statuses). A history not yet in a database is read by
     `load`."""
-    from fleetcheck.rounds import store
-
     got = _from_store(path, lambda db: store.read_statuses(db, since))
     if got is None:
         rounds, bad = load(path, since)
@@ -399,8 +210,6 @@ def load_statuses(path: Path, since: datetime | None = None) -> tuple[list[Round
 def _from_store(path: Path, read: Callable[[Any], Any]) -> tuple[Any, int] | None:
     """`read(db)` of the history's database and how many rounds its migration could not
     read; None when there is no database yet, or it is not migrated (the JSONL is read)."""
-    from fleetcheck.rounds import store
-
     if not store.exists(path):
         return None
     db = store.connect(path, write=False)
@@ -409,7 +218,7 @@ def _from_store(path: Path, read: Callable[[Any], Any]) -> tuple[Any, int] | Non
         if done is None:
             return None
         return read(db), int(json.loads(done).get("unreadable", 0))
-    except sqlite3_errors() as e:
+    except sqlite3.Error as e:
         raise OSError(f"{store.db_path(path)}: {e}") from None
     finally:
         db.close()
@@ -417,14 +226,10 @@ def _from_store(path: Path, read: Callable[[Any], Any]) -> tuple[Any, int] | Non
 
 def exists(path: Path) -> bool:
     """Whether there is a history at `path` (its database, or a JSONL not yet migrated)."""
-    from fleetcheck.rounds import store
-
     return store.exists(path) or any(p.exists() for p in _jsonl_files(path))
 
 
 def sqlite3_errors() -> type[Exception]:
-    import sqlite3
-
     return sqlite3.Error
 
 
@@ -461,19 +266,13 @@ def export_jsonl(path: Path, out: Any, since: datetime | None = None) -> int:
     rounds, _ = load(path, since)
     for rnd in rounds:
         line = {
-            "started_at": iso_of(rnd.started_at),
+            "started_at": iso_utc(rnd.started_at),
             "duration_s": rnd.duration_s,
             "status": rnd.status.label,
             "rows": list(rnd.rows),
         }
         out.write(json.dumps(line, separators=(",", ":"), default=str) + "\n")
     return len(rounds)
-
-
-def iso_of(when: datetime) -> str:
-    from fleetcheck.iso import iso_utc
-
-    return iso_utc(when)
 
 
 ROUND_START = '{"started_at":'
