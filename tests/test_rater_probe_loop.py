@@ -201,7 +201,7 @@ def test_max_latency_is_a_setting() -> None:
 # ---------------------------------------------------------------- lab
 def run(lab: Lab, timeout: str = "5s", table: str = "") -> dict:
     cfg = lab.config(checks=f'[checks.rater_probe]\ntimeout = "{timeout}"\n{table}', hosts=[])
-    _, report, _ = probe_rater(cfg)
+    _, report = probe_rater(cfg)
     return row(report)
 
 

@@ -17,6 +17,7 @@ import io
 import sys
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fleetcheck.checks.live_hash import LiveHashConfig, owner_presence
@@ -146,8 +147,7 @@ def _reap(
         stderr.error(message, err)
         return 3
 
-    def say(line: str) -> None:
-        _say(out, line)
+    say = partial(_say, out)
 
     try:
         r = run.client = connect(fleet.broker)
@@ -176,28 +176,13 @@ def _reap(
                 return error(describe_kind(key, kind) + ": nothing deleted")
             # the broker's time, less the reading's error: an entry is never judged older
             # than it may be
-            total, stale = find_stale(
-                r,
-                key,
-                clock.now(local()) - clock.error_s,
-                age_limit,
-                count=cfg.scan_count,
-                started_field=cfg.started_field,
-                owner_field=cfg.owner_field or None,
-                assume_tz=tz,
-                include_malformed=not keep_malformed,
-            )
+            now_s = clock.now(local()) - clock.error_s
+            total, stale = _scan(r, cfg, key, now_s, age_limit, tz, keep_malformed)
         except Exception as e:
             return error(f"reading {key}: {describe_error(e, fleet.broker)}")
         try:
             run.phase = "reading CLIENT LIST"
-            owners = [s.owner for s in stale if s.owner is not None]
-            presence: dict[str, bool | None] = {}
-            if owners:  # by address (hosts.toml, IPs), then by connection name
-                conns = read_connections(r)
-                presence = relate_owners(
-                    owner_presence(sorted(set(owners)), fleet.hosts, conns.addresses), conns
-                )
+            presence = _presence(r, fleet, stale)
         except Exception as e:
             return error(
                 f"reading CLIENT LIST (which owners are connected): "
@@ -205,24 +190,9 @@ def _reap(
             )
         run.phase = f"judging {key}"
         _listing(out, key, total, stale, age_limit, keep_malformed, show)
-        dead, live, unknown = split_live(stale, presence)
-        if not force:
-            stale = dead  # the entries of connected or unrelatable owners are named and kept
-        seen, refusals = guard(
-            total, stale, age_limit, cfg.match_wall, cfg.started_field, not keep_malformed
+        stale, refusals, skewed = _guarded(
+            cfg, clock, total, stale, presence, age_limit, force, keep_malformed, say
         )
-        seen.append(f"ages on the broker's clock: {clock.describe()}")
-        if live:
-            seen.append(live_owner_line(live, force))
-        if unknown:
-            seen.append(unknown_owner_line(unknown, force))
-        skewed = clock_refusal(clock, cfg.max_clock_skew)
-        if skewed is not None:
-            refusals.insert(0, skewed)
-        for line in seen:
-            say(f"guard: {line}")
-        for line in refusals:
-            say(f"guard: REFUSES: {line}" + (" (overridden by --force)" if force else ""))
         if not apply:
             hint = " (add --force: the guard refuses)" if refusals and not force else ""
             say(f"dry run: nothing deleted (run with --apply to delete these {len(stale)}){hint}")
@@ -250,6 +220,73 @@ def _reap(
         r.close()
 
 
+def _scan(
+    r: Any,
+    cfg: LiveHashConfig,
+    key: str,
+    now_s: float,
+    age_limit: float,
+    tz: Any,
+    keep_malformed: bool,
+) -> tuple[int, list[Stale]]:
+    """(entries, the stale ones) of the hash at `now_s` on the broker's clock."""
+    return find_stale(
+        r,
+        key,
+        now_s,
+        age_limit,
+        count=cfg.scan_count,
+        started_field=cfg.started_field,
+        owner_field=cfg.owner_field or None,
+        assume_tz=tz,
+        include_malformed=not keep_malformed,
+    )
+
+
+def _presence(r: Any, fleet: FleetConfig, stale: list[Stale]) -> dict[str, bool | None]:
+    """Whether each stale entry's owner is connected: by address (hosts.toml, IPs), then by
+    connection name ({} when no entry names an owner)."""
+    owners = sorted({s.owner for s in stale if s.owner is not None})
+    if not owners:
+        return {}
+    conns = read_connections(r)
+    return relate_owners(owner_presence(owners, fleet.hosts, conns.addresses), conns)
+
+
+def _guarded(
+    cfg: LiveHashConfig,
+    clock: Any,
+    total: int,
+    stale: list[Stale],
+    presence: dict[str, bool | None],
+    age_limit: float,
+    force: bool,
+    keep_malformed: bool,
+    say: Callable[[str], None],
+) -> tuple[list[Stale], list[str], str | None]:
+    """The guard's lines said, and what it leaves: (the entries to delete: those of owners not
+    connected unless --force, why it refuses, the clock's refusal)."""
+    dead, live, unknown = split_live(stale, presence)
+    if not force:
+        stale = dead  # the entries of connected or unrelatable owners are named and kept
+    seen, refusals = guard(
+        total, stale, age_limit, cfg.match_wall, cfg.started_field, not keep_malformed
+    )
+    seen.append(f"ages on the broker's clock: {clock.describe()}")
+    if live:
+        seen.append(live_owner_line(live, force))
+    if unknown:
+        seen.append(unknown_owner_line(unknown, force))
+    skewed = clock_refusal(clock, cfg.max_clock_skew)
+    if skewed is not None:
+        refusals.insert(0, skewed)
+    for line in seen:
+        say(f"guard: {line}")
+    for line in refusals:
+        say(f"guard: REFUSES: {line}" + (" (overridden by --force)" if force else ""))
+    return stale, refusals, skewed
+
+
 def _listing(
     out: TextIO,
     key: str,
@@ -261,8 +298,7 @@ def _listing(
 ) -> None:
     """The counts, then the stale entries oldest first (`show` of them; 0: all)."""
 
-    def say(line: str) -> None:
-        _say(out, line)
+    say = partial(_say, out)
 
     malformed = sum(1 for s in stale if s.reason.startswith("malformed"))
     say(

@@ -168,21 +168,7 @@ def judge_log(
     path = spec.path
     assert path is not None
     json_file = spec.format == "json"
-    metrics: dict[str, Any] = {
-        "age_s": None,
-        "mtime_age_s": None,
-        "clock_skew_s": facts.clock_skew_s,
-        "error_lines": None,
-        "error_rate_per_s": None,
-        "size_bytes": lf.size,
-    }
-    tz = host.settings(LogsHostConfig).tz
-    evidence: dict[str, Any] = {
-        "path": path,
-        "source": "json" if json_file else "file",
-        "tz": tz,
-        "last_line_at": None,
-    }
+    metrics, evidence = _blank(path, json_file, lf, host, facts)
 
     def verdict(status: Status, summary: str) -> LogVerdict:
         words = source_words(spec, json_lines=evidence["source"] == "json")
@@ -199,17 +185,9 @@ def judge_log(
     if lf.size == 0:
         status, summary, strength = empty_verdict(mtime, mtime_age, host_now, spec)
         metrics["age_s"] = metrics["mtime_age_s"]
-        evidence["last_line_at"] = None
-        evidence["age_from"] = "mtime"
-        evidence["empty_since"] = evidence["mtime"]
-        return LogVerdict(
-            path,
-            status,
-            f"{source_words(spec, json_lines=json_file)}: {summary}",
-            metrics,
-            evidence,
-            strength,
-        )
+        evidence.update(last_line_at=None, age_from="mtime", empty_since=evidence["mtime"])
+        words = source_words(spec, json_lines=json_file)
+        return LogVerdict(path, status, f"{words}: {summary}", metrics, evidence, strength)
     unreadable = unreadable_tail(lf, spec)
     if unreadable:
         return verdict(Status.UNKNOWN, unreadable)
@@ -261,21 +239,10 @@ def judge_log(
     if errors_text:
         errors_text += f", file {size_text(lf.size)}"
 
-    halves = zone_offset_halves(newest_stamp, newest, mtime) if config.zone_check else 0
-    shift = 0.0 if halves or not config.zone_check else date_shift_s(newest_stamp, newest, mtime)
-    if halves or shift:
-        if halves:
-            summary, evidence["zone_check"] = zone_mismatch(halves, newest, mtime, zone_name)
-        else:
-            summary, evidence["date_check"] = date_mixup(shift, newest, mtime)
-        # the line's time is distrusted: every age and time of the row is the mtime's
-        evidence["line_at"] = evidence["last_line_at"]
-        evidence["line_age_s"] = metrics["age_s"]
-        evidence["last_line_at"] = evidence["mtime"]
-        evidence["age_from"] = "mtime"
-        metrics["age_s"] = metrics["mtime_age_s"]
+    distrusted = _distrusted(newest_stamp, newest, mtime, zone_name, config, metrics, evidence)
+    if distrusted:
         status = worst([Status.WARN, spec.age_limit.status(mtime_age), *statuses])
-        summary += f"; by mtime the log is {format_duration(mtime_age)} old"
+        summary = f"{distrusted}; by mtime the log is {format_duration(mtime_age)} old"
         return verdict(status, summary + note + errors_text)
     where = f"last line {time_label(newest)}"
     after = (mtime - newest.utc).total_seconds()
@@ -286,6 +253,57 @@ def judge_log(
     if newest.utc.date() != host_now.date():
         where += f" on {newest.utc:%Y-%m-%d}"
     return verdict(*recency(age, where, spec, note + errors_text, statuses))
+
+
+def _blank(
+    path: str, json_file: bool, lf: LogFacts, host: HostConfig, facts: LogsFacts
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A file's metrics and evidence before anything is read of it: every key, unmeasured."""
+    metrics: dict[str, Any] = {
+        "age_s": None,
+        "mtime_age_s": None,
+        "clock_skew_s": facts.clock_skew_s,
+        "error_lines": None,
+        "error_rate_per_s": None,
+        "size_bytes": lf.size,
+    }
+    evidence: dict[str, Any] = {
+        "path": path,
+        "source": "json" if json_file else "file",
+        "tz": host.settings(LogsHostConfig).tz,
+        "last_line_at": None,
+    }
+    return metrics, evidence
+
+
+def _distrusted(
+    newest_stamp: Any,
+    newest: Any,
+    mtime: datetime,
+    zone_name: str,
+    config: LogsConfig,
+    metrics: dict[str, Any],
+    evidence: dict[str, Any],
+) -> str | None:
+    """Why the newest line's time cannot be believed (its zone off by whole hours from the
+    file's mtime, or its date read the wrong way round), None when it can. When it cannot,
+    every age and time of the row becomes the mtime's (the line's kept in the evidence)."""
+    if not config.zone_check:
+        return None
+    halves = zone_offset_halves(newest_stamp, newest, mtime)
+    shift = 0.0 if halves else date_shift_s(newest_stamp, newest, mtime)
+    if not (halves or shift):
+        return None
+    if halves:
+        summary, evidence["zone_check"] = zone_mismatch(halves, newest, mtime, zone_name)
+    else:
+        summary, evidence["date_check"] = date_mixup(shift, newest, mtime)
+    evidence["line_at"] = evidence["last_line_at"]
+    evidence["line_age_s"] = metrics["age_s"]
+    evidence["last_line_at"] = evidence["mtime"]
+    evidence["age_from"] = "mtime"
+    metrics["age_s"] = metrics["mtime_age_s"]
+    return summary
 
 
 def recency(

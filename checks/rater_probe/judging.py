@@ -135,37 +135,8 @@ def _judge_loop(
     metrics["takers_possible"] = len(possible)
     metrics["takers_back"] = len(back)
     window = format_duration(loop.window_s)
-    if not possible and loop.others_waiting:
-        # none of the named ones took it, and others were waiting in pops at the push:
-        # one of those may have taken it without ever coming back
-        evidence["proof"] = "taken"
-        return row(
-            Status.WARN,
-            f"{inbox}: probe taken in {latency}, not by a connection named "
-            f"{facts.rater_pattern!r} (none of them took it); {loop.others_waiting} other "
-            "connections were waiting in pops (the broker does not say on which key): "
-            "which took it cannot be told; set client_name to match every consumer",
-            "inference",
-        )
     if not possible:
-        evidence["proof"] = "new command"
-        whom = f"no connection named {facts.rater_pattern!r}" if loop.by_name else "no connection"
-        text = (
-            f"taken by a command issued after the push ({whom} was waiting in a pop for "
-            "it: a polling consumer, or a loop that popped again)"
-        )
-        if stalled:
-            return row(
-                Status.WARN,
-                f"{inbox}: probe taken only after {latency}, {text}: {blocked_loop}; a "
-                "live process with a blocked loop, not a dead one",
-                "behaviour",
-            )
-        return row(
-            Status.OK,
-            f"{inbox}: probe consumed in {latency}, {text} (proof: new command)",
-            "proof",
-        )
+        return _judge_no_taker(facts, row, evidence, latency, stalled, blocked_loop)
     if bad and not back:
         evidence["proof"] = "taken"
         w = bad[0]
@@ -249,4 +220,49 @@ def _judge_unwatched(
         f"{inbox}: probe taken in {latency} (proof: taken only; {why}: whether the "
         "taker went back to its loop was not seen)",
         "inference",
+    )
+
+
+def _judge_no_taker(
+    facts: ProbeFacts,
+    row: Any,
+    evidence: dict[str, Any],
+    latency: str,
+    stalled: bool,
+    blocked_loop: str,
+) -> Result:
+    """Taken, but by none of the watched connections: a command issued after the push, or
+    (others waiting in pops) one that cannot be told."""
+    loop = facts.loop
+    assert loop is not None
+    inbox = facts.inbox
+    if loop.others_waiting:
+        # none of the named ones took it, and others were waiting in pops at the push:
+        # one of those may have taken it without ever coming back
+        evidence["proof"] = "taken"
+        return row(
+            Status.WARN,
+            f"{inbox}: probe taken in {latency}, not by a connection named "
+            f"{facts.rater_pattern!r} (none of them took it); {loop.others_waiting} other "
+            "connections were waiting in pops (the broker does not say on which key): "
+            "which took it cannot be told; set client_name to match every consumer",
+            "inference",
+        )
+    evidence["proof"] = "new command"
+    whom = f"no connection named {facts.rater_pattern!r}" if loop.by_name else "no connection"
+    text = (
+        f"taken by a command issued after the push ({whom} was waiting in a pop for "
+        "it: a polling consumer, or a loop that popped again)"
+    )
+    if stalled:
+        return row(
+            Status.WARN,
+            f"{inbox}: probe taken only after {latency}, {text}: {blocked_loop}; a "
+            "live process with a blocked loop, not a dead one",
+            "behaviour",
+        )
+    return row(
+        Status.OK,
+        f"{inbox}: probe consumed in {latency}, {text} (proof: new command)",
+        "proof",
     )

@@ -149,52 +149,11 @@ def _ansible_inventory(given: str | None) -> str | None:
     return default if os.path.exists(default) else None
 
 
-@command(config_app, "discover")
-def config_discover(
-    config: ConfigOpt = None,
-    url: Annotated[
-        str | None,
-        Opt("--url", metavar="URL", help="Broker URL (default: the config's [broker])."),
-    ] = None,
-    ssh_config: Annotated[
-        str | None,
-        Opt(
-            "--ssh-config",
-            metavar="FILE",
-            help="ssh_config to match (default: [ssh] config_file).",
-        ),
-    ] = None,
-    write: Annotated[
-        Path | None,
-        Opt("--write", metavar="FILE", help="Write the draft to FILE (else stdout)."),
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Let --write replace a file.")] = False,
-    ansible: Annotated[
-        str | None,
-        Opt(
-            "--ansible",
-            metavar="INVENTORY",
-            help="Name hosts from this Ansible inventory and propose it as a source (default: "
-            "$ANSIBLE_INVENTORY or /etc/ansible/hosts when there and ansible-inventory is).",
-        ),
-    ] = None,
-    scan_limit: Annotated[
-        int,
-        Opt("--scan-limit", metavar="N", min=1, help="Look at no more than N keys."),
-    ] = 10000,
-    deadline: Annotated[
-        DurationArg | None,
-        Opt(
-            "--deadline",
-            metavar="DURATION",
-            parser=duration,
-            help="Give up on the broker after this long (default: the patrol deadline).",
-        ),
-    ] = None,
-) -> None:
-    """A hosts.toml draft from the broker's CLIENT LIST, INFO and a bounded SCAN (read-only)."""
-    from fleetcheck.config import ConfigError, SshConfig, find_config
-    from fleetcheck.transport.redis import describe_error
+def _discover_broker(config: str | None, url: str | None) -> "tuple[FleetConfig | None, Any]":
+    """The config discover marks claimed addresses from (None: --url and no config yet, the
+    first-time user) and the broker it samples (--url, with the config's password, or the
+    config's)."""
+    from fleetcheck.config import ConfigError, find_config
 
     fleet: FleetConfig | None = None
     if config is not None or url is None:
@@ -203,7 +162,7 @@ def config_discover(
         try:
             found = find_config(None)
         except ConfigError:
-            found = None  # --url and no config yet: the first-time user
+            found = None
         if found is not None:
             try:
                 fleet = load_fleet(str(found))
@@ -211,17 +170,76 @@ def config_discover(
                 from fleetcheck.core.stderr import warn
 
                 warn(f"{e}; the addresses it claims are not marked")
-    if url is not None:
-        from fleetcheck import discover as discover_mod
-        from fleetcheck.config import InvalidValue
-
-        try:
-            broker = discover_mod.broker_for_url(url, fleet)  # the config's password too
-        except InvalidValue as e:
-            raise UsageFailure(f"--url: {e.message}") from None
-    else:
+    if url is None:
         assert fleet is not None
-        broker = fleet.broker
+        return fleet, fleet.broker
+    from fleetcheck import discover as discover_mod
+    from fleetcheck.config import InvalidValue
+
+    try:
+        return fleet, discover_mod.broker_for_url(url, fleet)  # the config's password too
+    except InvalidValue as e:
+        raise UsageFailure(f"--url: {e.message}") from None
+
+
+# `config discover`'s options (typer reads them from these aliases)
+DiscoverUrlOpt = Annotated[
+    str | None,
+    Opt("--url", metavar="URL", help="Broker URL (default: the config's [broker])."),
+]
+DiscoverSshConfigOpt = Annotated[
+    str | None,
+    Opt(
+        "--ssh-config",
+        metavar="FILE",
+        help="ssh_config to match (default: [ssh] config_file).",
+    ),
+]
+DiscoverWriteOpt = Annotated[
+    Path | None,
+    Opt("--write", metavar="FILE", help="Write the draft to FILE (else stdout)."),
+]
+DiscoverForceOpt = Annotated[bool, typer.Option("--force", help="Let --write replace a file.")]
+DiscoverAnsibleOpt = Annotated[
+    str | None,
+    Opt(
+        "--ansible",
+        metavar="INVENTORY",
+        help="Name hosts from this Ansible inventory and propose it as a source (default: "
+        "$ANSIBLE_INVENTORY or /etc/ansible/hosts when there and ansible-inventory is).",
+    ),
+]
+DiscoverScanLimitOpt = Annotated[
+    int,
+    Opt("--scan-limit", metavar="N", min=1, help="Look at no more than N keys."),
+]
+DiscoverDeadlineOpt = Annotated[
+    DurationArg | None,
+    Opt(
+        "--deadline",
+        metavar="DURATION",
+        parser=duration,
+        help="Give up on the broker after this long (default: the patrol deadline).",
+    ),
+]
+
+
+@command(config_app, "discover")
+def config_discover(
+    config: ConfigOpt = None,
+    url: DiscoverUrlOpt = None,
+    ssh_config: DiscoverSshConfigOpt = None,
+    write: DiscoverWriteOpt = None,
+    force: DiscoverForceOpt = False,
+    ansible: DiscoverAnsibleOpt = None,
+    scan_limit: DiscoverScanLimitOpt = 10000,
+    deadline: DiscoverDeadlineOpt = None,
+) -> None:
+    """A hosts.toml draft from the broker's CLIENT LIST, INFO and a bounded SCAN (read-only)."""
+    from fleetcheck.config import SshConfig
+    from fleetcheck.transport.redis import describe_error
+
+    fleet, broker = _discover_broker(config, url)
     if write is not None and write.exists() and not force:
         raise UsageFailure(f"--write {write}: exists (add --force to replace it)")
     ssh_path = ssh_config or (fleet.ssh.config_file if fleet else SshConfig().config_file)

@@ -1,6 +1,7 @@
 """`fleetcheck run` (a patrol, or one every --every) and `fleetcheck checks` (the listing)."""
 
 import sys
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -28,63 +29,80 @@ from fleetcheck.cli.common import (
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from fleetcheck.config import FleetConfig
     from fleetcheck.core.check import Check
     from fleetcheck.core.model import Report
+    from fleetcheck.core.runner import Planned
+    from fleetcheck.rounds import patrol
+
+
+# `run`'s options (typer reads them from these aliases)
+OnlyOpt = Annotated[
+    list[str] | None,
+    Opt("--only", metavar="CHECK", help="Run only this check (repeatable, or CHECK,CHECK)."),
+]
+HostOpt = Annotated[
+    list[str] | None,
+    Opt("--host", metavar="NAME", help="Check only this host (repeatable, or NAME,NAME)."),
+]
+RoundsOpt = Annotated[
+    int | None,
+    Opt("--rounds", metavar="N", min=1, help="With --every: stop after N rounds."),
+]
+StateOpt = Annotated[
+    Path | None, Opt("--state", metavar="FILE", help="State file (default: XDG state dir).")
+]
+NoStateOpt = Annotated[bool, Opt("--no-state", help="No memory across runs, no history.")]
+HistoryOpt = Annotated[
+    Path | None,
+    Opt("--history", metavar="FILE", help="History file, one JSON line per round."),
+]
+TextfileOpt = Annotated[
+    Path | None,
+    Opt("--textfile", metavar="FILE", help="Also write Prometheus metrics here (atomic)."),
+]
+AlertmanagerOpt = Annotated[
+    list[str] | None,
+    Opt(
+        "--alertmanager",
+        metavar="URL",
+        help="Alertmanager base URL to push alerts to (repeatable: every one gets every "
+        "alert). Else [outputs] alertmanager / alertmanager_env.",
+    ),
+]
+HeartbeatOpt = Annotated[
+    str | None,
+    Opt(
+        "--heartbeat",
+        metavar="URL",
+        help="URL to ping after each patrol (else [outputs] heartbeat).",
+    ),
+]
+ShardOpt = Annotated[
+    str | None, Opt("--shard", metavar="I/N", help="Check only this share of the hosts.")
+]
+ProblemsOpt = Annotated[
+    bool,
+    Opt("--problems", help="Table/plain: show only the rows not OK (the counts stay)."),
+]
 
 
 @command(app, "run")
 def run(
     config: ConfigOpt = None,
     format: FormatOpt = None,
-    only: Annotated[
-        list[str] | None,
-        Opt("--only", metavar="CHECK", help="Run only this check (repeatable, or CHECK,CHECK)."),
-    ] = None,
-    host: Annotated[
-        list[str] | None,
-        Opt("--host", metavar="NAME", help="Check only this host (repeatable, or NAME,NAME)."),
-    ] = None,
+    only: OnlyOpt = None,
+    host: HostOpt = None,
     every: EveryOpt = None,
-    rounds: Annotated[
-        int | None,
-        Opt("--rounds", metavar="N", min=1, help="With --every: stop after N rounds."),
-    ] = None,
-    state: Annotated[
-        Path | None, Opt("--state", metavar="FILE", help="State file (default: XDG state dir).")
-    ] = None,
-    no_state: Annotated[bool, Opt("--no-state", help="No memory across runs, no history.")] = False,
-    history: Annotated[
-        Path | None,
-        Opt("--history", metavar="FILE", help="History file, one JSON line per round."),
-    ] = None,
-    textfile: Annotated[
-        Path | None,
-        Opt("--textfile", metavar="FILE", help="Also write Prometheus metrics here (atomic)."),
-    ] = None,
-    alertmanager: Annotated[
-        list[str] | None,
-        Opt(
-            "--alertmanager",
-            metavar="URL",
-            help="Alertmanager base URL to push alerts to (repeatable: every one gets every "
-            "alert). Else [outputs] alertmanager / alertmanager_env.",
-        ),
-    ] = None,
-    heartbeat: Annotated[
-        str | None,
-        Opt(
-            "--heartbeat",
-            metavar="URL",
-            help="URL to ping after each patrol (else [outputs] heartbeat).",
-        ),
-    ] = None,
-    shard: Annotated[
-        str | None, Opt("--shard", metavar="I/N", help="Check only this share of the hosts.")
-    ] = None,
-    problems: Annotated[
-        bool,
-        Opt("--problems", help="Table/plain: show only the rows not OK (the counts stay)."),
-    ] = False,
+    rounds: RoundsOpt = None,
+    state: StateOpt = None,
+    no_state: NoStateOpt = False,
+    history: HistoryOpt = None,
+    textfile: TextfileOpt = None,
+    alertmanager: AlertmanagerOpt = None,
+    heartbeat: HeartbeatOpt = None,
+    shard: ShardOpt = None,
+    problems: ProblemsOpt = False,
 ) -> None:
     """One patrol of the fleet (or one every --every); exit code is the worst status."""
     from fleetcheck import collector
@@ -95,51 +113,29 @@ def run(
     from fleetcheck.cli.notify import notify_settings
     from fleetcheck.core import registry, runner
     from fleetcheck.rounds import patrol
-    from fleetcheck.rounds import state as state_mod
 
     fleet = load_fleet(config)
     only, host = split_list(only), split_list(host)
     try:
         checks = registry.select(only or fleet.checks)  # the checks this patrol runs
+        part = patrol.parse_shard(shard) if shard else None
+    except ValueError as e:
+        raise UsageFailure(str(e)) from None
+
+    def planned(fleet: "FleetConfig") -> "list[Planned]":
         items = runner.plan(fleet, checks, only, host)
-        if shard:
-            part = patrol.parse_shard(shard)
-            items = [i for i in items if patrol.in_shard(i.target, part)]
+        return [i for i in items if part is None or patrol.in_shard(i.target, part)]
+
+    try:
+        items = planned(fleet)
     except ValueError as e:
         raise UsageFailure(str(e)) from None
     interval = patrol_interval(fleet, every)
     if rounds is not None and interval is None:
         raise UsageFailure("--rounds goes with --every")
-    try:
-        am_urls, beat_url, text_path = patrol.resolve_outputs(
-            fleet, alertmanager, heartbeat, textfile
-        )
-    except patrol.OutputError as e:
-        raise UsageFailure(str(e)) from None
-    default_state, default_history = state_mod.default_paths(fleet.path)
-    state_path = None if no_state else (state or default_state)
-    history_path = history if history or no_state else default_history
-    silences_at: Path | None = state_mod.silences_path(state or default_state)
-    for kind, path in (("state", state_path), ("history", history_path)):
-        problem = None if path is None else path_problem(path)
-        if problem is not None:  # said once here, not once per read and write
-            from fleetcheck.core.stderr import warn
-
-            warn(f"{kind} {problem}; this patrol keeps no state and no history")
-            state_path = history_path = None
-            # the silences file lives beside the state: no directory, no file to read (the
-            # config's [silences] windows still apply)
-            if kind == "state":
-                silences_at = None
-            break
-    outputs = patrol.Outputs(
-        state=state_path,
-        history=history_path,
-        textfile=text_path,
-        alertmanager=am_urls,
-        heartbeat=beat_url,
+    outputs = replace(
+        _outputs(fleet, state, no_state, history, textfile, alertmanager, heartbeat),
         notify=notify_settings(fleet, no_state),
-        silences=silences_at,
     )
     fmt = output_format(format)
     if problems and fmt not in (Format.table, Format.plain):
@@ -159,9 +155,7 @@ def run(
         if fleet.inventory and not first[0]:  # [[inventory]]: the fleet re-read each round
             try:
                 fleet = load_fleet(config)
-                items = runner.plan(fleet, checks, only, host)
-                if shard:
-                    items = [i for i in items if patrol.in_shard(i.target, part)]
+                items = planned(fleet)
             except (UsageFailure, ValueError) as e:
                 from fleetcheck.core.stderr import warn
 
@@ -191,6 +185,53 @@ def run(
         if keeper is not None:
             keeper.close()
     raise typer.Exit(last.exit_code if last else EXIT_INTERRUPTED)
+
+
+def _outputs(
+    fleet: "FleetConfig",
+    state: Path | None,
+    no_state: bool,
+    history: Path | None,
+    textfile: Path | None,
+    alertmanager: list[str] | None,
+    heartbeat: str | None,
+) -> "patrol.Outputs":
+    """Where a patrol's round goes besides stdout: state, history and silences beside it (none
+    when their directory cannot be used: said once, here), the textfile, Alertmanager and the
+    heartbeat (flags first, then the config)."""
+    from fleetcheck.rounds import patrol
+    from fleetcheck.rounds import state as state_mod
+
+    try:
+        am_urls, beat_url, text_path = patrol.resolve_outputs(
+            fleet, alertmanager, heartbeat, textfile
+        )
+    except patrol.OutputError as e:
+        raise UsageFailure(str(e)) from None
+    default_state, default_history = state_mod.default_paths(fleet.path)
+    state_path = None if no_state else (state or default_state)
+    history_path = history if history or no_state else default_history
+    silences_at: Path | None = state_mod.silences_path(state or default_state)
+    for kind, path in (("state", state_path), ("history", history_path)):
+        problem = None if path is None else path_problem(path)
+        if problem is not None:  # said once here, not once per read and write
+            from fleetcheck.core.stderr import warn
+
+            warn(f"{kind} {problem}; this patrol keeps no state and no history")
+            state_path = history_path = None
+            # the silences file lives beside the state: no directory, no file to read (the
+            # config's [silences] windows still apply)
+            if kind == "state":
+                silences_at = None
+            break
+    return patrol.Outputs(
+        state=state_path,
+        history=history_path,
+        textfile=text_path,
+        alertmanager=am_urls,
+        heartbeat=beat_url,
+        silences=silences_at,
+    )
 
 
 def path_problem(path: Path) -> str | None:

@@ -66,19 +66,7 @@ def serve_cmd(
     except ValueError as e:
         raise UsageFailure(str(e)) from None
     interval = patrol_interval(fleet, every)
-    secrets: dict[str, str | None] = {"token": None, "basic": None}
-    for key, var, option in (
-        ("token", token_env, "--token-env"),
-        ("basic", basic_auth_env, "--basic-auth-env"),
-    ):
-        if var is None:
-            continue
-        value = os.environ.get(var, "")
-        if not value:
-            raise UsageFailure(f"{option} {var}: the environment variable is unset or empty")
-        if key == "basic" and ":" not in value:
-            raise UsageFailure(f"{option} {var}: expected USER:PASSWORD")
-        secrets[key] = value
+    secrets = _secrets(token_env, basic_auth_env)
     default_state, default_history = state_mod.default_paths(fleet.path)
     history_path = history or default_history
     app_console = serve.Console(
@@ -132,3 +120,22 @@ def serve_cmd(
         server.shut()
         if keeper is not None:
             keeper.close()  # a round still running closes what it hands back
+
+
+def _secrets(token_env: str | None, basic_auth_env: str | None) -> dict[str, str | None]:
+    """The console's token and USER:PASSWORD, read from the environment variables named (never
+    from the command line, where `ps` shows them)."""
+    secrets: dict[str, str | None] = {"token": None, "basic": None}
+    for key, var, option in (
+        ("token", token_env, "--token-env"),
+        ("basic", basic_auth_env, "--basic-auth-env"),
+    ):
+        if var is None:
+            continue
+        value = os.environ.get(var, "")
+        if not value:
+            raise UsageFailure(f"{option} {var}: the environment variable is unset or empty")
+        if key == "basic" and ":" not in value:
+            raise UsageFailure(f"{option} {var}: expected USER:PASSWORD")
+        secrets[key] = value
+    return secrets
