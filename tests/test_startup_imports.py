@@ -174,6 +174,7 @@ def test_a_broker_only_patrol_imports_only_what_it_uses(tmp_path: Path) -> None:
             "fleetcheck.checks.rater_probe.judging",
             "fleetcheck.checks.queue_depth.check",
             "fleetcheck.checks.clients.check",
+            "fleetcheck.checks.clients.facts",
             "fleetcheck.checks.groups.check",
             "fleetcheck.checks.live_hash.reaper",
             "fleetcheck.checks.live_hash.scan",

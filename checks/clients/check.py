@@ -4,11 +4,9 @@ fleetcheck.checks.clients)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from functools import lru_cache
-from math import ceil, fsum, isfinite
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.checks.clients import ClientsConfig
@@ -19,8 +17,8 @@ from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.declarations import Cause, ChartSpec, Clue, HalfOpen, PeerMetric
 from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs, fleet_queues
 from fleetcheck.core.judge import exceeds
-from fleetcheck.core.model import STRENGTHS, Result, Status
-from fleetcheck.parse.clientlist import ClientTable, name_pattern, normalise_ip
+from fleetcheck.core.model import Result, Status
+from fleetcheck.parse.clientlist import name_pattern, normalise_ip
 from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
@@ -28,224 +26,24 @@ if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported 
     from fleetcheck.lab.demo import DemoFleet
 
 
-Group = tuple[str, str, str]  # (host, name, cmd)
-
-QUIET_SAMPLES = 20  # quiet times of the host's recent rounds kept as its baseline
-QUIET_FACTOR = 3  # silent: quieter than this many times the longest quiet it showed
-PATTERN_ROUNDS = 10  # rounds of counts per client-name pattern kept
-NAMES_KEPT = 50  # client names (with their counts) kept from the last round at strength
-AGE_SLACK_S = 1.0  # ages are whole seconds: a connection this much younger is surely new
-HORIZON_SLACK = 2.0  # seconds: ages read this much beyond the time since the previous round
-# churn is judged from this many short-lived connections between two rounds: fewer is a
-# handful of one-off clients (fleetcheck's own connections of the previous round, a script)
-# whose rate says nothing when two rounds run a second apart; at a patrol's interval any rate
-# past max_churn is thousands
-CHURN_MIN_SHORT_LIVED = 30
-
-
-@dataclass(frozen=True)
-class ClientsFacts:
-    """Counts, not clients: 10,000 connections are a few distinct (host, name, cmd)."""
-
-    groups: Mapping[Group, int]  # clients by (host, name, cmd); a host row: its own only
-    claimed: frozenset[str]  # every address some host claims
-    max_idle: Mapping[str, int] = field(default_factory=dict)  # longest idle_s per host
-    strays: tuple[tuple[str, str, str], ...] = ()  # broker row: (addr, name, cmd), first 20
-    min_idle: Mapping[str, int] = field(default_factory=dict)  # shortest idle_s per host
-    waiting: Mapping[str, int] = field(default_factory=dict)  # blocked or subscribed, per host
-    ages: Mapping[int, int] = field(default_factory=dict)  # clients by age (s), below the horizon
-    young: Mapping[str, int] = field(default_factory=dict)  # broker row: age <= 1s, per host
-    previous: Mapping[str, Any] | None = None  # what this row's previous round carried
-    queued: int | None = None  # jobs in the fleet's queues (read when silent)
-    received: int | None = None  # broker row: INFO total_connections_received
-    run_id: str | None = None  # broker row: INFO run_id (a restart resets the counter)
-
-
-def facts_of(
-    table: ClientTable,
-    claimed: frozenset[str],
-    mine: Collection[str] | None = None,
-    ignore_names: Collection[str] = (),
-    previous: Mapping[str, Any] | None = None,
-    received: int | None = None,
-    run_id: str | None = None,
-    younger_than: float | None = None,
-) -> ClientsFacts:
-    """A host row's facts (`mine`: its normalised addresses) or the broker row's (None);
-    `previous` is what the row's previous round carried, `received` and `run_id` INFO's.
-    `ages` holds the clients younger than `younger_than` seconds (None: every client): the
-    probe passes the time since the row's previous round plus a margin (see age_horizon),
-    all that judging reads of them."""
-    idle = table.max_idle()
-    quiet = table.min_idle()
-    if mine is not None:
-        if len(mine) == 1:  # most hosts: one address, its table entries as they are
-            (h,) = mine
-            ages, waiting_n = table.behaviour_of(h, younger_than)
-            return ClientsFacts(
-                table.groups_of(h),
-                claimed,
-                {h: idle[h]} if h in idle else {},
-                min_idle={h: quiet[h]} if h in quiet else {},
-                waiting={h: waiting_n} if waiting_n else {},
-                ages=ages,
-                previous=previous,
-            )
-        own: dict[Group, int] = {}
-        every: dict[int, int] = {}
-        waiting: dict[str, int] = {}
-        for h in mine:
-            own.update(table.groups_of(h))
-            host_ages, host_waiting = table.behaviour_of(h, younger_than)
-            for age, n in host_ages.items():
-                every[age] = every.get(age, 0) + n
-            if host_waiting:
-                waiting[h] = host_waiting
-        return ClientsFacts(
-            own,
-            claimed,
-            {h: idle[h] for h in mine if h in idle},
-            min_idle={h: quiet[h] for h in mine if h in quiet},
-            waiting=waiting,
-            ages=every,
-            previous=previous,
-        )
-    strays = table.select(lambda h, name: h not in claimed and name not in ignore_names, 20)
-    young: dict[str, int] = {}
-    for h, host_ages in table.ages(younger_than).items():
-        n = host_ages.get(0, 0) + host_ages.get(1, 0)
-        if n:
-            young[h] = n
-    return ClientsFacts(
-        table.groups(),
-        claimed,
-        idle,
-        tuple(strays),
-        min_idle=quiet,
-        waiting={h: n for h, n in table.waiting().items() if n},
-        ages=table.all_ages(younger_than),
-        young=young,
-        previous=previous,
-        received=received,
-        run_id=run_id,
-    )
-
-
-def age_horizon(previous_at: Iterable[Any], at: float) -> float:
-    """How young a client must be for this round's judging to read its age: younger than
-    the longest time since a row's previous round (`previous_at`: each row's carried "at";
-    reconnects and churn count the clients connected since; the broker row also names
-    those of the last second), plus HORIZON_SLACK for the moments between this probe and
-    its evaluate, in whole seconds (ages are). One bound for the patrol's rows, so the
-    table is walked once; 0 when no row has a previous round (none can judge a reconnect
-    or churn: a first round reads no ages)."""
-    since = [max(at - t, 0.0) for t in map(_num, previous_at) if t is not None]
-    if not since:
-        return 0.0
-    return float(ceil(max(since) + HORIZON_SLACK))
-
-
-# ---------------------------------------------------------------- memory (pure)
-def _num(value: Any) -> float | None:
-    """A number from the state file, or None (it is a file: anything may be in it)."""
-    if type(value) in _NUMBER and value == value and -1e15 < value < 1e15:
-        return float(value)
-    return None
-
-
-def _nums(value: Any, keep: int) -> list[float]:
-    """The last `keep` numbers of a list from the state file (anything else dropped)."""
-    if type(value) is not list:
-        return []
-    tail = value[-keep:]
-    # what this check wrote (floats in range, the common case) is checked by C loops: the
-    # types, the extremes, and a finite sum (NaN can hide from min and max, not from fsum)
-    if tail and set(map(type, tail)) <= _NUMBER_TYPES:
-        if -1e15 < min(tail) and max(tail) < 1e15 and isfinite(fsum(tail)):
-            return list(map(float, tail))
-    return [float(x) for x in tail if type(x) in _NUMBER and x == x and -1e15 < x < 1e15]
-
-
-_NUMBER = (int, float)  # exactly: a bool from the file is no number
-_NUMBER_TYPES = frozenset(_NUMBER)
-
-
-def silence_limit(
-    own: ClientsHostConfig, config: ClientsConfig, previous: Mapping[str, Any] | None
-) -> tuple[float | None, float | None]:
-    """(the silence limit in seconds or None when off, the baseline it was learned from or
-    None): the host's own `silent_after` when set; else QUIET_FACTOR times the longest
-    quiet its recent healthy rounds showed, at least the check's `silent_after` (which is
-    also the limit before there is a baseline)."""
-    return _limit_of(own, config, _nums((previous or {}).get("quiet"), QUIET_SAMPLES))
-
-
-def _limit_of(
-    own: ClientsHostConfig, config: ClientsConfig, quiet: list[float]
-) -> tuple[float | None, float | None]:
-    """silence_limit from the baseline's samples already read from the carry."""
-    if own.silent_after is not None:
-        return (own.silent_after or None), None
-    if not quiet:
-        return config.silent_after, None
-    base = max(quiet)
-    return max(config.silent_after, QUIET_FACTOR * base), base
-
-
-def _utc(epoch: float) -> str:
-    return _at_second(epoch, "%H:%M:%S UTC")
-
-
-def _utc_iso(epoch: float) -> str:
-    return _at_second(epoch, "%Y-%m-%dT%H:%M:%SZ")
-
-
-def _at_second(epoch: float, shape: str) -> str:
-    """`epoch` formatted to the second. After a fleet-wide restart every host row formats
-    the moments its connections were made, mostly the same few seconds: those are formatted
-    once a second and shape (cached); an epoch within a microsecond of the next second, which
-    datetime rounds up, is formatted as it is."""
-    second = int(epoch)
-    if 0 <= second and epoch - second < 0.999999:
-        return _formatted(second, shape)
-    return datetime.fromtimestamp(epoch, UTC).strftime(shape)
-
-
-@lru_cache(maxsize=1024)
-def _formatted(second: int, shape: str) -> str:
-    return datetime.fromtimestamp(second, UTC).strftime(shape)
-
-
-def _named(counts: Mapping[str, float], limit: int = 5) -> str:
-    items = list(counts.items())
-    shown = ", ".join(f"{k} ({int(n)})" for k, n in items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
-
-
-class _Row:
-    """The findings of one host row: (status, text, strength), and notes for an OK row."""
-
-    def __init__(self) -> None:
-        self.findings: list[tuple[Status, str, str]] = []
-        self.notes: list[str] = []
-
-    def add(self, status: Status, text: str, strength: str) -> None:
-        self.findings.append((status, text, strength))
-
-    def status(self) -> Status:
-        if not self.findings:  # most rows
-            return Status.OK
-        return max((f[0] for f in self.findings), key=lambda s: s.rank, default=Status.OK)
-
-    def strength(self) -> str | None:
-        """The strongest evidence among the findings of the row's status."""
-        if not self.findings:
-            return None
-        status = self.status()
-        if status is Status.OK:
-            return None
-        grades = [f[2] for f in self.findings if f[0] is status]
-        return min(grades, key=STRENGTHS.index)
+from fleetcheck.checks.clients.facts import (
+    AGE_SLACK_S,
+    CHURN_MIN_SHORT_LIVED,
+    NAMES_KEPT,
+    PATTERN_ROUNDS,
+    QUIET_SAMPLES,
+    ClientsFacts,
+    Row,
+    age_horizon,
+    facts_of,
+    limit_of,
+    named_counts,
+    num,
+    nums,
+    silence_limit,
+    utc_iso,
+    utc_text,
+)
 
 
 class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
@@ -370,7 +168,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
         own = host.settings(ClientsHostConfig)
         # the limit without a baseline is the least it can be (a learned one is never
         # below it): a host chattier than that (most) needs no baseline read from its carry
-        least, _ = _limit_of(own, config, [])
+        least, _ = limit_of(own, config, [])
         if least is None or min(quiet) <= least:  # None: silence is not judged for it
             return facts
         limit, _ = silence_limit(own, config, previous)
@@ -414,7 +212,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
             "commands": sorted({k[2] for k, _ in groups if k[2]}),
         }
         spread = ", ".join(f"{a}: {n}" for a, n in by_addr.items())
-        row = _Row()
+        row = Row()
         carry: dict[str, Any] = {"at": at, "n": total}
         missing = _missing_names(previous, names)
         gone = f"; missing: {missing}" if missing else ""
@@ -473,15 +271,15 @@ min_clients = 10                             # fewer broker connections: WARN; n
         quiet: list[int],
         waiting: int,
         total: int,
-        row: _Row,
+        row: Row,
         evidence: dict[str, Any],
         carry: dict[str, Any],
     ) -> None:
         """Connected but silent: every connection idle past the host's limit and none
         waiting for work (blocked in a pop or subscribed waits: healthy at any idle)."""
         previous = facts.previous or {}
-        samples = _nums(previous.get("quiet"), QUIET_SAMPLES)
-        limit, base = _limit_of(own, config, samples)
+        samples = nums(previous.get("quiet"), QUIET_SAMPLES)
+        limit, base = limit_of(own, config, samples)
         if limit is not None:
             evidence["silence_limit_s"] = limit
         silence = min(quiet) if quiet else None
@@ -519,7 +317,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
     def _patterns(
         previous: Mapping[str, Any],
         names: Mapping[str, int],
-        row: _Row,
+        row: Row,
         evidence: dict[str, Any],
         carry: dict[str, Any],
     ) -> None:
@@ -538,7 +336,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
         kept: dict[str, list[float]] = {}
         lost: dict[str, str] = {}
         for pattern in [*history, *(p for p in now if p not in history)]:
-            counts = _nums(history.get(pattern), PATTERN_ROUNDS) if isinstance(pattern, str) else []
+            counts = nums(history.get(pattern), PATTERN_ROUNDS) if isinstance(pattern, str) else []
             n = now.get(pattern, 0)
             # the median is at most the largest count: more than half of that is no loss
             if len(counts) >= 2 and 2 * n <= max(counts):
@@ -569,7 +367,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
         previous: Mapping[str, Any],
         total: int,
         at: float,
-        row: _Row,
+        row: Row,
         evidence: dict[str, Any],
         carry: dict[str, Any],
     ) -> None:
@@ -578,8 +376,8 @@ min_clients = 10                             # fewer broker connections: WARN; n
         a note once, WARN when it recurs flap_count times within flap_window."""
         earlier = previous.get("reconnects")
         window = config.flap_window
-        events = [t for t in _nums(earlier, 50) if at - t <= window] if earlier else []
-        before_at, before_n = _num(previous.get("at")), _num(previous.get("n"))
+        events = [t for t in nums(earlier, 50) if at - t <= window] if earlier else []
+        before_at, before_n = num(previous.get("at")), num(previous.get("n"))
         interval = at - before_at if before_at is not None else None
         event = None
         # no connection young enough to be new (most rounds): nothing replaced
@@ -597,11 +395,11 @@ min_clients = 10                             # fewer broker connections: WARN; n
         if event is not None:
             first, last, new = event
             # each time formatted once (a fleet-wide restart: every row reports one)
-            since, until, first_iso = _utc(first), _utc(last), _utc_iso(first)
+            since, until, first_iso = utc_text(first), utc_text(last), utc_iso(first)
             when = since if since == until else f"{since}-{until}"
             evidence["reconnected"] = {
                 "first_s": first_iso,
-                "last_s": _utc_iso(last),
+                "last_s": utc_iso(last),
                 "new": new,
             }
             evidence["reconnected_at"] = first_iso  # what `fleetcheck explain` times
@@ -610,8 +408,8 @@ min_clients = 10                             # fewer broker connections: WARN; n
                 "round: a restart or a network drop)"
             )
         if len(events) >= config.flap_count:
-            times = ", ".join(_utc(t) for t in events[-config.flap_count :])
-            evidence["reconnects"] = [_utc_iso(t) for t in events]
+            times = ", ".join(utc_text(t) for t in events[-config.flap_count :])
+            evidence["reconnects"] = [utc_iso(t) for t in events]
             row.add(
                 Status.WARN,
                 f"flapping: reconnected {len(events)} times within "
@@ -641,7 +439,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
             f"connection churn: {rate:.1f} new connections/s over the last "
             f"{format_duration(seconds)} ({new} new, {short} already closed again) "
             f"against {clients} clients connected"
-            + (f"; youngest from {_named(youngest)}" if youngest else "")
+            + (f"; youngest from {named_counts(youngest)}" if youngest else "")
             + f" (max_churn {config.max_churn:g}/s)"
         )
         evidence = {"churn": {"new": new, "short_lived": short, "youngest_by_addr": youngest}}
@@ -741,7 +539,7 @@ def _missing_names(previous: Mapping[str, Any], now: Mapping[str, int]) -> str:
         return ""
     out = []
     for name, n in raw.items():
-        had = _num(n)
+        had = num(n)
         have = now.get(name, 0) if isinstance(name, str) else 0
         if not isinstance(name, str) or had is None or have >= had:
             continue
@@ -762,7 +560,7 @@ def _top_names(names: Any) -> dict[str, int]:
         return names
     if not isinstance(names, Mapping):
         return {}
-    good = [(k, int(v)) for k, v in names.items() if isinstance(k, str) and _num(v)]
+    good = [(k, int(v)) for k, v in names.items() if isinstance(k, str) and num(v)]
     return dict(sorted(good, key=lambda kv: -kv[1])[:NAMES_KEPT])
 
 
@@ -774,7 +572,7 @@ def _churn(facts: ClientsFacts, at: float) -> tuple[float, float, float, int, in
     that are younger than the interval): a pool's connections stay, so a deploy, whose new
     connections are all still there, is not churn."""
     previous = facts.previous or {}
-    before, before_at = _num(previous.get("received")), _num(previous.get("at"))
+    before, before_at = num(previous.get("received")), num(previous.get("at"))
     if facts.received is None or before is None or before_at is None:
         return None
     if previous.get("run_id") != facts.run_id or facts.received < before:

@@ -1,0 +1,236 @@
+"""clients's facts: what one CLIENT LIST (and the previous round's memory) says of each host,
+and the small helpers its judging shares (the check is in `.check`)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import lru_cache
+from math import ceil, fsum, isfinite
+from typing import Any
+
+from fleetcheck.checks.clients import ClientsConfig
+
+from fleetcheck.core.hostfacts import ClientsHostConfig
+from fleetcheck.core.model import STRENGTHS, Status
+from fleetcheck.parse.clientlist import ClientTable
+
+Group = tuple[str, str, str]  # (host, name, cmd)
+
+QUIET_SAMPLES = 20  # quiet times of the host's recent rounds kept as its baseline
+QUIET_FACTOR = 3  # silent: quieter than this many times the longest quiet it showed
+PATTERN_ROUNDS = 10  # rounds of counts per client-name pattern kept
+NAMES_KEPT = 50  # client names (with their counts) kept from the last round at strength
+AGE_SLACK_S = 1.0  # ages are whole seconds: a connection this much younger is surely new
+HORIZON_SLACK = 2.0  # seconds: ages read this much beyond the time since the previous round
+# churn is judged from this many short-lived connections between two rounds: fewer is a
+# handful of one-off clients (fleetcheck's own connections of the previous round, a script)
+# whose rate says nothing when two rounds run a second apart; at a patrol's interval any rate
+# past max_churn is thousands
+CHURN_MIN_SHORT_LIVED = 30
+
+
+@dataclass(frozen=True)
+class ClientsFacts:
+    """Counts, not clients: 10,000 connections are a few distinct (host, name, cmd)."""
+
+    groups: Mapping[Group, int]  # clients by (host, name, cmd); a host row: its own only
+    claimed: frozenset[str]  # every address some host claims
+    max_idle: Mapping[str, int] = field(default_factory=dict)  # longest idle_s per host
+    strays: tuple[tuple[str, str, str], ...] = ()  # broker row: (addr, name, cmd), first 20
+    min_idle: Mapping[str, int] = field(default_factory=dict)  # shortest idle_s per host
+    waiting: Mapping[str, int] = field(default_factory=dict)  # blocked or subscribed, per host
+    ages: Mapping[int, int] = field(default_factory=dict)  # clients by age (s), below the horizon
+    young: Mapping[str, int] = field(default_factory=dict)  # broker row: age <= 1s, per host
+    previous: Mapping[str, Any] | None = None  # what this row's previous round carried
+    queued: int | None = None  # jobs in the fleet's queues (read when silent)
+    received: int | None = None  # broker row: INFO total_connections_received
+    run_id: str | None = None  # broker row: INFO run_id (a restart resets the counter)
+
+
+def facts_of(
+    table: ClientTable,
+    claimed: frozenset[str],
+    mine: Collection[str] | None = None,
+    ignore_names: Collection[str] = (),
+    previous: Mapping[str, Any] | None = None,
+    received: int | None = None,
+    run_id: str | None = None,
+    younger_than: float | None = None,
+) -> ClientsFacts:
+    """A host row's facts (`mine`: its normalised addresses) or the broker row's (None);
+    `previous` is what the row's previous round carried, `received` and `run_id` INFO's.
+    `ages` holds the clients younger than `younger_than` seconds (None: every client): the
+    probe passes the time since the row's previous round plus a margin (see age_horizon),
+    all that judging reads of them."""
+    idle = table.max_idle()
+    quiet = table.min_idle()
+    if mine is not None:
+        if len(mine) == 1:  # most hosts: one address, its table entries as they are
+            (h,) = mine
+            ages, waiting_n = table.behaviour_of(h, younger_than)
+            return ClientsFacts(
+                table.groups_of(h),
+                claimed,
+                {h: idle[h]} if h in idle else {},
+                min_idle={h: quiet[h]} if h in quiet else {},
+                waiting={h: waiting_n} if waiting_n else {},
+                ages=ages,
+                previous=previous,
+            )
+        own: dict[Group, int] = {}
+        every: dict[int, int] = {}
+        waiting: dict[str, int] = {}
+        for h in mine:
+            own.update(table.groups_of(h))
+            host_ages, host_waiting = table.behaviour_of(h, younger_than)
+            for age, n in host_ages.items():
+                every[age] = every.get(age, 0) + n
+            if host_waiting:
+                waiting[h] = host_waiting
+        return ClientsFacts(
+            own,
+            claimed,
+            {h: idle[h] for h in mine if h in idle},
+            min_idle={h: quiet[h] for h in mine if h in quiet},
+            waiting=waiting,
+            ages=every,
+            previous=previous,
+        )
+    strays = table.select(lambda h, name: h not in claimed and name not in ignore_names, 20)
+    young: dict[str, int] = {}
+    for h, host_ages in table.ages(younger_than).items():
+        n = host_ages.get(0, 0) + host_ages.get(1, 0)
+        if n:
+            young[h] = n
+    return ClientsFacts(
+        table.groups(),
+        claimed,
+        idle,
+        tuple(strays),
+        min_idle=quiet,
+        waiting={h: n for h, n in table.waiting().items() if n},
+        ages=table.all_ages(younger_than),
+        young=young,
+        previous=previous,
+        received=received,
+        run_id=run_id,
+    )
+
+
+def age_horizon(previous_at: Iterable[Any], at: float) -> float:
+    """How young a client must be for this round's judging to read its age: younger than
+    the longest time since a row's previous round (`previous_at`: each row's carried "at";
+    reconnects and churn count the clients connected since; the broker row also names
+    those of the last second), plus HORIZON_SLACK for the moments between this probe and
+    its evaluate, in whole seconds (ages are). One bound for the patrol's rows, so the
+    table is walked once; 0 when no row has a previous round (none can judge a reconnect
+    or churn: a first round reads no ages)."""
+    since = [max(at - t, 0.0) for t in map(num, previous_at) if t is not None]
+    if not since:
+        return 0.0
+    return float(ceil(max(since) + HORIZON_SLACK))
+
+
+# ---------------------------------------------------------------- memory (pure)
+def num(value: Any) -> float | None:
+    """A number from the state file, or None (it is a file: anything may be in it)."""
+    if type(value) in _NUMBER and value == value and -1e15 < value < 1e15:
+        return float(value)
+    return None
+
+
+def nums(value: Any, keep: int) -> list[float]:
+    """The last `keep` numbers of a list from the state file (anything else dropped)."""
+    if type(value) is not list:
+        return []
+    tail = value[-keep:]
+    # what this check wrote (floats in range, the common case) is checked by C loops: the
+    # types, the extremes, and a finite sum (NaN can hide from min and max, not from fsum)
+    if tail and set(map(type, tail)) <= _NUMBER_TYPES:
+        if -1e15 < min(tail) and max(tail) < 1e15 and isfinite(fsum(tail)):
+            return list(map(float, tail))
+    return [float(x) for x in tail if type(x) in _NUMBER and x == x and -1e15 < x < 1e15]
+
+
+_NUMBER = (int, float)  # exactly: a bool from the file is no number
+_NUMBER_TYPES = frozenset(_NUMBER)
+
+
+def silence_limit(
+    own: ClientsHostConfig, config: ClientsConfig, previous: Mapping[str, Any] | None
+) -> tuple[float | None, float | None]:
+    """(the silence limit in seconds or None when off, the baseline it was learned from or
+    None): the host's own `silent_after` when set; else QUIET_FACTOR times the longest
+    quiet its recent healthy rounds showed, at least the check's `silent_after` (which is
+    also the limit before there is a baseline)."""
+    return limit_of(own, config, nums((previous or {}).get("quiet"), QUIET_SAMPLES))
+
+
+def limit_of(
+    own: ClientsHostConfig, config: ClientsConfig, quiet: list[float]
+) -> tuple[float | None, float | None]:
+    """silence_limit from the baseline's samples already read from the carry."""
+    if own.silent_after is not None:
+        return (own.silent_after or None), None
+    if not quiet:
+        return config.silent_after, None
+    base = max(quiet)
+    return max(config.silent_after, QUIET_FACTOR * base), base
+
+
+def utc_text(epoch: float) -> str:
+    return _at_second(epoch, "%H:%M:%S UTC")
+
+
+def utc_iso(epoch: float) -> str:
+    return _at_second(epoch, "%Y-%m-%dT%H:%M:%SZ")
+
+
+def _at_second(epoch: float, shape: str) -> str:
+    """`epoch` formatted to the second. After a fleet-wide restart every host row formats
+    the moments its connections were made, mostly the same few seconds: those are formatted
+    once a second and shape (cached); an epoch within a microsecond of the next second, which
+    datetime rounds up, is formatted as it is."""
+    second = int(epoch)
+    if 0 <= second and epoch - second < 0.999999:
+        return _formatted(second, shape)
+    return datetime.fromtimestamp(epoch, UTC).strftime(shape)
+
+
+@lru_cache(maxsize=1024)
+def _formatted(second: int, shape: str) -> str:
+    return datetime.fromtimestamp(second, UTC).strftime(shape)
+
+
+def named_counts(counts: Mapping[str, float], limit: int = 5) -> str:
+    items = list(counts.items())
+    shown = ", ".join(f"{k} ({int(n)})" for k, n in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+class Row:
+    """The findings of one host row: (status, text, strength), and notes for an OK row."""
+
+    def __init__(self) -> None:
+        self.findings: list[tuple[Status, str, str]] = []
+        self.notes: list[str] = []
+
+    def add(self, status: Status, text: str, strength: str) -> None:
+        self.findings.append((status, text, strength))
+
+    def status(self) -> Status:
+        if not self.findings:  # most rows
+            return Status.OK
+        return max((f[0] for f in self.findings), key=lambda s: s.rank, default=Status.OK)
+
+    def strength(self) -> str | None:
+        """The strongest evidence among the findings of the row's status."""
+        if not self.findings:
+            return None
+        status = self.status()
+        if status is Status.OK:
+            return None
+        grades = [f[2] for f in self.findings if f[0] is status]
+        return min(grades, key=STRENGTHS.index)
