@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULES = [
     "fleetcheck/doctor.py",
     "fleetcheck/discover.py",
+    "fleetcheck/discover_hosts.py",
     "fleetcheck/catalog.py",
     "fleetcheck/core/discovery.py",
     "fleetcheck/core/hostfacts.py",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from fleetcheck import discover
+from fleetcheck import discover, discover_hosts
 from fleetcheck.config import BrokerConfig
 from fleetcheck.parse.clientlist import parse_line
 from tests.cli import fleetcheck
@@ -36,7 +36,7 @@ from tests.lab import Lab, LabHost, incident_live_hash
     ],
 )
 def test_tokens(name: str, expected: list[str]) -> None:
-    assert discover.tokens(name) == expected
+    assert discover_hosts.tokens(name) == expected
 
 
 @pytest.mark.parametrize(
@@ -60,7 +60,7 @@ def test_tokens(name: str, expected: list[str]) -> None:
     ],
 )
 def test_guess_names(names: dict[str, list[str]], expected: dict[str, str | None]) -> None:
-    assert discover.guess_names(names) == expected
+    assert discover_hosts.guess_names(names) == expected
 
 
 def client(addr: str, name: str, flags: str = "N", idle: int = 0) -> object:
@@ -81,7 +81,7 @@ def test_group_hosts_joins_by_name_and_uses_ssh_aliases() -> None:
         client("10.0.0.9", "replica", flags="S"),
         client("/tmp/redis.sock", "local-tool"),
     ]
-    hosts = discover.group_hosts(
+    hosts = discover_hosts.group_hosts(
         clients,  # type: ignore[arg-type]
         {"10.0.0.6": "mini-mac", "172.20.0.2": "n8-wsl"},
         {"10.0.0.7": "old"},
@@ -124,7 +124,7 @@ def test_group_hosts_joins_by_name_and_uses_ssh_aliases() -> None:
     ],
 )
 def test_name_candidates(name: str, expected: list[str]) -> None:
-    assert discover.name_candidates(name) == expected
+    assert discover_hosts.name_candidates(name) == expected
 
 
 @pytest.mark.parametrize(
@@ -155,7 +155,7 @@ def test_name_candidates(name: str, expected: list[str]) -> None:
 def test_guess_names_never_merges_machines(
     names: dict[str, list[str]], expected: dict[str, str | None]
 ) -> None:
-    assert discover.guess_names(names) == expected
+    assert discover_hosts.guess_names(names) == expected
 
 
 def test_half_open_hosts_are_drafted_commented_out() -> None:
@@ -164,7 +164,7 @@ def test_half_open_hosts_are_drafted_commented_out() -> None:
         client("10.0.0.6", "celery@gone", idle=4000),
         client("10.0.0.6", "celery@gone", idle=7000),
     ]
-    hosts = discover.group_hosts(clients)  # type: ignore[arg-type]
+    hosts = discover_hosts.group_hosts(clients)  # type: ignore[arg-type]
     by_name = {h.name: h for h in hosts}
     assert not by_name["alive"].half_open and by_name["gone"].half_open
     sample = discover.Sample(clients, {}, [], 0, True, None)  # type: ignore[arg-type]
@@ -254,7 +254,7 @@ def test_draft_is_valid_toml_whatever_the_client_names_say() -> None:
         complete=True,
         db_keys=1,
     )
-    host = discover.HostDraft("n8", ("10.0.0.5",), 1, (hostile,), None, "client names")
+    host = discover_hosts.HostDraft("n8", ("10.0.0.5",), 1, (hostile,), None, "client names")
     broker = BrokerConfig(url="redis://:pw@10.0.0.1:6379/0")
     text = discover.draft(sample, broker, [host], None, "~/.ssh/config")
     doc = tomllib.loads(text)

@@ -13,7 +13,7 @@ import pytest
 from fleetcheck import discover
 from fleetcheck.config.inventory import InventorySpec, SourceFailed
 from fleetcheck.config.inventory_programs import find_program
-from fleetcheck.discover import HostDraft
+from fleetcheck.discover_hosts import HostDraft
 from tests.cli import fleetcheck
 from tests.lab import Lab
 from tests.test_discover import _setup, _ssh_config

@@ -245,7 +245,7 @@ def config_discover(
     ssh_path = ssh_config or (fleet.ssh.config_file if fleet else SshConfig().config_file)
     import redis
 
-    from fleetcheck import discover
+    from fleetcheck import discover, discover_hosts
     from fleetcheck.config import PatrolConfig
     from fleetcheck.parse.duration import format_duration
     from fleetcheck.transport.deadline import DeadlineExpired
@@ -268,7 +268,7 @@ def config_discover(
         ) from None
     except redis.RedisError as e:  # Sentinel: no master found; a failed read
         raise UsageFailure(f"broker: {describe_error(e, broker)}") from None
-    claimed = discover.claimed_addresses(fleet) if fleet is not None else {}
+    claimed = discover_hosts.claimed_addresses(fleet) if fleet is not None else {}
     addrs = {c.host for c in sample.clients}
     unresolved: list[str] = []  # the alias step's Match exec commands share the deadline
     aliases = discover.ssh_aliases(ssh_path, addrs, until=until, unresolved=unresolved)
@@ -279,7 +279,7 @@ def config_discover(
             f"{ssh_path}: {len(unresolved)} ssh alias(es) not resolved within the deadline "
             f"({format_duration(limit)}; --deadline sets it): their hosts are named by address"
         )
-    hosts = discover.group_hosts(sample.clients, aliases, claimed)
+    hosts = discover_hosts.group_hosts(sample.clients, aliases, claimed)
     inventory, in_inventory = _ansible_inventory(ansible), 0
     if inventory is not None:
         from fleetcheck.config.inventory import SourceFailed
