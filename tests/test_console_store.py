@@ -15,8 +15,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from fleetcheck.console import html
+from fleetcheck.console import chart_reads, html
 from fleetcheck.console import source as console
+from fleetcheck.console.charts import charts as draw_charts
 from fleetcheck.core.model import Report, Result, Status
 from fleetcheck.rounds import history
 from tests.history_util import jsonl_append
@@ -75,26 +76,26 @@ def test_pages_from_the_database_read_what_the_whole_history_would_show(tmp_path
     assert from_db is not None and from_db == from_memory
     assert html.host_page(snap, "h03", now, 1800) == html.host_page(memory, "h03", now, 1800)
     # a fleet of at most MAX_LINES hosts: the charts as the whole window draws them
-    drawn, t0, t1 = console.window_charts(snap, since, {}, now)
-    assert drawn == console.charts(memory.window(since), {})
+    drawn, t0, t1 = chart_reads.window_charts(snap, since, {}, now)
+    assert drawn == draw_charts(memory.window(since), {})
     assert t0 == since.timestamp() and t1 == whole[-1].started_at.timestamp()
 
 
 def test_a_large_fleet_charts_the_hosts_that_matter(tmp_path: Path) -> None:
-    path, reports = recorded(tmp_path, hosts=console.MAX_LINES + 8, rounds=8)
+    path, reports = recorded(tmp_path, hosts=chart_reads.MAX_LINES + 8, rounds=8)
     snap = console.Source(path).snapshot()
     now = T0 + timedelta(hours=3)
-    drawn = {c.key: c for c in console.window_charts(snap, T0, {}, now)[0]}
+    drawn = {c.key: c for c in chart_reads.window_charts(snap, T0, {}, now)[0]}
     conns = drawn["connections"]
-    assert len(conns.series) == console.MAX_LINES
+    assert len(conns.series) == chart_reads.MAX_LINES
     assert conns.series[0].label == "h03"  # the one at zero first
-    assert f"of {console.MAX_LINES + 8} hosts with the fewest connections" in conns.title
+    assert f"of {chart_reads.MAX_LINES + 8} hosts with the fewest connections" in conns.title
     assert dict(conns.series[0].points)[(T0 + timedelta(minutes=60)).timestamp()] == 0
     ages = [s.label for s in drawn["logs"].series]
     assert ages[:2] == ["h11", "h07"]  # the oldest logs first
     # each line, drawn from the rows stored, holds at every round the value that round has
     whole_rounds = history.load(path)[0]
-    full = {c.key: {s.label: s.points for s in c.series} for c in console.charts(whole_rounds, {})}
+    full = {c.key: {s.label: s.points for s in c.series} for c in draw_charts(whole_rounds, {})}
     for key in ("connections", "logs"):
         for line in drawn[key].series:
             if line.reference:
@@ -104,7 +105,7 @@ def test_a_large_fleet_charts_the_hosts_that_matter(tmp_path: Path) -> None:
                 assert held == v, (key, line.label, t)
             assert len(line.points) < 2 * len(full[key][line.label])
     # the broker-wide charts as the whole history draws them
-    whole = console.charts(whole_rounds, {})
+    whole = draw_charts(whole_rounds, {})
     assert [c.series for c in whole if c.key in ("queue", "live")] == [
         drawn["queue"].series,
         drawn["live"].series,

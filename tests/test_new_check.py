@@ -290,7 +290,8 @@ def test_the_framework_serves_the_new_check_without_naming_it(copy: Copy) -> Non
 SHOWN = """
 import json
 from datetime import UTC, datetime, timedelta
-from fleetcheck.console import html, source as console
+from fleetcheck.console import html
+from fleetcheck.console.charts import charts as draw_charts
 from fleetcheck.core import registry
 from fleetcheck.core.model import Result, Status
 from fleetcheck.rounds import explain
@@ -308,7 +309,7 @@ rounds = [
           rows=tuple(r.to_dict() for r in rows))
     for i in (2, 1, 0)
 ]
-drawn = console.charts(rounds, {})
+drawn = draw_charts(rounds, {})
 page = html.sections_of(drawn, rounds[0].started_at.timestamp(), now.timestamp())
 told = explain.explain("mini", rows, rounds, now, hints=explain.hints_from_registry())
 print(json.dumps({

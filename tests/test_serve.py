@@ -13,6 +13,7 @@ import pytest
 
 from fleetcheck.console import html, svg
 from fleetcheck.console import source as console
+from fleetcheck.console.charts import charts as draw_charts
 from fleetcheck.console.server import Auth, parse_listen
 from fleetcheck.core.model import Report, Result, Status
 from fleetcheck.rounds import history
@@ -145,7 +146,7 @@ def test_row_timeline_changes_and_since(tmp_path: Path) -> None:
 def test_chart_series(tmp_path: Path) -> None:
     rounds = _rounds(tmp_path, [Status.OK, Status.CRIT, Status.CRIT])
     charts = {
-        c.key: c for c in console.charts(rounds, {"logs": {"n8": ("/var/log/worker.log", 600.0)}})
+        c.key: c for c in draw_charts(rounds, {"logs": {"n8": ("/var/log/worker.log", 600.0)}})
     }
     queue = {s.label: s for s in charts["queue"].series}
     assert [v for _, v in queue["summed depth"].points] == [20, 167, 167]
@@ -174,7 +175,7 @@ def test_a_hosts_log_age_line_follows_its_first_log_among_its_item_rows() -> Non
         for i in range(3)
     ]  # fmt: skip
     focus = {"logs": {"n8": ("/var/log/worker.log", 600.0)}}
-    logs = {s.label: s for s in {c.key: c for c in console.charts(rounds, focus)}["logs"].series}
+    logs = {s.label: s for s in {c.key: c for c in draw_charts(rounds, focus)}["logs"].series}
     assert [v for _, v in logs["n8"].points] == [60.0, 61.0, 62.0]
     assert [v for _, v in logs["mini"].points] == [30.0] * 3
     assert logs["max_age"].reference and {v for _, v in logs["max_age"].points} == {600.0}
@@ -196,7 +197,7 @@ def test_the_cap_line_reads_limits_and_rounds_written_before_them() -> None:
         history.Round(NOW + timedelta(minutes=i), Status.OK, {}, {}, rows=(row,))
         for i, row in enumerate([old, new])
     ]
-    queue = {s.label: s for s in {c.key: c for c in console.charts(rounds, {})}["queue"].series}
+    queue = {s.label: s for s in {c.key: c for c in draw_charts(rounds, {})}["queue"].series}
     assert [v for _, v in queue["cap"].points] == [100, 90]
     assert [v for _, v in queue["summed depth"].points] == [30, 20]
 

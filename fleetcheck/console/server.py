@@ -168,7 +168,7 @@ class Console:
             )
             return 200, html_type, text.encode()
         if path == "/charts":
-            from fleetcheck.console.source import window_charts
+            from fleetcheck.console.chart_reads import window_charts
 
             def draw() -> bytes:
                 drawn, t0, t1 = window_charts(snap, since, self.focus, now)
