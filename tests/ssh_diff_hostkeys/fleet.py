@@ -78,6 +78,17 @@ class Keys:
     def c(self, name: str) -> str:
         return self.cert[name][0]
 
+    @property
+    def net(self) -> str:
+        """The first two octets of the lab's addresses (its subnet may be anywhere in
+        198.18.0.0/15): `198.18` or `198.19`."""
+        return ".".join(self.addr.split(".")[:2])
+
+    @property
+    def star(self) -> str:
+        """A pattern for every lab address: `198.18.*` (or `198.19.*`)."""
+        return f"{self.net}.*"
+
     def ck(self, name: str) -> str:
         return self.cert[name][1]
 
