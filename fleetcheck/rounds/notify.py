@@ -335,7 +335,10 @@ def send(
     outcomes = []
     for target, worker, result in jobs:
         worker.join(max(0.0, deadline - time.monotonic()))
-        if not result:
+        # Apprise's socket timeouts are capped at the bound: a failure that ends at the
+        # deadline is the bound's, whichever of the two threads saw it first
+        late = time.monotonic() >= deadline
+        if not result or (result[0] is not None and late):
             outcomes.append(Outcome(target, f"timed out after {timeout:g}s"))
         else:
             outcomes.append(Outcome(target, result[0]))
