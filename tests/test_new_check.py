@@ -111,11 +111,8 @@ class Copy:
         )
 
 
-@pytest.fixture(scope="module")
-def copy(tmp_path_factory: pytest.TempPathFactory) -> Copy:
-    """The copy with the new check, its generated files written as a contributor would."""
-    _require_lab()
-    tmp_path = tmp_path_factory.mktemp("new-check")
+def copy_and_env(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A copy with the new checks, and the environment that imports it as fleetcheck."""
     repo = copy_with_the_new_check(tmp_path)
     site = tmp_path / "site"
     site.mkdir()
@@ -124,8 +121,17 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> Copy:
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(repo), str(site)]),
         "FLEETCHECK_COPY": str(repo),
-        "FLEETCHECK_REQUIRE_LAB": "1",  # in the copy a test that would skip fails instead
     }
+    return repo, env
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory: pytest.TempPathFactory) -> Copy:
+    """The copy with the new check, its generated files written as a contributor would."""
+    _require_lab()
+    tmp_path = tmp_path_factory.mktemp("new-check")
+    repo, env = copy_and_env(tmp_path)
+    env["FLEETCHECK_REQUIRE_LAB"] = "1"  # in the copy a test that would skip fails instead
     out = Copy(repo, env)
     proc = out.run("-m", "fleetcheck.catalog")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -325,15 +331,7 @@ def test_the_new_check_shows_in_the_consoles_charts_and_explain(tmp_path: Path) 
     added, the console draws its chart and `explain` names its cause, as for a built-in."""
     import json
 
-    repo = copy_with_the_new_check(tmp_path)
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(repo), str(site)]),
-        "FLEETCHECK_COPY": str(repo),
-    }
+    repo, env = copy_and_env(tmp_path)
     proc = subprocess.run(
         [sys.executable, "-c", SHOWN], cwd=repo, env=env, capture_output=True, text=True,
         timeout=120,

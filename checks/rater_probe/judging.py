@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fleetcheck.checks.rater_probe import RaterProbeConfig
@@ -108,23 +109,29 @@ def judge(facts: ProbeFacts, config: RaterProbeConfig, make_row: MakeRow) -> Res
                 "behaviour",
             )
         return row(Status.OK, f"{inbox}: probe consumed in {latency} (proof: {proof}{how})")
-    return _judge_loop(facts, row, evidence, metrics, latency, stalled, blocked_loop)
+    return _judge_loop(Taken(facts, row, evidence, latency, stalled, blocked_loop), metrics)
 
 
-def _judge_loop(
-    facts: ProbeFacts,
-    row: Any,
-    evidence: dict[str, Any],
-    metrics: dict[str, Any],
-    latency: str,
-    stalled: bool,
-    blocked_loop: str,
-) -> Result:
+@dataclass(frozen=True)
+class Taken:
+    """A probe taken and not acknowledged, as its judging steps share it."""
+
+    facts: ProbeFacts
+    row: Any  # builds the check's row: (status, summary, strength)
+    evidence: dict[str, Any]
+    latency: str
+    stalled: bool  # taken only after max_latency with nothing ahead moving
+    blocked_loop: str  # the words for that
+
+
+def _judge_loop(taken: Taken, metrics: dict[str, Any]) -> Result:
     """Taken, no ack: did the connection that took it go back to its loop? (pure)"""
+    facts, row, evidence = taken.facts, taken.row, taken.evidence
+    latency, stalled, blocked_loop = taken.latency, taken.stalled, taken.blocked_loop
     inbox = facts.inbox
     loop = facts.loop
     if loop is None or not loop.seen:
-        return _judge_unwatched(facts, row, evidence, latency, stalled, blocked_loop)
+        return _judge_unwatched(taken)
     watched = loop.watched
     evidence["taker"] = [
         {"connection": who(w.before), "state": w.state, "how": w.how} for w in watched
@@ -136,7 +143,7 @@ def _judge_loop(
     metrics["takers_back"] = len(back)
     window = format_duration(loop.window_s)
     if not possible:
-        return _judge_no_taker(facts, row, evidence, latency, stalled, blocked_loop)
+        return _judge_no_taker(taken)
     if bad and not back:
         evidence["proof"] = "taken"
         w = bad[0]
@@ -191,15 +198,10 @@ def _judge_loop(
     )
 
 
-def _judge_unwatched(
-    facts: ProbeFacts,
-    row: Any,
-    evidence: dict[str, Any],
-    latency: str,
-    stalled: bool,
-    blocked_loop: str,
-) -> Result:
+def _judge_unwatched(taken: Taken) -> Result:
     """Taken, no ack, and the taker not watched (CLIENT LIST unreadable, or not asked)."""
+    facts, row, evidence = taken.facts, taken.row, taken.evidence
+    latency, stalled, blocked_loop = taken.latency, taken.stalled, taken.blocked_loop
     inbox = facts.inbox
     loop = facts.loop
     evidence["proof"] = "taken"
@@ -223,16 +225,11 @@ def _judge_unwatched(
     )
 
 
-def _judge_no_taker(
-    facts: ProbeFacts,
-    row: Any,
-    evidence: dict[str, Any],
-    latency: str,
-    stalled: bool,
-    blocked_loop: str,
-) -> Result:
+def _judge_no_taker(taken: Taken) -> Result:
     """Taken, but by none of the watched connections: a command issued after the push, or
     (others waiting in pops) one that cannot be told."""
+    facts, row, evidence = taken.facts, taken.row, taken.evidence
+    latency, stalled, blocked_loop = taken.latency, taken.stalled, taken.blocked_loop
     loop = facts.loop
     assert loop is not None
     inbox = facts.inbox
