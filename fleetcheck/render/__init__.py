@@ -157,7 +157,7 @@ def host_verdicts(report: Report) -> list[tuple[str, Status, str]]:
 
 
 def short_label(r: Result, width: int = 24) -> str:
-    """The CHECK column of a table a terminal narrows: an item longer than `width` keeps its
+    """The CHECK column of the table and plain outputs: an item longer than `width` keeps its
     end (a log's file name: its path is in the summary too), `logs[…/worker.log]`."""
     if r.item is None or len(r.item) <= width:
         return r.label

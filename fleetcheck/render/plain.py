@@ -13,7 +13,7 @@ import shutil
 import textwrap
 
 from fleetcheck.core.model import Report, Result, Status, place
-from fleetcheck.render import footer, problem_lines, since_cell, with_strength
+from fleetcheck.render import footer, problem_lines, short_label, since_cell, with_strength
 from fleetcheck.render.causes import CauseGroup, layout, left_to_say
 
 INDENT = 8  # where a wrapped problem line continues: under the place, past the status
@@ -68,7 +68,7 @@ def render(report: Report, problems: bool = False, columns: int | None = None) -
     headers = ["STATUS", "HOST", "CHECK"] + (["SINCE"] if remembered else []) + ["SUMMARY"]
 
     def line(r: Result, text: str, member: bool = False) -> list[str]:
-        row = [r.status.label, place(r.host), (MEMBER if member else "") + r.label]
+        row = [r.status.label, place(r.host), (MEMBER if member else "") + short_label(r)]
         if remembered:
             row.append(since_cell(r, report))
         return [*row, with_strength(r, text)]
