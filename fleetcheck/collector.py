@@ -20,7 +20,8 @@ rows applied and saved, the round written to the history), or the newest round's
 back by the console, makes ~100,000 dicts, tuples and Results that all live until the step
 ends (none is garbage), and each collection their allocation triggers walks them all again
 (the state step at 10,000 hosts took ~0.95 s of CPU without it against ~0.63 s with it; the
-history's append alone measured ~13 % and is not paused: its target holds without it).
+history's append, 0.50 s median and 0.63 s p95 without it on a quiet machine, past its 0.5 s
+target, is paused too).
 """
 
 from __future__ import annotations

@@ -34,11 +34,15 @@ from fleetcheck.rounds import store
 
 
 def append(report: Report, path: Path) -> None:
-    """Record the round (under the history's lock: one append at a time)."""
+    """Record the round (under the history's lock: one append at a time). With the cycle
+    collector paused (fleetcheck.collector): at 10,000 hosts on a quiet machine the append
+    measured 0.50 s median, 0.63 s p95 without it, past its 0.5 s target."""
     import fcntl
 
+    from fleetcheck import collector
+
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with private_open(path.with_name(path.name + ".lock")) as lock:
+    with collector.paused(), private_open(path.with_name(path.name + ".lock")) as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         _append(report, path)
 
