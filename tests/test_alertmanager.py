@@ -22,11 +22,12 @@ from typing import Any
 
 import pytest
 
-from fleetcheck.core.model import Report, Result, Status
+from fleetcheck.core.model import Report, Result, Standing, Status
 from fleetcheck.rounds import alerting
 from fleetcheck.rounds.alerting import DeliveryError, build_alerts, push_alerts
 from tests.hang import returns_within
 from tests.lab import free_port, wait_for
+from tests.standing import Row, recorded
 
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
 NOW = datetime(2026, 11, 29, 7, 0, 0, tzinfo=UTC)
@@ -40,8 +41,8 @@ def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ALL_PROXY", raising=False)
 
 
-def report(*results: Result) -> Report:
-    return Report("2026-11-29T07:00:00Z", 1.0, tuple(results))
+def report(*results: Row) -> Report:
+    return recorded("2026-11-29T07:00:00Z", 1.0, results)
 
 
 # ------------------------------------------------------------------ the payload (pure)
@@ -52,7 +53,7 @@ def test_payload_firing_and_resolved() -> None:
         Result("queue_depth", None, Status.UNKNOWN, "broker unreachable"),
         Result("clients", "n9", Status.OK, "9 connections"),
         # bad, but not for fail_after rounds yet: not firing
-        Result("logs", "n9", Status.CRIT, "log silent 2h", alerting=False, since="x"),
+        (Result("logs", "n9", Status.CRIT, "log silent 2h"), Standing("x", alerting=False)),
     )
     alerts = build_alerts(r, now=NOW, expires_after=600)
     firing = [a for a in alerts if a["endsAt"] != "2026-11-29T07:00:00.000Z"]
@@ -85,9 +86,7 @@ def test_payload_firing_and_resolved() -> None:
 
 def test_payload_since_extra_labels_and_gone_rows() -> None:
     since = (NOW - timedelta(hours=2, minutes=31)).isoformat().replace("+00:00", "Z")
-    r = report(
-        Result("clients", "mini", Status.CRIT, "none", since=since, bad_rounds=11, alerting=True)
-    )
+    r = report((Result("clients", "mini", Status.CRIT, "none"), Standing(since, 11, alerting=True)))
     alerts = build_alerts(
         r,
         resolved=[("logs", "gone", None), ("clients", "mini", None)],
@@ -219,7 +218,7 @@ def test_alerts_fire_change_severity_and_resolve(alertmanager: str) -> None:
         base,
         report(
             Result("clients", "n8", Status.CRIT, "no broker connections"),
-            Result("logs", "mini", Status.WARN, "log silent 12m", alerting=False, since="x"),
+            (Result("logs", "mini", Status.WARN, "log silent 12m"), Standing("x", alerting=False)),
             Result("queue_depth", None, Status.WARN, "inbox 120 jobs (cap 100)"),
             Result("clients", "n9", Status.OK, "9 connections"),
         ),
@@ -232,7 +231,7 @@ def test_alerts_fire_change_severity_and_resolve(alertmanager: str) -> None:
         base,
         report(
             Result("clients", "n8", Status.WARN, "3 connections (< 10)"),
-            Result("logs", "mini", Status.WARN, "log silent 27m", alerting=True, since="x"),
+            (Result("logs", "mini", Status.WARN, "log silent 27m"), Standing("x", alerting=True)),
             Result("queue_depth", None, Status.WARN, "inbox 130 jobs (cap 100)"),
             Result("clients", "n9", Status.OK, "9 connections"),
         ),

@@ -24,11 +24,11 @@ import pytest
 from fleetcheck.config import from_dict
 from fleetcheck.core import registry
 from fleetcheck.core.model import Report, Result, Status
-from fleetcheck.rounds import silences
 from tests.cli import fleetcheck as fc
 from tests.lab import Lab, free_port, port_open, wait_for
 from tests.notify_receivers import http_receiver, smtp_server
 from tests.serve_util import serving
+from tests.standing import silenced
 from tests.test_prometheus import node_exporter  # noqa: F401  (a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,7 +146,7 @@ def test_silence_windows_example(tmp_path: Path) -> None:
     row = Result("clients", "mini", Status.CRIT, "no broker connections", evidence_strength="proof")
     for hh_mm, code in (("02:10", 0), ("02:30", 2), ("01:59", 2)):
         at = datetime(2026, 11, 29, int(hh_mm[:2]), int(hh_mm[3:]), tzinfo=UTC).isoformat()
-        report = silences.apply(Report(at, 1.0, (row,)), None, fleet.silences.windows)
+        report = silenced(Report(at, 1.0, (row,)), None, fleet.silences.windows)
         assert report.exit_code == code, hh_mm
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from fleetcheck.core.model import Result, Status
+from fleetcheck.core.model import Result, Standing, Status
 from fleetcheck.iso import iso_utc
 from fleetcheck.rounds import explain as explaining
 from fleetcheck.rounds.history import Round
@@ -128,7 +128,8 @@ def test_without_state_or_history_only_this_patrol() -> None:
 
 def test_since_from_the_state_when_there_is_no_history() -> None:
     since = iso_utc(minutes(45))
-    told = explaining.explain("mini", [routes(2, since=since)], [], NOW)
+    row = routes(2)
+    told = explaining.explain("mini", [row], [], NOW, standing={row.id: Standing(since)})
     assert [(e.at, e.how) for e in told.events] == [(minutes(45), "since, by the state file")]
 
 

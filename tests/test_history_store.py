@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetcheck.core.model import BROKER_WIDE, Report, Result, Status
+from fleetcheck.core.model import BROKER_WIDE, Report, Result, Standing, Status
 from fleetcheck.rounds import history, store
 from tests.history_util import jsonl_append
 
@@ -343,13 +344,12 @@ def test_the_database_keeps_the_recorded_part_of_each_row(tmp_path: Path) -> Non
         evidence={"last_line": "x" * 500},
         limits={"max_age_s": 600},
         headline="silent",
-        since="2026-11-29T02:00:00.000Z",
-        bad_rounds=2,
     )
     rows = [row, Result("clients", "h0", Status.OK, "3 broker connections")]
     rows.append(Result("logs", "h0", Status.OK, "fresh", item="/var/log/x.log"))  # a log's row
     report = rep(0, rows)
-    history.append(report, path)
+    standing = {row.id: Standing("2026-11-29T02:00:00.000Z", 2)}  # not recorded: the verdicts are
+    history.append(replace(report, standing=standing), path)
     rounds, bad = history.load(path)
     assert bad == 0
     assert without_as_of(rounds[-1].rows) == as_recorded(report)

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetcheck.core.model import Report, Result, Status, worst, worst_per_host
+from fleetcheck.core.model import Report, Result, Standing, Status, worst, worst_per_host
 
 
 @pytest.mark.parametrize(
@@ -85,18 +85,25 @@ def test_report_worst_by_host() -> None:
     assert report.worst_by_host() == {"h1": Status.CRIT, None: Status.OK}
 
 
-def test_with_memory_is_replace_without_making_the_text_safe_again() -> None:
-    from dataclasses import replace
-
-    row = Result(
-        "logs", "n8", Status.WARN, "red \x1b[31m", metrics={"age_s": 1.0}, evidence={"l": "x"}
-    )
-    hostile_since = "2026-11-29T02:21:00Z\x1b[2J"
-    fast = row.with_memory(hostile_since, 3, True, False)
-    slow = replace(row, since=hostile_since, bad_rounds=3, alerting=True, flapping=False)
-    assert fast == slow
-    assert "\x1b" not in (fast.since or "")  # the state file's text, made safe
-    assert row.since is None and row.bad_rounds == 0  # the original is untouched
+def test_a_standing_is_made_safe_and_kept_flat_in_the_document() -> None:
+    """A standing read back from a file holds whatever it holds: made safe; the document's
+    row keeps its keys flat (since, bad_rounds, alerting, flapping, silenced)."""
+    row = Result("logs", "n8", Status.WARN, "red \x1b[31m")
+    standing = Standing("2026-11-29T02:21:00Z\x1b[2J", 3, True, False, "quiet \x1b[2J\n")
+    assert "\x1b" not in (standing.since or "") and "\x1b" not in (standing.silenced or "")
+    report = Report("2026-11-29T06:21:00.000Z", 0.1, (row,), standing={row.id: standing})
+    doc = report.to_dict()["results"][0]
+    assert doc == row.to_dict() | {
+        "silenced": standing.silenced,
+        "since": standing.since,
+        "bad_rounds": 3,
+        "alerting": False,  # silenced: it never pages
+        "flapping": False,
+    }
+    assert report.status is Status.OK  # a silenced row never raises the exit code
+    bare = Report("2026-11-29T06:21:00.000Z", 0.1, (row,))
+    assert bare.to_dict()["results"][0] == row.to_dict()
+    assert bare.standing_of(row) == Standing() and bare.status is Status.WARN
 
 
 def test_the_document_places_rows_worst_first() -> None:
@@ -145,10 +152,12 @@ def test_order_and_status_by_c_loops_are_the_rules(
     """The rows' order and the patrol's status, made by C loops over the rows, are the rules
     written out: worst first, then broker-wide rows, then by host and check (a stable sort);
     the worst row that is not silenced, OK when none."""
-    results = tuple(Result(c, h, s, "x", silenced=q) for s, h, c, q in rows)
-    report = Report("2026-01-01T00:00:00Z", 1.0, results)
+    results = tuple(Result(c, h, s, "x") for s, h, c, q in rows)
+    quiet = {Result(c, h, s, "x").id for s, h, c, q in rows if q is not None}
+    standing = {k: Standing(silenced="maintenance") for k in quiet}
+    report = Report("2026-01-01T00:00:00Z", 1.0, results, standing=standing)
     expected = sorted(
         results, key=lambda r: (-r.status.rank, r.host is not None, r.host or "", r.check)
     )
     assert report.sorted_results() == expected
-    assert report.status is worst(r.status for r in results if r.silenced is None)
+    assert report.status is worst(r.status for r in results if r.id not in quiet)

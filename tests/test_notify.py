@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fleetcheck.core.model import Report, Result, Status
+from fleetcheck.core.model import Result, Standing, Status
 from fleetcheck.rounds import notify
 from fleetcheck.rounds.notify import plan
 from fleetcheck.rounds.notify_targets import Settings, Target, resolve
@@ -21,6 +20,7 @@ from tests.cli import fleetcheck as fc
 from tests.hang import returns_within
 from tests.lab import Lab
 from tests.notify_receivers import hanging_receiver, http_receiver, smtp_server
+from tests.standing import Row, recorded
 
 T0 = "2026-11-29T07:00:00.000Z"
 SECRET = "Tok3nS3cretXyz"  # in every URL's token or password: never in any output
@@ -43,15 +43,21 @@ def at(minutes: float) -> str:
     return iso_utc(parse_iso(T0) + timedelta(minutes=minutes))
 
 
-def crit(host: str, check: str = "clients", **kw: Any) -> Result:
-    kw.setdefault("since", T0)
-    kw.setdefault("alerting", True)
-    kw.setdefault("evidence_strength", "proof")  # as the runner fills it in
-    return Result(check, host, Status.CRIT, f"{host} has no broker connections", **kw)
+def crit(
+    host: str,
+    check: str = "clients",
+    alerting: bool = True,
+    flapping: bool = False,
+    silenced: str | None = None,
+) -> Row:
+    says = f"{host} has no broker connections"
+    row = Result(check, host, Status.CRIT, says, evidence_strength="proof")  # as the runner
+    return row, Standing(T0, alerting=alerting, flapping=flapping, silenced=silenced)
 
 
-def ok(host: str, check: str = "clients") -> Result:
-    return Result(check, host, Status.OK, "2 connections", since=T0, alerting=False)
+def ok(host: str, check: str = "clients", flapping: bool = False) -> Row:
+    standing = Standing(T0, alerting=False, flapping=flapping)
+    return Result(check, host, Status.OK, "2 connections"), standing
 
 
 TARGET = Target(1, "json://127.0.0.1:9/x", "[notify] urls[0]", "JSON")
@@ -64,8 +70,8 @@ class Rounds:
         self.target, self.remind_every, self.kw = target, remind_every, kw
         self.told: dict[str, Any] = {}
 
-    def __call__(self, minutes: float, *rows: Result) -> notify.Message | None:
-        report = Report(at(minutes), 1.0, rows)
+    def __call__(self, minutes: float, *rows: Row) -> notify.Message | None:
+        report = recorded(at(minutes), 1.0, rows)
         message, self.told = plan(report, self.told, self.target, self.remind_every, **self.kw)
         return message
 
@@ -99,14 +105,9 @@ def test_fail_after_holds_back_and_status_change_is_news() -> None:
     assert rounds(0, crit("mini", alerting=False)) is None  # not yet fail_after rounds bad
     m = rounds(15, crit("mini"))
     assert m is not None and "New problems" in m.text()
-    warn = Result(
-        "clients",
-        "mini",
-        Status.WARN,
-        "1 connection",
-        since=at(30),
-        alerting=True,
-        evidence_strength="proof",
+    warn = (
+        Result("clients", "mini", Status.WARN, "1 connection", evidence_strength="proof"),
+        Standing(at(30), alerting=True),
     )
     m = rounds(30, warn)
     assert m is not None and "(since 2026-11-29 07:30 UTC; evidence: proof; was CRIT)" in m.text()
@@ -115,8 +116,9 @@ def test_fail_after_holds_back_and_status_change_is_news() -> None:
 def test_rows_of_one_cause_are_one_line() -> None:
     cause = "broker 198.18.0.1:6379 did not answer"
     rows = [
-        Result(
-            "clients", f"n{i}", Status.UNKNOWN, "no broker", since=T0, alerting=True, cause=cause
+        (
+            Result("clients", f"n{i}", Status.UNKNOWN, "no broker", cause=cause),
+            Standing(T0, alerting=True),
         )
         for i in range(20)
     ]
@@ -134,7 +136,7 @@ def test_flapping_is_told_once_and_its_end_too() -> None:
     rounds = Rounds()
     m = rounds(0, crit("mini", flapping=True))
     assert m is not None and [h for h, _ in m.sections] == ["Flapping"]
-    assert rounds(15, replace(ok("mini"), flapping=True)) is None
+    assert rounds(15, ok("mini", flapping=True)) is None
     assert rounds(30, crit("mini", flapping=True)) is None
     assert rounds(300, crit("mini", flapping=True)) is None  # no reminders while flapping
     m = rounds(315, ok("mini"))
@@ -142,8 +144,8 @@ def test_flapping_is_told_once_and_its_end_too() -> None:
 
 
 def test_filters_statuses_hosts_groups_checks() -> None:
-    warn = Result("logs", "n8", Status.WARN, "quiet", since=T0, alerting=True)
-    broker = Result("broker", None, Status.CRIT, "down", since=T0, alerting=True)
+    warn = Result("logs", "n8", Status.WARN, "quiet"), Standing(T0, alerting=True)
+    broker = Result("broker", None, Status.CRIT, "down"), Standing(T0, alerting=True)
     rows = (crit("mini"), warn, broker, crit("n9", check="logs"))
     groups = {"mini": ("edge",), "n8": ("core",), "n9": ("core",)}
 
@@ -181,13 +183,9 @@ def test_silenced_rows_say_nothing_until_the_silence_ends() -> None:
 
 
 def test_links_markdown_and_no_control_characters() -> None:
-    hostile = Result(
-        "logs",
-        "mini",
-        Status.CRIT,
-        "error: *boom* [x](http://evil) \x1b[2J\rover\u202e",
-        since=T0,
-        alerting=True,
+    hostile = (
+        Result("logs", "mini", Status.CRIT, "error: *boom* [x](http://evil) \x1b[2J\rover\u202e"),
+        Standing(T0, alerting=True),
     )
     m = Rounds(public_url="https://console.example/fc/")(0, hostile)
     assert m is not None
@@ -224,7 +222,7 @@ def deliver_rounds(url: str, received: Any, tmp_path: Path) -> list[Any]:
     ]:
         warnings: list[str] = []
         outcomes = notify.after_round(
-            Report(at(minutes), 1.0, (row,)), settings, ledger, warnings.append
+            recorded(at(minutes), 1.0, (row,)), settings, ledger, warnings.append
         )
         assert warnings == []
         assert all(o.error is None for o in outcomes)
@@ -280,7 +278,7 @@ def test_failed_delivery_is_a_warning_and_is_sent_again(tmp_path: Path) -> None:
         returns_within(  # a hang guard (20x the timeout), not a timing
             20,
             lambda: notify.after_round(
-                Report(at(0), 1.0, (crit("mini"),)), settings, ledger, warnings.append
+                recorded(at(0), 1.0, (crit("mini"),)), settings, ledger, warnings.append
             ),
             "a notify delivery to a receiver that never answers (timeout 1s)",
         )
@@ -292,8 +290,10 @@ def test_failed_delivery_is_a_warning_and_is_sent_again(tmp_path: Path) -> None:
         url = f"json://127.0.0.1:{port}/in"
         # the ledger is per URL: the same URL again, now answering
         settings = Settings((Target(2, url, "w", "JSON"),), timeout=5)
-        notify.after_round(Report(at(0), 1.0, (crit("mini"),)), settings, ledger, warnings.append)
-        notify.after_round(Report(at(15), 1.0, (crit("mini"),)), settings, ledger, warnings.append)
+        notify.after_round(recorded(at(0), 1.0, (crit("mini"),)), settings, ledger, warnings.append)
+        notify.after_round(
+            recorded(at(15), 1.0, (crit("mini"),)), settings, ledger, warnings.append
+        )
         assert len(posts.on("/in")) == 1
 
 

@@ -6,7 +6,6 @@ history rotated under the state lock, and state that heals."""
 
 from __future__ import annotations
 
-import fcntl
 import http.server
 import json
 import os
@@ -19,10 +18,12 @@ from typing import Any
 import pytest
 
 from fleetcheck.core.model import Report, Result, Status
+from fleetcheck.iso import parse_iso
 from fleetcheck.lab import Lab
 from fleetcheck.rounds import alerting, history, state
 from fleetcheck.rounds.alerting import DeliveryError
 from tests.cli import fleetcheck
+from tests.history_util import jsonl_append
 from tests.test_alertmanager import active, no_proxies, run_alertmanager  # noqa: F401
 
 
@@ -233,7 +234,8 @@ def test_state_history_and_locks_are_private(tmp_path: Path) -> None:
     try:
         report = one_row()
         st, hist = tmp_path / "s" / "state.json", tmp_path / "s" / "history.jsonl"
-        state.remember(report, st, state.Memory(), hist)
+        report = state.remember(report, st, state.Memory())
+        history.append(report, hist)
     finally:
         os.umask(old)
     db = hist.with_name("history.db")
@@ -246,30 +248,40 @@ def test_state_history_and_locks_are_private(tmp_path: Path) -> None:
     assert stat.S_IMODE(st.parent.stat().st_mode) == 0o700
 
 
-def test_history_is_written_under_the_state_lock(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    st, hist = tmp_path / "state.json", tmp_path / "history.jsonl"
-    hist.write_text("x" * 100)
-    held: list[bool] = []
-    real = history.append
+def test_overlapping_appends_never_both_migrate_or_lose_a_round(tmp_path: Path) -> None:
+    """Runs that overlap (a slow cron run and the next one, `serve`'s patrols) each append
+    their round under the history's own lock: an old JSONL history is migrated once, moved
+    aside once, never deleted, and every round is kept, once."""
+    hist = tmp_path / "history.jsonl"
+    old = [Report(f"2026-11-29T06:{m:02d}:00Z", 1.0, one_row().results) for m in range(40)]
+    for report in old:
+        jsonl_append(report, hist)
+    with open(hist, "a") as f:
+        f.write("x" * 100 + "\n")  # one unreadable line: counted, not lost
+    before = hist.read_text()
+    new = [Report(f"2026-11-29T07:{m:02d}:00Z", 1.0, one_row().results) for m in range(6)]
+    start = threading.Barrier(len(new))
+    failed: list[BaseException] = []
 
-    def append_and_look(report: Report, path: Path) -> None:
-        with open(st.with_name("state.json.lock"), "a") as other:  # another open file
-            try:
-                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                held.append(False)
-            except BlockingIOError:
-                held.append(True)
-        real(report, path)
+    def append(report: Report) -> None:
+        start.wait(timeout=30)
+        try:
+            history.append(report, hist)
+        except BaseException as e:  # noqa: BLE001 (reported below)
+            failed.append(e)
 
-    monkeypatch.setattr(history, "append", append_and_look)
-    state.remember(one_row(), st, state.Memory(), hist)
-    assert held == [True]
-    # the old JSONL (here one unreadable line) migrated, then moved aside, never deleted
-    assert hist.with_name("history.jsonl.migrated").read_text() == "x" * 100
+    workers = [threading.Thread(target=append, args=(r,)) for r in new]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=120)
+    assert failed == [] and not any(w.is_alive() for w in workers)
+    assert hist.with_name("history.jsonl.migrated").read_text() == before
+    assert not hist.exists()
     rounds, bad = history.load(hist)
-    assert len(rounds) == 1 and bad == 1
+    expected = sorted(parse_iso(r.started_at) for r in (*old, *new))
+    assert sorted(r.started_at for r in rounds) == expected  # each round, once
+    assert bad == 1
 
 
 # ---------------------------------------------------------------- state that heals

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from fleetcheck.core.model import Report, Result, Status
+from fleetcheck.core.model import Report, Result, Standing, Status
 from fleetcheck.render import prometheus
 from tests.lab import free_port, port_open, wait_for
+from tests.standing import Row, recorded
 
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 PROMTOOL = shutil.which("promtool")
@@ -32,8 +33,8 @@ def require(binary: str | None, package: str) -> str:
     return binary
 
 
-def report(*results: Result, started: str = "2026-11-29T07:00:00Z") -> Report:
-    return Report(started, 1.25, tuple(results))
+def report(*results: Row, started: str = "2026-11-29T07:00:00Z") -> Report:
+    return recorded(started, 1.25, results)
 
 
 FLEET = report(
@@ -54,16 +55,9 @@ FLEET = report(
         {"ping_s": 0.25, "server": "redis", "used_memory_bytes": 123456, "ok": True},
         duration_s=0.25,
     ),
-    Result(
-        "logs",
-        "mini host",
-        Status.UNKNOWN,
-        'ssh: "refused"\nretry',
-        {},
-        duration_s=5.0,
-        since="2026-11-29T04:29:00Z",
-        bad_rounds=3,
-        alerting=True,
+    (
+        Result("logs", "mini host", Status.UNKNOWN, 'ssh: "refused"\nretry', {}, duration_s=5.0),
+        Standing("2026-11-29T04:29:00Z", 3, alerting=True),
     ),
 )
 

@@ -11,7 +11,7 @@ import unicodedata
 import pytest
 
 from fleetcheck.core import stderr
-from fleetcheck.core.model import Report, Result, Status
+from fleetcheck.core.model import Report, Result, Standing, Status
 from fleetcheck.core.safe_text import one_line, printable, printable_tree
 
 # Everything safe_text promises to neutralise, by the test's own definition (not the module's
@@ -143,9 +143,8 @@ def test_result_makes_every_text_field_safe() -> None:
         evidence={"stderr": [HOSTILE], HOSTILE: HOSTILE},
         limits={HOSTILE: 3},
         headline=HOSTILE,
-        since="2026-11-29T07:00:00Z" + HOSTILE,
     )
-    texts = [r.check, r.host, r.summary, r.headline, r.since]
+    texts = [r.check, r.host, r.summary, r.headline, Standing("2026-11-29" + HOSTILE).since]
     texts += list(r.metrics["by_dev"]) + list(r.limits) + r.evidence["stderr"]
     texts += [k for k in r.evidence] + [v for v in r.evidence.values() if isinstance(v, str)]
     for text in texts:

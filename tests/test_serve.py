@@ -15,12 +15,13 @@ from fleetcheck.console import html, svg
 from fleetcheck.console import source as console
 from fleetcheck.console.charts import charts as draw_charts
 from fleetcheck.console.server import Auth, parse_listen
-from fleetcheck.core.model import Report, Result, Status
+from fleetcheck.core.model import Result, Standing, Status
 from fleetcheck.rounds import history
 from tests.cli import fleetcheck
 from tests.history_util import jsonl_append
 from tests.lab import wait_for
 from tests.serve_util import HOSTILE, basic, get, report, serving, write_config
+from tests.standing import recorded
 
 
 def iso(moment: datetime) -> str:
@@ -84,23 +85,9 @@ def test_nice_ticks(top: float, expected: list[float]) -> None:
 
 def test_report_round_trips_through_its_json() -> None:
     r = report(iso(NOW))
-    r = Report(
-        r.started_at,
-        r.duration_s,
-        (
-            *r.results[:2],
-            Result(
-                "logs",
-                "n8",
-                Status.WARN,
-                "x",
-                since=iso(NOW - timedelta(hours=1)),
-                bad_rounds=3,
-                alerting=True,
-                flapping=True,
-            ),
-        ),
-    )
+    row = Result("logs", "n8", Status.WARN, "x")
+    standing = Standing(iso(NOW - timedelta(hours=1)), 3, alerting=True, flapping=True)
+    r = recorded(r.started_at, r.duration_s, (*r.results[:2], (row, standing)))
     back = console.report_from_dict(json.loads(json.dumps(r.to_dict())))
     assert back.to_dict() == r.to_dict()
 
@@ -431,9 +418,9 @@ def test_serve_on_ipv6_loopback(tmp_path: Path) -> None:
 
 
 def test_flapping_and_since_show_in_the_grid() -> None:
-    row = Result(
-        "logs", "n8", Status.WARN, "x", since=iso(NOW - timedelta(hours=2, minutes=31)),
-        bad_rounds=3, alerting=True, flapping=True,
-    )  # fmt: skip
-    page = html.grid_page(console.Snapshot(Report(iso(NOW), 1.0, (row,)), []), NOW, 1800)
+    row = Result("logs", "n8", Status.WARN, "x")
+    standing = Standing(iso(NOW - timedelta(hours=2, minutes=31)), 3, True, flapping=True)
+    page = html.grid_page(
+        console.Snapshot(recorded(iso(NOW), 1.0, [(row, standing)]), []), NOW, 1800
+    )
     assert "for 2h31m" in page and "~ flapping" in page and "\u25b2 WARN" in page

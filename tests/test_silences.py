@@ -20,6 +20,7 @@ from fleetcheck.rounds.silences import matches, window_active
 from tests.cli import fleetcheck as fc
 from tests.lab import Lab, wait_for
 from tests.notify_receivers import http_receiver
+from tests.standing import silenced
 
 T0 = datetime(2026, 11, 29, 2, 10, tzinfo=UTC)
 
@@ -79,14 +80,15 @@ def rows() -> tuple[Result, ...]:
 def test_apply_marks_and_the_exit_code_ignores_silenced_rows(tmp_path: Path) -> None:
     path = tmp_path / "s.silences.json"
     silences.add(path, "mini", 7200, "deploy \x1b[2J", T0)
-    report = silences.apply(Report(T0.isoformat(), 1.0, rows()), path)
+    report = silenced(Report(T0.isoformat(), 1.0, rows()), path)
     mini = next(r for r in report.results if r.host == "mini")
     assert mini.status is Status.CRIT
-    assert mini.silenced == "silenced until 2026-11-29 04:10 UTC (deploy \\x1b[2J)"
-    assert mini.summary.startswith(mini.silenced + ": no broker connections")
-    assert not mini.should_alert
+    words = report.standing_of(mini).silenced
+    assert words == "silenced until 2026-11-29 04:10 UTC (deploy \\x1b[2J)"
+    assert mini.summary.startswith(words + ": no broker connections")
+    assert not report.standing_of(mini).pages(mini.status)
     assert report.exit_code == 0 and report.status is Status.OK
-    assert report.to_dict()["results"][0]["silenced"] == mini.silenced
+    assert report.to_dict()["results"][0]["silenced"] == words
     # no firing alert, and the textfile's alerting gauge is 0
     firing = [a for a in build_alerts(report, now=T0) if a["endsAt"] != a["startsAt"]]
     assert firing == []
@@ -101,23 +103,25 @@ def test_a_silence_ends_on_its_own_and_says_so(tmp_path: Path) -> None:
     path = tmp_path / "s.silences.json"
     s = silences.add(path, "mini/clients", 1800, "swap disk", T0)
     later = (T0 + timedelta(minutes=31)).isoformat()
-    report = silences.apply(Report(later, 1.0, rows()), path)
+    report = silenced(Report(later, 1.0, rows()), path)
     assert report.exit_code == 2
     assert report.notes == (
         f"silence {s.id} of mini/clients ended at 2026-11-29 02:40 UTC (it was: swap disk)",
     )
-    again = silences.apply(Report(later, 1.0, rows()), path)
+    again = silenced(Report(later, 1.0, rows()), path)
     assert again.notes == ()  # said once
     assert silences.SilenceFile(path).read() == []
 
 
 def test_config_windows_silence_daily(tmp_path: Path) -> None:
     w = SilenceWindow("clients", "02:00-02:30", "deploys")
-    inside = silences.apply(Report(T0.isoformat(), 1.0, rows()), None, [w])
+    inside = silenced(Report(T0.isoformat(), 1.0, rows()), None, [w])
     assert inside.exit_code == 0
-    assert inside.results[0].silenced == "silenced daily 02:00-02:30 UTC (deploys)"
+    assert (
+        inside.standing_of(inside.results[0]).silenced == "silenced daily 02:00-02:30 UTC (deploys)"
+    )
     outside = (T0 + timedelta(minutes=20)).isoformat()
-    assert silences.apply(Report(outside, 1.0, rows()), None, [w]).exit_code == 2
+    assert silenced(Report(outside, 1.0, rows()), None, [w]).exit_code == 2
 
 
 def test_damaged_silences_file_is_set_aside(

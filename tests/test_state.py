@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck.core.model import Report, Result, Status
-from fleetcheck.rounds.state import Memory, StateFile, apply, remember
+from fleetcheck.core.model import Report, Result, Standing, Status
+from fleetcheck.rounds.state import Memory, StateFile, remember, step
 from tests.lab import Lab
 
 
@@ -20,14 +20,19 @@ def report(at: str, *statuses: tuple[str, str | None, Status]) -> Report:
     return Report(at, 0.1, tuple(Result(c, h, s, "x") for c, h, s in statuses))
 
 
-def rounds(seq: list[Status], memory: Memory) -> list[Result]:
+def apply(rep: Report, rows: dict, memory: Memory) -> tuple[Report, dict]:
+    standing, rows = step(rep.results, rep.started_at, rows, memory)
+    return Report(rep.started_at, rep.duration_s, rep.results, standing=standing), rows
+
+
+def rounds(seq: list[Status], memory: Memory) -> list[Standing]:
     rows: dict = {}
     out = []
     for i, s in enumerate(seq):
         rep, rows = apply(
             report(f"2026-11-29T00:{i:02d}:00.000Z", ("clients", "mini", s)), rows, memory
         )
-        out.append(rep.results[0])
+        out.append(rep.standing_of(rep.results[0]))
     return out
 
 
@@ -119,7 +124,7 @@ def test_corrupt_state_file_is_kept_aside_not_lost(
     path = tmp_path / "state.json"
     path.write_text("{ not json")
     rep = remember(report("2026-11-29T00:00:00.000Z", ("a", "h", C)), path, Memory())
-    assert rep.results[0].bad_rounds == 1
+    assert rep.standing_of(rep.results[0]).bad_rounds == 1
     aside = list(tmp_path.glob("state.json.corrupt-*"))
     assert len(aside) == 1 and aside[0].read_text() == "{ not json"
     assert "unreadable" in capsys.readouterr().err

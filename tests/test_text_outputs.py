@@ -14,10 +14,11 @@ import pytest
 from rich.console import Console
 
 from fleetcheck.config import SAFE_NAME, HostConfig
-from fleetcheck.core.model import BROKER_WIDE, Report, Result, Status
+from fleetcheck.core.model import BROKER_WIDE, Report, Result, Standing, Status
 from fleetcheck.parse.duration import format_duration
 from fleetcheck.render import FIRST_SEEN, plain, table
 from fleetcheck.render import history as render_history
+from tests.standing import recorded
 
 NOW = datetime(2026, 1, 15, 3, 0, tzinfo=UTC)
 
@@ -50,8 +51,9 @@ def fleet(n_hosts: int, seed: int, with_state: bool | None = None) -> Report:
         since = None
         if state:
             since = iso(NOW - timedelta(seconds=rng.choice([0, 0, 45, 192, 9060, 300000])))
-        results.append(Result(check, host, status, summary, since=since))
-    return Report(iso(NOW), 0.56, tuple(results))
+        row = Result(check, host, status, summary)
+        results.append(row if since is None else (row, Standing(since)))
+    return recorded(iso(NOW), 0.56, results)
 
 
 def table_text(report: Report, width: int, problems: bool = False, color: bool = False) -> str:
@@ -118,7 +120,7 @@ def test_problem_lines_after_the_table_one_per_place_within_the_width(seed: int)
     assert ranks == sorted(ranks, reverse=True)  # worst first
     assert all(len(line) <= 60 for line in block)
     header = ["STATUS", "HOST", "CHECK"] + (
-        ["SINCE"] if any(r.since for r in report.results) else []
+        ["SINCE"] if any(report.standing_of(r).since for r in report.results) else []
     )
     assert lines[0].split() == [*header, "SUMMARY"]  # the table first, the summary last
 
@@ -184,7 +186,8 @@ def test_since_only_with_history_in_one_duration_style(seed: int) -> None:
     for line in plain_rows(text):
         since = line["SINCE"]
         r = by_summary[line["SUMMARY"]]
-        age = (NOW - datetime.fromisoformat(r.since.replace("Z", "+00:00"))).total_seconds()
+        since_text = report.standing_of(r).since or ""
+        age = (NOW - datetime.fromisoformat(since_text.replace("Z", "+00:00"))).total_seconds()
         if age > 0:
             assert since == format_duration(age) and DURATION.match(since), line
         elif r.status is Status.OK:
@@ -198,11 +201,8 @@ def test_since_only_with_history_in_one_duration_style(seed: int) -> None:
 
 
 def test_a_first_round_says_first_seen_now() -> None:
-    report = Report(
-        iso(NOW),
-        0.5,
-        (Result("clients", "mini", Status.CRIT, "no broker connections", since=iso(NOW)),),
-    )
+    row = Result("clients", "mini", Status.CRIT, "no broker connections")
+    report = recorded(iso(NOW), 0.5, [(row, Standing(iso(NOW)))])
     for name, text in outputs(report).items():
         assert FIRST_SEEN in text, name
         assert "CRIT for" not in text and "0.5s" not in text.split("patrol")[0], name

@@ -36,6 +36,8 @@ def explain_cmd(
     them it tells this patrol only, and says so. Exit code: 0 when nothing is wrong, else the
     code of the host's worst status (1 WARN, 2 CRIT, 3 UNKNOWN; 3 also for a usage error).
     """
+    from dataclasses import replace
+
     from fleetcheck.core import peers, registry, runner
     from fleetcheck.core.context import utcnow
     from fleetcheck.iso import parse_iso
@@ -68,7 +70,8 @@ def explain_cmd(
         memory = state_mod.Memory(
             fleet.patrol.fail_after, fleet.patrol.flap_changes, fleet.patrol.flap_window
         )
-        report, _ = state_mod.apply(report, rows, memory)  # since when, nothing saved
+        standing, _ = state_mod.step(report.results, report.started_at, rows, memory)
+        report = replace(report, standing=standing)  # since when, nothing saved
         sources.append(f"the state file {state_path}")
     rounds: list[hist.Round] = []
     if hist.exists(history_path):  # its database, or a JSONL not yet migrated
@@ -85,7 +88,13 @@ def explain_cmd(
             "'since' before it (`fleetcheck run` keeps them)"
         )
     told = explaining.explain(
-        host, report.results, rounds, now, sources, explaining.hints_from_registry()
+        host,
+        report.results,
+        rounds,
+        now,
+        sources,
+        explaining.hints_from_registry(),
+        standing=report.standing,
     )
     if format == "json":
         print(json.dumps(told.to_dict(), indent=1, ensure_ascii=False))

@@ -166,7 +166,7 @@ def cell(result: Result | None, report: Report, check: str, host: str) -> str:
     extra = ""
     if since:
         extra += f'<br><span class="since">for {e(since.rstrip(" ~"))}</span>'
-    if result.flapping:
+    if report.standing_of(result).flapping:
         extra += '<br><span class="flap">~ flapping</span>'
     return (
         f'<td class="cell st-{result.status.label}">'
@@ -281,24 +281,25 @@ def row_page(
     from fleetcheck.console.source import row_timeline
 
     head = snap.head
-    rows = snap.rows_of(host) if head is not None else []  # not every row: this host's
-    result = next((r for r in rows if r.check == check), None)
+    part = snap.part(host) if head is not None else None  # not every row: this host's
+    result = next((r for r in part.results if r.check == check), None) if part else None
     points = row_timeline(window, check, host)
     if result is None and not any(p.status for p in points):
         return None
     where = host if host is not None else BROKER
     body = [header(snap, now, stale_after, f"{where} / {check}")]
-    if result is not None:
-        since = result.since
+    if result is not None and part is not None:
+        standing = part.standing_of(result)
+        since = standing.since
         if since is None:
             hist_since = since_from_history(points)
             since = _when(hist_since) if hist_since else None
         body.append(
             f"<p>{status_badge(result.status)} {e(result.summary)}</p><table>"
             f"<tr><th>since</th><td>{e(since or 'this round')}</td></tr>"
-            f"<tr><th>bad rounds in a row</th><td>{e(result.bad_rounds)}</td></tr>"
-            f"<tr><th>alerting</th><td>{'yes' if result.should_alert else 'no'}</td></tr>"
-            f"<tr><th>flapping</th><td>{'yes' if result.flapping else 'no'}</td></tr>"
+            f"<tr><th>bad rounds in a row</th><td>{e(standing.bad_rounds)}</td></tr>"
+            f"<tr><th>alerting</th><td>{'yes' if standing.pages(result.status) else 'no'}</td></tr>"
+            f"<tr><th>flapping</th><td>{'yes' if standing.flapping else 'no'}</td></tr>"
             f"<tr><th>probe took</th><td>{e(f'{result.duration_s:.3f}s')}</td></tr></table>"
         )
         body.append("<h2>Metrics</h2>")
@@ -322,7 +323,7 @@ def row_page(
             text = json.dumps(result.evidence, indent=2, default=str, ensure_ascii=False)
             body.append(f"<pre>{e(text)}</pre>")
     if host is not None and head is not None:
-        body.append(explanation_html(snap, rows, head.started_at, host))
+        body.append(explanation_html(snap, part or Report("", 0.0, ()), head.started_at, host))
     body.append(f"<h2>Timeline ({len(points)} rounds in the window)</h2>")
     t0 = window[0].started_at.timestamp() if window else 0.0
     t1 = window[-1].started_at.timestamp() if window else 0.0
@@ -332,10 +333,10 @@ def row_page(
     return page(f"{where} / {check}", "".join(body))
 
 
-def explanation_html(snap: Snapshot, rows: list[Result], started_at: str, host: str) -> str:
-    """`fleetcheck explain HOST`'s text for the newest round (`rows`: its rows of `host`,
-    `started_at`: its start), from the recorded files (the console never patrols): the same
-    lines, each escaped."""
+def explanation_html(snap: Snapshot, part: Report, started_at: str, host: str) -> str:
+    """`fleetcheck explain HOST`'s text for the newest round (`part`: it with only the rows
+    of `host`; `started_at`: its start), from the recorded files (the console never
+    patrols): the same lines, each escaped."""
     from fleetcheck.iso import parse_iso
     from fleetcheck.rounds import explain as explaining
 
@@ -347,7 +348,10 @@ def explanation_html(snap: Snapshot, rows: list[Result], started_at: str, host: 
         sources.append(f"the history ({len(past)} earlier rounds)")
     else:
         sources.append("no earlier round in the history: this round only")
-    told = explaining.explain(host, rows, rounds, now, sources, explaining.hints_from_registry())
+    hints = explaining.hints_from_registry()
+    told = explaining.explain(
+        host, part.results, rounds, now, sources, hints, standing=part.standing
+    )
     lines = "\n".join(told.lines())
     return (
         f'<h2 id="explain">Explanation: {e(host)}</h2>'
@@ -359,8 +363,8 @@ def host_page(snap: Snapshot, host: str, now: datetime, stale_after: float) -> s
     """One host: its explanation and a link to each of its rows; None when the newest round
     has no row of it."""
     head = snap.head
-    mine = snap.rows_of(host) if head is not None else []  # not every row: this host's
-    rows = sorted(mine, key=lambda r: (-r.status.rank, r.check))  # worst first, as the grid
+    mine = snap.part(host) if head is not None else Report("", 0.0, ())  # this host's rows
+    rows = sorted(mine.results, key=lambda r: (-r.status.rank, r.check))  # worst first, as the grid
     if head is None or not rows:
         return None
     body = [header(snap, now, stale_after, f"{host}: explained")]

@@ -24,6 +24,7 @@ from fleetcheck.core.model import (
     REPORT_SCHEMA,
     Report,
     Result,
+    Standing,
     Status,
 )
 from fleetcheck.core.safe_text import one_line, printable, printable_tree
@@ -39,32 +40,35 @@ def report_from_dict(data: dict[str, Any]) -> Report:
     Raises ValueError/KeyError/TypeError on a document that is not one."""
     if data.get("schema") not in READABLE_SCHEMAS:
         raise ValueError(f"not a {REPORT_SCHEMA} document")
-    results = []
+    results, standing = [], {}
     for r in data["results"]:
         has_state = "since" in r
-        results.append(
-            Result(
-                check=str(r["check"]),
-                host=None if r.get("host") is None else str(r["host"]),
-                status=Status.parse(str(r["status"])),
-                summary=str(r.get("summary", "")),
-                metrics=dict(r.get("metrics") or {}),
-                evidence=r.get("evidence"),
-                duration_s=float(r.get("duration_s") or 0.0),
-                limits=dict(r.get("limits") or {}),
-                headline=None if r.get("headline") is None else str(r["headline"]),
+        row = Result(
+            check=str(r["check"]),
+            host=None if r.get("host") is None else str(r["host"]),
+            status=Status.parse(str(r["status"])),
+            summary=str(r.get("summary", "")),
+            metrics=dict(r.get("metrics") or {}),
+            evidence=r.get("evidence"),
+            duration_s=float(r.get("duration_s") or 0.0),
+            limits=dict(r.get("limits") or {}),
+            headline=None if r.get("headline") is None else str(r["headline"]),
+            evidence_strength=_text_or_none(r.get("evidence_strength")),
+            cause=_text_or_none(r.get("cause")),
+            item=_text_or_none(r.get("item")),
+        )
+        results.append(row)
+        if has_state or r.get("silenced"):
+            standing[row.id] = Standing(
                 since=str(r["since"]) if has_state and r.get("since") is not None else None,
                 bad_rounds=int(r.get("bad_rounds") or 0),
                 alerting=bool(r.get("alerting")) if has_state else None,
                 flapping=bool(r.get("flapping")),
-                evidence_strength=_text_or_none(r.get("evidence_strength")),
-                cause=_text_or_none(r.get("cause")),
                 silenced=_text_or_none(r.get("silenced")),
-                item=_text_or_none(r.get("item")),
             )
-        )
     parse_iso(str(data["started_at"]))  # a malformed time is a malformed document
-    return Report(str(data["started_at"]), float(data["duration_s"]), tuple(results))
+    started = str(data["started_at"])
+    return Report(started, float(data["duration_s"]), tuple(results), standing=standing)
 
 
 def _text_or_none(value: Any) -> str | None:
@@ -194,8 +198,8 @@ class Later:
     def parsed(self) -> bool:
         return self._data is None
 
-    def rows_of(self, host: str | None) -> list[Result]:
-        """The newest round's rows of one host (None: the broker-wide rows), made Results
+    def part(self, host: str | None) -> Report:
+        """The newest round with only one host's rows (None: the broker-wide rows), made Results
         without making the other 29,997 at 10,000 hosts (a host's and a row's page need only
         these). Rows whose host matches only once made safe are found too. A document whose
         rows cannot be read: as `report`, the newest round from the history, `problem` set."""
@@ -213,11 +217,11 @@ class Later:
                         and isinstance(r.get("host"), str)
                         and printable(r["host"]) == host
                     ]
-                return list(report_from_dict({**data, "results": picked}).results)
+                return report_from_dict({**data, "results": picked})
             except (ValueError, KeyError, TypeError, AttributeError):
                 pass  # the whole document then: its problem said, the history's round used
-        report = self.report()
-        return [r for r in report.results if r.host == host] if report is not None else []
+        report = self.report() or Report("", 0.0, ())
+        return replace(report, results=tuple(r for r in report.results if r.host == host))
 
     def report(self) -> Report | None:
         with self._lock:
@@ -257,9 +261,14 @@ class Snapshot:
     def rows_of(self, host: str | None) -> list[Result]:
         """The newest round's rows of one host (None: broker-wide), in the round's order;
         from the newest round's file without making every row a Result (see Later)."""
+        return list(self.part(host).results)
+
+    def part(self, host: str | None) -> Report:
+        """The newest round with only the rows of `host`, and their standing."""
         if self.later is not None:
-            return self.later.rows_of(host)
-        return [r for r in self.given.results if r.host == host] if self.given else []
+            return self.later.part(host)
+        report = self.given or Report("", 0.0, ())
+        return replace(report, results=tuple(r for r in report.results if r.host == host))
 
     @property
     def head(self) -> Head | None:

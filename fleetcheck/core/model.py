@@ -7,7 +7,7 @@ read them. Nothing here does I/O.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -110,9 +110,20 @@ def row_id(check: str, host: str | None, item: str | None = None) -> str:
     return base if item is None else f"{base}|{item}"
 
 
+_SAFE: dict[str, Callable[[Any], Any]] = {
+    "summary": one_line,
+    "evidence": printable_tree,
+    "metrics": printable_tree,
+}
+_SAFE |= {"limits": printable_tree, "check": printable, "host": printable, "item": one_line}
+_SAFE |= {"headline": printable, "cause": one_line}
+
+
 @dataclass(frozen=True)
 class Result:
-    """One (check, host, item) verdict: the unit every renderer, state file and alert consumes.
+    """One (check, host, item) verdict: what the check said of it this round, nothing more.
+    What the row's past adds (since when, alerting, silenced) is its Standing, kept beside
+    it in the Report.
 
     `host` is None for broker-wide rows; `item` names one of several things a check judges on
     that host or broker (a log file, a queue), None for a row that is the whole (check, host).
@@ -135,13 +146,9 @@ class Result:
     # The name of the metric that is this row's headline (Nagios' first perfdata value, the
     # console's number); the check declares it (`Check.headline`), None when it has none
     headline: str | None = None
-    # Memory across rounds (filled in from the state file; see fleetcheck.state):
-    since: str | None = None  # UTC ISO time this row has had its current status since
-    bad_rounds: int = 0  # consecutive rounds not OK, this one included
-    alerting: bool | None = None  # None: no state used (then: alert when not OK)
-    flapping: bool = False  # changed status often in the recent rounds
-    # What the next round's probe of this row gets back (counters to judge by their increase,
-    # limits last seen); kept in the state file, never rendered
+    # The check's note to its own next round (counters to judge by their increase, limits
+    # last seen): part of what the check said, so it stays on the verdict; the state file
+    # keeps it, no output shows it
     carry: dict[str, Any] | None = None
     # How strong the evidence behind this verdict is (Strength's value); every row that is not
     # OK carries one (the runner fills in the check's declared default), an OK row may
@@ -149,35 +156,17 @@ class Result:
     # The one cause this row shares with others (a broker that did not answer, a host key that
     # changed, a jump host): renderers group rows of one cause under it; None: its own
     cause: str | None = None
-    # Why and until when an operator (or a [silences] window) silenced this row: it still shows,
-    # marked, but does not alert, notify or raise the exit code (rounds.silences); None: not
-    silenced: str | None = None
     # Which of the check's items on this host the row judges (a log file, a queue); None: the
     # row is the whole (check, host). Rows of one (check, host) differ by their item
     item: str | None = None
 
     def __post_init__(self) -> None:
-        # Summary, evidence and metric names carry text remote parties control: made safe
-        # here, once, so no output can print a control character (see core.safe_text). The
-        # other text fields too: a row rebuilt from an old history or state file (the console,
-        # `history`) has whatever that file holds in its check, host and limits
-        object.__setattr__(self, "summary", one_line(self.summary))
-        object.__setattr__(self, "evidence", printable_tree(self.evidence))
-        object.__setattr__(self, "metrics", printable_tree(self.metrics))
-        object.__setattr__(self, "limits", printable_tree(self.limits))
-        object.__setattr__(self, "check", printable(self.check))
-        if self.host is not None:
-            object.__setattr__(self, "host", printable(self.host))
-        if self.item is not None:
-            object.__setattr__(self, "item", one_line(self.item))
-        if self.headline is not None:
-            object.__setattr__(self, "headline", printable(self.headline))
-        if self.since is not None:
-            object.__setattr__(self, "since", printable(self.since))
-        if self.cause is not None:
-            object.__setattr__(self, "cause", one_line(self.cause))
-        if self.silenced is not None:
-            object.__setattr__(self, "silenced", one_line(self.silenced))
+        # Text remote parties control (and a row rebuilt from an old file: any field) is made
+        # safe here, once, so no output can print a control character (see core.safe_text)
+        for name, clean in _SAFE.items():
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, clean(value))
         if self.evidence_strength is not None and self.evidence_strength not in STRENGTHS:
             # only a row rebuilt from a damaged file can get here (checks are held to the
             # four values by the contract test): an unknown grade is no grade
@@ -201,29 +190,6 @@ class Result:
         """The CHECK column's text: the check, and its item in brackets for an item's row."""
         return self.check if self.item is None else f"{self.check}[{self.item}]"
 
-    @property
-    def should_alert(self) -> bool:
-        """Whether this row should page: not OK, not silenced, and bad for `fail_after` rounds
-        if known."""
-        if self.silenced is not None:
-            return False
-        if self.alerting is not None:
-            return self.alerting
-        return self.status is not Status.OK
-
-    def with_memory(self, since: str, bad_rounds: int, alerting: bool, flapping: bool) -> Result:
-        """This row with what the state remembers of it (rounds.state.apply). A copy that
-        does not make its text safe again, as `replace` would (it is already, and at 30,000
-        rows that was a third of a round's state): only `since`, read from the state file,
-        is made safe here."""
-        row = object.__new__(Result)
-        row.__dict__.update(self.__dict__)
-        object.__setattr__(row, "since", printable(since))
-        object.__setattr__(row, "bad_rounds", bad_rounds)
-        object.__setattr__(row, "alerting", alerting)
-        object.__setattr__(row, "flapping", flapping)
-        return row
-
     def with_duration(self, seconds: float) -> Result:
         return replace(self, duration_s=round(seconds, 6))
 
@@ -244,13 +210,6 @@ class Result:
             row["evidence_strength"] = self.evidence_strength
         if self.cause is not None:
             row["cause"] = self.cause
-        if self.silenced is not None:
-            row["silenced"] = self.silenced
-        if self.since is not None:
-            row["since"] = self.since
-            row["bad_rounds"] = self.bad_rounds
-            row["alerting"] = self.should_alert
-            row["flapping"] = self.flapping
         return row
 
 
@@ -264,6 +223,43 @@ def worst_per_host(rows: Iterable[tuple[str | None, Status]]) -> dict[str | None
     return out
 
 
+@dataclass(frozen=True)
+class Standing:
+    """What a row's past adds to its verdict, made by the round's one state step
+    (rounds.state.step): since when it has had its status (UTC ISO), its bad rounds in a row,
+    whether it alerts (None: no state kept, then every row not OK does), whether it is
+    flapping, and why and until when it is silenced (it shows, marked, but neither alerts,
+    notifies nor raises the exit code)."""
+
+    since: str | None = None
+    bad_rounds: int = 0
+    alerting: bool | None = None
+    flapping: bool = False
+    silenced: str | None = None
+
+    def __post_init__(self) -> None:  # a standing rebuilt from a file holds what it holds
+        if self.since is not None:
+            object.__setattr__(self, "since", printable(self.since))
+        if self.silenced is not None:
+            object.__setattr__(self, "silenced", one_line(self.silenced))
+
+    def pages(self, status: Status) -> bool:
+        """Whether a row of `status` with this standing should page."""
+        if self.silenced is not None:
+            return False
+        return status is not Status.OK if self.alerting is None else self.alerting
+
+    def fields(self, status: Status) -> dict[str, Any]:
+        """The standing's keys in a row of the report's document (none without state)."""
+        row: dict[str, Any] = {} if self.silenced is None else {"silenced": self.silenced}
+        if self.since is not None:
+            row |= {"since": self.since, "bad_rounds": self.bad_rounds}
+            row |= {"alerting": self.pages(status), "flapping": self.flapping}
+        return row
+
+
+NO_STANDING = Standing()
+
 REPORT_SCHEMA = "fleetcheck.report/3"
 # Documents of these schemas are still read back (history, the console's --from): version 1
 # lacks only evidence_strength and cause, version 2 only the rows of items (`item`)
@@ -272,12 +268,15 @@ READABLE_SCHEMAS = ("fleetcheck.report/1", "fleetcheck.report/2", REPORT_SCHEMA)
 
 @dataclass(frozen=True)
 class Report:
-    """All results of one patrol, with its timing. The exit code is derived here, once."""
+    """One round's record: its verdicts, each row's standing (by row id; a row without one
+    has NO_STANDING), its notes and timing. Built once per round and handed unchanged to
+    every output; the exit code is derived here, once."""
 
     started_at: str  # UTC ISO 8601 ending in Z
     duration_s: float
     results: tuple[Result, ...]
     notes: tuple[str, ...] = ()  # about the patrol itself (e.g. it had to slow down)
+    standing: Mapping[str, Standing] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Notes quote the patrol's transports (a throttled host's words) and a rebuilt
@@ -290,8 +289,18 @@ class Report:
         """The worst row that is not silenced: a silenced row never raises the exit code.
         Made once (the results cannot change): a pass over every row, asked for by the
         history's round, the newest round's file, the exit code and each renderer."""
+        quiet = {k for k, s in self.standing.items() if s.silenced is not None}
         # the set first: four statuses at most, not one key call per row
-        return worst({r.status for r in self.results if r.silenced is None})
+        return worst({r.status for r in self.results if not quiet or r.id not in quiet})
+
+    @property
+    def remembered(self) -> bool:
+        """Whether the round had state: its rows know since when (the SINCE column)."""
+        return any(s.since for s in self.standing.values())
+
+    def standing_of(self, row: Result) -> Standing:
+        """The row's standing: the one way every output reads it."""
+        return self.standing.get(row.id, NO_STANDING) if self.standing else NO_STANDING
 
     @property
     def exit_code(self) -> int:
@@ -326,12 +335,8 @@ class Report:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """The `run --format json` document."""
-        return self.document([r.to_dict() for r in self.sorted_results()])
-
-    def document(self, results: Any) -> dict[str, Any]:
-        """The document with `results` as its rows (`to_dict`'s, worst first; the newest
-        round's file holds them as columns instead: rounds.history)."""
+        """The `run --format json` document: each row its verdict and its standing, flat."""
+        rows = [r.to_dict() | self.standing_of(r).fields(r.status) for r in self.sorted_results()]
         status = self.status  # once: each is a pass over every row
         return {
             "schema": REPORT_SCHEMA,
@@ -339,6 +344,6 @@ class Report:
             "duration_s": round(self.duration_s, 6),
             "status": status.label,
             "exit_code": status.code,
-            "results": results,
+            "results": rows,
             **({"notes": list(self.notes)} if self.notes else {}),
         }

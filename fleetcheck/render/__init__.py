@@ -79,10 +79,11 @@ def _age(since: str | None, now_text: str) -> str | None:
 
 def since_text(result: Result, report: Report) -> str:
     """'2h31m' for a row with memory across rounds, '' without (first round or no state)."""
-    age = _age(result.since, report.started_at)
+    standing = report.standing_of(result)
+    age = _age(standing.since, report.started_at)
     if age is None:
         return ""
-    return age + (" ~" if result.flapping else "")
+    return age + (" ~" if standing.flapping else "")
 
 
 FIRST_SEEN = "first seen now"
@@ -93,7 +94,7 @@ def since_cell(result: Result, report: Report) -> str:
     FIRST_SEEN for a row that is not OK (an OK row seen first has nothing to say); '' without
     state."""
     text = since_text(result, report)
-    if text or result.since is None:
+    if text or report.standing_of(result).since is None:
         return text
     return FIRST_SEEN if result.status is not Status.OK else ""
 
@@ -122,8 +123,9 @@ def problem_lines(report: Report) -> list[tuple[Status, str, str]]:
         for status in sorted(by_status, key=lambda s: -s.rank):
             rows = by_status[status]
             text = ", ".join(r.label for r in rows)
-            if any(r.since is not None for r in rows):
-                age = _age(min(r.since for r in rows if r.since), report.started_at)
+            known = [s for r in rows if (s := report.standing_of(r).since)]
+            if known:
+                age = _age(min(known), report.started_at)
                 text += f" (for {age})" if age else f" ({FIRST_SEEN})"
             parts.append(text if status is worst_status else f"{status.label} {text}")
         out.append((worst_status, place(host), "; ".join(parts)))
@@ -143,7 +145,7 @@ def host_verdicts(report: Report) -> list[tuple[str, Status, str]]:
             key=lambda r: -r.status.rank,
         )
         worst_rows = [r for r in rows if r.status is status]
-        since = min((r.since for r in worst_rows if r.since), default=None)
+        since = min((s for r in worst_rows if (s := report.standing_of(r).since)), default=None)
         age = _age(since, report.started_at) if since and since != report.started_at else None
         head = f"{host} {status.label}" + (f" for {age}" if age else "")
         parts = []

@@ -64,7 +64,7 @@ def render(report: Report, problems: bool = False, columns: int | None = None) -
     """The report as text; `problems`: only the rows that are not OK (the footer still counts
     every row)."""
     columns = columns or width()
-    remembered = any(r.since for r in report.results)
+    remembered = report.remembered
     headers = ["STATUS", "HOST", "CHECK"] + (["SINCE"] if remembered else []) + ["SUMMARY"]
 
     def line(r: Result, text: str, member: bool = False) -> list[str]:

@@ -279,7 +279,7 @@ def registry_for(report: Report) -> CollectorRegistry:
     flapping = gauge("check_flapping", "1 when the row changed status often lately", row_labels)
     bad_rounds = None
     since = None
-    if any(r.since is not None for r in results):
+    if report.remembered:
         bad_rounds = gauge("check_bad_rounds", "Consecutive rounds not OK", row_labels)
         since = gauge(
             "check_since_timestamp_seconds", "When the row got its current status", row_labels
@@ -292,11 +292,12 @@ def registry_for(report: Report) -> CollectorRegistry:
         seen.add(row)
         status.labels(*row).set(r.status.rank)
         duration.labels(*row).set(r.duration_s)
-        alerting.labels(*row).set(1 if r.should_alert else 0)
-        flapping.labels(*row).set(1 if r.flapping else 0)
-        if r.since is not None and bad_rounds is not None and since is not None:
-            bad_rounds.labels(*row).set(r.bad_rounds)
-            started = epoch(r.since)
+        standing = report.standing_of(r)
+        alerting.labels(*row).set(1 if standing.pages(r.status) else 0)
+        flapping.labels(*row).set(1 if standing.flapping else 0)
+        if standing.since is not None and bad_rounds is not None and since is not None:
+            bad_rounds.labels(*row).set(standing.bad_rounds)
+            started = epoch(standing.since)
             if started is not None:
                 since.labels(*row).set(started)
 

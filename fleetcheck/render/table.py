@@ -31,7 +31,7 @@ STYLES = {
 def build(report: Report, problems: bool = False) -> Group:
     """The detail table, the problem lines and the footer, as one renderable; `problems`:
     only the rows that are not OK (the footer still counts every row)."""
-    remembered = any(r.since for r in report.results)
+    remembered = report.remembered
     table = Table(show_lines=False, header_style="bold", expand=False)
     table.add_column("STATUS", no_wrap=True)
     table.add_column("HOST", no_wrap=True)

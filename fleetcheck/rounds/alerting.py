@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from fleetcheck.core.model import Report, Result, Status, place
+from fleetcheck.core.model import Report, Result, Standing, Status, place
 from fleetcheck.iso import iso_utc, parse_iso
 from fleetcheck.rounds.delivery import USER_AGENT as USER_AGENT
 from fleetcheck.rounds.delivery import DeliveryError as DeliveryError
@@ -81,9 +81,10 @@ def build_alerts(
             continue
         rows.add(r.key)
         subject = f"{_subject(r.key)}: {r.summary}"
-        if r.should_alert and r.status in SEVERITIES:
+        standing = report.standing_of(r)
+        if standing.pages(r.status) and r.status in SEVERITIES:
             severity = SEVERITIES[r.status]
-            alerts.append(_firing(r, severity, subject, now, expires_after, extra))
+            alerts.append(_firing(r, standing, severity, subject, now, expires_after, extra))
             resolve(r.key, severity, subject)
         else:
             resolve(r.key, None, subject)
@@ -96,6 +97,7 @@ def build_alerts(
 
 def _firing(
     r: Result,
+    standing: Standing,
     severity: str,
     subject: str,
     now: datetime,
@@ -104,11 +106,11 @@ def _firing(
 ) -> dict[str, Any]:
     annotations = {"summary": subject, "status": r.status.label}
     starts = now
-    if r.since is not None:
-        annotations["since"] = r.since
-        annotations["bad_rounds"] = str(r.bad_rounds)
+    if standing.since is not None:
+        annotations["since"] = standing.since
+        annotations["bad_rounds"] = str(standing.bad_rounds)
         try:
-            starts = min(now, parse_iso(r.since))
+            starts = min(now, parse_iso(standing.since))
         except ValueError:
             pass
     return {

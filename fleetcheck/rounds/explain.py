@@ -16,20 +16,21 @@ its lines.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from fleetcheck.core.declarations import Cause as CauseRule
 from fleetcheck.core.declarations import Clue
-from fleetcheck.core.model import Result, Status, Strength, worst
+from fleetcheck.core.model import NO_STANDING, Result, Standing, Status, Strength, worst
 from fleetcheck.core.safe_text import one_line
 from fleetcheck.iso import iso_utc, parse_iso
 from fleetcheck.rounds.history import Round
 
 SCHEMA = "fleetcheck.explain/1"
 NO_ROWS = "no check has a row for this host in this patrol (none enabled applies to it)"
+NO_ROW_STANDING: Mapping[str, Standing] = {}
 
 
 # ------------------------------------------------------------------- the rules, as data
@@ -230,12 +231,12 @@ def _streak(
 
 
 def _row_since(
-    row: Result, series: list[tuple[datetime, dict[str, Any]]], now: datetime
+    row: Result, state: str | None, series: list[tuple[datetime, dict[str, Any]]], now: datetime
 ) -> tuple[datetime, str]:
     """Since when `row` has had its status: the state's `since`, else the history, else now."""
-    if row.since:
+    if state:
         try:
-            since = parse_iso(row.since)
+            since = parse_iso(state)
             if since.tzinfo is None:
                 since = since.replace(tzinfo=UTC)
             if since < now:
@@ -288,7 +289,11 @@ def _events(
     host: str,
     now: datetime,
     clues: Sequence[tuple[str, Clue]],
+    standing: Mapping[str, Standing],
 ) -> list[Event]:
+    def since(row: Result, series: list[tuple[datetime, dict[str, Any]]]) -> tuple[datetime, str]:
+        return _row_since(row, standing.get(row.id, NO_STANDING).since, series, now)
+
     out: list[Event] = []
     covered: set[str] = set()
     for check, clue in clues:
@@ -312,13 +317,13 @@ def _events(
                 found = _streak(series, holds)
                 at, how = found if found is not None else (None, "")
             if at is None:
-                at, how = _row_since(row, series, now)
+                at, how = since(row, series)
             out.append(Event(at, _fill(clue.words, row, value, at, clue.line), row.check, how))
             covered.add(row.check)
     for row in rows:  # every other row not OK gets its line
         if row.status is Status.OK or row.check in covered:
             continue
-        at, how = _row_since(row, _series(rounds, host, row.check), now)
+        at, how = since(row, _series(rounds, host, row.check))
         out.append(Event(at, f"{row.check} {row.status.label}: {row.summary}", row.check, how))
     out.sort(key=lambda e: (e.at, e.check))
     return out
@@ -404,10 +409,12 @@ def explain(
     sources: Sequence[str] = (),
     hints: Callable[[Result], Hint | None] = lambda r: None,
     rules: Rules | None = None,
+    standing: Mapping[str, Standing] = NO_ROW_STANDING,
 ) -> Explanation:
-    """The host's explanation from its rows of this patrol (with `since` from the state when
-    there is one) and the recorded rounds before `now` (None or empty: no history). `rules`:
-    the clues and causes to read them with; None: what the rows' checks declare."""
+    """The host's explanation from its rows of this patrol (with `since` from their
+    `standing`, by row id, when the state kept one) and the recorded rounds before `now`
+    (None or empty: no history). `rules`: the clues and causes to read them with; None: what
+    the rows' checks declare."""
     rows = [r for r in rows if r.host == host]
     past = [r for r in rounds or () if r.started_at < now]
     status = worst(r.status for r in rows)
@@ -441,7 +448,7 @@ def explain(
     causes = _causes(rows, hints, cause_rules)
     return Explanation(
         host, status, now, tuple(sources), last, note,
-        tuple(_events(rows, past, host, now, clues)),
+        tuple(_events(rows, past, host, now, clues, standing)),
         causes[0] if causes else None, tuple(causes[1:]), peers, (), unknown,
     )  # fmt: skip
 

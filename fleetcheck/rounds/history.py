@@ -6,8 +6,8 @@ reads while a patrol writes); the history path keeps its name (`history-x.jsonl`
 history written by an older fleetcheck is migrated into the database on the first append
 (every row, as written), then moved aside as `*.migrated`. Until then, and for a history that
 was never migrated, the JSONL is read as before. `export_jsonl` writes the rounds back out as
-JSON lines. Appends happen under a lock (and, from a patrol with state, under the state lock
-too); the files are private (0600).
+JSON lines. Appends happen under the history's own lock (one at a time, so two overlapping
+runs never both migrate or lose a round); the files are private (0600).
 
 Next to the history, the newest round is kept whole (`latest_path`: the `run --format json`
 document, evidence included, in marshal's format), replaced atomically once the round is

@@ -15,12 +15,11 @@ a broken source cannot turn into a mass "left the fleet"; the `inventory` row sa
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from fleetcheck.config import FleetConfig
-from fleetcheck.core.model import Report, Result, Status, worst
+from fleetcheck.core.model import Result, Status, worst
 from fleetcheck.files import LockedJson, replace_private
 
 SCHEMA = "fleetcheck.members/1"
@@ -130,25 +129,21 @@ def judge_sources(fleet: FleetConfig) -> Result | None:
     )
 
 
-def observe(fleet: FleetConfig, report: Report, state: Path | None) -> Report:
-    """The report with the inventory's row and this round's membership notes added."""
+def observe(fleet: FleetConfig, at: str, state: Path | None) -> tuple[list[Result], list[str]]:
+    """The inventory's row (when there is one) and this round's membership notes."""
     row = judge_sources(fleet)
-    if row is not None:
-        report = replace(report, results=(*report.results, row))
+    rows = [] if row is None else [row]
     if state is None:
-        return report
+        return rows, []
     current = {h.name: h.origin for h in fleet.hosts}
     try:
         with Members(members_path(state)).locked() as data:
-            known = data if data else None
-            notes, new = changes(known, current, report.started_at)
+            notes, new = changes(data if data else None, current, at)
             data.clear()
             data.update(new)
     except OSError as e:
         from fleetcheck.core.stderr import warn
 
         warn(f"fleet membership file beside {state}: {e.strerror or e}")
-        return report
-    if notes:
-        report = replace(report, notes=(*report.notes, *notes))
-    return report
+        return rows, []
+    return rows, notes

@@ -126,10 +126,10 @@ def _md(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
-def _entry(r: Result, now: str, flapping: bool = False) -> dict[str, Any]:
+def _entry(r: Result, since: str | None, now: str, flapping: bool = False) -> dict[str, Any]:
     return {
         "status": r.status.label,
-        "since": r.since or now,
+        "since": since or now,
         "sent": now,
         "seen": now,
         "flapping": flapping,
@@ -172,20 +172,22 @@ def plan(
         wanted = target.wants_place(r, groups_of)
         if not wanted:
             continue  # never told (or no longer wanted: forgotten quietly)
-        if r.silenced is not None:
+        standing = report.standing_of(r)
+        if standing.silenced is not None:
             # nothing said while it lasts, and forgotten: a row still bad when its silence
             # ends is news again
             silenced += 1
             continue
-        problem = r.should_alert and r.status.label in target.statuses
+        problem = standing.pages(r.status) and r.status.label in target.statuses
         if problem:
             failing.append(r)
-        if r.flapping:
+        since = standing.since
+        if standing.flapping:
             if prev is not None and prev.get("flapping"):
                 new_told[key] = {**prev, "seen": now_text}
             elif problem or prev is not None or r.status is Status.OK:
                 news["flapping"].append((r, "changes status often: told once"))
-                new_told[key] = _entry(r, now_text, flapping=True)
+                new_told[key] = _entry(r, since, now_text, flapping=True)
             continue
         if not problem:
             if prev is not None:
@@ -193,20 +195,17 @@ def plan(
                 note = "stopped flapping" if prev.get("flapping") else f"was {was}"
                 news["recovered"].append((r, note))
             continue
-        if prev is None:
-            news["new"].append((r, ""))
-            new_told[key] = _entry(r, now_text)
-        elif prev.get("flapping"):
-            news["new"].append((r, "no longer flapping"))
-            new_told[key] = _entry(r, now_text)
-        elif prev.get("status") != r.status.label:
-            news["new"].append((r, f"was {prev.get('status')}"))
-            new_told[key] = _entry(r, now_text)
+        if prev is None or prev.get("flapping") or prev.get("status") != r.status.label:
+            note = "" if prev is None else f"was {prev.get('status')}"
+            if prev is not None and prev.get("flapping"):
+                note = "no longer flapping"
+            news["new"].append((r, note))
+            new_told[key] = _entry(r, since, now_text)
         elif remind_every > 0 and now - _parsed(prev.get("sent"), now) >= timedelta(
             seconds=remind_every
         ):
             news["reminder"].append((r, ""))
-            new_told[key] = {**_entry(r, now_text), "since": prev.get("since") or now_text}
+            new_told[key] = {**_entry(r, since, now_text), "since": prev.get("since") or now_text}
         else:
             new_told[key] = {**prev, "seen": now_text, "summary": r.summary}
     for key, prev in told.items():
@@ -217,7 +216,7 @@ def plan(
     sections = []
     for kind, heading in SECTIONS:
         if news[kind]:
-            sections.append((heading, tuple(_items(news[kind], kind, public_url))))
+            sections.append((heading, tuple(_items(report, news[kind], kind, public_url))))
     return Message(_title(news, failing), tuple(sections), _footer(failing, silenced)), new_told
 
 
@@ -228,7 +227,9 @@ def _parsed(text: Any, default: datetime) -> datetime:
         return default
 
 
-def _items(rows: list[tuple[Result, str]], kind: str, public_url: str | None) -> Iterable[Item]:
+def _items(
+    report: Report, rows: list[tuple[Result, str]], kind: str, public_url: str | None
+) -> Iterable[Item]:
     """Rows as lines: those of one cause (and one status) as one line, the rest one each."""
     by_cause: dict[tuple[str, str], list[tuple[Result, str]]] = {}
     alone: list[tuple[Result, str]] = []
@@ -245,7 +246,7 @@ def _items(rows: list[tuple[Result, str]], kind: str, public_url: str | None) ->
         hosts = sorted({place(r.host) for r, _ in group})
         shown = ", ".join(hosts[:5]) + (f" and {len(hosts) - 5} more" if len(hosts) > 5 else "")
         first = group[0][0]
-        since = min((r.since for r, _ in group if r.since), default=None)
+        since = min((s for r, _ in group if (s := report.standing_of(r).since)), default=None)
         item = Item(
             status,
             f"{len(group)} rows",
@@ -261,7 +262,7 @@ def _items(rows: list[tuple[Result, str]], kind: str, public_url: str | None) ->
             status,
             f"{place(r.host)} {r.label}",
             r.summary,
-            since=r.since if kind != "recovered" else None,
+            since=report.standing_of(r).since if kind != "recovered" else None,
             strength=r.evidence_strength if r.status is not Status.OK else None,
             note=note,
             link=_link(public_url, r),

@@ -1,7 +1,8 @@
 """Living with fleetcheck: one round or many, with memory, history and the alerting outputs.
 
 The CLI parses options; this module decides the order of things in a round: patrol, then
-remember (state), then record (history), then feed the monitoring stack. A failing output
+its record (the verdicts with each row's standing, built once), then that record to the
+history (appended here only) and the monitoring stack. A failing output
 (Alertmanager down, heartbeat URL unreachable) is a warning on stderr, never a lost patrol.
 """
 
@@ -12,7 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -126,32 +127,16 @@ def warn(message: str) -> None:
 def one_round(
     fleet: FleetConfig, items: list[Planned], outputs: Outputs, keeper: Any = None
 ) -> Report:
-    memory = Memory(fleet.patrol.fail_after, fleet.patrol.flap_changes, fleet.patrol.flap_window)
+    """One round: the patrol, its record built once (record), then that record handed
+    unchanged to every output: the history, the textfile, Alertmanager, notify."""
     previous: dict[str, Any] = {}
     if outputs.state is not None:
         try:
             previous = carried(StateFile(outputs.state).read())
         except Exception as e:  # state never costs a patrol: it only loses its memory
             warn(f"state file {outputs.state}: {_why(e)}")
-    report = run_patrol(fleet, items, carried=previous, keeper=keeper)
-    if fleet.inventory:  # [[inventory]]: its row, and the hosts that joined or left
-        from fleetcheck.rounds import membership
-
-        report = membership.observe(fleet, report, outputs.state)
-    # no silence set makes no file: then only the config's windows can silence a row
-    if (outputs.silences is not None and outputs.silences.exists()) or fleet.silences.windows:
-        from fleetcheck.rounds import silences
-
-        try:
-            report = silences.apply(report, outputs.silences, fleet.silences.windows)
-        except Exception as e:  # a silence never costs a patrol (the rows show unsilenced)
-            warn(f"silences file {outputs.silences}: {_why(e)}")
-    if outputs.state is not None:
-        try:
-            report = remember(report, outputs.state, memory, outputs.history)
-        except Exception as e:
-            warn(f"state file {outputs.state}: {_why(e)}")
-    elif outputs.history is not None:
+    report = record(fleet, run_patrol(fleet, items, carried=previous, keeper=keeper), outputs)
+    if outputs.history is not None:
         from fleetcheck.rounds import history
 
         try:
@@ -165,16 +150,15 @@ def one_round(
             prometheus.write_textfile(report, str(outputs.textfile))
         except OSError as e:
             warn(f"textfile {outputs.textfile}: {e.strerror or e}")
-    if outputs.alertmanager:
+    for url in outputs.alertmanager:
         from fleetcheck.rounds import alerting
 
-        for url in outputs.alertmanager:
-            try:
-                # firing alerts lapse by themselves three patrol intervals after the last
-                # confirmation, so a dead fleetcheck never leaves them firing forever
-                alerting.push_alerts(url, report, expires_after=max(300.0, 3 * fleet.patrol.every))
-            except alerting.DeliveryError as e:
-                warn(str(e))
+        try:
+            # firing alerts lapse by themselves three patrol intervals after the last
+            # confirmation, so a dead fleetcheck never leaves them firing forever
+            alerting.push_alerts(url, report, expires_after=max(300.0, 3 * fleet.patrol.every))
+        except alerting.DeliveryError as e:
+            warn(str(e))
     if outputs.notify is not None and outputs.state is not None:
         from fleetcheck.rounds import notify, notify_ledger
 
@@ -190,6 +174,38 @@ def one_round(
         except alerting.DeliveryError as e:
             warn(str(e))
     return report
+
+
+def record(fleet: FleetConfig, report: Report, outputs: Outputs) -> Report:
+    """The round's record, built here once: the patrol's rows with the inventory's row,
+    silenced rows marked, the notes of hosts that joined or left and silences that ended,
+    and each row's Standing from the state's one step (saved under the state's lock)."""
+    rows, notes = list(report.results), list(report.notes)
+    if fleet.inventory:  # [[inventory]]: its row, and the hosts that joined or left
+        from fleetcheck.rounds import membership
+
+        extra, joined = membership.observe(fleet, report.started_at, outputs.state)
+        rows, notes = rows + extra, notes + joined
+    words: dict[str, str] = {}
+    # no silence set makes no file: then only the config's windows can silence a row
+    if (outputs.silences is not None and outputs.silences.exists()) or fleet.silences.windows:
+        from fleetcheck.iso import parse_iso
+        from fleetcheck.rounds import silences
+
+        try:
+            now = parse_iso(report.started_at)
+            rows, words, ended = silences.apply(rows, outputs.silences, fleet.silences.windows, now)
+            notes += ended
+        except Exception as e:  # a silence never costs a patrol (the rows show unsilenced)
+            warn(f"silences file {outputs.silences}: {_why(e)}")
+    report = replace(report, results=tuple(rows), notes=tuple(notes))
+    p = fleet.patrol
+    memory = Memory(p.fail_after, p.flap_changes, p.flap_window)
+    try:
+        return remember(report, outputs.state, memory, words)
+    except Exception as e:  # then the round has no memory, never no record
+        warn(f"state file {outputs.state}: {_why(e)}")
+        return remember(report, None, memory, words)
 
 
 def _why(e: Exception) -> str:

@@ -8,10 +8,10 @@ from the file and says so in the report's notes. A row is matched by HOST, CHECK
 or one item's row by HOST/CHECK/ITEM (`*` for any part; a bare word matches a host or a check of
 that name; a broker-wide row has no host, so only `*` or a bare CHECK reaches it).
 
-Marking is done once here, before state and history: the row's summary starts with
-`silenced until ... (REASON):` and its `silenced` field holds the same words, so every output
-(table, plain, Nagios, JSON, the console, the history) shows it without a renderer knowing.
-`Result.should_alert` is False for a silenced row (Alertmanager, the textfile's alerting
+Marking is done once here, before the round's record is built: the row's summary starts with
+`silenced until ... (REASON):` and its Standing's `silenced` holds the same words, so every
+output (table, plain, Nagios, JSON, the console, the history) shows it without a renderer
+knowing. `Standing.pages` is False for a silenced row (Alertmanager, the textfile's alerting
 gauge, notifications) and `Report.status` leaves it out (the exit code).
 """
 
@@ -21,13 +21,13 @@ import json
 import secrets
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from fleetcheck.core import stderr
-from fleetcheck.core.model import Report, Result
+from fleetcheck.core.model import Result
 from fleetcheck.core.safe_text import one_line
 from fleetcheck.files import exclusive, read_document, replace_private
 from fleetcheck.iso import iso_utc, parse_iso
@@ -45,27 +45,18 @@ class Silence:
     reason: str
     created: str
 
-    def to_dict(self) -> dict[str, str]:
-        return {
-            "id": self.id,
-            "target": self.target,
-            "until": self.until,
-            "reason": self.reason,
-            "created": self.created,
-        }
-
     @staticmethod
     def from_dict(data: Any) -> Silence | None:
         if not isinstance(data, dict):
             return None
         try:
-            fields = {k: data[k] for k in ("id", "target", "until", "reason", "created")}
-            if not all(isinstance(v, str) for v in fields.values()):
+            kept = {f.name: data[f.name] for f in fields(Silence)}
+            if not all(isinstance(v, str) for v in kept.values()):
                 return None
-            parse_iso(fields["until"])
+            parse_iso(kept["until"])
         except (KeyError, ValueError):
             return None
-        return Silence(**{k: one_line(v) for k, v in fields.items()})
+        return Silence(**{k: one_line(v) for k, v in kept.items()})
 
 
 def matches(target: str, check: str, host: str | None, item: str | None = None) -> bool:
@@ -125,7 +116,7 @@ class SilenceFile:
         return out
 
     def _save(self, items: list[Silence]) -> None:
-        text = json.dumps({"schema": SCHEMA, "silences": [s.to_dict() for s in items]}, indent=1)
+        text = json.dumps({"schema": SCHEMA, "silences": [asdict(s) for s in items]}, indent=1)
         replace_private(self.path, text)
 
 
@@ -157,12 +148,14 @@ def active(path: Path, now: datetime) -> list[Silence]:
     return [s for s in SilenceFile(path).read() if parse_iso(s.until) > now]
 
 
-def apply(report: Report, path: Path | None, windows: Iterable[Any] = ()) -> Report:
-    """The report with its silenced rows marked, the silences that ended since the last
-    round dropped from the file and named in the report's notes. Judged at the report's
-    own time. `windows`: the config's [silences] windows (config.tables.SilenceWindow)."""
-    now = parse_iso(report.started_at)
-    running: list[tuple[str, str]] = []  # (target, words)
+def apply(
+    results: Iterable[Result], path: Path | None, windows: Iterable[Any], now: datetime
+) -> tuple[list[Result], dict[str, str], list[str]]:
+    """The rows with each silenced one's summary marked (`WORDS: SUMMARY`, so every output
+    says it without knowing silences), the silence words by row id (their Standing's), and
+    notes naming the silences that ended since the last round (dropped from the file).
+    Judged at `now`. `windows`: the config's [silences] windows (config.tables.SilenceWindow)."""
+    found: list[tuple[str, str]] = []  # (target, words)
     notes: list[str] = []
     if path is not None and path.exists():  # no silence set: no file made (nor read)
         with SilenceFile(path).locked() as items:
@@ -173,20 +166,17 @@ def apply(report: Report, path: Path | None, windows: Iterable[Any] = ()) -> Rep
                 f"silence {s.id} of {s.target} ended at {_clock(s.until)} (it was: {s.reason})"
             )
         for s in items:
-            running.append((s.target, f"silenced until {_clock(s.until)} ({s.reason})"))
+            found.append((s.target, f"silenced until {_clock(s.until)} ({s.reason})"))
     for w in windows:
         start, stop = w.minutes()
         if window_active(start, stop, now):
-            running.append((w.match, f"silenced daily {w.daily} UTC ({w.reason})"))
-    if not running and not notes:
-        return report
-    results: list[Result] = []
-    for r in report.results:
-        words = next(
-            (text for target, text in running if matches(target, r.check, r.host, r.item)), None
-        )
-        if words is None:
-            results.append(r)
-        else:
-            results.append(replace(r, silenced=words, summary=f"{words}: {r.summary}"))
-    return replace(report, results=tuple(results), notes=(*report.notes, *notes))
+            found.append((w.match, f"silenced daily {w.daily} UTC ({w.reason})"))
+    rows: list[Result] = []
+    words_of: dict[str, str] = {}
+    for r in results:
+        said = (w for target, w in found if matches(target, r.check, r.host, r.item))
+        words = next(said, None)
+        if words is not None:
+            words_of[r.id] = words
+        rows.append(r if words is None else replace(r, summary=f"{words}: {r.summary}"))
+    return rows, words_of, notes

@@ -3,7 +3,7 @@ time lives in a small JSON file. From it each row learns since when it has had i
 how many bad rounds in a row it has had (so `fail_after` can hold back a one-round blip), and
 whether it is flapping.
 
-`apply` is pure (table-tested); `StateFile` only loads and saves, atomically and under a lock
+`step` is pure (table-tested); `StateFile` only loads and saves, atomically and under a lock
 so two overlapping cron runs cannot corrupt it. State heals: a damaged row is dropped with one
 warning and the others kept; a file that is not ours, or of a newer schema, is moved aside
 with a warning; nothing about state ever makes a patrol fail. Its files are private (0600):
@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -26,15 +26,15 @@ from typing import Any
 
 from fleetcheck import collector
 from fleetcheck.core import stderr
-from fleetcheck.core.model import Report, Status
+from fleetcheck.core.model import Report, Result, Standing, Status
 from fleetcheck.files import private_open, replace_private
 from fleetcheck.iso import parse_iso
-from fleetcheck.rounds import history as history_mod
 
 SCHEMA_NAME = "fleetcheck.state"
 SCHEMA_VERSION = 1
 SCHEMA = f"{SCHEMA_NAME}/{SCHEMA_VERSION}"
 FORGET_AFTER = timedelta(days=30)
+_NONE: Mapping[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -111,17 +111,25 @@ def carried(rows: dict[str, Any]) -> dict[str, Any]:
     return {k: v["carry"] for k, v in rows.items() if isinstance(v, dict) and v.get("carry")}
 
 
-def apply(
-    report: Report, rows: dict[str, Any], memory: Memory, checked: bool = False
-) -> tuple[Report, dict[str, Any]]:
-    """The report with since/bad_rounds/alerting/flapping filled in, and the new state rows.
+def step(
+    results: Iterable[Result],
+    at: str,
+    rows: dict[str, Any] | None,
+    memory: Memory,
+    silenced: Mapping[str, str] = _NONE,
+    checked: bool = False,
+) -> tuple[dict[str, Standing], dict[str, Any]]:
+    """The round's one state step (pure): each row's Standing (by row id) from the previous
+    state `rows` (None: no state kept, so only the silences), this round's verdicts made at
+    `at`, the silence words by row id and the memory settings; and the new state rows.
     Unusable rows are dropped (as if never seen). A row back at its status after one round
     of UNKNOWN keeps the since it had before that gap (CRIT -> UNKNOWN -> CRIT: the CRIT
     started at the first CRIT); after two rounds of UNKNOWN it starts anew."""
+    if rows is None:
+        return {k: Standing(silenced=words) for k, words in silenced.items()}, {}
     if not checked:  # (`checked`: the rows are a StateFile's, cleaned as it loaded them)
         rows, _ = clean(rows)
-    now_text = report.started_at
-    now = parse_iso(now_text)
+    now = parse_iso(at)
     recent_enough: dict[Any, bool] = {}  # by last_seen: the rows share a few
     new_rows = {}
     for k, v in rows.items():
@@ -131,41 +139,41 @@ def apply(
             keep = recent_enough[seen] = _recent(seen, now)
         if keep:
             new_rows[k] = v
-    results = []
-    for r in report.results:
+    standing = {}
+    for r in results:
         key = r.id
-        prev = rows.get(key)
+        prev = rows.get(key) or {}
         label = r.status.label
-        held = (prev or {}).get("held")
-        if prev and prev.get("status") == label and isinstance(prev.get("since"), str):
+        held = prev.get("held")
+        if prev.get("status") == label:
             since = prev["since"]
         elif isinstance(held, dict) and held.get("status") == label:
             # back to what it was before ONE round of UNKNOWN (fleetcheck could not look):
             # the problem did not start again, it was not seen for a round
-            since = str(held.get("since") or now_text)
+            since = str(held.get("since") or at)
         else:
-            since = now_text
-        bad = 0 if r.status is Status.OK else int((prev or {}).get("bad_rounds", 0)) + 1
-        recent = [s for s in (prev or {}).get("recent", []) if isinstance(s, str)]
-        recent = (recent + [label])[-memory.flap_window :]
+            since = at
+        bad = 0 if r.status is Status.OK else int(prev.get("bad_rounds", 0)) + 1
+        recent = [*prev.get("recent", []), label][-memory.flap_window :]
         changes = sum(1 for a, b in zip(recent, recent[1:], strict=False) if a != b)
-        flapping = changes >= memory.flap_changes
         alerting = r.status is not Status.OK and bad >= memory.fail_after
-        results.append(r.with_memory(since, bad, alerting, flapping))
-        new_rows[key] = {
+        flapping = changes >= memory.flap_changes
+        standing[key] = Standing(since, bad, alerting, flapping, silenced.get(key))
+        new = {
             "status": label,
             "since": since,
             "bad_rounds": bad,
             "recent": recent,
-            "last_seen": now_text,
+            "last_seen": at,
         }
         if r.status is Status.UNKNOWN and prev and prev.get("status") != Status.UNKNOWN.label:
             # what the row was before this gap, kept for one round only
-            new_rows[key]["held"] = {"status": prev.get("status"), "since": prev.get("since")}
-        carry = r.carry if r.carry is not None else (prev or {}).get("carry")
+            new["held"] = {"status": prev.get("status"), "since": prev.get("since")}
+        carry = r.carry if r.carry is not None else prev.get("carry")
         if carry is not None:
-            new_rows[key]["carry"] = carry
-    return replace(report, results=tuple(results)), new_rows
+            new["carry"] = carry
+        new_rows[key] = new
+    return standing, new_rows
 
 
 def _recent(last_seen: Any, now: datetime) -> bool:
@@ -278,15 +286,16 @@ class StateFile:
         replace_private(self.path, text)
 
 
-def remember(report: Report, path: Path, memory: Memory, history: Path | None = None) -> Report:
-    """Load, apply and save in one locked step; the history line (and its rotation) is
-    written under the same lock, so two overlapping runs never both rotate it."""
-    state = StateFile(path)
-    with collector.paused(), state.locked() as holder:  # see fleetcheck.collector
-        report, holder["rows"] = apply(report, holder["rows"], memory, checked=True)
-        if history is not None:
-            try:
-                history_mod.append(report, history)
-            except OSError as e:
-                warn(f"history file {history}: {e.strerror or e}")
-    return report
+def remember(
+    report: Report, path: Path | None, memory: Memory, silenced: Mapping[str, str] = _NONE
+) -> Report:
+    """The round's record: `report` with each row's standing, the state at `path` (None:
+    none kept) loaded, stepped and saved in one locked step."""
+    if path is None:
+        standing, _ = step(report.results, report.started_at, None, memory, silenced)
+        return replace(report, standing=standing)
+    with collector.paused(), StateFile(path).locked() as holder:  # see fleetcheck.collector
+        standing, holder["rows"] = step(
+            report.results, report.started_at, holder["rows"], memory, silenced, checked=True
+        )
+    return replace(report, standing=standing)
