@@ -7,6 +7,7 @@ read them. Nothing here does I/O.
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -43,7 +44,7 @@ class Status(enum.Enum):
 
 
 class Strength(enum.Enum):
-    """How strong the evidence behind a verdict is (field note 7 graded its evidence so).
+    """How strong the evidence behind a verdict is.
 
     Ordered strongest first: `proof` is a direct observation (a probe answered or did not, a
     connection is absent, a count is over its cap); `behaviour` a signature seen over time
@@ -312,27 +313,14 @@ class Report:
 
     def sorted_results(self) -> list[Result]:
         """Worst first, then by host (broker-wide rows first), then by check and item."""
-        return list(map(self.results.__getitem__, self._worst_first()))
-
-    def _worst_first(self) -> list[int]:
-        """The rows' indices in `sorted_results` order."""
-        results = self.results
         return sorted(
-            range(len(results)),
-            key=lambda i: (
-                -results[i].status.rank,
-                results[i].host is not None,
-                results[i].host or "",
-                results[i].check,
-                results[i].item or "",
-            ),
+            self.results,
+            key=lambda r: (-r.status.rank, r.host is not None, r.host or "", r.check, r.item or ""),
         )
 
     def counts(self) -> dict[str, int]:
-        out = {s.label: 0 for s in Status}
-        for r in self.results:
-            out[r.status.label] += 1
-        return out
+        found = Counter(r.status.label for r in self.results)
+        return {s.label: found[s.label] for s in Status}
 
     def to_dict(self) -> dict[str, Any]:
         """The `run --format json` document: each row its verdict and its standing, flat."""

@@ -54,101 +54,42 @@ ROW_LABELS = ("check", "host")
 SEVERITY = ", ".join(f"{s.rank} {s.label}" for s in sorted(Status, key=lambda s: s.rank))
 KEY_LABELS = ("key", "key2", "key3", "key4")
 
-# Units as promtool knows them: base units, and the non-base ones with their factor to base.
-_BASE_UNITS = {"amperes", "bytes", "celsius", "grams", "joules", "kelvin", "meters", "metres"}
-_BASE_UNITS |= {"seconds", "volts"}
-_TO_BASE: dict[str, tuple[str, float | None]] = {  # factor None: not a linear conversion
-    "minutes": ("seconds", 60.0),
-    "hours": ("seconds", 3600.0),
-    "days": ("seconds", 86400.0),
-    "weeks": ("seconds", 604800.0),
-    "bits": ("bytes", 0.125),
-    "kelvins": ("kelvin", 1.0),
-    "fahrenheit": ("celsius", None),
-    "rankine": ("celsius", None),
-    "inches": ("meters", 0.0254),
-    "yards": ("meters", 0.9144),
-    "miles": ("meters", 1609.344),
-    "calories": ("joules", 4.184),
-    "pounds": ("grams", 453.59237),
-    "ounces": ("grams", 28.349523125),
-}
-_PREFIXES = {
-    "pico": 1e-12,
-    "nano": 1e-9,
-    "micro": 1e-6,
-    "milli": 1e-3,
-    "centi": 1e-2,
-    "deci": 1e-1,
-    "deca": 1e1,
-    "hecto": 1e2,
-    "kilo": 1e3,
-    "kibi": 1024.0,
-    "mega": 1e6,
-    "mibi": 1024.0**2,
-    "giga": 1e9,
-    "gibi": 1024.0**3,
-    "tera": 1e12,
-    "tebi": 1024.0**4,
-    "peta": 1e15,
-    "pebi": 1024.0**5,
-}
-# abbreviations promtool rejects as name tokens, with what they mean
-_ABBREVIATIONS: dict[str, tuple[str, float]] = {
-    "s": ("seconds", 1.0),
-    "sec": ("seconds", 1.0),
-    "ms": ("seconds", 1e-3),
-    "us": ("seconds", 1e-6),
-    "ns": ("seconds", 1e-9),
-    "m": ("seconds", 60.0),
-    "h": ("seconds", 3600.0),
-    "d": ("seconds", 86400.0),
-    "b": ("bytes", 1.0),
-    "kb": ("bytes", 1024.0),
-    "mb": ("bytes", 1024.0**2),
-    "gb": ("bytes", 1024.0**3),
-    "tb": ("bytes", 1024.0**4),
-    "pb": ("bytes", 1024.0**5),
-}
+# Units as promtool knows them: the base units it accepts, the units it wants in their base
+# unit instead, SI and binary prefixes, and abbreviations it rejects as name tokens
+_BASE_UNITS = frozenset(
+    "amperes bytes celsius grams joules kelvin meters metres seconds volts".split()
+)
+_NON_BASE = frozenset(
+    "minutes hours days weeks bits kelvins fahrenheit rankine inches yards miles calories "
+    "pounds ounces".split()
+)
+_PREFIXES = tuple(
+    "pico nano micro milli centi deci deca hecto kilo kibi mega mibi giga gibi tera tebi peta "
+    "pebi".split()
+)
+_ABBREVIATIONS = frozenset("s sec ms us ns m h d b kb mb gb tb pb".split())
 _TYPE_WORDS = ("gauge_histogram", "counter", "gauge", "summary", "untyped", "histogram")
 _RESERVED_SUFFIXES = ("total", "count", "sum", "bucket")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _INVALID = re.compile(r"[^a-zA-Z0-9_]+")
 
 
-def unit_of(token: str) -> tuple[str, float | None] | None:
-    """(base unit, factor) when `token` is a unit that is not a base unit promtool accepts."""
-    if token in _BASE_UNITS:
-        return None
-    if token in _ABBREVIATIONS:
-        return _ABBREVIATIONS[token]
-    if token in _TO_BASE:
-        return _TO_BASE[token]
-    for prefix, scale in _PREFIXES.items():
-        if token.startswith(prefix):
-            rest = token[len(prefix) :]
-            if rest in _BASE_UNITS:
-                return rest, scale
-            if rest in _TO_BASE:
-                base, factor = _TO_BASE[rest]
-                return base, None if factor is None else scale * factor
-    return None
+def is_unit(token: str) -> bool:
+    """Whether `token` names a unit promtool rejects in a name (anything but a base unit)."""
+    if token in _ABBREVIATIONS or token in _NON_BASE:
+        return True
+    return any(
+        token.startswith(p) and token[len(p) :] in _BASE_UNITS | _NON_BASE for p in _PREFIXES
+    )
 
 
 RESERVED_NAMES = frozenset(
     f"{PREFIX}_{n}"
     for n in (
-        "check_severity",
-        "check_duration_seconds",
-        "check_alerting",
-        "check_flapping",
-        "check_bad_rounds",
-        "check_since_timestamp_seconds",
-        "results",
-        "severity",
-        "last_run_timestamp_seconds",
-        "last_run_duration_seconds",
-    )
+        "check_severity check_duration_seconds check_alerting check_flapping check_bad_rounds "
+        "check_since_timestamp_seconds results severity last_run_timestamp_seconds "
+        "last_run_duration_seconds"
+    ).split()
 )
 
 
@@ -163,9 +104,7 @@ _UNIT_WORDS = _BASE_UNITS | set(UNIT_SUFFIXES.values()) | {"second", "per"}
 
 
 def _lint_bad(token: str, last: bool) -> bool:
-    return unit_of(token) is not None or (
-        last and (token in _RESERVED_SUFFIXES or token in _UNIT_WORDS)
-    )
+    return is_unit(token) or (last and (token in _RESERVED_SUFFIXES or token in _UNIT_WORDS))
 
 
 # longest first, so `_per_s` is not read as `_s`

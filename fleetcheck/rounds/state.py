@@ -20,7 +20,8 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -46,33 +47,25 @@ class Memory:
 
 _LABELS = frozenset(s.label for s in Status)
 _TEXT = frozenset((str,))
+# a state file's rows share a few times (every last_seen is some round's start): each read once
+_instant = lru_cache(maxsize=1024)(parse_iso)
 
 
-def _is_iso(text: Any, known: dict[str, bool]) -> bool:
-    """Whether `text` is an ISO time parse_iso reads; `known` remembers the answers of one
-    pass (a state file's rows share a few times: every last_seen is some round's start)."""
-    if not isinstance(text, str):
+def _is_iso(text: Any) -> bool:
+    try:
+        return isinstance(text, str) and bool(_instant(text))
+    except ValueError:
         return False
-    ok = known.get(text)
-    if ok is None:
-        try:
-            parse_iso(text)
-            ok = True
-        except ValueError:
-            ok = False
-        known[text] = ok
-    return ok
 
 
-def row_problem(row: Any, known: dict[str, bool] | None = None) -> str | None:
-    """Why a state row cannot be used (None when it can). `known`: see _is_iso."""
+def row_problem(row: Any) -> str | None:
+    """Why a state row cannot be used (None when it can)."""
     if not isinstance(row, dict):
         return "not an object"
     if row.get("status") not in _LABELS:
         return "status"
-    seen = {} if known is None else known
     for key in ("since", "last_seen"):
-        if not _is_iso(row.get(key), seen):
+        if not _is_iso(row.get(key)):
             return key
     bad = row.get("bad_rounds")
     if isinstance(bad, bool) or not isinstance(bad, int) or bad < 0:
@@ -94,16 +87,9 @@ def row_problem(row: Any, known: dict[str, bool] | None = None) -> str | None:
 
 def clean(rows: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """(usable rows, [(key, what is wrong)] for the dropped ones)."""
-    good: dict[str, Any] = {}
-    dropped = []
-    known: dict[str, bool] = {}
-    for key, row in rows.items():
-        problem = row_problem(row, known)
-        if problem is None:
-            good[key] = row
-        else:
-            dropped.append((key, problem))
-    return good, dropped
+    problems = {key: row_problem(row) for key, row in rows.items()}
+    good = {key: rows[key] for key, problem in problems.items() if problem is None}
+    return good, [(key, problem) for key, problem in problems.items() if problem is not None]
 
 
 def carried(rows: dict[str, Any]) -> dict[str, Any]:
@@ -130,15 +116,7 @@ def step(
     if not checked:  # (`checked`: the rows are a StateFile's, cleaned as it loaded them)
         rows, _ = clean(rows)
     now = parse_iso(at)
-    recent_enough: dict[Any, bool] = {}  # by last_seen: the rows share a few
-    new_rows = {}
-    for k, v in rows.items():
-        seen = v.get("last_seen")
-        keep = recent_enough.get(seen)
-        if keep is None:
-            keep = recent_enough[seen] = _recent(seen, now)
-        if keep:
-            new_rows[k] = v
+    new_rows = {k: v for k, v in rows.items() if now - _instant(v["last_seen"]) < FORGET_AFTER}
     standing = {}
     for r in results:
         key = r.id
@@ -174,15 +152,6 @@ def step(
             new["carry"] = carry
         new_rows[key] = new
     return standing, new_rows
-
-
-def _recent(last_seen: Any, now: datetime) -> bool:
-    if not isinstance(last_seen, str):
-        return False
-    try:
-        return now - parse_iso(last_seen) < FORGET_AFTER
-    except ValueError:
-        return False
 
 
 def state_dir() -> Path:
