@@ -1,39 +1,15 @@
-"""--format nagios: a status line and performance data in the monitoring-plugins syntax.
+"""--format nagios: a status line and performance data in the monitoring-plugins syntax
+(documented, with an example, in docs/outputs.md).
 
-Output, per the Monitoring Plugins development guidelines (the multi-line form, every perfdata
-item on the first line):
-
-    FLEETCHECK CRITICAL - 4 CRIT, 1 WARN, 12 OK; * broker-wide queue_depth: depth 167 > ... | \
-    'crit'=4;;0;0 'warn'=1;0;;0 'unknown'=0;0;;0 'ok'=12;;;0 'patrol_duration'=0.56s;;;0 \
-    'queue_depth_depth'=167 'mini_clients_connections'=0 ...
-    CRIT * broker-wide queue_depth: depth 167 > cap 100: the enqueue guard is not holding
-    CRIT mini clients: no broker connections from 198.18.0.12
-    ...
-
-The first line carries the verdict, the counts and the worst rows' summaries (short), then the
-patrol's perfdata: the rows per status with the thresholds that matter (any CRIT row is
-critical, any WARN or UNKNOWN row a warning, as the exit code says) and the patrol's duration.
-One long-output line follows per row that is not OK, worst first, its summary shortened, its
-evidence strength in words where it is weak; rows that share one cause follow one line that
-tells the cause once (`CRIT N rows on host H, one cause: CAUSE`), each indented. The first
-line's perfdata goes on with ONE item per row: the row's headline metric, the one its check
-declares (`Result.headline`; the order of the metrics means nothing), labelled
-`host_check_metric` (broker-wide: `check_metric`; a row of one item `host_check_item_metric`),
-`U` when it was not measured this round; a row without a headline has no item. Never a map's
-keys, so a label grows by one item's name at most. Values are rounded to their precision
-(integers as they are, other numbers to 4 significant digits, whole above 1000); the unit comes
-from the metric's suffix (`_s` s, `_bytes` B, `_ratio` and plain counts none). Everything else
-(every metric, nested maps, evidence) is in --format json.
-
-Output stays under MAX_BYTES (the 8 KB plugin-output buffer of Nagios): long-output lines
-beyond their share and perfdata items that do not fit are left out, and a last long-output
-line says how many.
-
-Perfdata items are `'label'=value[UOM];[warn];[crit];[min];[max]` (trailing empty fields
-dropped). Labels are always quoted; characters outside letters, digits and `._:@-` become `_`.
-Values are plain decimals (never exponent notation, which the syntax does not allow); a value
-that is not a finite number is written `U`. The renderer decides nothing: the process exit
-code stays the report's.
+The first line: the verdict, the counts, the worst rows' summaries, then after its one `|`
+every perfdata item: the rows per status with the thresholds that matter, the patrol's
+duration, and ONE item per row, its declared headline metric (`Result.headline`, `U` when
+not measured), labelled `host_check[_item]_metric`, never with a map's keys. One long-output
+line follows per row that is not OK, worst first; rows of one cause under a line telling it
+once. Output stays under MAX_BYTES (Nagios' 8 KB plugin-output buffer): what does not fit is
+left out and a last line says how many. Labels are quoted, characters outside letters,
+digits and `._:@-` made `_`; values are plain decimals (the syntax has no exponents), `U`
+when not a finite number. The renderer decides nothing: the exit code stays the report's.
 """
 
 from __future__ import annotations

@@ -1,40 +1,18 @@
-"""--format prometheus and --textfile: the report as Prometheus metrics (exposition format).
+"""--format prometheus and --textfile: the report as Prometheus metrics (exposition format;
+the families and their labels are documented in docs/outputs.md).
 
 Every sample is a gauge, rebuilt from one Report in a fresh CollectorRegistry (never the
-process-global one), so a render holds exactly what the patrol saw:
-
-    fleetcheck_check_severity{check,host}          0 OK, 1 WARN, 2 UNKNOWN, 3 CRIT (Status.rank)
-    fleetcheck_check_duration_seconds{check,host}  how long the row's probe took
-    fleetcheck_check_alerting{check,host}          1 when the row pages (fail_after respected)
-    fleetcheck_check_flapping{check,host}          1 when the row changed status often
-    fleetcheck_check_bad_rounds{check,host}        consecutive bad rounds (rows with state only)
-    fleetcheck_check_since_timestamp_seconds{...}  when the row got its status (state only)
-    fleetcheck_<check>_<metric>{host[,key,...]}    each numeric metric of each row
-    fleetcheck_results{status}                     rows per status in this patrol
-    fleetcheck_severity                            the patrol's worst row (0-3, as above)
-    fleetcheck_last_run_timestamp_seconds          when the patrol finished (Unix time)
-    fleetcheck_last_run_duration_seconds           how long it took
-
-Severity is ordered so that `max()` over rows is the worst row (UNKNOWN outranks WARN, CRIT
-outranks everything; see model.Status); it is not the Nagios exit code, where UNKNOWN is 3.
-
-Broker-wide rows carry `host=""`. Where any row is one item of its check (a log file, a queue),
-every family also has an `item` label (`""` for a row of the whole check and host). Units come from
-the metric's name (model.UNIT_SUFFIXES): `_s` becomes `_seconds`, `_per_s` `_per_second`, `_bytes`
-and `_ratio` stay; a name without one of them is a plain count. Values are already in those base
-units, so nothing is scaled.
-A check's metric maps become labels: `by_addr` on host n8 gives
-`fleetcheck_clients_by_addr{host="n8",key="198.18.0.10"} 3`, a map of maps adds `key2`. A
-map's leaf whose own key carries a unit suffix gets a family of its own (`logs:
-{PATH: {age_s: 5}}` gives `fleetcheck_logs_logs_age_seconds{key=PATH}`), so one metric never
-mixes units. Booleans are 0/1; strings, lists and None are skipped.
+process-global one), so a render holds exactly what the patrol saw. Severity is Status.rank,
+so `max()` over rows is the worst row. Broker-wide rows carry `host=""`; where any row is
+one item of its check, every family has an `item` label too. A check's metric gets its unit
+from its name's suffix (model.UNIT_SUFFIXES), its maps' keys as labels (`key`, `key2`...),
+and a map leaf whose own key carries a unit a family of its own, so no family mixes units.
 
 Names pass `promtool check metrics`: characters outside [a-zA-Z0-9_] become `_`, camelCase
-becomes snake_case; a token promtool rejects (a unit abbreviation or a non-base unit such as
-`ms`, a type word, or a reserved suffix _total/_count/_sum/_bucket at the end) is glued to
-the token before it (`samples_count` -> `samplescount`). When two metrics end up with one
-name and one label set, the first (worst row first) wins; a check metric that would take a
-name from the table above is left out.
+snake_case; a token promtool rejects (a non-base unit, a type word, a reserved suffix at the
+end) is glued to its neighbour (`samples_count` -> `samplescount`). When two metrics end up
+with one name and label set, the first (worst row first) wins; a check metric that would take
+a name of the framework's own families is left out.
 """
 
 from __future__ import annotations

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from fleetcheck.files import exclusive, read_document, replace_private
+from fleetcheck.files import LockedJson, read_document, replace_private
 
 SCHEMA = "fleetcheck.notify/1"
 
@@ -48,24 +46,12 @@ def entry_problem(entry: Any) -> str | None:
     return None
 
 
-class Ledger:
+class Ledger(LockedJson):
     """The ledger file: `locked()` yields {target key: {row key: entry}} and saves it."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    schema = SCHEMA
 
-    @contextmanager
-    def locked(self) -> Iterator[dict[str, dict[str, Any]]]:
-        with exclusive(self.path):
-            targets = self._load()
-            yield targets
-            self._save(targets)
-
-    def read(self) -> dict[str, dict[str, Any]]:
-        with self.locked() as targets:
-            return targets
-
-    def _load(self) -> dict[str, dict[str, Any]]:
+    def _load(self) -> dict[str, Any]:
         targets = read_document(self.path, SCHEMA, "notify ledger", "targets", dict) or {}
         out: dict[str, dict[str, Any]] = {}
         for key, rows in targets.items():
@@ -73,6 +59,6 @@ class Ledger:
                 out[key] = {k: v for k, v in rows.items() if entry_problem(v) is None}
         return out
 
-    def _save(self, targets: dict[str, dict[str, Any]]) -> None:
+    def _save(self, targets: dict[str, Any]) -> None:
         text = json.dumps({"schema": SCHEMA, "targets": targets}, indent=1, sort_keys=True)
         replace_private(self.path, text)

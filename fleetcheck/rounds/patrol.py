@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.core import stderr
 from fleetcheck.core.model import Report
 from fleetcheck.core.runner import Planned, run_patrol
+from fleetcheck.core.stderr import warn
 from fleetcheck.rounds.state import Memory, StateFile, carried, remember
 
 
@@ -117,11 +117,6 @@ def in_shard(host: HostConfig | None, shard: tuple[int, int]) -> bool:
         return i == 1
     bucket = int(hashlib.sha256(host.name.encode()).hexdigest()[:8], 16) % n
     return bucket == i - 1
-
-
-def warn(message: str) -> None:
-    """A warning on stderr, made safe there (a delivery error can quote a server's words)."""
-    stderr.warn(message)
 
 
 def one_round(

@@ -12,7 +12,6 @@ they hold the fleet's names and verdicts.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -26,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from fleetcheck import collector
-from fleetcheck.core import stderr
 from fleetcheck.core.model import Report, Result, Standing, Status
-from fleetcheck.files import private_open, replace_private
+from fleetcheck.core.stderr import warn
+from fleetcheck.files import exclusive, replace_private
 from fleetcheck.iso import parse_iso
 
 SCHEMA_NAME = "fleetcheck.state"
@@ -172,28 +171,15 @@ def silences_path(state: Path) -> Path:
     return state.with_name(state.stem + ".silences.json")
 
 
-def warn(message: str) -> None:
-    """A warning on stderr, made safe there (a path or an OS error can hold any byte)."""
-    stderr.warn(message)
-
-
 class StateFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._healed = False
 
     @contextmanager
-    def _lock(self, kind: int) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        lock_path = self.path.with_name(self.path.name + ".lock")
-        with private_open(lock_path) as lock:
-            fcntl.flock(lock, kind)
-            yield
-
-    @contextmanager
     def locked(self) -> Iterator[dict[str, Any]]:
         """Load the rows under an exclusive lock; the caller updates the dict; saved on exit."""
-        with self._lock(fcntl.LOCK_EX):
+        with exclusive(self.path):
             rows = self._load()
             holder: dict[str, Any] = {"rows": rows}
             yield holder
@@ -202,7 +188,7 @@ class StateFile:
     def read(self) -> dict[str, Any]:
         """The rows as they are now, under the lock. A file that needed healing (rows
         dropped) is saved healed, so its warning is given once."""
-        with self._lock(fcntl.LOCK_EX):
+        with exclusive(self.path):
             rows = self._load()
             if self._healed:
                 self._save(rows)
