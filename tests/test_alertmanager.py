@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from fleetcheck.core.model import Report, Result, Standing, Status
-from fleetcheck.rounds import alerting
+from fleetcheck.rounds import alerting, delivery
 from fleetcheck.rounds.alerting import DeliveryError, build_alerts, push_alerts
 from tests.hang import returns_within
 from tests.lab import free_port, wait_for
@@ -117,7 +117,7 @@ def test_payload_since_extra_labels_and_gone_rows() -> None:
     ],
 )
 def test_redact(url: str, shown: str) -> None:
-    assert alerting.redact(url) == shown
+    assert delivery.redact(url) == shown
 
 
 @pytest.mark.parametrize(

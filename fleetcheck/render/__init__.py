@@ -1,10 +1,10 @@
 """Renderers: one module per output format, each reading a Report and deciding nothing.
-Rows that share a cause are gathered by fleetcheck.render.causes (not here: the JSON renderer,
-a patrol's usual output, needs none of it)."""
+Rows that share a cause are gathered by fleetcheck.render.causes."""
 
 from __future__ import annotations
 
 from fleetcheck.core.model import BROKER_WIDE, Report, Result, Status, Strength, place
+from fleetcheck.render.causes import CauseGroup, layout, left_to_say
 
 
 # ------------------------------------------------------------------ evidence strength
@@ -104,8 +104,6 @@ def problem_lines(report: Report) -> list[tuple[Status, str, str]]:
     broker-wide rows under BROKER_WIDE. `what` names the checks by status, worst first, with
     since when (`clients, logs (for 2h31m); WARN routes (first seen now)`); it never repeats
     a row's summary: that is in the row, once."""
-    from fleetcheck.render.causes import CauseGroup, layout
-
     groups: dict[str | None, dict[Status, list[Result]]] = {}
     out = []
     bad = [r for r in report.sorted_results() if r.status is not Status.OK]
@@ -156,6 +154,26 @@ def host_verdicts(report: Report) -> list[tuple[str, Status, str]]:
             parts.append(f"{r.label}: {with_strength(r, text)}")
         out.append((host, status, f"{head}: " + "; ".join(parts)))
     return out
+
+
+def grid_lines(report: Report, problems: bool) -> list[tuple[Result | CauseGroup, str, bool]]:
+    """The table and plain outputs' lines, worst first (`problems`: only rows not OK):
+    (row, its text, whether it sits under its cause), or (a cause's group, the line telling
+    it, False) before its rows."""
+    shown = [r for r in report.sorted_results() if not (problems and r.status is Status.OK)]
+    out: list[tuple[Result | CauseGroup, str, bool]] = []
+    for entry in layout(shown):
+        if isinstance(entry, CauseGroup):
+            out.append((entry, entry.head(), False))
+            out += [(r, left_to_say(r), True) for r in entry.rows]
+        else:
+            out.append((entry, " ".join(entry.summary.split()), False))
+    return out
+
+
+def nothing_shown(report: Report, problems: bool) -> str:
+    """What the table and plain outputs say when they have no line to show."""
+    return "no problems: every row is OK" if problems and report.results else "(no checks ran)"
 
 
 def short_label(r: Result, width: int = 24) -> str:

@@ -12,9 +12,17 @@ from __future__ import annotations
 import shutil
 import textwrap
 
-from fleetcheck.core.model import Report, Result, Status, place
-from fleetcheck.render import footer, problem_lines, short_label, since_cell, with_strength
-from fleetcheck.render.causes import CauseGroup, layout, left_to_say
+from fleetcheck.core.model import Report, Result, place
+from fleetcheck.render import (
+    footer,
+    grid_lines,
+    nothing_shown,
+    problem_lines,
+    short_label,
+    since_cell,
+    with_strength,
+)
+from fleetcheck.render.causes import CauseGroup
 
 INDENT = 8  # where a wrapped problem line continues: under the place, past the status
 GAP = "  "  # between columns, as tabulate's "simple" format
@@ -74,23 +82,15 @@ def render(report: Report, problems: bool = False, columns: int | None = None) -
         return [*row, with_strength(r, text)]
 
     rows = []
-    shown = [r for r in report.sorted_results() if not (problems and r.status is Status.OK)]
-    for entry in layout(shown):
+    for entry, text, member in grid_lines(report, problems):
         if isinstance(entry, CauseGroup):
             places = entry.places
             head = [entry.status.label, places[0] if len(places) == 1 else "one cause"]
             head += [f"{len(entry.rows)} rows"] + ([""] if remembered else [])
-            rows.append([*head, entry.head()])
-            rows += [line(r, left_to_say(r), member=True) for r in entry.rows]
+            rows.append([*head, text])
         else:
-            rows.append(line(entry, " ".join(entry.summary.split())))
-    out: list[str] = []
-    if rows:
-        out += grid(headers, rows, columns)
-    elif problems and report.results:
-        out.append("no problems: every row is OK")
-    else:
-        out.append("(no checks ran)")
+            rows.append(line(entry, text, member))
+    out = grid(headers, rows, columns) if rows else [nothing_shown(report, problems)]
     bad = problems_block(report, columns)
     if bad:
         out += ["", *bad]

@@ -17,8 +17,16 @@ from rich.table import Table
 from rich.text import Text
 
 from fleetcheck.core.model import Report, Result, Status, place
-from fleetcheck.render import footer, problem_lines, short_label, since_cell, strength_words
-from fleetcheck.render.causes import CauseGroup, layout, left_to_say
+from fleetcheck.render import (
+    footer,
+    grid_lines,
+    nothing_shown,
+    problem_lines,
+    short_label,
+    since_cell,
+    strength_words,
+)
+from fleetcheck.render.causes import CauseGroup
 
 STYLES = {
     Status.OK: "green",
@@ -39,7 +47,7 @@ def build(report: Report, problems: bool = False) -> Group:
     if remembered:
         table.add_column("SINCE", no_wrap=True)
     table.add_column("SUMMARY", overflow="fold")
-    shown = [r for r in report.sorted_results() if not (problems and r.status is Status.OK)]
+    lines = grid_lines(report, problems)
 
     def add(r: Result, text: str, member: bool = False) -> None:
         cells: list[Any] = [
@@ -56,7 +64,7 @@ def build(report: Report, problems: bool = False) -> Group:
         cells.append(summary)
         table.add_row(*cells)
 
-    for entry in layout(shown):
+    for entry, text, member in lines:
         if isinstance(entry, CauseGroup):
             places = entry.places
             head: list[Any] = [
@@ -64,28 +72,19 @@ def build(report: Report, problems: bool = False) -> Group:
                 Text(places[0] if len(places) == 1 else "one cause", style="bold"),
                 Text(f"{len(entry.rows)} rows"),
             ]
-            if remembered:
-                head.append(Text(""))
-            head.append(Text(entry.head(), style="bold"))
-            table.add_row(*head)
-            for r in entry.rows:
-                add(r, left_to_say(r), member=True)
+            table.add_row(*head, *([Text("")] if remembered else []), Text(text, style="bold"))
         else:
-            add(entry, " ".join(entry.summary.split()))
-    parts: list[RenderableType] = []
-    if shown:
-        parts.append(table)
-    elif problems and report.results:
-        parts.append(Text("no problems: every row is OK", style=STYLES[Status.OK]))
-    else:
-        parts.append(Text("(no checks ran)"))
-    lines = problem_lines(report)
-    if lines:
+            add(entry, text, member)
+    empty = nothing_shown(report, problems)
+    ok_style = STYLES[Status.OK] if report.results else ""
+    parts: list[RenderableType] = [table if lines else Text(empty, style=ok_style)]
+    bad = problem_lines(report)
+    if bad:
         grid = Table.grid(padding=(0, 1))
         grid.add_column(no_wrap=True)
         grid.add_column(no_wrap=True)
         grid.add_column(overflow="fold")
-        for status, where, what in lines:
+        for status, where, what in bad:
             grid.add_row(Text(status.label, style=STYLES[status]), Text(f"{where}:"), Text(what))
         parts += [Text(""), grid]
     parts += [Text(""), Text(footer(report), style=STYLES[report.status])]

@@ -5,11 +5,7 @@ alert fires with `endsAt` = now + expires_after (alerts lapse if patrols stop), 
 row and severity is sent resolved. Severity is a label, so a row going WARN -> CRIT ends its
 warning alert. The heartbeat is one GET after each completed patrol, whatever the fleet's
 status: it says fleetcheck is patrolling, not that the fleet is well.
-
-Each delivery (fleetcheck.rounds.delivery) is bounded as a whole by its `timeout`, not per
-socket read, so a server that drips or stalls costs a patrol that long and no more; redirects
-are never followed; every failure is a DeliveryError of one line without secrets or anything
-the server sent but its status code: URLs shown as scheme://host:port."""
+Each delivery is bounded as a whole and fails as one secret-free line (rounds.delivery)."""
 
 from __future__ import annotations
 
@@ -20,11 +16,8 @@ from typing import Any
 
 from fleetcheck.core.model import Report, Result, Standing, Status, place
 from fleetcheck.iso import iso_utc, parse_iso
-from fleetcheck.rounds.delivery import USER_AGENT as USER_AGENT
 from fleetcheck.rounds.delivery import DeliveryError as DeliveryError
-from fleetcheck.rounds.delivery import check_url as check_url
 from fleetcheck.rounds.delivery import deliver
-from fleetcheck.rounds.delivery import redact as redact
 
 ALERTNAME = "FleetcheckCheck"
 SEVERITIES = {Status.WARN: "warning", Status.CRIT: "critical", Status.UNKNOWN: "unknown"}

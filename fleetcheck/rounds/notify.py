@@ -10,7 +10,7 @@ once it alerts (after `fail_after` bad rounds, see rounds.state); a silenced row
 nothing while its silence lasts, and is told as new if it is still bad when the silence ends.
 
 `plan` is pure (table-tested): the report, what the target was told (the ledger,
-rounds.notify_ledger) and the time give the message and the new ledger entries. `send`
+below) and the time give the message and the new ledger entries. `send`
 delivers in a thread with a deadline (Apprise's socket timeouts alone do not bound a server
 that drips); a failed or late delivery is a warning naming the target by its number and
 service, never by its URL (tokens live in URLs), and its ledger entries stay as they were so
@@ -24,6 +24,8 @@ into its format; every other service gets plain text.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import threading
 import time
@@ -37,6 +39,7 @@ from urllib.parse import urlencode
 from fleetcheck.core import stderr
 from fleetcheck.core.model import Report, Result, Status, Strength, place
 from fleetcheck.core.safe_text import one_line
+from fleetcheck.files import LockedJson, read_document, replace_private
 from fleetcheck.iso import iso_utc, parse_iso
 from fleetcheck.rounds.notify_targets import Settings, Target, captured, load_apprise
 
@@ -403,6 +406,55 @@ def scrub(text: str, url: str) -> str:
     return one_line(text)
 
 
+# ---------------------------------------------------------------- the ledger
+# What each target has been told, per row (status, since, last told, flapping told), in a file
+# beside the state file: cron runs are separate processes. Keyed by a digest of the target's
+# URL (it carries tokens and never reaches a file); a target's entries change only after a
+# delivery to it succeeded, so a failed one is sent again. Atomic, private, locked for the whole
+# round; an unreadable file is moved aside with one warning (worst case: a repeated message).
+LEDGER_SCHEMA = "fleetcheck.notify/1"
+
+
+def target_key(url: str) -> str:
+    """A target's name in the ledger: a digest of its URL (changing the URL starts afresh)."""
+    return hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+def ledger_path(state: Path) -> Path:
+    """The ledger of a state file: next to it, named after it."""
+    return state.with_name(state.stem + ".notify.json")
+
+
+def entry_problem(entry: Any) -> str | None:
+    """Why a ledger entry cannot be used (None when it can)."""
+    if not isinstance(entry, dict):
+        return "not an object"
+    for key in ("status", "sent", "seen"):
+        if not isinstance(entry.get(key), str):
+            return key
+    if not isinstance(entry.get("flapping", False), bool):
+        return "flapping"
+    return None
+
+
+class Ledger(LockedJson):
+    """The ledger file: `locked()` yields {target key: {row key: entry}} and saves it."""
+
+    schema = LEDGER_SCHEMA
+
+    def _load(self) -> dict[str, Any]:
+        targets = read_document(self.path, LEDGER_SCHEMA, "notify ledger", "targets", dict) or {}
+        out: dict[str, dict[str, Any]] = {}
+        for key, rows in targets.items():
+            if isinstance(rows, dict):
+                out[key] = {k: v for k, v in rows.items() if entry_problem(v) is None}
+        return out
+
+    def _save(self, targets: dict[str, Any]) -> None:
+        text = json.dumps({"schema": LEDGER_SCHEMA, "targets": targets}, indent=1, sort_keys=True)
+        replace_private(self.path, text)
+
+
 # ---------------------------------------------------------------- one round
 
 
@@ -416,8 +468,6 @@ def after_round(
     (a target whose delivery failed keeps its old entries: the news is sent again next round).
     The ledger stays locked during the delivery (at most `timeout`), so two overlapping runs
     never both send the same news."""
-    from fleetcheck.rounds.notify_ledger import Ledger, target_key
-
     book = Ledger(ledger)
     outcomes: list[Outcome] = []
     with book.locked() as told:

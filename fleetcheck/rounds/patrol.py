@@ -155,10 +155,10 @@ def one_round(
         except alerting.DeliveryError as e:
             warn(str(e))
     if outputs.notify is not None and outputs.state is not None:
-        from fleetcheck.rounds import notify, notify_ledger
+        from fleetcheck.rounds import notify
 
         try:
-            notify.after_round(report, outputs.notify, notify_ledger.ledger_path(outputs.state))
+            notify.after_round(report, outputs.notify, notify.ledger_path(outputs.state))
         except Exception as e:  # a message never costs a patrol
             warn(f"notify: {_why(e)}")
     if outputs.heartbeat is not None:
