@@ -236,3 +236,14 @@ def test_rows_sharing_an_unreadable_time_are_each_dropped(tmp_path: Path) -> Non
     }
     path.write_text(json.dumps({"schema": "fleetcheck.state/1", "rows": rows}))
     assert sorted(StateFile(path).read()) == ["a|h3", "a|h4"]
+
+
+def test_the_step_gives_silences_their_standing_with_or_without_state() -> None:
+    row = Result("clients", "mini", C, "x")
+    words = {row.id: "silenced until 2026-11-29 04:10 UTC (deploy)"}
+    standing, rows = step([row], T[0], None, Memory(), words)  # no state kept
+    assert standing == {row.id: Standing(silenced=words[row.id])} and rows == {}
+    standing, rows = step([row], T[0], {}, Memory(), words)
+    assert standing[row.id] == Standing(T[0], 1, True, False, words[row.id])
+    assert not standing[row.id].pages(C)  # silenced: it never pages, though it alerts
+    assert rows[row.id]["status"] == "CRIT" and "silenced" not in rows[row.id]
