@@ -59,15 +59,6 @@ def redact(url: str) -> str:
     return shown
 
 
-def check_url(url: str, what: str = "URL") -> None:
-    """Raise DeliveryError unless `url` is an http(s) URL with a host (for early validation)."""
-    from fleetcheck.config import http_url_problem
-
-    problem = http_url_problem(url)
-    if problem is not None:
-        raise DeliveryError(f"{what}: {problem}")
-
-
 def _split_userinfo(url: str) -> tuple[str, str | None]:
     """(URL without user:password@, Basic Authorization header or None): urllib would take the
     userinfo for part of the host name."""
@@ -204,7 +195,11 @@ def deliver(
     no secret, `url`'s own path may be), the whole exchange within `timeout` seconds.
 
     Raises DeliveryError: `what`, the target as scheme://host:port and why, on one line."""
-    check_url(url, what)
+    from fleetcheck.config import http_url_problem
+
+    problem = http_url_problem(url)
+    if problem is not None:
+        raise DeliveryError(f"{what}: {problem}")
     secrets = _secrets(url, _split_userinfo(url)[1])
     if suffix:
         url = url.rstrip("/") + suffix
