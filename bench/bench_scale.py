@@ -254,21 +254,19 @@ def history_files(history: Path) -> list[Path]:
 
 def simulate(report_doc: dict[str, Any], state: Path, history: Path, rounds: int) -> dict[str, Any]:
     """`rounds` more rounds of the real run's rows, 15 minutes apart, through the patrol's
-    own state-and-history path (state.remember), timed per round."""
+    own state-and-history path (state.remember, then history.append), timed per round."""
     from fleetcheck.config.tables import PatrolConfig
     from fleetcheck.console.source import report_from_dict
+    from fleetcheck.rounds import history as hist
     from fleetcheck.rounds import state as state_mod
 
     base = report_from_dict(report_doc)
-    rows = tuple(
-        dataclasses.replace(r, since=None, bad_rounds=0, alerting=None, flapping=False)
-        for r in base.results
-    )
+    rows = base.results  # verdicts only: their standing is the state step's
     t0 = datetime.fromisoformat(base.started_at.replace("Z", "+00:00"))
     defaults = PatrolConfig()
     memory = state_mod.Memory(defaults.fail_after, defaults.flap_changes, defaults.flap_window)
     timings: dict[str, list[float]] = {"state_write": [], "history_append": [], "round": []}
-    saved_write, saved_append = state_mod.StateFile._save, state_mod.history_mod.append
+    saved_write = state_mod.StateFile._save
 
     def timed(name: str, fn: Any) -> Any:
         def wrapper(*a: Any, **k: Any) -> Any:
@@ -281,17 +279,18 @@ def simulate(report_doc: dict[str, Any], state: Path, history: Path, rounds: int
         return wrapper
 
     state_mod.StateFile._save = timed("state_write", saved_write)  # type: ignore[method-assign]
-    state_mod.history_mod.append = timed("history_append", saved_append)
     try:
         for i in range(1, rounds + 1):
             at = (t0 + timedelta(minutes=15 * i)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-            report = dataclasses.replace(base, started_at=at, results=rows)
+            report = dataclasses.replace(base, started_at=at, results=rows, standing={})
             s = time.perf_counter()
-            state_mod.remember(report, state, memory, history)
+            recorded = state_mod.remember(report, state, memory)
+            a = time.perf_counter()
+            hist.append(recorded, history)
+            timings["history_append"].append(time.perf_counter() - a)
             timings["round"].append(time.perf_counter() - s)
     finally:
         state_mod.StateFile._save = saved_write  # type: ignore[method-assign]
-        state_mod.history_mod.append = saved_append
     out: dict[str, Any] = {"rounds": rounds, "kind": "the real run's rows appended again"}
     for name, values in timings.items():
         out[f"{name}_median_s"] = round(statistics.median(values), 4)
