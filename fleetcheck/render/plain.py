@@ -12,16 +12,8 @@ from __future__ import annotations
 import shutil
 import textwrap
 
+from fleetcheck import render as common
 from fleetcheck.core.model import Report, Result, place
-from fleetcheck.render import (
-    footer,
-    grid_lines,
-    nothing_shown,
-    problem_lines,
-    short_label,
-    since_cell,
-    with_strength,
-)
 from fleetcheck.render.causes import CauseGroup
 
 INDENT = 8  # where a wrapped problem line continues: under the place, past the status
@@ -37,7 +29,7 @@ def width() -> int:
 
 def problems_block(report: Report, columns: int) -> list[str]:
     out = []
-    for status, where, what in problem_lines(report):
+    for status, where, what in common.problem_lines(report):
         line = f"{status.label:<{INDENT - 1}} {where}: {what}"
         out += textwrap.wrap(
             line, columns, subsequent_indent=" " * INDENT, break_on_hyphens=False
@@ -76,13 +68,13 @@ def render(report: Report, problems: bool = False, columns: int | None = None) -
     headers = ["STATUS", "HOST", "CHECK"] + (["SINCE"] if remembered else []) + ["SUMMARY"]
 
     def line(r: Result, text: str, member: bool = False) -> list[str]:
-        row = [r.status.label, place(r.host), (MEMBER if member else "") + short_label(r)]
+        row = [r.status.label, place(r.host), (MEMBER if member else "") + common.short_label(r)]
         if remembered:
-            row.append(since_cell(r, report))
-        return [*row, with_strength(r, text)]
+            row.append(common.since_cell(r, report))
+        return [*row, common.with_strength(r, text)]
 
     rows = []
-    for entry, text, member in grid_lines(report, problems):
+    for entry, text, member in common.grid_lines(report, problems):
         if isinstance(entry, CauseGroup):
             places = entry.places
             head = [entry.status.label, places[0] if len(places) == 1 else "one cause"]
@@ -90,11 +82,11 @@ def render(report: Report, problems: bool = False, columns: int | None = None) -
             rows.append([*head, text])
         else:
             rows.append(line(entry, text, member))
-    out = grid(headers, rows, columns) if rows else [nothing_shown(report, problems)]
+    out = grid(headers, rows, columns) if rows else [common.nothing_shown(report, problems)]
     bad = problems_block(report, columns)
     if bad:
         out += ["", *bad]
     out.append("")
-    for text in footer(report).splitlines():
+    for text in common.footer(report).splitlines():
         out += textwrap.wrap(text, columns, subsequent_indent=" " * INDENT) or [text]
     return "\n".join(line.rstrip() for line in out)

@@ -16,16 +16,8 @@ from rich.segment import Segment, Segments
 from rich.table import Table
 from rich.text import Text
 
+from fleetcheck import render as common
 from fleetcheck.core.model import Report, Result, Status, place
-from fleetcheck.render import (
-    footer,
-    grid_lines,
-    nothing_shown,
-    problem_lines,
-    short_label,
-    since_cell,
-    strength_words,
-)
 from fleetcheck.render.causes import CauseGroup
 
 STYLES = {
@@ -47,18 +39,18 @@ def build(report: Report, problems: bool = False) -> Group:
     if remembered:
         table.add_column("SINCE", no_wrap=True)
     table.add_column("SUMMARY", overflow="fold")
-    lines = grid_lines(report, problems)
+    lines = common.grid_lines(report, problems)
 
     def add(r: Result, text: str, member: bool = False) -> None:
         cells: list[Any] = [
             Text(r.status.label, style=STYLES[r.status]),
             Text(place(r.host), style="bold" if r.status is not Status.OK else ""),
-            Text(("└ " if member else "") + short_label(r)),
+            Text(("└ " if member else "") + common.short_label(r)),
         ]
         if remembered:
-            cells.append(Text(since_cell(r, report)))
+            cells.append(Text(common.since_cell(r, report)))
         summary = Text(text)
-        words = strength_words(r)
+        words = common.strength_words(r)
         if words:
             summary.append(f"{' ' if text else ''}[{words}]", style="italic")
         cells.append(summary)
@@ -75,10 +67,10 @@ def build(report: Report, problems: bool = False) -> Group:
             table.add_row(*head, *([Text("")] if remembered else []), Text(text, style="bold"))
         else:
             add(entry, text, member)
-    empty = nothing_shown(report, problems)
+    empty = common.nothing_shown(report, problems)
     ok_style = STYLES[Status.OK] if report.results else ""
     parts: list[RenderableType] = [table if lines else Text(empty, style=ok_style)]
-    bad = problem_lines(report)
+    bad = common.problem_lines(report)
     if bad:
         grid = Table.grid(padding=(0, 1))
         grid.add_column(no_wrap=True)
@@ -87,7 +79,7 @@ def build(report: Report, problems: bool = False) -> Group:
         for status, where, what in bad:
             grid.add_row(Text(status.label, style=STYLES[status]), Text(f"{where}:"), Text(what))
         parts += [Text(""), grid]
-    parts += [Text(""), Text(footer(report), style=STYLES[report.status])]
+    parts += [Text(""), Text(common.footer(report), style=STYLES[report.status])]
     return Group(*parts)
 
 
