@@ -33,6 +33,20 @@ from fleetcheck.rounds import history as hist
 BROKER = BROKER_WIDE  # the grid's row for broker-wide checks (host None)
 
 
+def _result(r: dict[str, Any], **more: Any) -> Result:
+    """A Result from a row as a report or a history line writes it."""
+    return Result(
+        check=str(r["check"]),
+        host=None if r.get("host") is None else str(r["host"]),
+        status=Status.parse(str(r["status"])),
+        summary=str(r.get("summary", "")),
+        metrics=dict(r.get("metrics") or {}),
+        limits=dict(r.get("limits") or {}),
+        item=_text_or_none(r.get("item")),
+        **more,
+    )
+
+
 def report_from_dict(data: dict[str, Any]) -> Report:
     """A Report back from the `fleetcheck.report/3` JSON (what `run --format json` prints; a
     version 1 document lacks only evidence_strength and cause, a version 2 one items).
@@ -43,15 +57,10 @@ def report_from_dict(data: dict[str, Any]) -> Report:
     for r in data["results"]:
         has_state = "since" in r
         results.append(
-            Result(
-                check=str(r["check"]),
-                host=None if r.get("host") is None else str(r["host"]),
-                status=Status.parse(str(r["status"])),
-                summary=str(r.get("summary", "")),
-                metrics=dict(r.get("metrics") or {}),
+            _result(
+                r,
                 evidence=r.get("evidence"),
                 duration_s=float(r.get("duration_s") or 0.0),
-                limits=dict(r.get("limits") or {}),
                 headline=None if r.get("headline") is None else str(r["headline"]),
                 since=str(r["since"]) if has_state and r.get("since") is not None else None,
                 bad_rounds=int(r.get("bad_rounds") or 0),
@@ -60,7 +69,6 @@ def report_from_dict(data: dict[str, Any]) -> Report:
                 evidence_strength=_text_or_none(r.get("evidence_strength")),
                 cause=_text_or_none(r.get("cause")),
                 silenced=_text_or_none(r.get("silenced")),
-                item=_text_or_none(r.get("item")),
             )
         )
     parse_iso(str(data["started_at"]))  # a malformed time is a malformed document
@@ -81,20 +89,10 @@ def report_from_round(rnd: hist.Round) -> Report:
         return check.headline_of(metrics) if check is not None else None
 
     results = tuple(
-        Result(
-            check=str(r["check"]),
-            host=None if r.get("host") is None else str(r["host"]),
-            status=Status.parse(str(r["status"])),
-            summary=str(r.get("summary", "")),
-            metrics=dict(r.get("metrics") or {}),
-            limits=dict(r.get("limits") or {}),
-            headline=headline(str(r["check"]), dict(r.get("metrics") or {})),
-            item=_text_or_none(r.get("item")),
-        )
+        _result(r, headline=headline(str(r["check"]), dict(r.get("metrics") or {})))
         for r in rnd.rows
     )
-    started = iso_utc(rnd.started_at)
-    return Report(started, rnd.duration_s, results)
+    return Report(iso_utc(rnd.started_at), rnd.duration_s, results)
 
 
 def clean_row(row: Any) -> tuple[dict[str, Any] | None, str | None]:
