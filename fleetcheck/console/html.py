@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from fleetcheck.console import svg
-from fleetcheck.console.charts import Chart, Focus, charts
+from fleetcheck.console.charts import Chart
 from fleetcheck.console.source import (
     BROKER,
     Grid,
@@ -396,13 +396,6 @@ def chart_html(chart: Chart, t0: float, t1: float) -> str:
         + svg.line_chart(chart.title, lines, t0, t1, fmt)
         + "</section>"
     )
-
-
-def chart_sections(window: list[Any], focus: Focus, now: datetime) -> str:
-    """The charts themselves: depend only on the rounds in the window (cacheable)."""
-    t0 = window[0].started_at.timestamp() if window else now.timestamp()
-    t1 = window[-1].started_at.timestamp() if window else now.timestamp()
-    return sections_of(charts(window, focus), t0, t1)
 
 
 def sections_of(drawn: list[Chart], t0: float, t1: float) -> str:

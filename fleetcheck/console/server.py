@@ -37,7 +37,6 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-DEFAULT_LISTEN = "127.0.0.1:8470"
 # what prometheus_client's generate_latest writes (newer clients label their default 1.0.0,
 # a format older Prometheus servers do not know)
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"

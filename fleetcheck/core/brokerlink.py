@@ -71,14 +71,16 @@ def down(e: BaseException, cfg: BrokerConfig, where: str) -> BrokerDown | None:
 
     if isinstance(e, redis.AuthenticationError):
         return None
-    timeout = format_duration(cfg.socket_timeout)
-    if isinstance(e, redis.TimeoutError):
-        if "reading" in str(e).lower() or "writing" in str(e).lower():
-            return BrokerDown(
-                f"broker {where} accepted the connection but did not answer within "
-                f"socket_timeout {timeout} (hung, stopped or overloaded)",
-                "hung",
-            )
+    inner, said = e.__context__ or e.__cause__, str(e).lower()
+    if isinstance(e, redis.TimeoutError) and ("reading" in said or "writing" in said):
+        return BrokerDown(
+            f"broker {where} accepted the connection but did not answer within socket_timeout "
+            f"{format_duration(cfg.socket_timeout)} (hung, stopped or overloaded)",
+            "hung",
+        )
+    if isinstance(e, redis.TimeoutError) or (
+        isinstance(e, redis.ConnectionError) and isinstance(inner, TimeoutError | socket.timeout)
+    ):
         return BrokerDown(
             f"broker {where} did not accept a connection within connect_timeout "
             f"{format_duration(cfg.connect_timeout)} (down, or the network to it)",
@@ -87,7 +89,6 @@ def down(e: BaseException, cfg: BrokerConfig, where: str) -> BrokerDown | None:
         )
     if not isinstance(e, redis.ConnectionError):
         return None
-    inner = e.__context__ or e.__cause__
     code = getattr(inner, "errno", None)
     if code in _REFUSED:
         return BrokerDown(
@@ -98,13 +99,6 @@ def down(e: BaseException, cfg: BrokerConfig, where: str) -> BrokerDown | None:
         return BrokerDown(
             f"broker {where} unreachable: no route to it (host down or network unreachable)",
             "no-route",
-            "inference",
-        )
-    if isinstance(inner, TimeoutError | socket.timeout):
-        return BrokerDown(
-            f"broker {where} did not accept a connection within connect_timeout "
-            f"{format_duration(cfg.connect_timeout)} (down, or the network to it)",
-            "connect-timeout",
             "inference",
         )
     return None
@@ -188,7 +182,7 @@ class BrokerLink:
             if cfg.password_env and not os.environ.get(cfg.password_env):
                 why += f" (password_env {cfg.password_env} is not set)"
             raise CheckError(f"broker {where} unreachable: {why}") from None
-        cluster = None if probe else cluster_refusal(client)  # issue 28: refused in one line
+        cluster = None if probe else cluster_refusal(client)  # refused in one line
         if cluster is not None:
             client.close()
             raise CheckError(f"broker {where} {cluster}", cause=f"broker {where} {cluster}")

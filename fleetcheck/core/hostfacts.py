@@ -185,10 +185,6 @@ class LogSpec:
         """max_age (WARN) and crit_age (CRIT, default three times max_age) as one limit."""
         return AgeLimit(self.max_age, self.crit_age)
 
-    @property
-    def effective_crit_age(self) -> float:
-        return self.age_limit.crit_at
-
 
 @dataclass(frozen=True)
 class LogsHostConfig:

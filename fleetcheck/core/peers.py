@@ -1,8 +1,8 @@
-"""Peers as the control group: a host is compared with the hosts that should behave like it: the members of a `[groups.NAME]`
-it belongs to, or, for a host in no group, the other ungrouped hosts whose row of that check
-was judged against the same settings (equal `limits`). Where one departs from its peers on a
-metric its check declares comparable (`Check.peer_metrics`: a connection count, an error-line
-rate, a log's silence), its row's evidence gets a `peers` entry (strength `inference`).
+"""Peers as the control group. A host is compared with the hosts that should behave like it:
+the members of a `[groups.NAME]` it belongs to, or, for a host in no group, the other
+ungrouped hosts whose row of that check was judged against the same settings (equal
+`limits`). Where one departs from its peers on a metric its check declares comparable
+(`Check.peer_metrics`), its row's evidence gets a `peers` entry (strength `inference`).
 
 A departure never changes a row's status, for a group of any size: a peer comparison is one
 snapshot, and a snapshot of peers catches a deploy half way or a host that is simply on

@@ -38,17 +38,22 @@ def _builtin_names() -> list[str]:
     return sorted(info.name for info in modules if not info.name.startswith("_"))
 
 
+def _module(name: str) -> Any:
+    """The module of built-in check `name` imported, or None when there is none."""
+    module_name = f"fleetcheck.checks.{name}"
+    if not name.isidentifier() or name.startswith("_"):
+        return None
+    if module_name not in sys.modules and importlib.util.find_spec(module_name) is None:
+        return None
+    return importlib.import_module(module_name)
+
+
 @cache
 def builtin(name: str) -> Check | None:
     """The built-in check of that module name, or None (its module is imported only here)."""
-    if not name.isidentifier() or name.startswith("_"):
-        return None
-    module_name = f"fleetcheck.checks.{name}"
-    if module_name not in sys.modules and importlib.util.find_spec(module_name) is None:
-        return None
-    module = importlib.import_module(module_name)
-    if "CHECK" not in vars(module) and "CONFIG_TYPE" in vars(module):  # the check in `.check`
-        module = importlib.import_module(f"{module_name}.check")
+    module = _module(name)
+    if module is not None and "CHECK" not in vars(module) and "CONFIG_TYPE" in vars(module):
+        module = importlib.import_module(f"{module.__name__}.check")  # the check in `.check`
     check = getattr(module, "CHECK", None)
     return check if isinstance(check, Check) else None
 
@@ -57,12 +62,10 @@ def builtin(name: str) -> Check | None:
 def _declared_types(name: str) -> tuple[type, type | None] | None:
     """(settings type, per-host settings type) of built-in check `name` as its package declares
     them without the check (see above), or None (then the check is asked)."""
-    if not name.isidentifier() or name.startswith("_"):
+    module = _module(name)
+    if module is None:
         return None
-    module_name = f"fleetcheck.checks.{name}"
-    if module_name not in sys.modules and importlib.util.find_spec(module_name) is None:
-        return None
-    declared = vars(importlib.import_module(module_name))
+    declared = vars(module)
     config_type = declared.get("CONFIG_TYPE")
     if not isinstance(config_type, type):
         return None

@@ -84,6 +84,7 @@ class RouteFacts:
     problems: tuple[str, ...] = ()
 
 
+_SURPRISES = (TypeError, AttributeError, KeyError, ValueError, IndexError, RecursionError)
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -104,14 +105,7 @@ def _guarded(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 return fn(*args, **kwargs)
             except RouteParseError:
                 raise
-            except (
-                TypeError,
-                AttributeError,
-                KeyError,
-                ValueError,
-                IndexError,
-                RecursionError,
-            ) as e:
+            except _SURPRISES as e:
                 raise RouteParseError(
                     f"{what}: unexpected output ({type(e).__name__}: {e})"
                 ) from None
@@ -148,23 +142,10 @@ def parse_ip_routes(text: str, family: int) -> list[DefaultRoute]:
         metric = int(r.get("metric", 0))  # metric 0 has no key
         flags = tuple(r.get("flags", ()))
         hops = r.get("nexthops")
-        if hops:
-            for hop in hops:
-                out.append(
-                    DefaultRoute(
-                        family,
-                        hop.get("dev", "?"),
-                        hop.get("gateway"),
-                        metric,
-                        tuple(hop.get("flags", ())) + flags,
-                        table,
-                        ecmp=True,
-                    )
-                )
-        else:
-            out.append(
-                DefaultRoute(family, r.get("dev", "?"), r.get("gateway"), metric, flags, table)
-            )
+        for hop in hops or (r,):  # a multipath route: one DefaultRoute per nexthop
+            hop_flags = tuple(hop.get("flags", ())) + flags if hops else flags
+            dev, gateway = hop.get("dev", "?"), hop.get("gateway")
+            out.append(DefaultRoute(family, dev, gateway, metric, hop_flags, table, bool(hops)))
     return out
 
 
@@ -464,30 +445,13 @@ def parse_gathered(text: str, target: str | None) -> RouteFacts:
         routes = parse_netstat(s["netstat"], 4) + parse_netstat(s.get("netstat6", ""), 6)
         ifaces = parse_ifconfig(s.get("ifconfig", ""))
         dev, via = parse_route_get(s.get("get", "")) if target else (None, None)
-        return RouteFacts(
-            os_name,
-            "netstat -rn, ifconfig, route -n get",
-            tuple(routes),
-            ifaces,
-            frozenset(),
-            target,
-            dev,
-            via,
-        )
+        source = "netstat -rn, ifconfig, route -n get"
+        return RouteFacts(os_name, source, tuple(routes), ifaces, frozenset(), target, dev, via)
     if "ip" in s:
         return _linux_facts(s, os_name, target)
     if "proc" in s:
         routes = parse_proc_net_route(s["proc"])
         ifaces = parse_ip_addr_text(s.get("addrtext", ""))
-        return RouteFacts(
-            os_name,
-            "/proc/net/route",
-            tuple(routes),
-            ifaces,
-            frozenset(),
-            target,
-            None,
-            None,
-            ("IPv6 defaults not read (no ip -j)",),
-        )
+        problems = ("IPv6 defaults not read (no ip -j)",)
+        return RouteFacts(os_name, "/proc/net/route", tuple(routes), ifaces, problems=problems)
     raise RouteParseError(f"no route table in the host's output (os {os_name!r})")
