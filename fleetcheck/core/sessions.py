@@ -261,7 +261,7 @@ class HostSessions:
                 f"host commands did not finish within command_timeout "
                 f"{self.fleet.ssh.command_timeout:g}s"
             )
-            if not host.is_local:  # issue 28: name the login shell when it is the cause
+            if not host.is_local:  # name the login shell when it is the cause
                 from fleetcheck.transport.startup import startup_note
 
                 left = 30.0 if self.deadline_at is None else self.deadline_at - time.monotonic()

@@ -16,7 +16,7 @@ OWNER_MAX = 64  # characters of an owner name we keep
 
 Reading = tuple[float | None, str | None, str | None]  # (started_at, problem, owner)
 # a value the JSON parser cannot take (nested too deep): one entry unreadable, never the
-# whole scan failing (issue 22, item 6: one worker could otherwise hide every zombie)
+# whole scan failing (one worker could otherwise hide every zombie)
 UNREADABLE = "unreadable: nested too deep for the JSON parser"
 
 _decode_json = json.JSONDecoder().decode
@@ -34,7 +34,7 @@ def read_entry_json(
         doc = _decode_json(value.decode("utf-8") if isinstance(value, bytes) else value)
     except (ValueError, UnicodeDecodeError):
         return None, "not JSON", None
-    except RecursionError:  # nested deeper than the parser goes: this entry alone (item 6)
+    except RecursionError:  # nested deeper than the parser goes: this entry alone
         return None, UNREADABLE, None
     if type(doc) is not dict:
         return None, f"not a JSON object ({type(doc).__name__})", None

@@ -22,8 +22,7 @@ from datetime import UTC, datetime
 from functools import partial
 
 from fleetcheck.parse.logformats.catalog import FORMATS, LogFormat
-from fleetcheck.parse.logformats.fields import stamp_from
-from fleetcheck.parse.timestamps import Stamp
+from fleetcheck.parse.logformats.fields import Stamp, stamp_from
 
 SAMPLE_LINES = 16  # newest candidate lines tried first
 WIDE_SAMPLE_LINES = 200  # tried when those decide nothing
