@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -92,8 +93,7 @@ def _stored_series(
     one point a round draws."""
     from fleetcheck.rounds import store
 
-    db = store.connect(path, write=False)
-    try:
+    with closing(store.connect(path, write=False)) as db:
         first = store.first_round(db, since)
         if first is None:
             return {}
@@ -135,22 +135,17 @@ def _stored_series(
                 pts.append((times[newest], held))
             if pts:
                 out[host] = pts
-    finally:
-        db.close()
     return out
 
 
 def _host_count(path: Path) -> int:
     from fleetcheck.rounds import store
 
-    db = store.connect(path, write=False)
-    try:
+    with closing(store.connect(path, write=False)) as db:
         (n,) = db.execute(
             "SELECT count(DISTINCT host) FROM keys WHERE host != ? AND sig IS NOT NULL",
             (store.BROKER_KEY,),
         ).fetchone()
-    finally:
-        db.close()
     return int(n)
 
 
@@ -161,8 +156,7 @@ def _extreme_hosts(
     highest (DESC) value at `field_path`."""
     from fleetcheck.rounds import store
 
-    db = store.connect(path, write=False)
-    try:
+    with closing(store.connect(path, write=False)) as db:
         first = store.first_round(db, since)
         if first is None:
             return []
@@ -174,6 +168,4 @@ def _extreme_hosts(
             f"ORDER BY v {order}, k.host LIMIT ?",
             (field_path, check, store.BROKER_KEY, store.reader_start(db, first), MAX_LINES),
         ).fetchall()
-    finally:
-        db.close()
     return [str(h) for h, _ in got]

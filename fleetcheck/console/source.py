@@ -1,17 +1,16 @@
 """What `fleetcheck serve` shows, read from the files scheduled patrols already write: the
-history (one line per round, with each row's metrics) and the newest round kept whole next to
-it. Nothing here patrols, and nothing here writes.
+history and the newest round kept whole next to it. Nothing here patrols or writes.
 
-`Source` re-reads the files when their size or mtime changes, so a console started once follows
-every new round without a restart. The rest is pure: the grid, a row's timeline and the chart
-series are computed from a `Snapshot` and table-tested.
+`Source` re-reads the files when they change, so a console started once follows every new
+round; the grid, a row's timeline and the chart series are computed from a `Snapshot`.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -31,6 +30,13 @@ from fleetcheck.iso import iso_utc, parse_iso
 from fleetcheck.rounds import history as hist
 
 BROKER = BROKER_WIDE  # the grid's row for broker-wide checks (host None)
+_MALFORMED = (ValueError, KeyError, TypeError, AttributeError)  # a document that is not one
+
+
+def _said(problems: Sequence[str | None]) -> str | None:
+    """The problems as the one line the pages' banner shows (None: there are none)."""
+    said = [p for p in problems if p]
+    return one_line("; ".join(said))[:1000] if said else None
 
 
 def _result(r: dict[str, Any], **more: Any) -> Result:
@@ -96,9 +102,9 @@ def report_from_round(rnd: hist.Round) -> Report:
 
 
 def clean_row(row: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """A history row with the types every page relies on. (row, None): as recorded;
-    (degraded row, why): a field of the wrong type dropped or made text; (None, why): the row
-    cannot be placed at all. One bad line must cost its own fields, never every page."""
+    """A history row with the types every page relies on: (row, None) as recorded, (degraded
+    row, why) or (None, why) when it cannot be placed. One bad line must cost its own fields,
+    never every page."""
     if not isinstance(row, dict):
         return None, f"a row is a {type(row).__name__}, not a map"
     check, host = row.get("check"), row.get("host")
@@ -154,8 +160,7 @@ class Head:
 
 def head_from_dict(data: dict[str, Any]) -> Head:
     """The Head of a `fleetcheck.report/3` document without making its rows Results (the
-    expensive part: each one's text made safe). Raises ValueError/KeyError/TypeError/
-    AttributeError on a document that is not one, as `report_from_dict` does."""
+    expensive part). Raises as `report_from_dict` does."""
     if data.get("schema") not in READABLE_SCHEMAS:
         raise ValueError(f"not a {REPORT_SCHEMA} document")
     started = str(data["started_at"])
@@ -171,11 +176,9 @@ def head_from_dict(data: dict[str, Any]) -> Head:
 
 
 class Later:
-    """The newest round's file, read and parsed, its rows made `Result`s only when a
-    page first needs them (the charts page needs only its Head: at 10,000 hosts making the
-    30,000 Results is ~0.5 s). A document whose rows cannot be made Results counts as
-    unreadable then: `fallback` gives the newest round from the history instead and
-    `problem` says why."""
+    """The newest round's file, its rows made `Result`s only when a page first needs them
+    (the charts page needs only its Head). A document whose rows cannot be made Results is
+    unreadable then: `fallback` gives the newest round from the history, `problem` says why."""
 
     def __init__(
         self, path: Path, data: dict[str, Any], fallback: Callable[[], Report | None]
@@ -194,9 +197,8 @@ class Later:
 
     def rows_of(self, host: str | None) -> list[Result]:
         """The newest round's rows of one host (None: the broker-wide rows), made Results
-        without making the other 29,997 at 10,000 hosts (a host's and a row's page need only
-        these). Rows whose host matches only once made safe are found too. A document whose
-        rows cannot be read: as `report`, the newest round from the history, `problem` set."""
+        without making the others. Rows whose host matches only once made safe are found too;
+        a document whose rows cannot be read gives `report`'s fallback."""
         with self._lock:
             data = self._data
         if data is not None:
@@ -212,7 +214,7 @@ class Later:
                         and printable(r["host"]) == host
                     ]
                 return list(report_from_dict({**data, "results": picked}).results)
-            except (ValueError, KeyError, TypeError, AttributeError):
+            except _MALFORMED:
                 pass  # the whole document then: its problem said, the history's round used
         report = self.report()
         return [r for r in report.results if r.host == host] if report is not None else []
@@ -223,7 +225,7 @@ class Later:
                 try:
                     with collector.paused():  # 30,000 Results that all live on
                         self._report = report_from_dict(self._data)
-                except (ValueError, KeyError, TypeError, AttributeError) as e:
+                except _MALFORMED as e:
                     self.problem = f"{self._path}: unreadable ({type(e).__name__}: {e})"
                     self._report = self._fallback()
                     if self._report is not None:
@@ -268,12 +270,11 @@ class Snapshot:
 
     @property
     def banner(self) -> str | None:
-        """What the pages say is wrong: `problem`, and a newest round's rows that could not
-        be read once a page needed them."""
+        """What the pages say is wrong, the newest round's unreadable rows included."""
         late = self.later.problem if self.later is not None else None
         if late is None:
             return self.problem
-        return one_line("; ".join(p for p in (late, self.problem) if p))[:1000]
+        return _said([late, self.problem])
 
     @property
     def round_count(self) -> int:
@@ -292,8 +293,7 @@ class Snapshot:
         return None
 
     def window(self, since: datetime) -> list[hist.Round]:
-        """Every round at or after `since`, all its rows (from a database: every row of
-        every round read back; the pages read less, see `host_window` and `window_charts`)."""
+        """Every round at or after `since`, all its rows."""
         if self.stored is not None:
             return _cleaned(hist.load(self.stored, since)[0])
         return [r for r in self.rounds if r.started_at >= since]
@@ -311,15 +311,12 @@ class Snapshot:
         if self.stored is not None:
             from fleetcheck.rounds import store
 
-            db = store.connect(self.stored, write=False)
-            try:
+            with closing(store.connect(self.stored, write=False)) as db:
                 whole = store.whole_from(db) or 0
                 got = db.execute(
                     "SELECT min(at), count(*) FROM rounds WHERE at >= ? AND id >= ?",
                     (since.timestamp(), whole),
                 ).fetchone()
-            finally:
-                db.close()
             return tuple(got)
         window = self.window(since)
         return (window[0].started_at if window else None, len(window))
@@ -400,17 +397,16 @@ class Source:
                 report = report_from_dict(hist.read_latest(self.latest))
         except FileNotFoundError:
             pass
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        except (OSError, *_MALFORMED) as e:
             problems.insert(0, f"{self.latest}: unreadable ({type(e).__name__}: {e})")
         if rounds:
             newest = rounds[-1]
             if report is None or parse_iso(report.started_at) < newest.started_at:
                 try:  # the whole-round file lags or is missing
                     report = report_from_round(newest)
-                except (ValueError, KeyError, TypeError, AttributeError) as e:
+                except _MALFORMED as e:
                     problems.append(f"the newest round: unreadable ({type(e).__name__}: {e})")
-        problem = one_line("; ".join(problems))[:1000] if problems else None
-        return Snapshot(report, rounds, bad, problem)
+        return Snapshot(report, rounds, bad, _said(problems))
 
     def _load_stored(self) -> Snapshot | None:
         """From the history's database (None: there is none yet, or it is not migrated):
@@ -439,10 +435,8 @@ class Source:
         if later is None or parse_iso(later.head.started_at).timestamp() < (newest or 0):
             later = None  # the whole-round file lags or is missing
             report = self._newest_round(newest, problems)
-        problem = one_line("; ".join(problems))[:1000] if problems else None
-        return Snapshot(
-            report, [], bad, problem, stored=self.history, count=int(count), later=later
-        )
+        said = _said(problems)
+        return Snapshot(report, [], bad, said, stored=self.history, count=int(count), later=later)
 
     def _latest_later(self, problems: list[str], newest: float | None) -> Later | None:
         """The newest round's file read, its rows left for later (None: missing or
@@ -453,7 +447,7 @@ class Source:
                 return Later(self.latest, data, lambda: self._newest_round(newest, []))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        except (OSError, *_MALFORMED) as e:
             problems.insert(0, f"{self.latest}: unreadable ({type(e).__name__}: {e})")
             return None
 
@@ -468,7 +462,7 @@ class Source:
         if rounds:
             try:
                 return report_from_round(rounds[-1])
-            except (ValueError, KeyError, TypeError, AttributeError) as e:
+            except _MALFORMED as e:
                 problems.append(f"the newest round: unreadable ({type(e).__name__}: {e})")
         return None
 

@@ -2,13 +2,10 @@
 through the sentinels when configured, and the facts several checks read from it (CLIENT
 LIST, INFO), each fetched once per patrol.
 
-Every failure becomes one secret-free line that every broker-side row repeats. A broker that
-is down (refuses the TCP connection, has no route, accepts but answers nothing within its
-timeout: BrokerDown) or that answers but refuses to serve (BrokerRefused) is the failure
-itself: the `broker` row alone reports it as CRIT, every other broker row says it could not
-look because of it, all with the same `cause` so the outputs group them. What is fleetcheck's
-own trouble (a wrong password, an unset password variable, a certificate it will not trust,
-a name it cannot resolve) stays "could not look" everywhere."""
+A broker that is down (BrokerDown) or refuses to serve (BrokerRefused) is the failure itself:
+the `broker` row reports it as CRIT, every other broker row could not look, all with the same
+`cause`. fleetcheck's own trouble (a wrong password, a certificate it will not trust, a name
+it cannot resolve) stays "could not look" everywhere."""
 
 from __future__ import annotations
 
@@ -58,15 +55,10 @@ _NO_ROUTE = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN}
 
 
 def down(e: BaseException, cfg: BrokerConfig, where: str) -> BrokerDown | None:
-    """`e` (a redis-py error) as the broker being down, or None when it is something else
-    (authentication, TLS, a name that does not resolve, a reply we did not expect: ours to
-    fix, "could not look").
-
-    A refused connection is proof nothing listens there. A read timeout on a connection the
-    broker accepted is proof it did not answer within socket_timeout: the kernel accepts for
-    a stopped or wedged server, and every worker's command waits the same way. No route and
-    a connect that timed out are seen only from here: the broker may be up and the path
-    from this machine cut, so they are inference."""
+    """`e` (a redis-py error) as the broker being down, or None when it is ours to fix
+    (authentication, TLS, a name that does not resolve, a reply we did not expect).
+    A refused connection and a read timeout on an accepted one are proof; no route and a
+    connect that timed out are seen only from here (the path may be cut): inference."""
     import redis
 
     if isinstance(e, redis.AuthenticationError):
@@ -233,9 +225,7 @@ class BrokerLink:
                     raise self.broker_error(reply)
             if not isinstance(info, Exception):  # else INFO's own fetch gives its error
                 self._memo.once("info", lambda: dict(info))
-            # not under collector.paused(): the one collection it defers then walks every
-            # row's tuple at once, which measured slower than the collector's usual small
-            # passes while the list is read (bench_clients_behaviour, same run)
+            # not under collector.paused(): its one deferred collection walks every row
             return read_client_table(raw).without_own(own_id)
 
         return self._memo.once("client_table", fetch)

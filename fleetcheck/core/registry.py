@@ -1,17 +1,11 @@
 """Which checks exist: the built-in modules of fleetcheck.checks plus third-party ones from the
-entry-point group `fleetcheck.checks`. A third-party check that fails to load is a warning,
-never a crash.
+entry-point group `fleetcheck.checks` (one that fails to load is a warning, never a crash;
+built-ins win over plugins of the same name).
 
-A patrol asks for its checks by name (`find`), so it imports only the modules of the checks
-its config names, and reads the installed packages' entry points (importlib.metadata, tens of
-milliseconds) only for a name no built-in module has. Built-ins win over plugins of the same
-name, as in the full listing (`available`).
-
-Validating a config file needs every configured check's settings types, not the checks: a
-built-in check that is a package may declare them in its `__init__` (`CONFIG_TYPE`,
-`HOST_CONFIG_TYPE`) and put the check itself (`CHECK`) in its `check` module, which is then
-imported only when the check is asked for (`find`): a patrol that runs one check does not
-import the others' probes.
+A patrol imports only the checks its config names (`find`), and reads the entry points only
+for a name no built-in has. A built-in package may declare its settings types in its
+`__init__` (`CONFIG_TYPE`, `HOST_CONFIG_TYPE`) and put the check (`CHECK`) in its `check`
+module, so validating a config does not import the checks' probes.
 """
 
 from __future__ import annotations

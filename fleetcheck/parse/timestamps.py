@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 from dateutil.tz import datetime_exists
 
-from fleetcheck.parse.logformats.fields import Stamp, stamp_from
+from fleetcheck.parse.logformats.fields import Stamp, compiled, stamp_from
 
 _MON = r"(?P<b>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
 _DOW = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,?"
@@ -25,51 +25,18 @@ _HMS = r"(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2})(?:[.,](?P<f>\d{1,9}))?)?"
 _HMS_STRICT = r"(?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2})(?:[.,](?P<f>\d{1,9}))?"
 _ZONE = r"(?:\s?(?P<z>Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?)(?![\w:]))?"
 
-PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "iso8601",
-        re.compile(
-            r"(?<![\d])(?P<Y>\d{4})(?P<sep>[-/])(?P<m>\d{2})(?P=sep)(?P<d>\d{2})(?:T|\s+)"
-            + _HMS
-            + _ZONE,
-            re.I,
-        ),
-    ),
-    (
-        "ctime",
-        re.compile(
-            r"(?<![\w])(?:"
-            + _DOW
-            + r"\s+)?"
-            + _MON
-            + r"\s+(?P<d>\d{1,2})\s+"
-            + _HMS_STRICT
-            + r"\s+(?P<Y>\d{4})(?![\d:])",
-            re.I,
-        ),
-    ),
-    (
-        "syslog",
-        re.compile(
-            r"(?<![\w])" + _MON + r"\s+(?P<d>\d{1,2})\s+" + _HMS_STRICT + r"(?![\d:])", re.I
-        ),
-    ),
-    (
-        "day-month-year",
-        re.compile(
-            r"(?<![\w])(?P<d>\d{1,2})[ -]" + _MON + r"[ -](?P<Y>\d{4})[ :]" + _HMS_STRICT + _ZONE,
-            re.I,
-        ),
-    ),
-    (
-        "common-log",
-        re.compile(
-            r"(?P<d>\d{2})/" + _MON + r"/(?P<Y>\d{4}):" + _HMS_STRICT + r"\s(?P<z>[+-]\d{4})",
-            re.I,
-        ),
-    ),
-    ("epoch", re.compile(r"^\s*\[?(?P<e>\d{10}|\d{13})(?:\.(?P<f>\d{1,9}))?(?![\d])")),
-)
+_PIECES = {"MON": _MON, "DOW": _DOW, "HMS": _HMS, "HMS2": _HMS_STRICT, "ZONE": _ZONE}
+_DATE = r"(?<![\d])(?P<Y>\d{4})(?P<sep>[-/])(?P<m>\d{2})(?P=sep)(?P<d>\d{2})"
+PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, compiled(pattern, _PIECES, re.I))
+    for kind, pattern in (
+        ("iso8601", _DATE + r"(?:T|\s+){HMS}{ZONE}"),
+        ("ctime", r"(?<![\w])(?:{DOW}\s+)?{MON}\s+(?P<d>\d{1,2})\s+{HMS2}\s+(?P<Y>\d{4})(?![\d:])"),
+        ("syslog", r"(?<![\w]){MON}\s+(?P<d>\d{1,2})\s+{HMS2}(?![\d:])"),
+        ("day-month-year", r"(?<![\w])(?P<d>\d{1,2})[ -]{MON}[ -](?P<Y>\d{4})[ :]{HMS2}{ZONE}"),
+        ("common-log", r"(?P<d>\d{2})/{MON}/(?P<Y>\d{4}):{HMS2}\s(?P<z>[+-]\d{4})"),
+    )
+) + (("epoch", re.compile(r"^\s*\[?(?P<e>\d{10}|\d{13})(?:\.(?P<f>\d{1,9}))?(?![\d])")),)
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,13 @@ def parse_offset(text: str) -> timedelta:
     return sign * timedelta(hours=hours, minutes=minutes)
 
 
+def compiled(pattern: str, pieces: dict[str, str], flags: int = 0) -> re.Pattern[str]:
+    """`pattern` with each `{NAME}` (upper case: a regex's own `{2}` stays) replaced by
+    `pieces[NAME]`, compiled."""
+    filled = re.sub(r"\{([A-Z][A-Z0-9_]*)\}", lambda m: pieces[m.group(1)], pattern)
+    return re.compile(filled, flags)
+
+
 def _num(groups: dict[str, str | None], key: str, default: int = 0) -> int:
     v = groups.get(key)
     return int(v) if v else default
