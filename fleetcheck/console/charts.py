@@ -6,7 +6,9 @@ hosts a large fleet's chart shows, read from the history's database, is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.core.declarations import ChartSpec
@@ -117,18 +119,18 @@ def host_value(
 
 
 def _host_values(
-    rounds: list[hist.Round], check: str, spec: ChartSpec, focus: dict[str, tuple[str, float]]
+    rounds: list[hist.Round], check: str, value: Callable[[dict[str, Any]], float | None]
 ) -> dict[str, list[tuple[float, float]]]:
-    """Per host, its value on the chart round by round."""
+    """Per host, `value` of its `check` rows round by round."""
     out: dict[str, list[tuple[float, float]]] = {}
     for rnd in rounds:
         t = rnd.started_at.timestamp()
         for row in rnd.rows:
             if row.get("check") != check or row.get("host") is None:
                 continue
-            value = host_value(row, spec, focus)
-            if value is not None:
-                out.setdefault(str(row.get("host")), []).append((t, value))
+            got = value(row)
+            if got is not None:
+                out.setdefault(str(row.get("host")), []).append((t, got))
     return out
 
 
@@ -169,18 +171,6 @@ def limits_of(
     return newest
 
 
-def _newest_limits(rounds: list[hist.Round], check: str, key: str) -> dict[str, float]:
-    """Per host, the newest limit `key` its `check` rows were judged against."""
-    out: dict[str, float] = {}
-    for rnd in rounds:
-        for row in rnd.rows:
-            if row.get("check") == check and row.get("host") is not None:
-                value = host_limit(row, key)
-                if value is not None:
-                    out[str(row.get("host"))] = value
-    return out
-
-
 def _broker_lines(rounds: list[hist.Round], check: str, spec: ChartSpec) -> list[Series]:
     """A broker-wide chart's lines: the measured ones, then the limits that have points;
     nothing until a measured line has a point."""
@@ -205,11 +195,12 @@ def charts(rounds: list[hist.Round], focus: Focus, declared: Declared | None = N
             series = _broker_lines(rounds, check, spec)
         else:
             mine = focus.get(spec.key, {})
-            values = _host_values(rounds, check, spec, mine)
+            values = _host_values(rounds, check, partial(host_value, spec=spec, focus=mine))
             series = [Series(h, pts) for h, pts in sorted(values.items())]
             if values and rounds:
                 t0, t1 = rounds[0].started_at.timestamp(), rounds[-1].started_at.timestamp()
-                newest = _newest_limits(rounds, check, spec.limit) if spec.limit else {}
+                limit = partial(host_limit, key=spec.limit) if spec.limit else lambda row: None
+                newest = newest_of(_host_values(rounds, check, limit))
                 limits = limits_of(spec, mine, newest)
                 series += reference_lines(spec, limits, sorted(values), t0, t1)
         out.append(Chart(spec.key, spec.title, spec.decision, spec.unit, series))

@@ -269,6 +269,13 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return [(prefix, value)]
 
 
+def _values(what: str, flat: list[tuple[str, Any]]) -> str:
+    rows = "".join(
+        f"<tr><td>{e(k)}</td><td>{e(json.dumps(v, default=str))}</td></tr>" for k, v in flat
+    )
+    return f"<table><tr><th>{what}</th><th>value</th></tr>{rows}</table>"
+
+
 def row_page(
     snap: Snapshot,
     check: str,
@@ -303,18 +310,10 @@ def row_page(
         )
         body.append("<h2>Metrics</h2>")
         flat = _flatten(result.metrics)
-        if flat and flat != [("", {})]:
-            body.append("<table><tr><th>metric</th><th>value</th></tr>")
-            for k, v in flat:
-                body.append(f"<tr><td>{e(k)}</td><td>{e(json.dumps(v, default=str))}</td></tr>")
-            body.append("</table>")
-        else:
-            body.append('<p class="na">none</p>')
+        has_metrics = flat and flat != [("", {})]
+        body.append(_values("metric", flat) if has_metrics else '<p class="na">none</p>')
         if result.limits:  # the settings the verdict was judged against (not measurements)
-            body.append("<h2>Limits</h2><table><tr><th>limit</th><th>value</th></tr>")
-            for k, v in _flatten(result.limits):
-                body.append(f"<tr><td>{e(k)}</td><td>{e(json.dumps(v, default=str))}</td></tr>")
-            body.append("</table>")
+            body.append("<h2>Limits</h2>" + _values("limit", _flatten(result.limits)))
         body.append("<h2>Evidence</h2>")
         if result.evidence is None:
             body.append('<p class="na">none recorded for this round</p>')

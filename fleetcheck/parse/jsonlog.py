@@ -19,20 +19,7 @@ from fleetcheck.parse.timestamps import Stamp, find_stamp
 TIME_FIELDS = ("time", "ts", "timestamp", "@timestamp", "t")
 LEVEL_FIELDS = ("level", "severity", "lvl", "levelname", "log.level")
 MESSAGE_FIELDS = ("msg", "message", "log", "MESSAGE", "event")
-ERROR_NAMES = frozenset(
-    {
-        "error",
-        "err",
-        "fatal",
-        "critical",
-        "crit",
-        "panic",
-        "dpanic",
-        "alert",
-        "emerg",
-        "emergency",
-    }
-)
+ERROR_NAMES = frozenset("error err fatal critical crit panic dpanic alert emerg emergency".split())
 
 # (upper bound of the magnitude, seconds per unit, unit name)
 EPOCH_UNITS = (
