@@ -134,21 +134,17 @@ class BrokerLink:
             connect,
             describe_error,
             discover_master,
-            refusal,
-            refusal_on_accept,
         )
 
         cfg = self.fleet.broker
-        where = cfg.address
         try:
             if cfg.sentinels and self.master is None:
                 self.master = discover_master(cfg)
         except Exception as e:
             raise CheckError(
-                f"broker {where}: no master from the sentinels: {describe_error(e, cfg)}"
+                f"broker {cfg.address}: no master from the sentinels: {describe_error(e, cfg)}"
             ) from None
-        if self.master is not None:
-            where = f"{self.master[0]}:{self.master[1]} (master of {cfg.service})"
+        where = self.where
         try:
             client = connect(
                 cfg,
@@ -164,38 +160,39 @@ class BrokerLink:
             client.ping()
         except Exception as e:
             client.close()
-            refused = refusal(e) or refusal_on_accept(e, client)
-            if refused is not None:
-                raise BrokerRefused(f"broker {where} {refused[1]}", refused[0]) from None
-            gone = down(e, cfg, where)
-            if gone is not None:
-                raise gone from None
-            why = describe_error(e, cfg)
-            if cfg.password_env and not os.environ.get(cfg.password_env):
-                why += f" (password_env {cfg.password_env} is not set)"
-            raise CheckError(f"broker {where} unreachable: {why}") from None
+            raise self.broker_error(e, client) from None
         cluster = None if probe else cluster_refusal(client)  # refused in one line
         if cluster is not None:
             client.close()
             raise CheckError(f"broker {where} {cluster}", cause=f"broker {where} {cluster}")
         return client
 
-    def broker_error(self, e: Exception) -> CheckError:
+    @property
+    def where(self) -> str:
+        """The broker as messages name it: its address, or the master the sentinels named."""
+        if self.master is None:
+            return self.fleet.broker.address
+        return f"{self.master[0]}:{self.master[1]} (master of {self.fleet.broker.service})"
+
+    def broker_error(self, e: Exception, connecting: redis.Redis | None = None) -> CheckError:
         """A redis-py error as a one-line, secret-free CheckError (BrokerRefused when the
         broker refuses to serve: busy, loading, MISCONF, out of memory; BrokerDown when it
-        stopped answering or went away during the patrol)."""
-        from fleetcheck.transport.redis import describe_error, refusal
+        is down or went away). `connecting`: the client whose first PING failed."""
+        from fleetcheck.transport.redis import describe_error, refusal, refusal_on_accept
 
-        where = self.fleet.broker.address
-        if self.master is not None:
-            where = f"{self.master[0]}:{self.master[1]} (master of {self.fleet.broker.service})"
-        refused = refusal(e)
+        cfg, where = self.fleet.broker, self.where
+        refused = refusal(e) or (None if connecting is None else refusal_on_accept(e, connecting))
         if refused is not None:
             return BrokerRefused(f"broker {where} {refused[1]}", refused[0])
-        gone = down(e, self.fleet.broker, where)
+        gone = down(e, cfg, where)
         if gone is not None:
             return gone
-        return CheckError(describe_error(e, self.fleet.broker))
+        why = describe_error(e, cfg)
+        if connecting is None:
+            return CheckError(why)
+        if cfg.password_env and not os.environ.get(cfg.password_env):
+            why += f" (password_env {cfg.password_env} is not set)"
+        return CheckError(f"broker {where} unreachable: {why}")
 
     def client_list(self) -> list[Client]:
         """CLIENT LIST, parsed, read once per patrol; our own connection left out."""

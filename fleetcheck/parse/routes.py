@@ -1,11 +1,6 @@
 """Default routes and interface addresses from Linux (`ip -j`, /proc/net/route) and macOS
-(`netstat -rn`, `ifconfig`, `route -n get`) output. Pure functions, no I/O.
-
-Linux notes: metric 0 has no `metric` key in `ip -j`; ECMP routes carry `nexthops`; a route
-over a dead link has the `linkdown` flag. macOS notes: Big Sur+ prints `Destination Gateway
-Flags Netif Expire` (older releases also `Refs Use`); a default with the `I` flag is scoped to
-its interface (only sockets bound there use it), only rows without `I` are unscoped
-defaults; a VPN default may have a `link#N` gateway.
+(`netstat -rn`, `ifconfig`, `route -n get`) output. Pure functions, no I/O. macOS: a default
+with the `I` flag is scoped to its interface (only sockets bound there use it).
 """
 
 from __future__ import annotations
