@@ -28,10 +28,6 @@ from fleetcheck.console.charts import (  # the series of the declared charts
 )
 from fleetcheck.console.source import Snapshot
 
-# ---------------------------------------------------------------- chart series
-# (drawn by fleetcheck.console.charts; here: a large fleet's, read from the database)
-
-
 MAX_LINES = 12  # per-host lines a chart draws; past it, the hosts that matter most
 
 
@@ -43,10 +39,9 @@ def window_charts(
     declared: Declared | None = None,
 ) -> tuple[list[Chart], float, float]:
     """The charts of the rounds at or after `since`, and their time span. From a database
-    with more than MAX_LINES hosts, only the broker-wide rows and the rows of the hosts each
-    per-host chart draws are read: the MAX_LINES hosts with the fewest or the most of its
-    metric (as the chart declares: fewest connections, oldest logs) in the window (chosen by
-    one SQL query over the rows stored in it, which hold every change of bucket)."""
+    with more than MAX_LINES hosts, only the broker-wide rows and the rows of the MAX_LINES
+    hosts with the fewest or the most of each per-host chart's metric (as it declares) are
+    read, chosen by one SQL query."""
     specs = declared if declared is not None else declared_charts()
     if snap.stored is None or _host_count(snap.stored) <= MAX_LINES:
         window = snap.window(since)
@@ -86,11 +81,9 @@ def _stored_series(
     check: str,
     value: Callable[[dict[str, Any]], float | None],
 ) -> dict[str, list[tuple[float, float]]]:
-    """Per host, `value` of its `check` row over the rounds at or after `since`, read from
-    the rows the database stored (each change, each refresh), not round by round: a value
-    holds from the round it was stored in until the round before the next one, so each
-    change is drawn as a step (the value before it at the round before), which is the line
-    one point a round draws."""
+    """Per host, `value` of its `check` row over the rounds at or after `since`, from the rows
+    the database stored (each change, each refresh): a value holds until the round before
+    the next one, so each change is drawn as a step, as one point a round would draw it."""
     from fleetcheck.rounds import store
 
     with closing(store.connect(path, write=False)) as db:

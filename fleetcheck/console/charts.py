@@ -48,7 +48,7 @@ def _collect(
     rounds: list[hist.Round], check: str, metric: str, per_host: bool, part: str = "metrics"
 ) -> dict[str, list[tuple[float, float]]]:
     """`metric` of `check`'s rows (`part`: "metrics", or "limits" for a setting judged
-    against; a round written before limits were kept apart has it among its metrics)."""
+    against, among the metrics in an old round)."""
     out: dict[str, list[tuple[float, float]]] = {}
     for rnd in rounds:
         t = rnd.started_at.timestamp()
@@ -99,8 +99,8 @@ def host_value(
     row: dict[str, Any], spec: ChartSpec, focus: dict[str, tuple[str, float]]
 ) -> float | None:
     """A host row's value on a per-host chart: its `per_host` metric. Where the host has a
-    focus (charts with `items`), only the row of the item it names counts, and a row of the
-    whole host (written before rows per item) gives that item's value from its `items` map."""
+    focus (charts with `items`), only the row of the item it names counts (an old row of the
+    whole host: that item's value from its `items` map)."""
     metrics = row.get("metrics")
     if spec.per_host is None or not isinstance(metrics, dict):
         return None

@@ -115,9 +115,8 @@ def host_link(host: str) -> str:
 
 
 def ordered(g: Grid) -> Grid:
-    """The grid in the console's stable order: hosts worst first, then by name (broker-wide
-    rows first among equals, as every output puts them), checks by name; so the same fleet
-    in the same state always reads the same, whatever order the patrol finished in."""
+    """The grid in a stable order: hosts worst first, then by name (broker-wide rows first
+    among equals), checks by name, whatever order the patrol finished in."""
     worst_of: dict[str, int] = {}
     for (host, _check), r in g.cells.items():
         worst_of[host] = max(worst_of.get(host, 0), r.status.rank)
@@ -224,9 +223,8 @@ def grid_page(snap: Snapshot, now: datetime, stale_after: float, number: int = 1
 
 
 def not_ok(report: Report) -> str:
-    """The "Not OK" list: rows that share one cause under it, told once with how many rows
-    and hosts it broke (each row a link); then the broker-wide rows and one line per host for
-    the rest. Weak evidence is said in words."""
+    """The "Not OK" list: rows that share one cause under it, told once (each row a link);
+    then the broker-wide rows and one line per host for the rest."""
     bad = [r for r in report.sorted_results() if r.status is not Status.OK]
     entries = layout(bad)
     groups = [x for x in entries if isinstance(x, CauseGroup)]
@@ -332,9 +330,8 @@ def row_page(
 
 
 def explanation_html(snap: Snapshot, rows: list[Result], started_at: str, host: str) -> str:
-    """`fleetcheck explain HOST`'s text for the newest round (`rows`: its rows of `host`,
-    `started_at`: its start), from the recorded files (the console never patrols): the same
-    lines, each escaped."""
+    """`fleetcheck explain HOST`'s text for the newest round (`rows`: its rows of `host`),
+    from the recorded files (the console never patrols)."""
     from fleetcheck.iso import parse_iso
     from fleetcheck.rounds import explain as explaining
 

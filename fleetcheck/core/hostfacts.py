@@ -84,7 +84,7 @@ class LogSpec:
     entries: int | None = None  # journal: newest entries read (journalctl -n), default 300
 
     def __post_init__(self) -> None:
-        is_journal = self.journal is not None or bool(self.journal_match)
+        is_journal = self.is_journal
         if self.path is None and not is_journal:
             raise InvalidValue(
                 "path", "missing: a log needs path (a file) or journal / journal_match"
