@@ -391,26 +391,14 @@ class Source:
                 f"{self.history}: {len(wrong)} history rows with wrong-typed fields shown "
                 f"without them or skipped (newest: {wrong[-1]})"
             )
-        report = None
-        try:
-            with collector.paused():
-                report = report_from_dict(hist.read_latest(self.latest))
-        except FileNotFoundError:
-            pass
-        except (OSError, *_MALFORMED) as e:
-            problems.insert(0, f"{self.latest}: unreadable ({type(e).__name__}: {e})")
-        if rounds:
-            newest = rounds[-1]
-            if report is None or parse_iso(report.started_at) < newest.started_at:
-                try:  # the whole-round file lags or is missing
-                    report = report_from_round(newest)
-                except _MALFORMED as e:
-                    problems.append(f"the newest round: unreadable ({type(e).__name__}: {e})")
-        return Snapshot(report, rounds, bad, _said(problems))
+        newest = rounds[-1].started_at.timestamp() if rounds else None
+        return self._with_newest(Snapshot(None, rounds, bad), newest, lambda: rounds, problems)
 
     def _load_stored(self) -> Snapshot | None:
         """From the history's database (None: there is none yet, or it is not migrated):
         the newest round and how many there are; the pages read the rest as they need it."""
+        from datetime import UTC
+
         from fleetcheck.rounds import store
 
         if not store.exists(self.history):
@@ -429,42 +417,48 @@ class Source:
         finally:
             db.close()
         bad = int(json.loads(done).get("unreadable", 0))
-        problems: list[str] = []
-        later = self._latest_later(problems, newest)
-        report = None
-        if later is None or parse_iso(later.head.started_at).timestamp() < (newest or 0):
-            later = None  # the whole-round file lags or is missing
-            report = self._newest_round(newest, problems)
-        said = _said(problems)
-        return Snapshot(report, [], bad, said, stored=self.history, count=int(count), later=later)
 
-    def _latest_later(self, problems: list[str], newest: float | None) -> Later | None:
-        """The newest round's file read, its rows left for later (None: missing or
-        unreadable, said in `problems`)."""
-        try:
-            with collector.paused():  # the whole round's dicts, all kept
-                data = hist.read_latest(self.latest)
-                return Later(self.latest, data, lambda: self._newest_round(newest, []))
-        except FileNotFoundError:
-            return None
-        except (OSError, *_MALFORMED) as e:
-            problems.insert(0, f"{self.latest}: unreadable ({type(e).__name__}: {e})")
-            return None
+        def recent() -> list[hist.Round]:
+            since = datetime.fromtimestamp(newest, UTC)
+            return _cleaned(hist.load(self.history, since)[0]) if newest is not None else []
 
-    def _newest_round(self, newest: float | None, problems: list[str]) -> Report | None:
-        """The newest round from the database's rows (no evidence)."""
-        if newest is None:
-            return None
-        from datetime import UTC
+        snap = Snapshot(None, [], bad, stored=self.history, count=int(count))
+        return self._with_newest(snap, newest, recent, [])
 
-        since = datetime.fromtimestamp(newest, UTC)
-        rounds = _cleaned(hist.load(self.history, since)[0])
-        if rounds:
+    def _with_newest(
+        self,
+        snap: Snapshot,
+        newest: float | None,
+        recent: Callable[[], list[hist.Round]],
+        problems: list[str],
+    ) -> Snapshot:
+        """`snap` with the newest round: the whole-round file's, its rows left for later, or
+        when that lags, is missing or is unreadable the newest of `recent()` history rounds
+        (no evidence); and what went wrong."""
+
+        def from_history(said: list[str]) -> Report | None:
+            rounds = recent()
+            if not rounds:
+                return None
             try:
                 return report_from_round(rounds[-1])
             except _MALFORMED as e:
-                problems.append(f"the newest round: unreadable ({type(e).__name__}: {e})")
-        return None
+                said.append(f"the newest round: unreadable ({type(e).__name__}: {e})")
+                return None
+
+        later = None
+        try:
+            with collector.paused():  # the whole round's dicts, all kept
+                data = hist.read_latest(self.latest)
+                later = Later(self.latest, data, lambda: from_history([]))
+        except FileNotFoundError:
+            pass
+        except (OSError, *_MALFORMED) as e:
+            problems.insert(0, f"{self.latest}: unreadable ({type(e).__name__}: {e})")
+        given = None
+        if later is None or parse_iso(later.head.started_at).timestamp() < (newest or 0):
+            later, given = None, from_history(problems)
+        return replace(snap, given=given, problem=_said(problems), later=later)
 
 
 # ---------------------------------------------------------------- the grid

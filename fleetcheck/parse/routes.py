@@ -312,14 +312,8 @@ def parse_route_get(text: str) -> tuple[str | None, str | None]:
 
 # what the first object of each `ip -j` answer must have: a misread batch is an error, never
 # one command's answer taken for another's
-_ANSWER_KEY = {
-    "route4": "dst",
-    "route6": "dst",
-    "get": "dst",
-    "addr": "ifname",
-    "rules": "priority",
-    "rules6": "priority",
-}
+_ANSWER_KEY = dict.fromkeys(("route4", "route6", "get"), "dst") | {"addr": "ifname"}
+_ANSWER_KEY |= dict.fromkeys(("rules", "rules6"), "priority")
 
 
 @dataclass(frozen=True)

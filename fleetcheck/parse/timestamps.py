@@ -81,26 +81,11 @@ def find_stamp(line: str) -> Stamp | None:
 
 # ---------------------------------------------------------------- per-log overrides
 
-_DIRECTIVES = {
-    "Y": r"\d{4}",
-    "y": r"\d{2}",
-    "m": r"\d{1,2}",
-    "d": r"\d{1,2}",
-    "H": r"\d{1,2}",
-    "I": r"\d{1,2}",
-    "M": r"\d{1,2}",
-    "S": r"\d{1,2}",
-    "f": r"\d{1,6}",
-    "j": r"\d{1,3}",
-    "b": r"[A-Za-z]{3}",
-    "h": r"[A-Za-z]{3}",
-    "B": r"[A-Za-z]+",
-    "a": r"[A-Za-z]{3}",
-    "A": r"[A-Za-z]+",
-    "p": r"(?:AM|PM|am|pm)",
-    "z": r"(?:Z|[+-]\d{2}(?::?\d{2})?)",
-    "%": "%",
-}
+# what each strptime directive may match: numbers unpadded, names by their letters
+_DIRECTIVES = dict.fromkeys("mdHIMS", r"\d{1,2}") | dict.fromkeys("bha", r"[A-Za-z]{3}")
+_DIRECTIVES |= {"Y": r"\d{4}", "y": r"\d{2}", "f": r"\d{1,6}", "j": r"\d{1,3}", "%": "%"}
+_DIRECTIVES |= {"B": r"[A-Za-z]+", "A": r"[A-Za-z]+", "p": r"(?:AM|PM|am|pm)"}
+_DIRECTIVES |= {"z": r"(?:Z|[+-]\d{2}(?::?\d{2})?)"}
 
 
 def format_regex(fmt: str) -> re.Pattern[str]:
