@@ -11,21 +11,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from fleetcheck.config import InvalidValue
-from fleetcheck.core.model import Status, worst
-
-__all__ = [
-    "AgeLimit",
-    "Finding",
-    "Findings",
-    "check_count",
-    "check_duration",
-    "check_share",
-    "exceeds",
-    "limit_text",
-    "tally",
-    "worst",
-]
-
+from fleetcheck.core.model import Status
+from fleetcheck.core.model import worst as worst  # re-exported: the checks judge with it
 
 # ---------------------------------------------------------------- findings
 
