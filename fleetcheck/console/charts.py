@@ -44,27 +44,13 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _collect(
-    rounds: list[hist.Round], check: str, metric: str, per_host: bool, part: str = "metrics"
-) -> dict[str, list[tuple[float, float]]]:
-    """`metric` of `check`'s rows (`part`: "metrics", or "limits" for a setting judged
+def _broker_value(row: dict[str, Any], metric: str, part: str) -> float | None:
+    """`metric` of a broker-wide row (`part`: "metrics", or "limits" for a setting judged
     against, among the metrics in an old round)."""
-    out: dict[str, list[tuple[float, float]]] = {}
-    for rnd in rounds:
-        t = rnd.started_at.timestamp()
-        for row in rnd.rows:
-            if row.get("check") != check:
-                continue
-            host = row.get("host")
-            if per_host != (host is not None):
-                continue
-            values = row.get(part)
-            if part == "limits" and not isinstance(values, dict):
-                values = row.get("metrics")
-            value = _number(values.get(metric)) if isinstance(values, dict) else None
-            if value is not None:
-                out.setdefault(str(host) if per_host else metric, []).append((t, value))
-    return out
+    values = row.get(part)
+    if part == "limits" and not isinstance(values, dict):
+        values = row.get("metrics")
+    return _number(values.get(metric)) if isinstance(values, dict) else None
 
 
 # chart key -> host -> (the item its line follows, that item's limit): `Check.chart_focus`
@@ -118,19 +104,24 @@ def host_value(
     return value
 
 
-def _host_values(
-    rounds: list[hist.Round], check: str, value: Callable[[dict[str, Any]], float | None]
+def _series(
+    rounds: list[hist.Round],
+    check: str,
+    value: Callable[[dict[str, Any]], float | None],
+    hosts: bool = True,
 ) -> dict[str, list[tuple[float, float]]]:
-    """Per host, `value` of its `check` rows round by round."""
+    """Per host, `value` of its `check` rows round by round (not `hosts`: of the broker-wide
+    rows, under "")."""
     out: dict[str, list[tuple[float, float]]] = {}
     for rnd in rounds:
         t = rnd.started_at.timestamp()
         for row in rnd.rows:
-            if row.get("check") != check or row.get("host") is None:
+            host = row.get("host")
+            if row.get("check") != check or hosts != (host is not None):
                 continue
             got = value(row)
             if got is not None:
-                out.setdefault(str(row.get("host")), []).append((t, got))
+                out.setdefault("" if host is None else str(host), []).append((t, got))
     return out
 
 
@@ -177,7 +168,8 @@ def _broker_lines(rounds: list[hist.Round], check: str, spec: ChartSpec) -> list
     measured, references = [], []
     for line in spec.lines:
         part = "limits" if line.limit else "metrics"
-        points = _collect(rounds, check, line.metric, False, part).get(line.metric, [])
+        value = partial(_broker_value, metric=line.metric, part=part)
+        points = _series(rounds, check, value, hosts=False).get("", [])
         if not line.limit:
             measured.append(Series(line.label or line.metric, points))
         elif points:
@@ -195,12 +187,12 @@ def charts(rounds: list[hist.Round], focus: Focus, declared: Declared | None = N
             series = _broker_lines(rounds, check, spec)
         else:
             mine = focus.get(spec.key, {})
-            values = _host_values(rounds, check, partial(host_value, spec=spec, focus=mine))
+            values = _series(rounds, check, partial(host_value, spec=spec, focus=mine))
             series = [Series(h, pts) for h, pts in sorted(values.items())]
             if values and rounds:
                 t0, t1 = rounds[0].started_at.timestamp(), rounds[-1].started_at.timestamp()
                 limit = partial(host_limit, key=spec.limit) if spec.limit else lambda row: None
-                newest = newest_of(_host_values(rounds, check, limit))
+                newest = newest_of(_series(rounds, check, limit))
                 limits = limits_of(spec, mine, newest)
                 series += reference_lines(spec, limits, sorted(values), t0, t1)
         out.append(Chart(spec.key, spec.title, spec.decision, spec.unit, series))

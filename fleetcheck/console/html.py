@@ -238,24 +238,18 @@ def not_ok(report: Report) -> str:
         out.append(
             f"<li>{status_badge(g.status)} <strong>{e(g.cause)}</strong> ({e(g.extent())})<ul>"
         )
-        for r in g.rows:
-            said = with_strength(r, left_to_say(r))
-            out.append(
-                f'<li>{status_badge(r.status)} <a href="{e(row_link(r.check, r.host))}">'
-                f"{e(r.host or BROKER)} / {e(r.check)}</a>"
-                + (f": {e(said)}" if said else "")
-                + "</li>"
-            )
+        out += [_row_item(r, with_strength(r, left_to_say(r))) for r in g.rows]
         out.append("</ul></li>")
-    for r in broker_bad:
-        out.append(
-            f'<li>{status_badge(r.status)} <a href="{e(row_link(r.check, None))}">'
-            f"{e(BROKER)} / {e(r.check)}</a>: {e(with_strength(r, r.summary))}</li>"
-        )
+    out += [_row_item(r, with_strength(r, r.summary)) for r in broker_bad]
     for host, status, text in verdicts:
         out.append(f'<li>{status_badge(status)} <a href="{e(host_link(host))}">{e(text)}</a></li>')
     out.append("</ul>")
     return "".join(out)
+
+
+def _row_item(r: Result, said: str) -> str:
+    link = f'<a href="{e(row_link(r.check, r.host))}">{e(r.host or BROKER)} / {e(r.check)}</a>'
+    return f"<li>{status_badge(r.status)} {link}" + (f": {e(said)}" if said else "") + "</li>"
 
 
 def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:

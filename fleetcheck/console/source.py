@@ -504,13 +504,11 @@ class Point:
 
 
 def row_timeline(rounds: list[hist.Round], check: str, host: str | None) -> list[Point]:
+    """The row in each round (status None: not in that round, or unreadable)."""
     out = []
     for rnd in rounds:
-        found = None
-        for row in rnd.rows:
-            if row.get("check") == check and row.get("host") == host:
-                found = row
-                break
+        mine = (r for r in rnd.rows if r.get("check") == check and r.get("host") == host)
+        found = next(mine, None)
         if found is None:
             out.append(Point(rnd.started_at, None))
             continue
@@ -519,14 +517,8 @@ def row_timeline(rounds: list[hist.Round], check: str, host: str | None) -> list
         except KeyError:
             status = None
         metrics = found.get("metrics")
-        out.append(
-            Point(
-                rnd.started_at,
-                status,
-                str(found.get("summary", "")),
-                metrics if isinstance(metrics, dict) else {},
-            )
-        )
+        metrics = metrics if isinstance(metrics, dict) else {}
+        out.append(Point(rnd.started_at, status, str(found.get("summary", "")), metrics))
     return out
 
 

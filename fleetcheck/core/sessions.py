@@ -56,10 +56,7 @@ class HostFacts:
         if self.remote_epoch is None:
             return None
         low = self.remote_epoch - self.local_epoch
-        high = low + self.remote_resolution_s
-        if low >= 0 or high < 0:
-            return low if low >= 0 else high
-        return 0.0
+        return min(max(0.0, low), low + self.remote_resolution_s)
 
     def get(self, key: str) -> Fragment:
         try:

@@ -244,13 +244,9 @@ class ClientTable:
         address no host claims"."""
         own = next((c for c in self._clients if c.id == own_id), None)
         ours = {own.name, f"{own.name}-probe"} if own is not None and own.name else set()
+        host = own.host if own is not None else None
         return ClientTable(
-            [
-                c
-                for c in self._clients
-                if c.id != own_id
-                and not (own is not None and c.name in ours and c.host == own.host)
-            ]
+            [c for c in self._clients if c.id != own_id and not (c.name in ours and c.host == host)]
         )
 
 

@@ -58,12 +58,8 @@ class Interface:
     up: bool = True
 
     def networks(self, family: int) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
-        out = []
-        for a in self.addrs:
-            iface = ipaddress.ip_interface(a)
-            if iface.version == family and not iface.ip.is_link_local:
-                out.append(iface.network)
-        return out
+        ifaces = map(ipaddress.ip_interface, self.addrs)
+        return [i.network for i in ifaces if i.version == family and not i.ip.is_link_local]
 
 
 @dataclass(frozen=True)

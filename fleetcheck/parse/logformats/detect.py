@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
+from itertools import islice
 
 from fleetcheck.parse.logformats.catalog import FORMATS, LogFormat
 from fleetcheck.parse.logformats.fields import Stamp, stamp_from
@@ -126,13 +127,7 @@ def _nothing(line: str) -> Stamp | None:
 
 
 def _sample(lines: list[str], limit: int) -> list[str]:
-    out: list[str] = []
-    for line in reversed(lines):
-        if _CANDIDATE.match(line):
-            out.append(line)
-            if len(out) >= limit:
-                break
-    return out
+    return list(islice(filter(_CANDIDATE.match, reversed(lines)), limit))
 
 
 def _try(sample: list[str], mtime: float | None) -> list[Tried]:
