@@ -13,6 +13,7 @@ import errno
 import os
 import socket
 import threading
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.core.errors import CheckError
@@ -242,7 +243,5 @@ class BrokerLink:
         with self._lock:
             clients = list(self._redis)
         for client in clients:
-            try:
+            with suppress(Exception):
                 client.close()
-            except Exception:
-                pass

@@ -131,31 +131,29 @@ def select(names: Iterable[str]) -> dict[str, Check]:
     return out
 
 
-def config_type(name: str) -> type | None:
-    """The settings type of check `name` (None: no such check), importing the check itself
-    only when its package does not declare the type apart."""
+def _types(name: str) -> tuple[type, type | None] | None:
+    """(settings type, per-host settings type) of check `name` (None: no such check),
+    importing the check itself only when its package does not declare them apart."""
     declared = _declared_types(name)
     if declared is not None:
-        return declared[0]
+        return declared
     check = find(name)
-    return check.config_type if check else None
+    return (check.config_type, check.host_config_type) if check else None
+
+
+def config_type(name: str) -> type | None:
+    """The settings type of check `name` (None: no such check)."""
+    types = _types(name)
+    return types[0] if types else None
 
 
 def host_config_types(names: Collection[str] | None = None) -> dict[str, type]:
-    """{check name: its per-host settings type} for `names` (None: every check, plugins too),
-    as `config_type` finds them."""
+    """{check name: its per-host settings type} for `names` (None: every check, plugins too)."""
     if names is None:
         checks = available()
         return {n: c.host_config_type for n, c in checks.items() if c.host_config_type is not None}
-    out: dict[str, type] = {}
-    for name in names:
-        declared = _declared_types(name)
-        if declared is None:
-            check = find(name)
-            declared = (check.config_type, check.host_config_type) if check else None
-        if declared is not None and declared[1] is not None:
-            out[name] = declared[1]
-    return out
+    found = {name: _types(name) for name in names}
+    return {name: t[1] for name, t in found.items() if t is not None and t[1] is not None}
 
 
 # ------------------------------------------------------------ commands checks add to the CLI

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -163,10 +164,8 @@ class HostSessions:
         if shell is not None and keep:
             self._keeper.give_back(host, shell, healthy)
         elif shell is not None:
-            try:
+            with suppress(Exception):
                 shell.close()
-            except Exception:
-                pass
 
     def host_facts(self, host: HostConfig, check: Named | None = None) -> HostFacts:
         """The fragments of `check` (under its own keys; all checks' when None) for `host`,
@@ -315,9 +314,7 @@ class HostSessions:
             shells = list(self._shells.values())
             conn = self._ssh
         for shell in shells:
-            try:
+            with suppress(Exception):
                 shell.close()
-            except Exception:
-                pass
         if conn is not None:
             conn.close()
