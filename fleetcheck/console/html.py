@@ -390,11 +390,7 @@ def chart_html(chart: Chart, t0: float, t1: float) -> str:
 
 def sections_of(drawn: list[Chart], t0: float, t1: float) -> str:
     """The charts' sections, over the time span t0..t1."""
-    body = ['<div class="charts">']
-    for chart in drawn:
-        body.append(chart_html(chart, t0, t1))
-    body.append("</div>")
-    return "".join(body)
+    return '<div class="charts">' + "".join(chart_html(c, t0, t1) for c in drawn) + "</div>"
 
 
 def charts_page(
