@@ -22,9 +22,8 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from fleetcheck.console.charts import Focus
-from fleetcheck.console.source import Snapshot, Source
+from fleetcheck.console.source import Source
 from fleetcheck.core.context import utcnow
-from fleetcheck.core.model import Report
 from fleetcheck.core.safe_text import one_line
 
 CSP = (
@@ -136,8 +135,26 @@ class Console:
         now = self.clock()
         if path == "/healthz":
             return self._healthz(snap.finished_at, now)
-        if path in ("/report.json", "/metrics"):
-            return self._rendered(path, snap)
+        if path == "/report.json":
+            if snap.report is None:
+                return 503, "application/json", b'{"error": "no round recorded yet"}\n'
+            from fleetcheck.render import json as render_json
+
+            report = snap.report
+            body = self.cached(
+                ("report", snap.version), lambda: (render_json.render(report) + "\n").encode()
+            )
+            return 200, "application/json", body
+        if path == "/metrics":
+            if snap.report is None:
+                return 503, "text/plain; charset=utf-8", b"no round recorded yet\n"
+            from fleetcheck.render import prometheus
+
+            report = snap.report
+            body = self.cached(
+                ("metrics", snap.version), lambda: prometheus.render(report).encode()
+            )
+            return 200, METRICS_TYPE, body
         html_type = "text/html; charset=utf-8"
         since = now - timedelta(seconds=self.window)
         if path == "/":
@@ -176,25 +193,6 @@ class Console:
         if got is not None:
             return 200, html_type, got.encode()
         return 404, html_type, html.error_page(404, missing).encode()
-
-    def _rendered(self, path: str, snap: Snapshot) -> tuple[int, str, bytes]:
-        """The newest round as `run --format json` (/report.json) or Prometheus prints it."""
-        from fleetcheck.render import json as render_json
-        from fleetcheck.render import prometheus
-
-        wants_json = path == "/report.json"
-        if snap.report is None and wants_json:
-            return 503, "application/json", b'{"error": "no round recorded yet"}\n'
-        if snap.report is None:
-            return 503, "text/plain; charset=utf-8", b"no round recorded yet\n"
-        report: Report = snap.report
-
-        def render() -> bytes:
-            text = render_json.render(report) + "\n" if wants_json else prometheus.render(report)
-            return text.encode()
-
-        body = self.cached((path, snap.version), render)
-        return 200, "application/json" if wants_json else METRICS_TYPE, body
 
     def _healthz(self, finished: datetime | None, now: datetime) -> tuple[int, str, bytes]:
         from fleetcheck.parse.duration import format_duration
