@@ -1,7 +1,5 @@
-"""The console's charts (`/charts`): what the checks declare (`Check.charts`,
-fleetcheck.core.declarations) drawn over recorded rounds. Pure: rounds in, series out; which
-hosts a large fleet's chart shows, read from the history's database, is
-`fleetcheck.console.chart_reads.window_charts`.
+"""The console's charts (`/charts`): what the checks declare (`Check.charts`) drawn over
+recorded rounds. Pure: rounds in, series out (a large fleet's: `chart_reads.window_charts`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Facts several checks read: the queues the fleet serves (`fleet_queues`), where a host's
 broker connections come from (`addrs`, with `min_clients`) and which logs it writes (`tz`,
 `logs`). Their settings types live here, in the core, so a check that needs another check's
-host keys imports this module, never the other check (the `clients` and `logs` checks
-declare these types as their `host_config_type`; the config builder learns the keys from
-them).
+host keys imports this module, never the other check.
 """
 
 from __future__ import annotations
