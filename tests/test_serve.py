@@ -199,6 +199,11 @@ def test_a_report_from_a_history_line_has_each_rows_declared_headline(tmp_path: 
     assert by[("clients", "n8")].headline == "connections"
 
 
+def _sections(rounds: list[history.Round]) -> str:
+    t0, t1 = rounds[0].started_at.timestamp(), rounds[-1].started_at.timestamp()
+    return html.sections_of(draw_charts(rounds, {}), t0, t1)
+
+
 def test_pages_escape_log_content(tmp_path: Path) -> None:
     rounds = _rounds(tmp_path, [Status.CRIT])
     snap = console.Snapshot(console.report_from_round(rounds[-1]), rounds)
@@ -206,7 +211,7 @@ def test_pages_escape_log_content(tmp_path: Path) -> None:
     pages = [
         html.grid_page(evil_snap, NOW, 1800),
         html.row_page(evil_snap, "logs", "n8", rounds, NOW, 1800) or "",
-        html.charts_page(snap, html.chart_sections(rounds, {}, NOW), "7d", NOW, 1800),
+        html.charts_page(snap, _sections(rounds), "7d", NOW, 1800),
         svg.line_chart(HOSTILE, [(HOSTILE, [(0, 1), (60, 2)], False)], 0, 60),
     ]
     for page in pages:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -27,10 +28,6 @@ from fleetcheck.console.charts import (  # the series of the declared charts
 )
 from fleetcheck.console.source import Snapshot
 
-# ---------------------------------------------------------------- chart series
-# (drawn by fleetcheck.console.charts; here: a large fleet's, read from the database)
-
-
 MAX_LINES = 12  # per-host lines a chart draws; past it, the hosts that matter most
 
 
@@ -42,10 +39,9 @@ def window_charts(
     declared: Declared | None = None,
 ) -> tuple[list[Chart], float, float]:
     """The charts of the rounds at or after `since`, and their time span. From a database
-    with more than MAX_LINES hosts, only the broker-wide rows and the rows of the hosts each
-    per-host chart draws are read: the MAX_LINES hosts with the fewest or the most of its
-    metric (as the chart declares: fewest connections, oldest logs) in the window (chosen by
-    one SQL query over the rows stored in it, which hold every change of bucket)."""
+    with more than MAX_LINES hosts, only the broker-wide rows and the rows of the MAX_LINES
+    hosts with the fewest or the most of each per-host chart's metric (as it declares) are
+    read, chosen by one SQL query."""
     specs = declared if declared is not None else declared_charts()
     if snap.stored is None or _host_count(snap.stored) <= MAX_LINES:
         window = snap.window(since)
@@ -85,15 +81,12 @@ def _stored_series(
     check: str,
     value: Callable[[dict[str, Any]], float | None],
 ) -> dict[str, list[tuple[float, float]]]:
-    """Per host, `value` of its `check` row over the rounds at or after `since`, read from
-    the rows the database stored (each change, each refresh), not round by round: a value
-    holds from the round it was stored in until the round before the next one, so each
-    change is drawn as a step (the value before it at the round before), which is the line
-    one point a round draws."""
+    """Per host, `value` of its `check` row over the rounds at or after `since`, from the rows
+    the database stored (each change, each refresh): a value holds until the round before
+    the next one, so each change is drawn as a step, as one point a round would draw it."""
     from fleetcheck.rounds import store
 
-    db = store.connect(path, write=False)
-    try:
+    with closing(store.connect(path, write=False)) as db:
         first = store.first_round(db, since)
         if first is None:
             return {}
@@ -135,22 +128,17 @@ def _stored_series(
                 pts.append((times[newest], held))
             if pts:
                 out[host] = pts
-    finally:
-        db.close()
     return out
 
 
 def _host_count(path: Path) -> int:
     from fleetcheck.rounds import store
 
-    db = store.connect(path, write=False)
-    try:
+    with closing(store.connect(path, write=False)) as db:
         (n,) = db.execute(
             "SELECT count(DISTINCT host) FROM keys WHERE host != ? AND sig IS NOT NULL",
             (store.BROKER_KEY,),
         ).fetchone()
-    finally:
-        db.close()
     return int(n)
 
 
@@ -161,8 +149,7 @@ def _extreme_hosts(
     highest (DESC) value at `field_path`."""
     from fleetcheck.rounds import store
 
-    db = store.connect(path, write=False)
-    try:
+    with closing(store.connect(path, write=False)) as db:
         first = store.first_round(db, since)
         if first is None:
             return []
@@ -174,6 +161,4 @@ def _extreme_hosts(
             f"ORDER BY v {order}, k.host LIMIT ?",
             (field_path, check, store.BROKER_KEY, store.reader_start(db, first), MAX_LINES),
         ).fetchall()
-    finally:
-        db.close()
     return [str(h) for h, _ in got]

@@ -1,12 +1,12 @@
-"""The console's charts (`/charts`): what the checks declare (`Check.charts`,
-fleetcheck.core.declarations) drawn over recorded rounds. Pure: rounds in, series out; which
-hosts a large fleet's chart shows, read from the history's database, is
-`fleetcheck.console.chart_reads.window_charts`.
+"""The console's charts (`/charts`): what the checks declare (`Check.charts`) drawn over
+recorded rounds. Pure: rounds in, series out (a large fleet's: `chart_reads.window_charts`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.core.declarations import ChartSpec
@@ -42,27 +42,13 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _collect(
-    rounds: list[hist.Round], check: str, metric: str, per_host: bool, part: str = "metrics"
-) -> dict[str, list[tuple[float, float]]]:
-    """`metric` of `check`'s rows (`part`: "metrics", or "limits" for a setting judged
-    against; a round written before limits were kept apart has it among its metrics)."""
-    out: dict[str, list[tuple[float, float]]] = {}
-    for rnd in rounds:
-        t = rnd.started_at.timestamp()
-        for row in rnd.rows:
-            if row.get("check") != check:
-                continue
-            host = row.get("host")
-            if per_host != (host is not None):
-                continue
-            values = row.get(part)
-            if part == "limits" and not isinstance(values, dict):
-                values = row.get("metrics")
-            value = _number(values.get(metric)) if isinstance(values, dict) else None
-            if value is not None:
-                out.setdefault(str(host) if per_host else metric, []).append((t, value))
-    return out
+def _broker_value(row: dict[str, Any], metric: str, part: str) -> float | None:
+    """`metric` of a broker-wide row (`part`: "metrics", or "limits" for a setting judged
+    against, among the metrics in an old round)."""
+    values = row.get(part)
+    if part == "limits" and not isinstance(values, dict):
+        values = row.get("metrics")
+    return _number(values.get(metric)) if isinstance(values, dict) else None
 
 
 # chart key -> host -> (the item its line follows, that item's limit): `Check.chart_focus`
@@ -97,8 +83,8 @@ def host_value(
     row: dict[str, Any], spec: ChartSpec, focus: dict[str, tuple[str, float]]
 ) -> float | None:
     """A host row's value on a per-host chart: its `per_host` metric. Where the host has a
-    focus (charts with `items`), only the row of the item it names counts, and a row of the
-    whole host (written before rows per item) gives that item's value from its `items` map."""
+    focus (charts with `items`), only the row of the item it names counts (an old row of the
+    whole host: that item's value from its `items` map)."""
     metrics = row.get("metrics")
     if spec.per_host is None or not isinstance(metrics, dict):
         return None
@@ -116,19 +102,24 @@ def host_value(
     return value
 
 
-def _host_values(
-    rounds: list[hist.Round], check: str, spec: ChartSpec, focus: dict[str, tuple[str, float]]
+def _series(
+    rounds: list[hist.Round],
+    check: str,
+    value: Callable[[dict[str, Any]], float | None],
+    hosts: bool = True,
 ) -> dict[str, list[tuple[float, float]]]:
-    """Per host, its value on the chart round by round."""
+    """Per host, `value` of its `check` rows round by round (not `hosts`: of the broker-wide
+    rows, under "")."""
     out: dict[str, list[tuple[float, float]]] = {}
     for rnd in rounds:
         t = rnd.started_at.timestamp()
         for row in rnd.rows:
-            if row.get("check") != check or row.get("host") is None:
+            host = row.get("host")
+            if row.get("check") != check or hosts != (host is not None):
                 continue
-            value = host_value(row, spec, focus)
-            if value is not None:
-                out.setdefault(str(row.get("host")), []).append((t, value))
+            got = value(row)
+            if got is not None:
+                out.setdefault("" if host is None else str(host), []).append((t, got))
     return out
 
 
@@ -169,25 +160,14 @@ def limits_of(
     return newest
 
 
-def _newest_limits(rounds: list[hist.Round], check: str, key: str) -> dict[str, float]:
-    """Per host, the newest limit `key` its `check` rows were judged against."""
-    out: dict[str, float] = {}
-    for rnd in rounds:
-        for row in rnd.rows:
-            if row.get("check") == check and row.get("host") is not None:
-                value = host_limit(row, key)
-                if value is not None:
-                    out[str(row.get("host"))] = value
-    return out
-
-
 def _broker_lines(rounds: list[hist.Round], check: str, spec: ChartSpec) -> list[Series]:
     """A broker-wide chart's lines: the measured ones, then the limits that have points;
     nothing until a measured line has a point."""
     measured, references = [], []
     for line in spec.lines:
         part = "limits" if line.limit else "metrics"
-        points = _collect(rounds, check, line.metric, False, part).get(line.metric, [])
+        value = partial(_broker_value, metric=line.metric, part=part)
+        points = _series(rounds, check, value, hosts=False).get("", [])
         if not line.limit:
             measured.append(Series(line.label or line.metric, points))
         elif points:
@@ -205,11 +185,12 @@ def charts(rounds: list[hist.Round], focus: Focus, declared: Declared | None = N
             series = _broker_lines(rounds, check, spec)
         else:
             mine = focus.get(spec.key, {})
-            values = _host_values(rounds, check, spec, mine)
+            values = _series(rounds, check, partial(host_value, spec=spec, focus=mine))
             series = [Series(h, pts) for h, pts in sorted(values.items())]
             if values and rounds:
                 t0, t1 = rounds[0].started_at.timestamp(), rounds[-1].started_at.timestamp()
-                newest = _newest_limits(rounds, check, spec.limit) if spec.limit else {}
+                limit = partial(host_limit, key=spec.limit) if spec.limit else lambda row: None
+                newest = newest_of(_series(rounds, check, limit))
                 limits = limits_of(spec, mine, newest)
                 series += reference_lines(spec, limits, sorted(values), t0, t1)
         out.append(Chart(spec.key, spec.title, spec.decision, spec.unit, series))

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from fleetcheck.console import svg
-from fleetcheck.console.charts import Chart, Focus, charts
+from fleetcheck.console.charts import Chart
 from fleetcheck.console.source import (
     BROKER,
     Grid,
@@ -115,9 +115,8 @@ def host_link(host: str) -> str:
 
 
 def ordered(g: Grid) -> Grid:
-    """The grid in the console's stable order: hosts worst first, then by name (broker-wide
-    rows first among equals, as every output puts them), checks by name; so the same fleet
-    in the same state always reads the same, whatever order the patrol finished in."""
+    """The grid in a stable order: hosts worst first, then by name (broker-wide rows first
+    among equals), checks by name, whatever order the patrol finished in."""
     worst_of: dict[str, int] = {}
     for (host, _check), r in g.cells.items():
         worst_of[host] = max(worst_of.get(host, 0), r.status.rank)
@@ -224,9 +223,8 @@ def grid_page(snap: Snapshot, now: datetime, stale_after: float, number: int = 1
 
 
 def not_ok(report: Report) -> str:
-    """The "Not OK" list: rows that share one cause under it, told once with how many rows
-    and hosts it broke (each row a link); then the broker-wide rows and one line per host for
-    the rest. Weak evidence is said in words."""
+    """The "Not OK" list: rows that share one cause under it, told once (each row a link);
+    then the broker-wide rows and one line per host for the rest."""
     bad = [r for r in report.sorted_results() if r.status is not Status.OK]
     entries = layout(bad)
     groups = [x for x in entries if isinstance(x, CauseGroup)]
@@ -240,24 +238,18 @@ def not_ok(report: Report) -> str:
         out.append(
             f"<li>{status_badge(g.status)} <strong>{e(g.cause)}</strong> ({e(g.extent())})<ul>"
         )
-        for r in g.rows:
-            said = with_strength(r, left_to_say(r))
-            out.append(
-                f'<li>{status_badge(r.status)} <a href="{e(row_link(r.check, r.host))}">'
-                f"{e(r.host or BROKER)} / {e(r.check)}</a>"
-                + (f": {e(said)}" if said else "")
-                + "</li>"
-            )
+        out += [_row_item(r, with_strength(r, left_to_say(r))) for r in g.rows]
         out.append("</ul></li>")
-    for r in broker_bad:
-        out.append(
-            f'<li>{status_badge(r.status)} <a href="{e(row_link(r.check, None))}">'
-            f"{e(BROKER)} / {e(r.check)}</a>: {e(with_strength(r, r.summary))}</li>"
-        )
+    out += [_row_item(r, with_strength(r, r.summary)) for r in broker_bad]
     for host, status, text in verdicts:
         out.append(f'<li>{status_badge(status)} <a href="{e(host_link(host))}">{e(text)}</a></li>')
     out.append("</ul>")
     return "".join(out)
+
+
+def _row_item(r: Result, said: str) -> str:
+    link = f'<a href="{e(row_link(r.check, r.host))}">{e(r.host or BROKER)} / {e(r.check)}</a>'
+    return f"<li>{status_badge(r.status)} {link}" + (f": {e(said)}" if said else "") + "</li>"
 
 
 def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -267,6 +259,13 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
             out.extend(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
         return out
     return [(prefix, value)]
+
+
+def _values(what: str, flat: list[tuple[str, Any]]) -> str:
+    rows = "".join(
+        f"<tr><td>{e(k)}</td><td>{e(json.dumps(v, default=str))}</td></tr>" for k, v in flat
+    )
+    return f"<table><tr><th>{what}</th><th>value</th></tr>{rows}</table>"
 
 
 def row_page(
@@ -304,18 +303,10 @@ def row_page(
         )
         body.append("<h2>Metrics</h2>")
         flat = _flatten(result.metrics)
-        if flat and flat != [("", {})]:
-            body.append("<table><tr><th>metric</th><th>value</th></tr>")
-            for k, v in flat:
-                body.append(f"<tr><td>{e(k)}</td><td>{e(json.dumps(v, default=str))}</td></tr>")
-            body.append("</table>")
-        else:
-            body.append('<p class="na">none</p>')
+        has_metrics = flat and flat != [("", {})]
+        body.append(_values("metric", flat) if has_metrics else '<p class="na">none</p>')
         if result.limits:  # the settings the verdict was judged against (not measurements)
-            body.append("<h2>Limits</h2><table><tr><th>limit</th><th>value</th></tr>")
-            for k, v in _flatten(result.limits):
-                body.append(f"<tr><td>{e(k)}</td><td>{e(json.dumps(v, default=str))}</td></tr>")
-            body.append("</table>")
+            body.append("<h2>Limits</h2>" + _values("limit", _flatten(result.limits)))
         body.append("<h2>Evidence</h2>")
         if result.evidence is None:
             body.append('<p class="na">none recorded for this round</p>')
@@ -402,20 +393,9 @@ def chart_html(chart: Chart, t0: float, t1: float) -> str:
     )
 
 
-def chart_sections(window: list[Any], focus: Focus, now: datetime) -> str:
-    """The charts themselves: depend only on the rounds in the window (cacheable)."""
-    t0 = window[0].started_at.timestamp() if window else now.timestamp()
-    t1 = window[-1].started_at.timestamp() if window else now.timestamp()
-    return sections_of(charts(window, focus), t0, t1)
-
-
 def sections_of(drawn: list[Chart], t0: float, t1: float) -> str:
     """The charts' sections, over the time span t0..t1."""
-    body = ['<div class="charts">']
-    for chart in drawn:
-        body.append(chart_html(chart, t0, t1))
-    body.append("</div>")
-    return "".join(body)
+    return '<div class="charts">' + "".join(chart_html(c, t0, t1) for c in drawn) + "</div>"
 
 
 def charts_page(

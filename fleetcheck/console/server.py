@@ -37,7 +37,6 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-DEFAULT_LISTEN = "127.0.0.1:8470"
 # what prometheus_client's generate_latest writes (newer clients label their default 1.0.0,
 # a format older Prometheus servers do not know)
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -178,23 +177,22 @@ class Console:
             sections = self.cached(key, draw).decode()
             text = html.charts_page(snap, sections, self.window_text, now, self.stale_after)
             return 200, html_type, text.encode()
+        got: str | None = None
         if path == "/row":
             check = (query.get("check") or [""])[0]
             host = (query.get("host") or [""])[0] or None
             window = snap.host_window(since, host)  # from a database: this host's rows only
-            body_or_none = html.row_page(snap, check, host, window, now, self.stale_after)
-            if body_or_none is None:
-                text = f"no row {check!r} for {host or 'the broker'} in the newest round"
-                return 404, html_type, html.error_page(404, text).encode()
-            return 200, html_type, body_or_none.encode()
-        if path == "/host":
+            got = html.row_page(snap, check, host, window, now, self.stale_after)
+            missing = f"no row {check!r} for {host or 'the broker'} in the newest round"
+        elif path == "/host":
             name = (query.get("host") or [""])[0]
-            text_or_none = html.host_page(snap, name, now, self.stale_after)
-            if text_or_none is None:
-                text = f"no row of host {name!r} in the newest round"
-                return 404, html_type, html.error_page(404, text).encode()
-            return 200, html_type, text_or_none.encode()
-        return 404, html_type, html.error_page(404, f"no page {path}").encode()
+            got = html.host_page(snap, name, now, self.stale_after)
+            missing = f"no row of host {name!r} in the newest round"
+        else:
+            missing = f"no page {path}"
+        if got is not None:
+            return 200, html_type, got.encode()
+        return 404, html_type, html.error_page(404, missing).encode()
 
     def _healthz(self, finished: datetime | None, now: datetime) -> tuple[int, str, bytes]:
         from fleetcheck.parse.duration import format_duration

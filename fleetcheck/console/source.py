@@ -1,17 +1,16 @@
 """What `fleetcheck serve` shows, read from the files scheduled patrols already write: the
-history (one line per round, with each row's metrics) and the newest round kept whole next to
-it. Nothing here patrols, and nothing here writes.
+history and the newest round kept whole next to it. Nothing here patrols or writes.
 
-`Source` re-reads the files when their size or mtime changes, so a console started once follows
-every new round without a restart. The rest is pure: the grid, a row's timeline and the chart
-series are computed from a `Snapshot` and table-tested.
+`Source` re-reads the files when they change, so a console started once follows every new
+round; the grid, a row's timeline and the chart series are computed from a `Snapshot`.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -32,6 +31,27 @@ from fleetcheck.iso import iso_utc, parse_iso
 from fleetcheck.rounds import history as hist
 
 BROKER = BROKER_WIDE  # the grid's row for broker-wide checks (host None)
+_MALFORMED = (ValueError, KeyError, TypeError, AttributeError)  # a document that is not one
+
+
+def _said(problems: Sequence[str | None]) -> str | None:
+    """The problems as the one line the pages' banner shows (None: there are none)."""
+    said = [p for p in problems if p]
+    return one_line("; ".join(said))[:1000] if said else None
+
+
+def _result(r: dict[str, Any], **more: Any) -> Result:
+    """A Result from a row as a report or a history line writes it."""
+    return Result(
+        check=str(r["check"]),
+        host=None if r.get("host") is None else str(r["host"]),
+        status=Status.parse(str(r["status"])),
+        summary=str(r.get("summary", "")),
+        metrics=dict(r.get("metrics") or {}),
+        limits=dict(r.get("limits") or {}),
+        item=_text_or_none(r.get("item")),
+        **more,
+    )
 
 
 def report_from_dict(data: dict[str, Any]) -> Report:
@@ -43,19 +63,13 @@ def report_from_dict(data: dict[str, Any]) -> Report:
     results, standing = [], {}
     for r in data["results"]:
         has_state = "since" in r
-        row = Result(
-            check=str(r["check"]),
-            host=None if r.get("host") is None else str(r["host"]),
-            status=Status.parse(str(r["status"])),
-            summary=str(r.get("summary", "")),
-            metrics=dict(r.get("metrics") or {}),
+        row = _result(
+            r,
             evidence=r.get("evidence"),
             duration_s=float(r.get("duration_s") or 0.0),
-            limits=dict(r.get("limits") or {}),
             headline=None if r.get("headline") is None else str(r["headline"]),
             evidence_strength=_text_or_none(r.get("evidence_strength")),
             cause=_text_or_none(r.get("cause")),
-            item=_text_or_none(r.get("item")),
         )
         results.append(row)
         if has_state or r.get("silenced"):
@@ -85,26 +99,16 @@ def report_from_round(rnd: hist.Round) -> Report:
         return check.headline_of(metrics) if check is not None else None
 
     results = tuple(
-        Result(
-            check=str(r["check"]),
-            host=None if r.get("host") is None else str(r["host"]),
-            status=Status.parse(str(r["status"])),
-            summary=str(r.get("summary", "")),
-            metrics=dict(r.get("metrics") or {}),
-            limits=dict(r.get("limits") or {}),
-            headline=headline(str(r["check"]), dict(r.get("metrics") or {})),
-            item=_text_or_none(r.get("item")),
-        )
+        _result(r, headline=headline(str(r["check"]), dict(r.get("metrics") or {})))
         for r in rnd.rows
     )
-    started = iso_utc(rnd.started_at)
-    return Report(started, rnd.duration_s, results)
+    return Report(iso_utc(rnd.started_at), rnd.duration_s, results)
 
 
 def clean_row(row: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """A history row with the types every page relies on. (row, None): as recorded;
-    (degraded row, why): a field of the wrong type dropped or made text; (None, why): the row
-    cannot be placed at all. One bad line must cost its own fields, never every page."""
+    """A history row with the types every page relies on: (row, None) as recorded, (degraded
+    row, why) or (None, why) when it cannot be placed. One bad line must cost its own fields,
+    never every page."""
     if not isinstance(row, dict):
         return None, f"a row is a {type(row).__name__}, not a map"
     check, host = row.get("check"), row.get("host")
@@ -160,8 +164,7 @@ class Head:
 
 def head_from_dict(data: dict[str, Any]) -> Head:
     """The Head of a `fleetcheck.report/3` document without making its rows Results (the
-    expensive part: each one's text made safe). Raises ValueError/KeyError/TypeError/
-    AttributeError on a document that is not one, as `report_from_dict` does."""
+    expensive part). Raises as `report_from_dict` does."""
     if data.get("schema") not in READABLE_SCHEMAS:
         raise ValueError(f"not a {REPORT_SCHEMA} document")
     started = str(data["started_at"])
@@ -177,11 +180,9 @@ def head_from_dict(data: dict[str, Any]) -> Head:
 
 
 class Later:
-    """The newest round's file, read and parsed, its rows made `Result`s only when a
-    page first needs them (the charts page needs only its Head: at 10,000 hosts making the
-    30,000 Results is ~0.5 s). A document whose rows cannot be made Results counts as
-    unreadable then: `fallback` gives the newest round from the history instead and
-    `problem` says why."""
+    """The newest round's file, its rows made `Result`s only when a page first needs them
+    (the charts page needs only its Head). A document whose rows cannot be made Results is
+    unreadable then: `fallback` gives the newest round from the history, `problem` says why."""
 
     def __init__(
         self, path: Path, data: dict[str, Any], fallback: Callable[[], Report | None]
@@ -218,7 +219,7 @@ class Later:
                         and printable(r["host"]) == host
                     ]
                 return report_from_dict({**data, "results": picked})
-            except (ValueError, KeyError, TypeError, AttributeError):
+            except _MALFORMED:
                 pass  # the whole document then: its problem said, the history's round used
         report = self.report() or Report("", 0.0, ())
         return replace(report, results=tuple(r for r in report.results if r.host == host))
@@ -229,7 +230,7 @@ class Later:
                 try:
                     with collector.paused():  # 30,000 Results that all live on
                         self._report = report_from_dict(self._data)
-                except (ValueError, KeyError, TypeError, AttributeError) as e:
+                except _MALFORMED as e:
                     self.problem = f"{self._path}: unreadable ({type(e).__name__}: {e})"
                     self._report = self._fallback()
                     if self._report is not None:
@@ -279,12 +280,11 @@ class Snapshot:
 
     @property
     def banner(self) -> str | None:
-        """What the pages say is wrong: `problem`, and a newest round's rows that could not
-        be read once a page needed them."""
+        """What the pages say is wrong, the newest round's unreadable rows included."""
         late = self.later.problem if self.later is not None else None
         if late is None:
             return self.problem
-        return one_line("; ".join(p for p in (late, self.problem) if p))[:1000]
+        return _said([late, self.problem])
 
     @property
     def round_count(self) -> int:
@@ -303,8 +303,7 @@ class Snapshot:
         return None
 
     def window(self, since: datetime) -> list[hist.Round]:
-        """Every round at or after `since`, all its rows (from a database: every row of
-        every round read back; the pages read less, see `host_window` and `window_charts`)."""
+        """Every round at or after `since`, all its rows."""
         if self.stored is not None:
             return _cleaned(hist.load(self.stored, since)[0])
         return [r for r in self.rounds if r.started_at >= since]
@@ -322,15 +321,12 @@ class Snapshot:
         if self.stored is not None:
             from fleetcheck.rounds import store
 
-            db = store.connect(self.stored, write=False)
-            try:
+            with closing(store.connect(self.stored, write=False)) as db:
                 whole = store.whole_from(db) or 0
                 got = db.execute(
                     "SELECT min(at), count(*) FROM rounds WHERE at >= ? AND id >= ?",
                     (since.timestamp(), whole),
                 ).fetchone()
-            finally:
-                db.close()
             return tuple(got)
         window = self.window(since)
         return (window[0].started_at if window else None, len(window))
@@ -405,27 +401,14 @@ class Source:
                 f"{self.history}: {len(wrong)} history rows with wrong-typed fields shown "
                 f"without them or skipped (newest: {wrong[-1]})"
             )
-        report = None
-        try:
-            with collector.paused():
-                report = report_from_dict(hist.read_latest(self.latest))
-        except FileNotFoundError:
-            pass
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-            problems.insert(0, f"{self.latest}: unreadable ({type(e).__name__}: {e})")
-        if rounds:
-            newest = rounds[-1]
-            if report is None or parse_iso(report.started_at) < newest.started_at:
-                try:  # the whole-round file lags or is missing
-                    report = report_from_round(newest)
-                except (ValueError, KeyError, TypeError, AttributeError) as e:
-                    problems.append(f"the newest round: unreadable ({type(e).__name__}: {e})")
-        problem = one_line("; ".join(problems))[:1000] if problems else None
-        return Snapshot(report, rounds, bad, problem)
+        newest = rounds[-1].started_at.timestamp() if rounds else None
+        return self._with_newest(Snapshot(None, rounds, bad), newest, lambda: rounds, problems)
 
     def _load_stored(self) -> Snapshot | None:
         """From the history's database (None: there is none yet, or it is not migrated):
         the newest round and how many there are; the pages read the rest as they need it."""
+        from datetime import UTC
+
         from fleetcheck.rounds import store
 
         if not store.exists(self.history):
@@ -444,44 +427,48 @@ class Source:
         finally:
             db.close()
         bad = int(json.loads(done).get("unreadable", 0))
-        problems: list[str] = []
-        later = self._latest_later(problems, newest)
-        report = None
-        if later is None or parse_iso(later.head.started_at).timestamp() < (newest or 0):
-            later = None  # the whole-round file lags or is missing
-            report = self._newest_round(newest, problems)
-        problem = one_line("; ".join(problems))[:1000] if problems else None
-        return Snapshot(
-            report, [], bad, problem, stored=self.history, count=int(count), later=later
-        )
 
-    def _latest_later(self, problems: list[str], newest: float | None) -> Later | None:
-        """The newest round's file read, its rows left for later (None: missing or
-        unreadable, said in `problems`)."""
+        def recent() -> list[hist.Round]:
+            since = datetime.fromtimestamp(newest, UTC)
+            return _cleaned(hist.load(self.history, since)[0]) if newest is not None else []
+
+        snap = Snapshot(None, [], bad, stored=self.history, count=int(count))
+        return self._with_newest(snap, newest, recent, [])
+
+    def _with_newest(
+        self,
+        snap: Snapshot,
+        newest: float | None,
+        recent: Callable[[], list[hist.Round]],
+        problems: list[str],
+    ) -> Snapshot:
+        """`snap` with the newest round: the whole-round file's, its rows left for later, or
+        when that lags, is missing or is unreadable the newest of `recent()` history rounds
+        (no evidence); and what went wrong."""
+
+        def from_history(said: list[str]) -> Report | None:
+            rounds = recent()
+            if not rounds:
+                return None
+            try:
+                return report_from_round(rounds[-1])
+            except _MALFORMED as e:
+                said.append(f"the newest round: unreadable ({type(e).__name__}: {e})")
+                return None
+
+        later = None
         try:
             with collector.paused():  # the whole round's dicts, all kept
                 data = hist.read_latest(self.latest)
-                return Later(self.latest, data, lambda: self._newest_round(newest, []))
+                later = Later(self.latest, data, lambda: from_history([]))
         except FileNotFoundError:
-            return None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            pass
+        except (OSError, *_MALFORMED) as e:
             problems.insert(0, f"{self.latest}: unreadable ({type(e).__name__}: {e})")
-            return None
-
-    def _newest_round(self, newest: float | None, problems: list[str]) -> Report | None:
-        """The newest round from the database's rows (no evidence)."""
-        if newest is None:
-            return None
-        from datetime import UTC
-
-        since = datetime.fromtimestamp(newest, UTC)
-        rounds = _cleaned(hist.load(self.history, since)[0])
-        if rounds:
-            try:
-                return report_from_round(rounds[-1])
-            except (ValueError, KeyError, TypeError, AttributeError) as e:
-                problems.append(f"the newest round: unreadable ({type(e).__name__}: {e})")
-        return None
+        given = None
+        if later is None or parse_iso(later.head.started_at).timestamp() < (newest or 0):
+            later, given = None, from_history(problems)
+        return replace(snap, given=given, problem=_said(problems), later=later)
 
 
 # ---------------------------------------------------------------- the grid
@@ -527,13 +514,11 @@ class Point:
 
 
 def row_timeline(rounds: list[hist.Round], check: str, host: str | None) -> list[Point]:
+    """The row in each round (status None: not in that round, or unreadable)."""
     out = []
     for rnd in rounds:
-        found = None
-        for row in rnd.rows:
-            if row.get("check") == check and row.get("host") == host:
-                found = row
-                break
+        mine = (r for r in rnd.rows if r.get("check") == check and r.get("host") == host)
+        found = next(mine, None)
         if found is None:
             out.append(Point(rnd.started_at, None))
             continue
@@ -542,14 +527,8 @@ def row_timeline(rounds: list[hist.Round], check: str, host: str | None) -> list
         except KeyError:
             status = None
         metrics = found.get("metrics")
-        out.append(
-            Point(
-                rnd.started_at,
-                status,
-                str(found.get("summary", "")),
-                metrics if isinstance(metrics, dict) else {},
-            )
-        )
+        metrics = metrics if isinstance(metrics, dict) else {}
+        out.append(Point(rnd.started_at, status, str(found.get("summary", "")), metrics))
     return out
 
 

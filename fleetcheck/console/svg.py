@@ -34,6 +34,14 @@ def _a(value: object) -> str:
     return escape(str(value), quote=True)
 
 
+def _svg(kind: str, width: int, height: int, label: str) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="{kind}" role="img" '
+        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'aria-label="{_a(label)}">'
+    )
+
+
 SECOND_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600]
 SECOND_STEPS += [43200, 86400, 172800, 604800]
 
@@ -72,12 +80,7 @@ def line_chart(
     left, right, top, bottom = 64, 150, 12, 34
     pw, ph = width - left - right, height - top - bottom
     values = [v for _, pts, _ in series for _, v in pts if math.isfinite(v)]
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" '
-        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-        f'aria-label="{_a(title)}">',
-        f"<title>{escape(title)}</title>",
-    ]
+    out = [_svg("chart", width, height, title), f"<title>{escape(title)}</title>"]
     if not values:
         out.append(
             f'<text x="{width / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle" '
@@ -173,11 +176,7 @@ def status_strip(
     """One bar per round, its height and colour by status (height alone tells them apart)."""
     height, top = 56, 4
     ph = height - top - 18
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="strip" role="img" '
-        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-        'aria-label="status per round">'
-    ]
+    out = [_svg("strip", width, height, "status per round")]
     if not points:
         out.append('<text x="8" y="30" fill="#555">no rounds in this window</text></svg>')
         return "".join(out)

@@ -1,21 +1,12 @@
 """The console's HTTP server: waitress, with the console's limits and three small additions.
 
-Waitress already has the shape a console facing slow or hostile clients needs: one thread
-holds every socket (asyncore over `poll`), a request reaches the worker pool only once it is
-whole, head and body (slow clients wait in the socket map, not in the pool), heads and bodies
-are capped (431, 413) and a body is always read as a body, so on keep-alive it is never parsed
-as a next request. What it does not do by itself, and this module adds:
-
-- a deadline for a whole request (`channel_timeout` is idle time, so a client dripping a byte
-  a second would never be cut): a channel whose request is not in `request_deadline` seconds
-  after its first byte is closed at the next cleanup pass (every second);
-- at the connection cap waitress stops accepting until a cleanup pass closes idle channels;
-  here the oldest connection still waiting for its request is closed to make room instead (a
-  real client's request arrives whole in milliseconds), and at EMFILE the same, or accepting
-  pauses a moment rather than spinning;
-- a response the application marks with `environ[CLOSE]` (a refusal: 401, 405) ends the
-  connection (WSGI gives an application no other way to say so);
-
+Waitress hands the pool only whole requests (slow clients wait in its one-thread socket map)
+and caps heads and bodies. This module adds:
+- a deadline for a whole request (`channel_timeout` is idle time: a client dripping a byte a
+  second would never be cut);
+- at the connection cap (and at EMFILE) the oldest connection still waiting for its request
+  is closed to make room, rather than accepting stopping until a cleanup pass;
+- a response the application marks with `environ[CLOSE]` (401, 405) ends the connection;
 and its log goes to stderr as one bounded line, at most one a minute, never a traceback.
 """
 

@@ -2,13 +2,10 @@
 through the sentinels when configured, and the facts several checks read from it (CLIENT
 LIST, INFO), each fetched once per patrol.
 
-Every failure becomes one secret-free line that every broker-side row repeats. A broker that
-is down (refuses the TCP connection, has no route, accepts but answers nothing within its
-timeout: BrokerDown) or that answers but refuses to serve (BrokerRefused) is the failure
-itself: the `broker` row alone reports it as CRIT, every other broker row says it could not
-look because of it, all with the same `cause` so the outputs group them. What is fleetcheck's
-own trouble (a wrong password, an unset password variable, a certificate it will not trust,
-a name it cannot resolve) stays "could not look" everywhere."""
+A broker that is down (BrokerDown) or refuses to serve (BrokerRefused) is the failure itself:
+the `broker` row reports it as CRIT, every other broker row could not look, all with the same
+`cause`. fleetcheck's own trouble (a wrong password, a certificate it will not trust, a name
+it cannot resolve) stays "could not look" everywhere."""
 
 from __future__ import annotations
 
@@ -16,6 +13,7 @@ import errno
 import os
 import socket
 import threading
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.core.errors import CheckError
@@ -58,27 +56,24 @@ _NO_ROUTE = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN}
 
 
 def down(e: BaseException, cfg: BrokerConfig, where: str) -> BrokerDown | None:
-    """`e` (a redis-py error) as the broker being down, or None when it is something else
-    (authentication, TLS, a name that does not resolve, a reply we did not expect: ours to
-    fix, "could not look").
-
-    A refused connection is proof nothing listens there. A read timeout on a connection the
-    broker accepted is proof it did not answer within socket_timeout: the kernel accepts for
-    a stopped or wedged server, and every worker's command waits the same way. No route and
-    a connect that timed out are seen only from here: the broker may be up and the path
-    from this machine cut, so they are inference."""
+    """`e` (a redis-py error) as the broker being down, or None when it is ours to fix
+    (authentication, TLS, a name that does not resolve, a reply we did not expect).
+    A refused connection and a read timeout on an accepted one are proof; no route and a
+    connect that timed out are seen only from here (the path may be cut): inference."""
     import redis
 
     if isinstance(e, redis.AuthenticationError):
         return None
-    timeout = format_duration(cfg.socket_timeout)
-    if isinstance(e, redis.TimeoutError):
-        if "reading" in str(e).lower() or "writing" in str(e).lower():
-            return BrokerDown(
-                f"broker {where} accepted the connection but did not answer within "
-                f"socket_timeout {timeout} (hung, stopped or overloaded)",
-                "hung",
-            )
+    inner, said = e.__context__ or e.__cause__, str(e).lower()
+    if isinstance(e, redis.TimeoutError) and ("reading" in said or "writing" in said):
+        return BrokerDown(
+            f"broker {where} accepted the connection but did not answer within socket_timeout "
+            f"{format_duration(cfg.socket_timeout)} (hung, stopped or overloaded)",
+            "hung",
+        )
+    if isinstance(e, redis.TimeoutError) or (
+        isinstance(e, redis.ConnectionError) and isinstance(inner, TimeoutError | socket.timeout)
+    ):
         return BrokerDown(
             f"broker {where} did not accept a connection within connect_timeout "
             f"{format_duration(cfg.connect_timeout)} (down, or the network to it)",
@@ -87,7 +82,6 @@ def down(e: BaseException, cfg: BrokerConfig, where: str) -> BrokerDown | None:
         )
     if not isinstance(e, redis.ConnectionError):
         return None
-    inner = e.__context__ or e.__cause__
     code = getattr(inner, "errno", None)
     if code in _REFUSED:
         return BrokerDown(
@@ -98,13 +92,6 @@ def down(e: BaseException, cfg: BrokerConfig, where: str) -> BrokerDown | None:
         return BrokerDown(
             f"broker {where} unreachable: no route to it (host down or network unreachable)",
             "no-route",
-            "inference",
-        )
-    if isinstance(inner, TimeoutError | socket.timeout):
-        return BrokerDown(
-            f"broker {where} did not accept a connection within connect_timeout "
-            f"{format_duration(cfg.connect_timeout)} (down, or the network to it)",
-            "connect-timeout",
             "inference",
         )
     return None
@@ -148,21 +135,17 @@ class BrokerLink:
             connect,
             describe_error,
             discover_master,
-            refusal,
-            refusal_on_accept,
         )
 
         cfg = self.fleet.broker
-        where = cfg.address
         try:
             if cfg.sentinels and self.master is None:
                 self.master = discover_master(cfg)
         except Exception as e:
             raise CheckError(
-                f"broker {where}: no master from the sentinels: {describe_error(e, cfg)}"
+                f"broker {cfg.address}: no master from the sentinels: {describe_error(e, cfg)}"
             ) from None
-        if self.master is not None:
-            where = f"{self.master[0]}:{self.master[1]} (master of {cfg.service})"
+        where = self.where
         try:
             client = connect(
                 cfg,
@@ -178,38 +161,39 @@ class BrokerLink:
             client.ping()
         except Exception as e:
             client.close()
-            refused = refusal(e) or refusal_on_accept(e, client)
-            if refused is not None:
-                raise BrokerRefused(f"broker {where} {refused[1]}", refused[0]) from None
-            gone = down(e, cfg, where)
-            if gone is not None:
-                raise gone from None
-            why = describe_error(e, cfg)
-            if cfg.password_env and not os.environ.get(cfg.password_env):
-                why += f" (password_env {cfg.password_env} is not set)"
-            raise CheckError(f"broker {where} unreachable: {why}") from None
-        cluster = None if probe else cluster_refusal(client)  # issue 28: refused in one line
+            raise self.broker_error(e, client) from None
+        cluster = None if probe else cluster_refusal(client)  # refused in one line
         if cluster is not None:
             client.close()
             raise CheckError(f"broker {where} {cluster}", cause=f"broker {where} {cluster}")
         return client
 
-    def broker_error(self, e: Exception) -> CheckError:
+    @property
+    def where(self) -> str:
+        """The broker as messages name it: its address, or the master the sentinels named."""
+        if self.master is None:
+            return self.fleet.broker.address
+        return f"{self.master[0]}:{self.master[1]} (master of {self.fleet.broker.service})"
+
+    def broker_error(self, e: Exception, connecting: redis.Redis | None = None) -> CheckError:
         """A redis-py error as a one-line, secret-free CheckError (BrokerRefused when the
         broker refuses to serve: busy, loading, MISCONF, out of memory; BrokerDown when it
-        stopped answering or went away during the patrol)."""
-        from fleetcheck.transport.redis import describe_error, refusal
+        is down or went away). `connecting`: the client whose first PING failed."""
+        from fleetcheck.transport.redis import describe_error, refusal, refusal_on_accept
 
-        where = self.fleet.broker.address
-        if self.master is not None:
-            where = f"{self.master[0]}:{self.master[1]} (master of {self.fleet.broker.service})"
-        refused = refusal(e)
+        cfg, where = self.fleet.broker, self.where
+        refused = refusal(e) or (None if connecting is None else refusal_on_accept(e, connecting))
         if refused is not None:
             return BrokerRefused(f"broker {where} {refused[1]}", refused[0])
-        gone = down(e, self.fleet.broker, where)
+        gone = down(e, cfg, where)
         if gone is not None:
             return gone
-        return CheckError(describe_error(e, self.fleet.broker))
+        why = describe_error(e, cfg)
+        if connecting is None:
+            return CheckError(why)
+        if cfg.password_env and not os.environ.get(cfg.password_env):
+            why += f" (password_env {cfg.password_env} is not set)"
+        return CheckError(f"broker {where} unreachable: {why}")
 
     def client_list(self) -> list[Client]:
         """CLIENT LIST, parsed, read once per patrol; our own connection left out."""
@@ -239,9 +223,7 @@ class BrokerLink:
                     raise self.broker_error(reply)
             if not isinstance(info, Exception):  # else INFO's own fetch gives its error
                 self._memo.once("info", lambda: dict(info))
-            # not under collector.paused(): the one collection it defers then walks every
-            # row's tuple at once, which measured slower than the collector's usual small
-            # passes while the list is read (bench_clients_behaviour, same run)
+            # not under collector.paused(): its one deferred collection walks every row
             return read_client_table(raw).without_own(own_id)
 
         return self._memo.once("client_table", fetch)
@@ -261,7 +243,5 @@ class BrokerLink:
         with self._lock:
             clients = list(self._redis)
         for client in clients:
-            try:
+            with suppress(Exception):
                 client.close()
-            except Exception:
-                pass

@@ -1,8 +1,7 @@
 """The commands the built-in checks add to the CLI, as `fleetcheck --help` lists them: name,
 help and the module that declares each, read from the checks' source text. Kept apart from
 the registry, which imports the check contract and the model: `--help` imports neither, nor
-any check (together some 10 ms of a 120 ms `--help`, measured with bench/bench_startup.py).
-The declarations themselves are `CheckCommand`s (fleetcheck.core.check); the registry's
+any check. The declarations themselves are `CheckCommand`s (fleetcheck.core.check); the registry's
 `check_command` imports the one module that declares a name, and a test holds this listing
 to the declarations.
 """

@@ -1,16 +1,10 @@
 """After the patrol: verdicts that no row can reach alone, from the rows of the whole patrol.
 
-Each row is judged on its own facts; some facts only mean something beside another row's. A
-host that does not answer SSH at all (no route, no reply to the TCP connect: its SSH rows
-carry HOST_UNREACHABLE in their evidence) while the broker still lists connections from its
-address: those connections are most likely half-open, left by a machine that vanished
-without closing them (a terminated VM, a cut cable: no FIN, so the broker keeps them until
-its own keepalive gives up, by default minutes). The broker check's row alone would call
-them healthy.
-
-Pure: rows in, rows out, no I/O, called once by the runner after every row is in. Generic:
-a check declares the rules over its rows (`Check.correlations`, a `HalfOpen` naming the
-metric it reads), so this module names no check.
+A host that does not answer SSH at all (its SSH rows carry HOST_UNREACHABLE) while the broker
+still lists connections from its address: those are most likely half-open, left by a machine
+that vanished without closing them (no FIN: the broker keeps them until its keepalive gives
+up). The broker check's row alone would call them healthy. A check declares the rules over
+its rows (`Check.correlations`). Pure, called once by the runner after every row is in.
 """
 
 from __future__ import annotations

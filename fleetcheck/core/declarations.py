@@ -1,13 +1,8 @@
 """What a check declares about its rows for the parts of the framework that read them after a
 patrol: `explain`'s clues and causes, the peer comparison, the verdicts that need the whole
-patrol (correlate) and the console's charts.
-
-A check lists them as class attributes (`Check.clues`, `causes`, `peer_metrics`,
-`correlations`, `charts`); each is a small frozen value with no check name in it: the
-framework reads them from the registry and knows whose they are from the check that declares
-them. Nothing here names a check or imports one; the code that acts on them lives with its
-reader (`fleetcheck.rounds.explain`, `fleetcheck.core.peers`, `fleetcheck.core.correlate`,
-`fleetcheck.console.source`).
+patrol (correlate) and the console's charts. A check lists them as class attributes
+(`Check.clues`, `causes`, `peer_metrics`, `correlations`, `charts`), small frozen values with
+no check name in them: the framework reads them through the registry.
 """
 
 from __future__ import annotations
@@ -83,10 +78,9 @@ class HalfOpen:
     connections: that OK row becomes `status`, "likely half-open", with the cause of the
     host's unreachability (so the outputs show it as one problem with its SSH rows).
 
-    WARN, not CRIT: the host's own SSH rows already carry the failure (CRIT, a host gone from
-    the network); this row adds what it means for the broker, and that is inferred (a path
-    cut between this machine and the host alone would leave live connections looking the
-    same). It must only stop being called healthy."""
+    WARN, not CRIT: the host's own SSH rows already carry the failure; this row adds what it
+    means for the broker, and that is inferred (a path cut between this machine and the host
+    alone would look the same)."""
 
     count: str
     marker: str = HOST_UNREACHABLE

@@ -1,9 +1,6 @@
-"""What `fleetcheck config discover` saw on the broker, for the checks' own drafts.
-
-discover samples the broker once (fleetcheck.discover); each check turns that `Sample` into
-its `[checks.NAME]` table (`Check.discover_draft`), with the guessers here (pure, table-tested:
-which hash looks like a live hash, which lists like queues) and the TOML quoting every draft
-uses."""
+"""What `fleetcheck config discover` saw on the broker (`Sample`), which each check turns into
+its `[checks.NAME]` table (`Check.discover_draft`) with the guessers here (which hash looks
+like a live hash, which lists like queues) and the TOML quoting every draft uses. Pure."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Facts several checks read: the queues the fleet serves (`fleet_queues`), where a host's
 broker connections come from (`addrs`, with `min_clients`) and which logs it writes (`tz`,
 `logs`). Their settings types live here, in the core, so a check that needs another check's
-host keys imports this module, never the other check (the `clients` and `logs` checks
-declare these types as their `host_config_type`; the config builder learns the keys from
-them).
+host keys imports this module, never the other check.
 """
 
 from __future__ import annotations
@@ -84,7 +82,7 @@ class LogSpec:
     entries: int | None = None  # journal: newest entries read (journalctl -n), default 300
 
     def __post_init__(self) -> None:
-        is_journal = self.journal is not None or bool(self.journal_match)
+        is_journal = self.is_journal
         if self.path is None and not is_journal:
             raise InvalidValue(
                 "path", "missing: a log needs path (a file) or journal / journal_match"
@@ -184,10 +182,6 @@ class LogSpec:
     def age_limit(self) -> AgeLimit:
         """max_age (WARN) and crit_age (CRIT, default three times max_age) as one limit."""
         return AgeLimit(self.max_age, self.crit_age)
-
-    @property
-    def effective_crit_age(self) -> float:
-        return self.age_limit.crit_at
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,8 @@
 """The judging vocabulary every check shares: findings, the worst of them, the summary they
 make, and the standard threshold kinds (a duration limit, an age limit with warn and crit, a
-share, a count) validated and written the same way in every check.
-
-Why one module: each check used to rebuild the same three steps inline (collect findings,
-sort them worst first, join their texts) and copy the same `__post_init__` checks with
-slightly different wordings. Here each rule is written once, so a summary joins the same way
-and a bad threshold is refused with the same sentence whichever check it belongs to. The
-config KEY names stay each check's own (users' files keep working); these helpers take the
-key as an argument. Pure: no I/O, nothing from the layers above.
+share, a count) validated and written the same way in every check, so a summary joins the
+same way and a bad threshold is refused with the same sentence whichever check it belongs to
+(the key, each check's own, is an argument). Pure.
 """
 
 from __future__ import annotations
@@ -16,21 +11,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from fleetcheck.config import InvalidValue
-from fleetcheck.core.model import Status, worst
-
-__all__ = [
-    "AgeLimit",
-    "Finding",
-    "Findings",
-    "check_count",
-    "check_duration",
-    "check_share",
-    "exceeds",
-    "limit_text",
-    "tally",
-    "worst",
-]
-
+from fleetcheck.core.model import Status
+from fleetcheck.core.model import worst as worst  # re-exported: the checks judge with it
 
 # ---------------------------------------------------------------- findings
 
@@ -44,11 +26,9 @@ class Finding:
 
 
 class Findings:
-    """The findings of one row, in the order they were found.
-
-    The row's status is the worst of them (OK when there are none); its summary lists them
-    worst first, ties in the order found, joined by "; ". That is the rule every check used.
-    """
+    """The findings of one row, in the order they were found. The row's status is the worst
+    of them (OK when there are none); its summary lists them worst first, ties in the order
+    found, joined by "; "."""
 
     def __init__(self, items: Iterable[Finding] = ()) -> None:
         self._items = list(items)

@@ -1,11 +1,8 @@
-"""Peers as the control group (field note 7: three identical replicas, only one restarted).
-
-A host is compared with the hosts that should behave like it: the members of a `[groups.NAME]`
-it belongs to, or, for a host in no group, the other ungrouped hosts whose row of that check
-was judged against the same settings (equal `limits`). Where one departs from its peers on a
-metric its check declares comparable (`Check.peer_metrics`: a connection count, an error-line
-rate, a log's silence), its row's evidence gets a `peers` entry
-naming the group, the value, the peers' median and the evidence strength, `inference`.
+"""Peers as the control group. A host is compared with the hosts that should behave like it:
+the members of a `[groups.NAME]` it belongs to, or, for a host in no group, the other
+ungrouped hosts whose row of that check was judged against the same settings (equal
+`limits`). Where one departs from its peers on a metric its check declares comparable
+(`Check.peer_metrics`), its row's evidence gets a `peers` entry (strength `inference`).
 
 A departure never changes a row's status, for a group of any size: a peer comparison is one
 snapshot, and a snapshot of peers catches a deploy half way or a host that is simply on
@@ -23,9 +20,7 @@ from the peers' median is beyond all three of:
   one connection in twelve is noise, not a departure;
 - an absolute floor (`floor`): below it no difference matters to an operator (two
   connections, three error lines a minute, ten minutes of log silence).
-Log silence and error rates are judged in one direction only (longer silent, more errors: a
-host that logs more often than its peers is not a suspect); connection counts in both (fewer:
-workers lost; more: a leak, or a client opening connections per request).
+Each metric declares which direction counts (`PeerMetric.direction`).
 
 Pure: the runner calls `with_peers` once, after every row is in.
 """
@@ -52,28 +47,15 @@ LEAVE_ONE_OUT_UP_TO = 40
 
 @dataclass(frozen=True)
 class Departure:
-    host: str
-    check: str
-    metric: str
+    row: tuple[str, str, str | None]  # (check, host, item): an item is compared per item
     group: str
-    value: float
-    median: float
-    peers: int  # how many peers it was compared with
     direction: str  # "higher" or "lower"
-    text: str
-    item: str | None = None  # an item's row: compared with the same item on the peers
+    peers: int  # how many peers it was compared with
+    note: dict[str, Any]  # what the row's evidence says under `peers`
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "group": self.group,
-            "metric": self.metric,
-            "value": self.value,
-            "peer_median": self.median,
-            "peers": self.peers,
-            "departs": self.direction,
-            "strength": "inference",
-            "text": self.text,
-        }
+    @property
+    def host(self) -> str:
+        return self.row[1]
 
 
 def departs(value: float, others: Sequence[float], spec: PeerMetric) -> str | None:
@@ -189,16 +171,18 @@ def _departures(
             if direction is None:
                 continue
             n_others = len(measured) - 1
-            text = (
-                f"{_shown(values[host], spec)} {spec.words} where its {n_others} "
-                f"peers ({label}) have a median of {_shown(median, spec)}"
-            )
-            out.append(
-                Departure(
-                    host, check, spec.metric, label, values[host], median,
-                    n_others, direction, text, item,
-                )
-            )  # fmt: skip
+            note = {
+                "group": label,
+                "metric": spec.metric,
+                "value": values[host],
+                "peer_median": median,
+                "peers": n_others,
+                "departs": direction,
+                "strength": "inference",
+                "text": f"{_shown(values[host], spec)} {spec.words} where its {n_others} "
+                f"peers ({label}) have a median of {_shown(median, spec)}",
+            }
+            out.append(Departure((check, host, item), label, direction, n_others, note))
     return out
 
 
@@ -206,14 +190,14 @@ def annotate(results: Sequence[Result], found: Sequence[Departure]) -> tuple[Res
     """`results` with each departure in its row's evidence under `peers` (status unchanged)."""
     by_row: dict[tuple[str, str, str | None], list[Departure]] = {}
     for d in found:
-        by_row.setdefault((d.check, d.host, d.item), []).append(d)
+        by_row.setdefault(d.row, []).append(d)
     out = []
     for r in results:
         mine = by_row.get((r.check, r.host or "", r.item))
         if not mine:
             out.append(r)
             continue
-        notes = [d.to_dict() for d in mine]
+        notes = [d.note for d in mine]
         if isinstance(r.evidence, dict):
             evidence: Any = {**r.evidence, "peers": notes}
         elif r.evidence is None:

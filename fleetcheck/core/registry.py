@@ -1,17 +1,11 @@
 """Which checks exist: the built-in modules of fleetcheck.checks plus third-party ones from the
-entry-point group `fleetcheck.checks`. A third-party check that fails to load is a warning,
-never a crash.
+entry-point group `fleetcheck.checks` (one that fails to load is a warning, never a crash;
+built-ins win over plugins of the same name).
 
-A patrol asks for its checks by name (`find`), so it imports only the modules of the checks
-its config names, and reads the installed packages' entry points (importlib.metadata, tens of
-milliseconds) only for a name no built-in module has. Built-ins win over plugins of the same
-name, as in the full listing (`available`).
-
-Validating a config file needs every configured check's settings types, not the checks: a
-built-in check that is a package may declare them in its `__init__` (`CONFIG_TYPE`,
-`HOST_CONFIG_TYPE`) and put the check itself (`CHECK`) in its `check` module, which is then
-imported only when the check is asked for (`find`): a patrol that runs one check does not
-import the others' probes.
+A patrol imports only the checks its config names (`find`), and reads the entry points only
+for a name no built-in has. A built-in package may declare its settings types in its
+`__init__` (`CONFIG_TYPE`, `HOST_CONFIG_TYPE`) and put the check (`CHECK`) in its `check`
+module, so validating a config does not import the checks' probes.
 """
 
 from __future__ import annotations
@@ -38,17 +32,22 @@ def _builtin_names() -> list[str]:
     return sorted(info.name for info in modules if not info.name.startswith("_"))
 
 
+def _module(name: str) -> Any:
+    """The module of built-in check `name` imported, or None when there is none."""
+    module_name = f"fleetcheck.checks.{name}"
+    if not name.isidentifier() or name.startswith("_"):
+        return None
+    if module_name not in sys.modules and importlib.util.find_spec(module_name) is None:
+        return None
+    return importlib.import_module(module_name)
+
+
 @cache
 def builtin(name: str) -> Check | None:
     """The built-in check of that module name, or None (its module is imported only here)."""
-    if not name.isidentifier() or name.startswith("_"):
-        return None
-    module_name = f"fleetcheck.checks.{name}"
-    if module_name not in sys.modules and importlib.util.find_spec(module_name) is None:
-        return None
-    module = importlib.import_module(module_name)
-    if "CHECK" not in vars(module) and "CONFIG_TYPE" in vars(module):  # the check in `.check`
-        module = importlib.import_module(f"{module_name}.check")
+    module = _module(name)
+    if module is not None and "CHECK" not in vars(module) and "CONFIG_TYPE" in vars(module):
+        module = importlib.import_module(f"{module.__name__}.check")  # the check in `.check`
     check = getattr(module, "CHECK", None)
     return check if isinstance(check, Check) else None
 
@@ -57,12 +56,10 @@ def builtin(name: str) -> Check | None:
 def _declared_types(name: str) -> tuple[type, type | None] | None:
     """(settings type, per-host settings type) of built-in check `name` as its package declares
     them without the check (see above), or None (then the check is asked)."""
-    if not name.isidentifier() or name.startswith("_"):
+    module = _module(name)
+    if module is None:
         return None
-    module_name = f"fleetcheck.checks.{name}"
-    if module_name not in sys.modules and importlib.util.find_spec(module_name) is None:
-        return None
-    declared = vars(importlib.import_module(module_name))
+    declared = vars(module)
     config_type = declared.get("CONFIG_TYPE")
     if not isinstance(config_type, type):
         return None
@@ -134,31 +131,29 @@ def select(names: Iterable[str]) -> dict[str, Check]:
     return out
 
 
-def config_type(name: str) -> type | None:
-    """The settings type of check `name` (None: no such check), importing the check itself
-    only when its package does not declare the type apart."""
+def _types(name: str) -> tuple[type, type | None] | None:
+    """(settings type, per-host settings type) of check `name` (None: no such check),
+    importing the check itself only when its package does not declare them apart."""
     declared = _declared_types(name)
     if declared is not None:
-        return declared[0]
+        return declared
     check = find(name)
-    return check.config_type if check else None
+    return (check.config_type, check.host_config_type) if check else None
+
+
+def config_type(name: str) -> type | None:
+    """The settings type of check `name` (None: no such check)."""
+    types = _types(name)
+    return types[0] if types else None
 
 
 def host_config_types(names: Collection[str] | None = None) -> dict[str, type]:
-    """{check name: its per-host settings type} for `names` (None: every check, plugins too),
-    as `config_type` finds them."""
+    """{check name: its per-host settings type} for `names` (None: every check, plugins too)."""
     if names is None:
         checks = available()
         return {n: c.host_config_type for n, c in checks.items() if c.host_config_type is not None}
-    out: dict[str, type] = {}
-    for name in names:
-        declared = _declared_types(name)
-        if declared is None:
-            check = find(name)
-            declared = (check.config_type, check.host_config_type) if check else None
-        if declared is not None and declared[1] is not None:
-            out[name] = declared[1]
-    return out
+    found = {name: _types(name) for name in names}
+    return {name: t[1] for name, t in found.items() if t is not None and t[1] is not None}
 
 
 # ------------------------------------------------------------ commands checks add to the CLI

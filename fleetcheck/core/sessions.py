@@ -1,16 +1,13 @@
 """The patrol's side of the hosts: one shell per host (a connection kept from an earlier
 round when one is, a new one otherwise), every check's fragments gathered in one exec, and
-the connection released as soon as the host's facts are in.
-
-A host that ran out of time while the patrol was saturated gets one more try when time is
-left for it; a kept connection found silent is replaced by a new one within the round (host
-key verified as for any other). The adaptive limiter bounds the hosts in flight; the
-deadline (set by the runner) bounds the waiting for a slot."""
+the connection released as soon as the host's facts are in. A host that ran out of time
+while the patrol was saturated gets one more try when time is left for it."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -25,8 +22,7 @@ if TYPE_CHECKING:
 
 
 class Named(Protocol):
-    """A check, as far as the context needs one: its name (its fragments' keys). Not
-    `check.Check`, which refers to this module: the two would import each other."""
+    """A check, as far as the context needs one (`check.Check` imports this module)."""
 
     @property
     def name(self) -> str: ...
@@ -55,18 +51,13 @@ class HostFacts:
 
     @property
     def clock_skew_s(self) -> float | None:
-        """Host clock minus ours; positive when the host runs ahead.
-
-        A clock read in whole seconds (BusyBox `date` has no %N) was anywhere in the second
-        after the one it printed: the skew is the value nearest zero in that interval, so a
-        host whose clock agrees with ours within what it can tell is not made up to 1s off."""
+        """Host clock minus ours; positive when the host runs ahead. A clock read in whole
+        seconds (BusyBox `date` has no %N) was anywhere in the second after the one it
+        printed: the skew is the value nearest zero in that interval."""
         if self.remote_epoch is None:
             return None
         low = self.remote_epoch - self.local_epoch
-        high = low + self.remote_resolution_s
-        if low >= 0 or high < 0:
-            return low if low >= 0 else high
-        return 0.0
+        return min(max(0.0, low), low + self.remote_resolution_s)
 
     def get(self, key: str) -> Fragment:
         try:
@@ -127,10 +118,8 @@ class HostSessions:
         return conn.notes() if conn is not None else []
 
     def shell(self, host: HostConfig) -> Shell:
-        """The host's shell for the rest of this patrol (connected on first use). Opened
-        here first, it is a new connection, not one kept from an earlier round: its callers
-        run without the gathered exec's replace-if-silent path, so a kept connection gone
-        silent would cost them their whole timeout."""
+        """The host's shell for the rest of this patrol (connected on first use): a new
+        connection, not a kept one (its callers have no replace-if-silent path)."""
         with self._lock:
             self._pinned.add(host.name)
         return self._open(host, kept_ok=False)
@@ -175,10 +164,8 @@ class HostSessions:
         if shell is not None and keep:
             self._keeper.give_back(host, shell, healthy)
         elif shell is not None:
-            try:
+            with suppress(Exception):
                 shell.close()
-            except Exception:
-                pass
 
     def host_facts(self, host: HostConfig, check: Named | None = None) -> HostFacts:
         """The fragments of `check` (under its own keys; all checks' when None) for `host`,
@@ -187,9 +174,8 @@ class HostSessions:
         return facts if check is None else facts.of(check.name)
 
     def _gather_caused(self, host: HostConfig) -> HostFacts:
-        """_gather, a failure to reach the host named as the cause all its rows share (every
-        host check of it fails the same way: one problem, not one per check), unless the
-        transport named a wider one (a jump host)."""
+        """_gather, a failure to reach the host named as the cause all its rows share, unless
+        the transport named a wider one (a jump host)."""
         try:
             return self._gather(host)
         except TransportError as e:
@@ -261,7 +247,7 @@ class HostSessions:
                 f"host commands did not finish within command_timeout "
                 f"{self.fleet.ssh.command_timeout:g}s"
             )
-            if not host.is_local:  # issue 28: name the login shell when it is the cause
+            if not host.is_local:  # name the login shell when it is the cause
                 from fleetcheck.transport.startup import startup_note
 
                 left = 30.0 if self.deadline_at is None else self.deadline_at - time.monotonic()
@@ -286,10 +272,9 @@ class HostSessions:
         )
 
     def _run(self, host: HostConfig, shell: Shell, script: str) -> tuple[float | None, ExecResult]:
-        """The gathered exec on the host's shell. A connection kept from an earlier round
-        gets connect_timeout to open its channel; if it cannot, it is replaced by a new
-        connection (host key verified as for any other) and the exec runs on that; then
-        the first value says when that exec started (for the clock-skew midpoint)."""
+        """The gathered exec on the host's shell. A kept connection that cannot open its
+        channel within connect_timeout is replaced by a new one; then the first value says
+        when that exec started (for the clock-skew midpoint)."""
         cfg = self.fleet.ssh
         with self._lock:
             kept = host.name in self._from_keeper
@@ -329,9 +314,7 @@ class HostSessions:
             shells = list(self._shells.values())
             conn = self._ssh
         for shell in shells:
-            try:
+            with suppress(Exception):
                 shell.close()
-            except Exception:
-                pass
         if conn is not None:
             conn.close()

@@ -1,11 +1,6 @@
-"""The one way fleetcheck writes a warning or an error line on stderr.
-
-A warning carries text remote parties control as often as a row does: a broker's error reply
-inside a delivery failure, a state file's path, a plugin's exception text, a patrol's crash
-reason. stderr is cron mail and the operator's terminal, so every line goes through
-`core.safe_text.one_line` here, once, rather than at each of the places that warn: one line,
-every control character a visible escape. Import-light (no third-party module): `--help` and
-the plugin loader use it.
+"""The one way fleetcheck writes a warning or an error line on stderr: through
+`core.safe_text.one_line`, once here (a warning carries text remote parties control as often
+as a row does, and stderr is cron mail and the operator's terminal). Import-light.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
-"""CLIENT LIST, line by line.
+"""CLIENT LIST, line by line: one `Client` a line, and a `ClientTable` answering the checks'
+questions (counts per host, name and command, idle times, ages, waiting clients).
 
 Redis 5 to 8 and Valkey 7.2 to 8 add, drop and reorder fields, so a field is found by its
 key wherever it stands, unknown fields are kept (in `Client.fields`) but ignored, and
-missing ones get neutral defaults. A line is split at single spaces into `key=value` tokens
-and the first token of a key wins: a later `addr=` (or one inside a name some server let
-hold a space) never replaces the line's own. The client's address is `addr=`; `laddr=` is
-the server's side of the socket and is never read as a client.
-
-One reader for every caller: `read_client_table` makes one `Client` a line and a
-`ClientTable` answers the clients check's questions (counts per host, name and command,
-idle times, ages, waiting clients) from them, each computed once. At 10,000 clients (a
-3 MB reply) reading takes a few tens of milliseconds (`bench/bench_clientlist.py`).
+missing ones get neutral defaults. The first token of a key wins: a later `addr=` (or one
+inside a name some server let hold a space) never replaces the line's own. `laddr=` is the
+server's side of the socket and is never read as a client.
 """
 
 from __future__ import annotations
@@ -29,8 +24,8 @@ Group = tuple[str, str, str]  # (host, name, cmd)
 
 @dataclass(frozen=True, slots=True)
 class Client:
-    """One client: host is an IP, or "unix" for a unix-socket client. Two clients are equal
-    when these eight values are (the line they were read from is not compared)."""
+    """One client: host is an IP, or "unix" for a unix-socket client (the line it was read
+    from is not compared)."""
 
     id: int | None
     host: str
@@ -55,11 +50,9 @@ class Client:
 @lru_cache(maxsize=4096)
 def normalise_ip(text: str) -> str:
     """Canonical form of an address: '::ffff:1.2.3.4' -> '1.2.3.4', IPv6 compressed.
-    Anything that is not an IP is returned unchanged (a host name or socket label).
-
-    Cached (every client's address goes through it), and an address already in canonical
-    IPv4 form is known by inet_pton/inet_ntop (~1 us) rather than ipaddress (~20 us): a
-    list from 10,000 hosts has 10,000 distinct addresses."""
+    Anything that is not an IP is returned unchanged (a host name or socket label). Every
+    client's address goes through it: canonical IPv4 is known by inet_pton/inet_ntop, a
+    twentieth of ipaddress's cost."""
     try:  # inet_pton takes exactly four decimal parts (no leading zeros in glibc's)
         if inet_ntop(AF_INET, inet_pton(AF_INET, text)) == text:
             return text
@@ -115,11 +108,9 @@ _KEYS = (" addr=", " id=", " name=", " age=", " idle=", " flags=", " cmd=")
 
 
 def parse_line(line: str) -> Client | None:
-    """One CLIENT LIST line; None for a blank line or one without an `addr=` field.
-
-    A value is line_fields' (the first token of its key) without splitting the line's 25
-    other tokens: with a space put in front of the stripped line, a token starting with
-    "addr=" is exactly where " addr=" first is, and its value runs to the next space."""
+    """One CLIENT LIST line; None for a blank line or one without an `addr=` field. A value
+    is line_fields' without splitting the line's other tokens: after a leading space, a
+    token "addr=..." starts exactly where " addr=" first is, and runs to the next space."""
     tokens = " " + line.strip()
     addr, id_, name, age, idle, flags, cmd = [
         rest.partition(" ")[0] if found else None for _, found, rest in map(tokens.partition, _KEYS)
@@ -149,10 +140,8 @@ def _waits(flags: str) -> int:
 
 
 class ClientTable:
-    """One CLIENT LIST's clients and the answers the checks ask of them: counts by (host,
-    name, cmd), each host's longest and shortest idle time, its waiting clients and its
-    clients by age. Each answer is computed once, on first use (a fleet's 100 host rows ask
-    the same table)."""
+    """One CLIENT LIST's clients and the answers the checks ask of them, each computed once,
+    on first use (every host row asks the same table)."""
 
     def __init__(self, clients: list[Client]) -> None:
         self._clients = clients
@@ -218,9 +207,7 @@ class ClientTable:
 
     def ages(self, below: float | None = None) -> dict[str, dict[int, int]]:
         """Each host's clients counted by age in seconds (clients with no readable age
-        left out; with `below`, only those younger than `below` seconds): who connected
-        since when. Kept per bound: the clients check asks with one bound a patrol, once a
-        host row."""
+        left out; with `below`, only those younger than `below` seconds), kept per bound."""
         per_host = self._ages.get(below)
         if per_host is None:
             per_host = self._ages[below] = {}
@@ -257,13 +244,9 @@ class ClientTable:
         address no host claims"."""
         own = next((c for c in self._clients if c.id == own_id), None)
         ours = {own.name, f"{own.name}-probe"} if own is not None and own.name else set()
+        host = own.host if own is not None else None
         return ClientTable(
-            [
-                c
-                for c in self._clients
-                if c.id != own_id
-                and not (own is not None and c.name in ours and c.host == own.host)
-            ]
+            [c for c in self._clients if c.id != own_id and not (c.name in ours and c.host == host)]
         )
 
 
@@ -274,12 +257,10 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
 @lru_cache(maxsize=4096)
 def name_pattern(name: str) -> str:
     """A client name with its instance part generalised, so a host's workers count as one
-    kind: `worker:n8:17` -> `worker:n8:*`, `celery@n8-4121` -> `celery@n8-*`,
-    `rq:worker:2f8a9c01d4e5` -> `rq:worker:*`. A token (between `:` `-` `_` `.` `/` `@` `#`
-    `|` `=` or space) that is a number, a long hex id or a UUID becomes `*`, and so do the
-    trailing digits of the last token (`w12` -> `w*`); a token inside the name that mixes
-    letters and digits (`n8`, `host12`) names a place and is kept. An empty name is
-    `(no name)`."""
+    kind: `worker:n8:17` -> `worker:n8:*`, `celery@n8-4121` -> `celery@n8-*`. A token that
+    is a number, a long hex id or a UUID becomes `*`, and so do the trailing digits of the
+    last token (`w12` -> `w*`); a token inside the name that mixes letters and digits (`n8`)
+    names a place and is kept. An empty name is `(no name)`."""
     if not name:
         return "(no name)"
     parts = _NAME_TOKEN.split(_UUID.sub("0", name))

@@ -1,9 +1,8 @@
 """What a host's gathered exec printed (fleetcheck.transport.gather's script), read back as
 one Fragment per check fragment and the host's clock. Pure: bytes in, values out.
 
-Hostile or broken output (a fragment printing thousands of marker-like lines, a begin that
-never ends, output cut at the byte bound) costs one linear pass and yields what can be
-trusted, never a crash; tests/test_fuzz.py and tests/test_framing.py hold it to that."""
+Hostile or broken output (thousands of marker-like lines, a begin that never ends, output
+cut at the byte bound) costs one linear pass and yields what can be trusted, never a crash."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ scripts). Accepted:
   `Date.now()` and Java write.
 - an ISO 8601 string with a zone: "2026-11-29T06:21:00Z", "2026-11-29 02:21:00-04:00".
 
-An ISO string without a zone means nothing until its writer's zone is known (incident 6):
-it is refused unless the caller names the zone to assume. Everything else (booleans, NaN,
+An ISO string without a zone means nothing until its writer's zone is known: it
+is refused unless the caller names the zone to assume. Everything else (booleans, NaN,
 infinities, negative numbers, empty or free text) is refused with a ValueError saying why.
 """
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime, timedelta
+from itertools import islice
 from typing import Any
 
 from fleetcheck.parse.timestamps import Stamp, find_stamp
@@ -19,20 +20,7 @@ from fleetcheck.parse.timestamps import Stamp, find_stamp
 TIME_FIELDS = ("time", "ts", "timestamp", "@timestamp", "t")
 LEVEL_FIELDS = ("level", "severity", "lvl", "levelname", "log.level")
 MESSAGE_FIELDS = ("msg", "message", "log", "MESSAGE", "event")
-ERROR_NAMES = frozenset(
-    {
-        "error",
-        "err",
-        "fatal",
-        "critical",
-        "crit",
-        "panic",
-        "dpanic",
-        "alert",
-        "emerg",
-        "emergency",
-    }
-)
+ERROR_NAMES = frozenset("error err fatal critical crit panic dpanic alert emerg emergency".split())
 
 # (upper bound of the magnitude, seconds per unit, unit name)
 EPOCH_UNITS = (
@@ -177,12 +165,6 @@ def is_error(obj: dict[str, Any], line: str, error_regex: re.Pattern[str]) -> bo
 def looks_like_json(lines: list[str], sample: int = 20) -> bool:
     """Detection for logs without `format`: most of the last `sample` non-blank lines are
     JSON objects."""
-    seen = hits = 0
-    for line in reversed(lines):
-        if not line.strip():
-            continue
-        seen += 1
-        hits += parse_object(line) is not None
-        if seen >= sample:
-            break
-    return seen > 0 and hits * 2 > seen
+    recent = list(islice((line for line in reversed(lines) if line.strip()), sample))
+    hits = sum(parse_object(line) is not None for line in recent)
+    return bool(recent) and hits * 2 > len(recent)

@@ -16,7 +16,7 @@ OWNER_MAX = 64  # characters of an owner name we keep
 
 Reading = tuple[float | None, str | None, str | None]  # (started_at, problem, owner)
 # a value the JSON parser cannot take (nested too deep): one entry unreadable, never the
-# whole scan failing (issue 22, item 6: one worker could otherwise hide every zombie)
+# whole scan failing (one worker could otherwise hide every zombie)
 UNREADABLE = "unreadable: nested too deep for the JSON parser"
 
 _decode_json = json.JSONDecoder().decode
@@ -34,7 +34,7 @@ def read_entry_json(
         doc = _decode_json(value.decode("utf-8") if isinstance(value, bytes) else value)
     except (ValueError, UnicodeDecodeError):
         return None, "not JSON", None
-    except RecursionError:  # nested deeper than the parser goes: this entry alone (item 6)
+    except RecursionError:  # nested deeper than the parser goes: this entry alone
         return None, UNREADABLE, None
     if type(doc) is not dict:
         return None, f"not a JSON object ({type(doc).__name__})", None
@@ -72,8 +72,7 @@ _CHARS = rb"[\x20\x21\x23-\x5b\x5d-\x7e]"  # printable ASCII except the quote an
 _STR = rb'"' + _CHARS + rb'*"'
 _DIGITS = rb"(?:0|[1-9][0-9]{0,30})(?:\.[0-9]{1,30})?(?:[eE][-+]?[0-9]{1,3})?"
 _SIMPLE_NAME = re.compile(_CHARS + rb"+")
-# line_pattern's and Columns' number: possessive, since a valid line never needs a digit
-# given back (what follows a run can never be part of it); not backtracking saves a sixth
+# line_pattern's and Columns' number: possessive (a valid line never needs a digit back)
 _LINE_DIGITS = rb"(?:0|[1-9][0-9]{0,30}+)(?:\.[0-9]{1,30}+)?+(?:[eE][-+]?[0-9]{1,3}+)?+"
 # field names Columns takes: no quote, colon, comma, brace or space, so every one of those
 # in a value of its shape is the shape's own
@@ -131,9 +130,8 @@ def line_pattern(started_field: str, owner_field: str | None) -> re.Pattern[byte
     return re.compile(rb"^(?:" + shape + rb")$|^.*$", re.MULTILINE)
 
 
-# json.loads skips these, then reads a value only from one of these bytes (object, array,
-# string, number, -Infinity) or words; "" is none of them, so an empty value is not JSON
-# either. Anything else fails there (as text that is not UTF-8 fails before).
+# json.loads skips these, then reads a value only from one of these bytes or words: a value
+# starting otherwise (or empty) is not JSON
 _JSON_SPACE = b" \t\n\r"
 _JSON_FIRST = frozenset(bytes([c]) for c in b'{["-0123456789')
 _JSON_WORDS = (b"null", b"true", b"false", b"NaN", b"Infinity")
@@ -142,16 +140,12 @@ _NOT_JSON: Reading = (None, "not JSON", None)
 
 class Columns:
     """The exact writer shapes `{"started_at": <number>, "host": "<text>"}` (json.dumps's
-    spacing, or none as JSON.stringify writes), cut out of a whole reply at once rather than
-    by a regex match per value: one `finditer` over the newline-joined values proves the
-    lines of the shape (possessive, no groups: no object per line) and finds the few others,
-    then one `replace` and one `split` cut the lines of the shape into number, owner,
-    number, owner, ... (two objects per value). The cut is exact: a number or an owner of
-    the shape holds no quote and the field names (letters, digits, `_.-`) no quote, colon,
-    comma, brace or space, so the separators occur only where the shape puts them. The
-    number grammar is line_pattern's; an owner is printable ASCII without quote or
-    backslash (its bytes are its text), possibly empty (json reads "" as no owner, as if
-    absent)."""
+    spacing, or JSON.stringify's none), cut out of a whole reply at once: one `finditer` over
+    the newline-joined values proves the lines of the shape and finds the few others, then
+    one `replace` and one `split` cut them into number, owner, number, owner, ... The cut is
+    exact: neither a number, an owner (printable ASCII without quote or backslash) nor a
+    field name (letters, digits, `_.-`) holds a separator, so they occur only where the shape
+    puts them."""
 
     ODD_MAX = 32  # more lines of other shapes than this in one reply: not this reader's job
 

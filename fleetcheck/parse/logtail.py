@@ -88,9 +88,7 @@ def parse_zone_output(text: str) -> ZoneFacts:
         name = raw.lstrip(":")
         if "zoneinfo/" in name:
             name = name.split("zoneinfo/", 1)[1]
-        for prefix in ("posix/", "right/"):
-            if name.startswith(prefix):
-                name = name[len(prefix) :]
+        name = name.removeprefix("posix/").removeprefix("right/")
         try:
             zone_named(name)
         except ValueError:

@@ -1,11 +1,6 @@
 """Default routes and interface addresses from Linux (`ip -j`, /proc/net/route) and macOS
-(`netstat -rn`, `ifconfig`, `route -n get`) output. Pure functions, no I/O.
-
-Linux notes: metric 0 has no `metric` key in `ip -j`; ECMP routes carry `nexthops`; a route
-over a dead link has the `linkdown` flag. macOS notes: Big Sur+ prints `Destination Gateway
-Flags Netif Expire` (older releases also `Refs Use`); a default with the `I` flag is scoped to
-its interface (only sockets bound there use it), only rows without `I` are unscoped
-defaults; a VPN default may have a `link#N` gateway.
+(`netstat -rn`, `ifconfig`, `route -n get`) output. Pure functions, no I/O. macOS: a default
+with the `I` flag is scoped to its interface (only sockets bound there use it).
 """
 
 from __future__ import annotations
@@ -63,12 +58,8 @@ class Interface:
     up: bool = True
 
     def networks(self, family: int) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
-        out = []
-        for a in self.addrs:
-            iface = ipaddress.ip_interface(a)
-            if iface.version == family and not iface.ip.is_link_local:
-                out.append(iface.network)
-        return out
+        ifaces = map(ipaddress.ip_interface, self.addrs)
+        return [i.network for i in ifaces if i.version == family and not i.ip.is_link_local]
 
 
 @dataclass(frozen=True)
@@ -84,6 +75,7 @@ class RouteFacts:
     problems: tuple[str, ...] = ()
 
 
+_SURPRISES = (TypeError, AttributeError, KeyError, ValueError, IndexError, RecursionError)
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -104,14 +96,7 @@ def _guarded(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 return fn(*args, **kwargs)
             except RouteParseError:
                 raise
-            except (
-                TypeError,
-                AttributeError,
-                KeyError,
-                ValueError,
-                IndexError,
-                RecursionError,
-            ) as e:
+            except _SURPRISES as e:
                 raise RouteParseError(
                     f"{what}: unexpected output ({type(e).__name__}: {e})"
                 ) from None
@@ -148,23 +133,10 @@ def parse_ip_routes(text: str, family: int) -> list[DefaultRoute]:
         metric = int(r.get("metric", 0))  # metric 0 has no key
         flags = tuple(r.get("flags", ()))
         hops = r.get("nexthops")
-        if hops:
-            for hop in hops:
-                out.append(
-                    DefaultRoute(
-                        family,
-                        hop.get("dev", "?"),
-                        hop.get("gateway"),
-                        metric,
-                        tuple(hop.get("flags", ())) + flags,
-                        table,
-                        ecmp=True,
-                    )
-                )
-        else:
-            out.append(
-                DefaultRoute(family, r.get("dev", "?"), r.get("gateway"), metric, flags, table)
-            )
+        for hop in hops or (r,):  # a multipath route: one DefaultRoute per nexthop
+            hop_flags = tuple(hop.get("flags", ())) + flags if hops else flags
+            dev, gateway = hop.get("dev", "?"), hop.get("gateway")
+            out.append(DefaultRoute(family, dev, gateway, metric, hop_flags, table, bool(hops)))
     return out
 
 
@@ -336,14 +308,8 @@ def parse_route_get(text: str) -> tuple[str | None, str | None]:
 
 # what the first object of each `ip -j` answer must have: a misread batch is an error, never
 # one command's answer taken for another's
-_ANSWER_KEY = {
-    "route4": "dst",
-    "route6": "dst",
-    "get": "dst",
-    "addr": "ifname",
-    "rules": "priority",
-    "rules6": "priority",
-}
+_ANSWER_KEY = dict.fromkeys(("route4", "route6", "get"), "dst") | {"addr": "ifname"}
+_ANSWER_KEY |= dict.fromkeys(("rules", "rules6"), "priority")
 
 
 @dataclass(frozen=True)
@@ -464,30 +430,13 @@ def parse_gathered(text: str, target: str | None) -> RouteFacts:
         routes = parse_netstat(s["netstat"], 4) + parse_netstat(s.get("netstat6", ""), 6)
         ifaces = parse_ifconfig(s.get("ifconfig", ""))
         dev, via = parse_route_get(s.get("get", "")) if target else (None, None)
-        return RouteFacts(
-            os_name,
-            "netstat -rn, ifconfig, route -n get",
-            tuple(routes),
-            ifaces,
-            frozenset(),
-            target,
-            dev,
-            via,
-        )
+        source = "netstat -rn, ifconfig, route -n get"
+        return RouteFacts(os_name, source, tuple(routes), ifaces, frozenset(), target, dev, via)
     if "ip" in s:
         return _linux_facts(s, os_name, target)
     if "proc" in s:
         routes = parse_proc_net_route(s["proc"])
         ifaces = parse_ip_addr_text(s.get("addrtext", ""))
-        return RouteFacts(
-            os_name,
-            "/proc/net/route",
-            tuple(routes),
-            ifaces,
-            frozenset(),
-            target,
-            None,
-            None,
-            ("IPv6 defaults not read (no ip -j)",),
-        )
+        problems = ("IPv6 defaults not read (no ip -j)",)
+        return RouteFacts(os_name, "/proc/net/route", tuple(routes), ifaces, problems=problems)
     raise RouteParseError(f"no route table in the host's output (os {os_name!r})")

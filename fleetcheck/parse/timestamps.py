@@ -10,77 +10,33 @@ with the offset before the change."""
 
 from __future__ import annotations
 
+import calendar
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
-MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+from dateutil.tz import datetime_exists
+
+from fleetcheck.parse.logformats.fields import Stamp, compiled, stamp_from
+
 _MON = r"(?P<b>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
 _DOW = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,?"
 _HMS = r"(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2})(?:[.,](?P<f>\d{1,9}))?)?"
 _HMS_STRICT = r"(?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2})(?:[.,](?P<f>\d{1,9}))?"
 _ZONE = r"(?:\s?(?P<z>Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?)(?![\w:]))?"
 
-PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "iso8601",
-        re.compile(
-            r"(?<![\d])(?P<Y>\d{4})(?P<sep>[-/])(?P<m>\d{2})(?P=sep)(?P<d>\d{2})(?:T|\s+)"
-            + _HMS
-            + _ZONE,
-            re.I,
-        ),
-    ),
-    (
-        "ctime",
-        re.compile(
-            r"(?<![\w])(?:"
-            + _DOW
-            + r"\s+)?"
-            + _MON
-            + r"\s+(?P<d>\d{1,2})\s+"
-            + _HMS_STRICT
-            + r"\s+(?P<Y>\d{4})(?![\d:])",
-            re.I,
-        ),
-    ),
-    (
-        "syslog",
-        re.compile(
-            r"(?<![\w])" + _MON + r"\s+(?P<d>\d{1,2})\s+" + _HMS_STRICT + r"(?![\d:])", re.I
-        ),
-    ),
-    (
-        "day-month-year",
-        re.compile(
-            r"(?<![\w])(?P<d>\d{1,2})[ -]" + _MON + r"[ -](?P<Y>\d{4})[ :]" + _HMS_STRICT + _ZONE,
-            re.I,
-        ),
-    ),
-    (
-        "common-log",
-        re.compile(
-            r"(?P<d>\d{2})/" + _MON + r"/(?P<Y>\d{4}):" + _HMS_STRICT + r"\s(?P<z>[+-]\d{4})",
-            re.I,
-        ),
-    ),
-    ("epoch", re.compile(r"^\s*\[?(?P<e>\d{10}|\d{13})(?:\.(?P<f>\d{1,9}))?(?![\d])")),
-)
-
-
-@dataclass(frozen=True)
-class Stamp:
-    """A timestamp as written. `wall` is naive; its year is a placeholder when not known."""
-
-    kind: str
-    text: str
-    wall: datetime
-    offset: timedelta | None  # explicit offset in the text (epoch: 0)
-    year_known: bool = True
-    date_known: bool = True  # False: a time of day only (its date comes from the mtime)
-    fmt: str = ""  # the library format that read it (fleetcheck.parse.logformats), if any
-    zone_text: str | None = None  # a zone abbreviation written in the line (PDT, CET)
-    year_from: str | None = None  # the text elsewhere on the line its year was taken from
+_PIECES = {"MON": _MON, "DOW": _DOW, "HMS": _HMS, "HMS2": _HMS_STRICT, "ZONE": _ZONE}
+_DATE = r"(?<![\d])(?P<Y>\d{4})(?P<sep>[-/])(?P<m>\d{2})(?P=sep)(?P<d>\d{2})"
+PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, compiled(pattern, _PIECES, re.I))
+    for kind, pattern in (
+        ("iso8601", _DATE + r"(?:T|\s+){HMS}{ZONE}"),
+        ("ctime", r"(?<![\w])(?:{DOW}\s+)?{MON}\s+(?P<d>\d{1,2})\s+{HMS2}\s+(?P<Y>\d{4})(?![\d:])"),
+        ("syslog", r"(?<![\w]){MON}\s+(?P<d>\d{1,2})\s+{HMS2}(?![\d:])"),
+        ("day-month-year", r"(?<![\w])(?P<d>\d{1,2})[ -]{MON}[ -](?P<Y>\d{4})[ :]{HMS2}{ZONE}"),
+        ("common-log", r"(?P<d>\d{2})/{MON}/(?P<Y>\d{4}):{HMS2}\s(?P<z>[+-]\d{4})"),
+    )
+) + (("epoch", re.compile(r"^\s*\[?(?P<e>\d{10}|\d{13})(?:\.(?P<f>\d{1,9}))?(?![\d])")),)
 
 
 @dataclass(frozen=True)
@@ -108,60 +64,6 @@ class FormatError(ValueError):
 # ---------------------------------------------------------------- finding
 
 
-def _int(m: re.Match[str], key: str, default: int = 0) -> int:
-    v = m.groupdict().get(key)
-    return int(v) if v else default
-
-
-def _micro(frac: str | None) -> int:
-    return int((frac or "0")[:6].ljust(6, "0"))
-
-
-def parse_offset(text: str) -> timedelta:
-    """`Z`, `UTC`, `GMT`, `+05:30`, `+0530`, `-05` -> timedelta."""
-    t = text.strip().upper()
-    if t in ("Z", "UTC", "GMT"):
-        return timedelta(0)
-    sign = -1 if t[0] == "-" else 1
-    digits = t[1:].replace(":", "")
-    hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
-    if hours > 23 or minutes > 59:
-        raise ValueError(f"bad UTC offset {text!r}")
-    return sign * timedelta(hours=hours, minutes=minutes)
-
-
-def _from_match(kind: str, m: re.Match[str]) -> Stamp | None:
-    try:
-        if kind == "epoch":
-            digits = m.group("e")
-            seconds = int(digits) / (1000 if len(digits) == 13 else 1)
-            moment = datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
-            if not 2000 <= moment.year < 2100:
-                return None
-            if len(digits) == 10:
-                moment = moment.replace(microsecond=_micro(m.group("f")))
-            return Stamp(kind, m.group(0).strip(), moment, timedelta(0))
-        month = int(m.group("m")) if "m" in m.re.groupindex else _month(m.group("b"))
-        year_known = bool(m.groupdict().get("Y"))
-        wall = datetime(
-            _int(m, "Y", 2000),  # 2000 is a leap year: Feb 29 survives until the year is known
-            month,
-            int(m.group("d")),
-            int(m.group("H")),
-            int(m.group("M")),
-            _int(m, "S"),
-            _micro(m.groupdict().get("f")),
-        )
-        z = m.groupdict().get("z")
-        return Stamp(kind, m.group(0), wall, parse_offset(z) if z else None, year_known)
-    except (ValueError, OverflowError):
-        return None
-
-
-def _month(name: str) -> int:
-    return MONTHS.index(name[:3].lower()) + 1
-
-
 def find_stamp(line: str) -> Stamp | None:
     """The leftmost recognised timestamp in `line` (the longer one at the same position)."""
     best: tuple[tuple[int, int], Stamp] | None = None
@@ -170,7 +72,7 @@ def find_stamp(line: str) -> Stamp | None:
             key = (m.start(), -(m.end() - m.start()))
             if best is not None and key >= best[0]:
                 break
-            stamp = _from_match(kind, m)
+            stamp = stamp_from(kind, m, line)
             if stamp is not None:
                 best = (key, stamp)
                 break
@@ -179,26 +81,11 @@ def find_stamp(line: str) -> Stamp | None:
 
 # ---------------------------------------------------------------- per-log overrides
 
-_DIRECTIVES = {
-    "Y": r"\d{4}",
-    "y": r"\d{2}",
-    "m": r"\d{1,2}",
-    "d": r"\d{1,2}",
-    "H": r"\d{1,2}",
-    "I": r"\d{1,2}",
-    "M": r"\d{1,2}",
-    "S": r"\d{1,2}",
-    "f": r"\d{1,6}",
-    "j": r"\d{1,3}",
-    "b": r"[A-Za-z]{3}",
-    "h": r"[A-Za-z]{3}",
-    "B": r"[A-Za-z]+",
-    "a": r"[A-Za-z]{3}",
-    "A": r"[A-Za-z]+",
-    "p": r"(?:AM|PM|am|pm)",
-    "z": r"(?:Z|[+-]\d{2}(?::?\d{2})?)",
-    "%": "%",
-}
+# what each strptime directive may match: numbers unpadded, names by their letters
+_DIRECTIVES = dict.fromkeys("mdHIMS", r"\d{1,2}") | dict.fromkeys("bha", r"[A-Za-z]{3}")
+_DIRECTIVES |= {"Y": r"\d{4}", "y": r"\d{2}", "f": r"\d{1,6}", "j": r"\d{1,3}", "%": "%"}
+_DIRECTIVES |= {"B": r"[A-Za-z]+", "A": r"[A-Za-z]+", "p": r"(?:AM|PM|am|pm)"}
+_DIRECTIVES |= {"z": r"(?:Z|[+-]\d{2}(?::?\d{2})?)"}
 
 
 def format_regex(fmt: str) -> re.Pattern[str]:
@@ -293,7 +180,7 @@ def infer_year(
                 continue
         if not candidates:  # Feb 29 with no leap year near: the last one before
             year = local_ref.year - 1
-            while not _leap(year):
+            while not calendar.isleap(year):
                 year -= 1
             candidates = [stamp.wall.replace(year=year)]
     else:
@@ -319,10 +206,6 @@ def infer_year(
     return chosen, f"no year in the line: read as {chosen.year} (by {by})"
 
 
-def _leap(year: int) -> bool:
-    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-
-
 def resolve(
     stamp: Stamp,
     zone: tzinfo,
@@ -339,8 +222,6 @@ def resolve(
         utc = wall.replace(tzinfo=UTC)
         return Resolved(utc, utc.astimezone(zone), "epoch", None)
     if stamp.offset is not None:
-        from datetime import timezone
-
         local = wall.replace(tzinfo=timezone(stamp.offset))
         return Resolved(local.astimezone(UTC), local, f"offset {local:%z} in the line", year_note)
     first = wall.replace(tzinfo=zone, fold=0)
@@ -349,11 +230,8 @@ def resolve(
     if first.utcoffset() == second.utcoffset():
         chosen = first
     else:
-        u1, u2 = first.astimezone(UTC), second.astimezone(UTC)
-        exists1 = u1.astimezone(zone).replace(tzinfo=None) == wall
-        exists2 = u2.astimezone(zone).replace(tzinfo=None) == wall
         when = f"{wall:%H:%M:%S} on {wall:%Y-%m-%d}"
-        if exists1 and exists2:
+        if datetime_exists(wall, zone):  # offsets differ: a repeated hour, or a skipped one
             if hint is not None:
                 # the line was written no later than the file's mtime: the occurrence at or
                 # before it and nearest to it

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from fleetcheck.parse.logformats.fields import compiled
+
 # the pieces the patterns share (group names: see fields.py)
 _MON = r"(?P<b>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _DOW = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
@@ -26,6 +28,9 @@ ZONE_ABBREVIATIONS = (
 _ZN = r"(?P<zn>" + "|".join(ZONE_ABBREVIATIONS) + r")"
 _ZONE = r"(?:\s?(?P<z>Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?)(?![\w:])|\s" + _ZN + r"(?!\w))?"
 _ISO_DATE = r"(?P<Y>\d{4})(?P<sep>[-/])(?P<m>\d{2})(?P=sep)(?P<d>\d{2})"
+# a pattern's `{NAME}`: one of these pieces
+_PIECES = {"MON": _MON, "DOW": _DOW, "HMS": _HMS, "FRAC": _FRAC, "OFFSET": _OFFSET, "ZN": _ZN}
+_PIECES |= {"ZONE": _ZONE, "ISO_DATE": _ISO_DATE}
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,8 @@ def _f(
     strong: bool = True,
     date_known: bool = True,
 ) -> LogFormat:
-    return LogFormat(name, title, re.compile(pattern), sample, setting, quirks, strong, date_known)
+    regex = compiled(pattern, _PIECES)
+    return LogFormat(name, title, regex, sample, setting, quirks, strong, date_known)
 
 
 FORMATS: tuple[LogFormat, ...] = (
@@ -125,14 +131,7 @@ FORMATS: tuple[LogFormat, ...] = (
     _f(
         "apache-error",
         "Apache error log",
-        r"^\[(?P<ts>"
-        + _DOW
-        + r" "
-        + _MON
-        + r" (?P<d>\d{2}) "
-        + _HMS
-        + _FRAC
-        + r" (?P<Y>\d{4}))\] \[",
+        r"^\[(?P<ts>{DOW} {MON} (?P<d>\d{2}) {HMS}{FRAC} (?P<Y>\d{4}))\] \[",
         "[Sun Nov 29 02:21:00.123456 2026] [core:error] [pid 42] AH00037: x",
         'format = "%a %b %d %H:%M:%S.%f %Y"',
     ),
@@ -165,12 +164,8 @@ FORMATS: tuple[LogFormat, ...] = (
     _f(
         "logback",
         "logback / log4j2 / Spring Boot (dot milliseconds)",
-        r"^(?P<ts>(?P<Y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})[ T]"
-        + _HMS
-        + r"\.(?P<f>\d{3})"
-        + r"(?:"
-        + _OFFSET
-        + r")?)\s+(?:\[[^\]]*\]\s+)?(?:TRACE|DEBUG|INFO|WARN|ERROR)\b",
+        r"^(?P<ts>(?P<Y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})[ T]{HMS}\.(?P<f>\d{3})(?:{OFFSET})?)"
+        r"\s+(?:\[[^\]]*\]\s+)?(?:TRACE|DEBUG|INFO|WARN|ERROR)\b",
         "2026-11-29 02:21:00.123  INFO 42 --- [main] o.e.App : tick",
         'format = "%Y-%m-%d %H:%M:%S.%f"',
     ),
@@ -187,13 +182,7 @@ FORMATS: tuple[LogFormat, ...] = (
     _f(
         "iso8601",
         "ISO 8601 / RFC 3339 anywhere on the line",
-        r"(?<!\d)(?P<ts>"
-        + _ISO_DATE
-        + r"(?:T|\s+)(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2})"
-        + _FRAC
-        + r")?"
-        + _ZONE
-        + r")",
+        r"(?<!\d)(?P<ts>{ISO_DATE}(?:T|\s+)(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}){FRAC})?{ZONE})",
         "2026-11-29T02:21:00.123+01:00 level=info msg=tick",
         'format = "%Y-%m-%dT%H:%M:%S%z"',
         "offset optional",
@@ -202,40 +191,22 @@ FORMATS: tuple[LogFormat, ...] = (
     _f(
         "redis",
         "Redis / Valkey server log",
-        r"^\d+:[XCSM] (?P<ts>(?P<d>\d{1,2}) "
-        + _MON
-        + r"(?: (?P<Y>\d{4}))? "
-        + _HMS
-        + r"\.(?P<f>\d{3})) [.*#-] ",
+        r"^\d+:[XCSM] (?P<ts>(?P<d>\d{1,2}) {MON}(?: (?P<Y>\d{4}))? {HMS}\.(?P<f>\d{3})) [.*#-] ",
         "42:M 29 Nov 2026 02:21:00.123 * Ready to accept connections",
         'format = "%d %b %Y %H:%M:%S.%f"',
     ),
     _f(
         "ctime",
         "ctime / asctime (Sun Nov 29 02:21:00 2026)",
-        r"(?<!\w)(?P<ts>(?:"
-        + _DOW
-        + r"\s+)?"
-        + _MON
-        + r"\s+(?P<d>\d{1,2})\s+"
-        + _HMS
-        + _FRAC
-        + r"(?:\s"
-        + _ZN
-        + r")?\s+(?P<Y>\d{4}))(?![\d:])",
+        r"(?<!\w)(?P<ts>(?:{DOW}\s+)?{MON}\s+(?P<d>\d{1,2})\s+{HMS}{FRAC}(?:\s{ZN})?"
+        r"\s+(?P<Y>\d{4}))(?![\d:])",
         "Sun Nov 29 02:21:00 2026 rater started",
         'format = "%a %b %d %H:%M:%S %Y"',
     ),
     _f(
         "day-month-year",
         "day month year (RFC 2822, HTTP dates)",
-        r"(?<!\w)(?P<ts>(?P<d>\d{1,2})[ -]"
-        + _MON
-        + r"[ -](?P<Y>\d{4})[ :]"
-        + _HMS
-        + _FRAC
-        + _ZONE
-        + r")",
+        r"(?<!\w)(?P<ts>(?P<d>\d{1,2})[ -]{MON}[ -](?P<Y>\d{4})[ :]{HMS}{FRAC}{ZONE})",
         "Date: Sun, 29 Nov 2026 02:21:00 GMT",
         'format = "%d %b %Y %H:%M:%S"',
     ),

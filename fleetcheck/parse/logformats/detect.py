@@ -1,17 +1,10 @@
 """Which library format a tail is written in, decided from the tail itself.
 
-Every format is tried on a sample of the newest lines that can hold a stamp (they have a
-digit and do not start with whitespace: a traceback's continuation lines cannot); the format
-that reads the most of them wins, the earlier in the catalog on a tie (the more specific
-shape). A stamp must parse on several lines before it is trusted: TRUST_LINES of them, each
-starting its line (a record's header), or at least a third of the sample (a date quoted in
-one message of an unknown format is no stamp); numbers read as epoch seconds must also
-run forward line to line and end near the file's mtime (ids, sizes and counters in a
-line's first fields are no time); only a strong format that reads every sampled line of a
-tail shorter than that, or whose every hit starts its line (a stamped record header between
-message lines that carry digits of their own: ids, counts), is trusted on fewer. When the
-newest lines decide nothing (a long traceback at the end), the whole tail is sampled once
-more. Pure."""
+Every format is tried on a sample of the newest lines that can hold a stamp (a digit, no
+leading whitespace); the one that reads the most wins, the earlier in the catalog on a tie.
+A weak reading is no stamp (a date quoted in one message; ids read as epoch seconds), so a
+format is trusted only as `Tried.trusted` says. When the newest lines decide nothing (a long
+traceback at the end), the whole tail is sampled once more. Pure."""
 
 from __future__ import annotations
 
@@ -20,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
+from itertools import islice
 
 from fleetcheck.parse.logformats.catalog import FORMATS, LogFormat
-from fleetcheck.parse.logformats.fields import stamp_from
-from fleetcheck.parse.timestamps import Stamp
+from fleetcheck.parse.logformats.fields import Stamp, stamp_from
 
 SAMPLE_LINES = 16  # newest candidate lines tried first
 WIDE_SAMPLE_LINES = 200  # tried when those decide nothing
@@ -83,6 +76,9 @@ class Tried:
 
     @property
     def trusted(self) -> bool:
+        """A strong format reading every sampled line, or only line starts (record headers
+        between message lines with digits of their own); else TRUST_LINES line starts or a
+        third of the sample; epoch readings must run forward and end near the mtime."""
         if self.doubt is not None:
             return False
         if self.fmt.strong and self.hits == self.sample:
@@ -131,13 +127,7 @@ def _nothing(line: str) -> Stamp | None:
 
 
 def _sample(lines: list[str], limit: int) -> list[str]:
-    out: list[str] = []
-    for line in reversed(lines):
-        if _CANDIDATE.match(line):
-            out.append(line)
-            if len(out) >= limit:
-                break
-    return out
+    return list(islice(filter(_CANDIDATE.match, reversed(lines)), limit))
 
 
 def _try(sample: list[str], mtime: float | None) -> list[Tried]:

@@ -10,14 +10,49 @@ second), `ms` (milliseconds as a number, `:6` is 6 ms, not 600), `p` (AM/PM), `z
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
-from fleetcheck.parse.timestamps import MONTHS, Stamp, parse_offset
-
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 EPOCH_YEARS = (2000, 2100)  # an epoch field outside this is a number, not a time
 
 # a year written elsewhere on the line (`2005.11.09` beside a syslog stamp)
 _LINE_DATE = re.compile(r"(?<![\d.])(?P<Y>(?:19|20)\d\d)[.\-/](?P<m>\d\d)[.\-/](?P<d>\d\d)(?!\d)")
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """A timestamp as written. `wall` is naive; its year is a placeholder when not known."""
+
+    kind: str
+    text: str
+    wall: datetime
+    offset: timedelta | None  # explicit offset in the text (epoch: 0)
+    year_known: bool = True
+    date_known: bool = True  # False: a time of day only (its date comes from the mtime)
+    fmt: str = ""  # the library format that read it (fleetcheck.parse.logformats), if any
+    zone_text: str | None = None  # a zone abbreviation written in the line (PDT, CET)
+    year_from: str | None = None  # the text elsewhere on the line its year was taken from
+
+
+def parse_offset(text: str) -> timedelta:
+    """`Z`, `UTC`, `GMT`, `+05:30`, `+0530`, `-05` -> timedelta."""
+    t = text.strip().upper()
+    if t in ("Z", "UTC", "GMT"):
+        return timedelta(0)
+    sign = -1 if t[0] == "-" else 1
+    digits = t[1:].replace(":", "")
+    hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
+    if hours > 23 or minutes > 59:
+        raise ValueError(f"bad UTC offset {text!r}")
+    return sign * timedelta(hours=hours, minutes=minutes)
+
+
+def compiled(pattern: str, pieces: dict[str, str], flags: int = 0) -> re.Pattern[str]:
+    """`pattern` with each `{NAME}` (upper case: a regex's own `{2}` stays) replaced by
+    `pieces[NAME]`, compiled."""
+    filled = re.sub(r"\{([A-Z][A-Z0-9_]*)\}", lambda m: pieces[m.group(1)], pattern)
+    return re.compile(filled, flags)
 
 
 def _num(groups: dict[str, str | None], key: str, default: int = 0) -> int:
