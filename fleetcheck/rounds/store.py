@@ -181,24 +181,38 @@ def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) 
         keys = _apart(keys)
         present = set(keys)
     sigs = dict(db.execute("SELECT host || char(0) || check_name, sig FROM keys"))
-    changed: list[tuple[Any, ...]] = []  # (host, check, signature, body); a tombstone: None
+    (last,) = db.execute("SELECT coalesce(max(id), 0) FROM keys").fetchone()
+    new: list[tuple[Any, ...]] = []  # (id, host, check, signature, body)
+    known: list[tuple[Any, ...]] = []  # (signature, body, host, check); a tombstone's: None
     for k, row in zip(keys, rows, strict=True):
         sig = signature(row)
         if full or sigs.get(k) != sig:
             body = json.dumps(recorded(row), separators=(",", ":"), default=str)
-            changed.append((*k.rsplit("\0", 1), sig, body))
+            if k in sigs:
+                known.append((sig, body, *k.rsplit("\0", 1)))
+            else:
+                last += 1
+                new.append((last, *k.rsplit("\0", 1), sig, body))
     for k in sigs.keys() - present:  # not in this round: gone, unless gone already
         if sigs[k] is not None:
-            changed.append((*k.rsplit("\0", 1), None, None))
-    db.executemany(  # a new key's id is the next: its rows are read back in that order
-        "INSERT INTO keys (host, check_name, sig) VALUES (?, ?, ?) "
-        "ON CONFLICT (host, check_name) DO UPDATE SET sig = excluded.sig",
-        [c[:3] for c in changed],
+            known.append((None, None, *k.rsplit("\0", 1)))
+    # the writer holds the database (BEGIN IMMEDIATE): a new key's id is the next one, given
+    # here so that its row is written with no look-up (a first round: every row); rows are
+    # read back in the keys' order
+    db.executemany(
+        "INSERT INTO keys (id, host, check_name, sig) VALUES (?, ?, ?, ?)", [n[:4] for n in new]
+    )
+    db.executemany(
+        "INSERT INTO rows (key, round, body) VALUES (?, ?, ?)", [(n[0], rnd, n[4]) for n in new]
+    )
+    db.executemany(
+        "UPDATE keys SET sig = ? WHERE host = ? AND check_name = ?",
+        [(sig, host, check) for sig, _, host, check in known],
     )
     db.executemany(
         "INSERT INTO rows (key, round, body) SELECT id, ?, ? FROM keys "
         "WHERE host = ? AND check_name = ?",
-        [(rnd, body, host, check) for host, check, _, body in changed],
+        [(rnd, body, host, check) for _, body, host, check in known],
     )
 
 
