@@ -175,6 +175,9 @@ def figures(d: dict[str, Any], sizes: dict[str, int]) -> list[dict[str, Any]]:
     fig("start-up: a broker-only patrol", patrol, " ms", fmt="{:.0f}")
     fig("start-up: a broker-only patrol / the floor", patrol / floor if patrol and floor else None,
         "x", 1.3)  # fmt: skip
+    gc_floor = get(st, "floor, GC as our entry point: typer, redis", "median_ms")
+    fig("start-up: the same / the floor with the collector handled as our entry point does",
+        patrol / gc_floor if patrol and gc_floor else None, "x")  # fmt: skip
     return out
 
 

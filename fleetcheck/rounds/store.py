@@ -124,7 +124,7 @@ def bucket(key: str, value: Any) -> Any:
     return str(value)
 
 
-_NO_NUMBERS = str.maketrans("", "", "0123456789.")  # a summary's words: no digits, no dots
+_NUMBERS = b"0123456789."  # a summary's words are its text without them
 
 
 def signature(row: dict[str, Any]) -> bytes:
@@ -137,7 +137,9 @@ def signature(row: dict[str, Any]) -> bytes:
         form: Any = {k: v if type(v) in _EXACT else bucket(str(k), v) for k, v in metrics.items()}
     else:
         form = bucket("", metrics)
-    words = str(row.get("summary", "")).translate(_NO_NUMBERS)
+    # by bytes.translate: str.translate's deletion took ~4x as long (60 % of a signature)
+    text = str(row.get("summary", "")).encode("utf-8", "surrogatepass")
+    words = text.translate(None, _NUMBERS).decode("utf-8", "surrogatepass")
     parts = (row.get("status"), words, form, row.get("limits") or None)
     try:
         return marshal.dumps(parts, 2)
