@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import marshal
 import sqlite3
 import subprocess
 import sys
@@ -458,6 +459,19 @@ def test_a_signature_is_the_same_bytes_in_another_process() -> None:
     assert store.signature({**row, "status": "WARN"}) != store.signature(row)
     dated = {**row, "limits": {"until": datetime(2026, 12, 1, tzinfo=UTC)}}  # a TOML date
     assert store.signature(dated) != store.signature(row)  # repr's bytes, no error
+
+
+def test_a_summarys_words_are_its_text_without_ascii_digits_and_dots() -> None:
+    """The words a signature holds are the summary without 0-9 and '.', whatever else it
+    holds (other scripts' digits, a lone surrogate): the bytes stored databases hold."""
+    for summary, words in (
+        ("/var/log/w.log, 12.5s ago", "/var/log/wlog, s ago"),
+        ("über 3 Tage, ٣ أيام", "über  Tage, ٣ أيام"),
+        ("\ud800 broken 7", "\ud800 broken "),
+        ("", ""),
+    ):
+        row = {"status": "OK", "summary": summary, "metrics": {}}
+        assert store.signature(row) == marshal.dumps(("OK", words, {}, None), 2)
 
 
 def test_text_signatures_of_an_older_database_store_each_row_once_more(tmp_path: Path) -> None:
