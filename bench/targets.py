@@ -150,6 +150,9 @@ def figures(d: dict[str, Any], sizes: dict[str, int]) -> list[dict[str, Any]]:
     for key in ("median", "p95", "max"):
         fig(f"{n}: a round appended, {key} of the week's last {timed}",
             get(h, f"append_{key}_s"), " s", 0.5, fmt="{:.3f}")  # fmt: skip
+    fig(f"{n}: the same appends' CPU, median", get(h, "append_cpu_median_s"), " s",
+        fmt="{:.3f}")  # fmt: skip
+    fig(f"{n}: the same appends' CPU, max", get(h, "append_cpu_max_s"), " s", fmt="{:.3f}")
     firsts = get(h, "append_first_round_s") or []
     fig(f"{n}: a new database's first round appended, max of {len(firsts)}",
         max(firsts) if firsts else None, " s", 0.5, fmt="{:.3f}")  # fmt: skip

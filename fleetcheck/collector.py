@@ -6,11 +6,10 @@ they are not part of (tens of milliseconds of a ~0.3 s patrol: docs/performance.
 "Start-up"), and the interpreter walks them once more at exit. So start-up runs with the
 collector off (`starting`), then `settled` freezes what it made (`gc.freeze()`: out of the
 collector's reach, still freed as usual) and turns it back on: the entry point around the
-CLI's imports, `run` around its own start-up (the config, the checks' modules, the broker client
-library), ending before any check runs, so a patrol, a `run --every` and `serve` collect what
-they make as any process does. At exit (`exiting`) what is left is frozen too: objects are still
-freed, atexit handlers and finalizers still run; only cycles among them are not collected,
-which Python never promises at exit anyway.
+CLI's imports, `run` around its own start-up (the config, the checks' modules, redis-py),
+ending before any check runs: a patrol, `run --every` and `serve` collect what they make. At
+exit (`exiting`) what is left is frozen too: objects are still freed, atexit handlers and
+finalizers still run; only cycles among them are not collected (Python never promises that).
 
 All of this only in the fleetcheck process itself (the entry point calls `take_over`): a
 program that runs the CLI in-process (the tests) keeps its collector as it is.
