@@ -126,6 +126,8 @@ def figures(d: dict[str, Any], sizes: dict[str, int]) -> list[dict[str, Any]]:
     def fig(name: str, value: Any, unit: str, target: float | None = None, most: bool = True,
             fmt: str = "{:.2f}") -> None:  # fmt: skip
         measured = isinstance(value, int | float)
+        if not measured and target is None:
+            return  # a figure shown beside a target, not in this run's pieces
         met = (
             None
             if target is None or not measured
