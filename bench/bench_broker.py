@@ -195,12 +195,23 @@ def current_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
 
 def tree_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
     """The probe's scan and evaluate's counting of the tree unpacked for this child (its
-    path first on sys.path): before issue 15 they lived in fleetcheck.reap and the check."""
-    try:
-        from fleetcheck.checks.live_hash.scan import read_live, stale_counts
-    except ImportError:  # 5b5e749
-        from fleetcheck.checks.live_hash import stale_counts  # type: ignore[no-redef]
-        from fleetcheck.checks.live_hash.reaper import read_live  # type: ignore[no-redef]
+    path first on sys.path), from the modules its revision kept them in."""
+    import importlib
+
+    layouts = (  # (read_live's module, stale_counts' module): now, 60a3116, 5b5e749
+        ("fleetcheck.checks.live_hash.scan",) * 2,
+        ("fleetcheck.livehash",) * 2,
+        ("fleetcheck.reap", "fleetcheck.checks.live_hash"),
+    )
+    for scanner, counter in layouts:
+        try:
+            read_live = importlib.import_module(scanner).read_live
+            stale_counts = importlib.import_module(counter).stale_counts
+            break
+        except (ImportError, AttributeError):
+            continue
+    else:
+        raise ImportError("no read_live and stale_counts in this tree")
     scan = read_live(r, key, count=count, keep=5)
     old, future, _by_owner = stale_counts(scan, now, MAX_AGE)
     min(scan.starts, default=None)
