@@ -173,7 +173,6 @@ def main() -> int:
         return worker(args.config, args.worker, args.variant)
     args.generations = min(args.generations or args.runs, args.runs)
     raise_nofile()
-    from fleetcheck.core import registry
 
     bench = Bench(1000, args.clients, args.runs)
     children: list[Child] = []
@@ -185,8 +184,9 @@ def main() -> int:
         # child, whose carry the steady state reads): their ages then fall outside the
         # check's horizon (the interval plus HORIZON_SLACK), as a pool's do between two
         # patrols (not a synchronisation: the wait is the age itself)
-        new = registry.available()["clients"]
-        time.sleep(sys.modules[type(new).__module__].HORIZON_SLACK + 1.0)
+        from fleetcheck.checks.clients.facts import HORIZON_SLACK
+
+        time.sleep(HORIZON_SLACK + 1.0)
         config = bench.config()
         tree = str(bench.unpack(BASE))
         times: dict[str, list[float]] = {k: [] for k in VARIANTS}
