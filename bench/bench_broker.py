@@ -21,17 +21,13 @@ also with COUNT 1000), and a floor: the pipelined HSCAN replies read and nothing
 reports the server's own HSCAN time (INFO commandstats before and after) and wall / that time,
 the issue's measure. All give the same entries and stale counts (checked).
 
-The clients check is also timed end to end four ways, alternating: as before issue 15 (its
-check on Client rows read line by line, today's parse_client_list), as at
-BEFORE_15B (the same check on the column reader's Clients), as at LAST_STOP (its table counted
-per (host, name, cmd, idle); all three loaded from this repository's history, each with its own
-normalise_ip) and as now; the rows must be equal (checked). The
-ratio is to the server's own CLIENT LIST time (SLOWLOG, median of all those runs), and a
-breakdown times each stage on its own: the server's command, the same reply read on a plain
-socket (server + transfer), the fetch through redis-py, the reader, the
+The clients check is also timed end to end (`bench_clientlist.py` compares its reader with
+the earlier ones). The ratio is to the server's own CLIENT LIST time (SLOWLOG, median of all
+those runs), and a breakdown times each stage on its own: the server's command, the same reply
+read on a plain socket (server + transfer), the fetch through redis-py, the reader, the
 table's work, evaluate. The floor (that plain-socket read plus the cheapest regex pass over
-the reply) is also timed within the alternation, once a round, so each variant has a ratio to
-a floor measured under the same load.
+the reply) is timed alternating with the check, once a round, so the check's ratio to it is
+under the same load.
 `--clients 10000 --fields 2000` keeps a run to about a minute.
 
 Only loopback is used. Not part of the test run: numbers are measurements, not assertions.
@@ -199,12 +195,23 @@ def current_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
 
 def tree_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
     """The probe's scan and evaluate's counting of the tree unpacked for this child (its
-    path first on sys.path): before issue 15 they lived in fleetcheck.reap and the check."""
-    try:
-        from fleetcheck.checks.live_hash.scan import read_live, stale_counts
-    except ImportError:  # 5b5e749
-        from fleetcheck.checks.live_hash import stale_counts  # type: ignore[no-redef]
-        from fleetcheck.checks.live_hash.reaper import read_live  # type: ignore[no-redef]
+    path first on sys.path), from the modules its revision kept them in."""
+    import importlib
+
+    layouts = (  # (read_live's module, stale_counts' module): now, 60a3116, 5b5e749
+        ("fleetcheck.checks.live_hash.scan",) * 2,
+        ("fleetcheck.livehash",) * 2,
+        ("fleetcheck.reap", "fleetcheck.checks.live_hash"),
+    )
+    for scanner, counter in layouts:
+        try:
+            read_live = importlib.import_module(scanner).read_live
+            stale_counts = importlib.import_module(counter).stale_counts
+            break
+        except (ImportError, AttributeError):
+            continue
+    else:
+        raise ImportError("no read_live and stale_counts in this tree")
     scan = read_live(r, key, count=count, keep=5)
     old, future, _by_owner = stale_counts(scan, now, MAX_AGE)
     min(scan.starts, default=None)
@@ -307,24 +314,6 @@ def run_variant(
     return out
 
 
-BEFORE_15B = "60a3116"  # main when the CLIENT LIST table was started (its column reader)
-LAST_STOP = "1ee9f3b"  # the table counted per (host, name, cmd, idle), every key walked
-
-
-def old_clients_code(commit: str) -> tuple[Any, Any]:
-    """The clients check and the CLIENT LIST parser as they were at `commit` (this
-    repository's own history), loaded as modules of their own: (CHECK, parse_client_list)."""
-    from at_revision import module_at
-    from fleetcheck.checks import clients as now
-
-    reader = module_at(commit, "fleetcheck/parse/clientlist.py", "bench_old_clientlist")
-    check: Any = module_at(commit, "checks/clients.py", "bench_old_clients")
-    # the fleet's settings are keyed by today's config classes (the fields are the same)
-    check.ClientsConfig, check.ClientsHostConfig = now.ClientsConfig, now.ClientsHostConfig
-    check.normalise_ip = reader.normalise_ip  # as it was: not cached
-    return check.CHECK, reader.parse_client_list
-
-
 def own_id_and_list(r: Any) -> tuple[int, bytes]:
     """CLIENT ID and CLIENT LIST in one round trip, as the patrol context asks them."""
     pipe = r.pipeline(transaction=False)
@@ -332,45 +321,6 @@ def own_id_and_list(r: Any) -> tuple[int, bytes]:
     pipe.execute_command("CLIENT", "LIST")
     own_id, raw = pipe.execute()
     return own_id, raw
-
-
-def old_context(parse: Any) -> Any:
-    """A patrol context whose client_list() is the one before the table: `parse` over the
-    reply, then our own connection left out, on Client rows."""
-    from fleetcheck.core.context import PatrolContext
-
-    class OldContext(PatrolContext):
-        def client_list(self) -> Any:
-            def fetch() -> Any:
-                own_id, raw = own_id_and_list(self.broker())
-                clients = parse(raw)
-                own = next((c for c in clients if c.id == own_id), None)
-                ours = {own.name, f"{own.name}-probe"} if own is not None and own.name else set()
-                return [
-                    c
-                    for c in clients
-                    if c.id != own_id
-                    and not (own is not None and c.name in ours and c.host == own.host)
-                ]
-
-            return self.once("old_client_list", fetch)
-
-    return OldContext
-
-
-def table_context(reader: Any) -> Any:
-    """A patrol context whose client_table() is `reader`'s (a module of another commit)."""
-    from fleetcheck.core.context import PatrolContext
-
-    class TableContext(PatrolContext):
-        def client_table(self) -> Any:
-            def fetch() -> Any:
-                own_id, raw = own_id_and_list(self.broker())
-                return reader.read_client_table(raw).without_own(own_id)
-
-            return self.once("old_client_table", fetch)
-
-    return TableContext
 
 
 def h_addrs(host: Any) -> tuple[str, ...]:
@@ -619,65 +569,34 @@ class Bench:
         re.findall(r"^id=([^ ]*+) addr=([^ ]*):([0-9]++)[^\n]*+$", text, re.M)
         return time.perf_counter() - start
 
-    def clients_before_after(self, fleet: Any) -> dict[str, Any]:
+    def clients_end_to_end(self, fleet: Any) -> dict[str, Any]:
         """The clients check end to end (CLIENT LIST on the server, transfer, parse, the
-        rows), three ways, alternating: as it was before issue 15 (the check of BEFORE_15B on
-        Client rows read line by line, today's parse_client_list), as it
-        was at BEFORE_15B (the same check on its column reader's Clients) and as it is now;
-        the rows must be equal. Each run's own CLIENT LIST time on the server (SLOWLOG)
-        gives the ratio."""
-        from fleetcheck.parse.clientlist import parse_client_list as line_by_line
-
-        old_check, old_reader = old_clients_code(BEFORE_15B)
-        from at_revision import module_at
-
-        last_reader = module_at(LAST_STOP, "fleetcheck/parse/clientlist.py", "bench_last_reader")
-        last_check: Any = module_at(LAST_STOP, "checks/clients.py", "bench_last_clients")
-        from fleetcheck.checks import clients as now
-
-        last_check.ClientsConfig = now.ClientsConfig
-        last_check.ClientsHostConfig = now.ClientsHostConfig
-        last_check.normalise_ip = last_reader.normalise_ip  # as it was: not cached
-        variants = {
-            "before": (old_check, old_context(line_by_line)),
-            BEFORE_15B: (old_check, old_context(old_reader)),
-            LAST_STOP: (last_check.CHECK, table_context(last_reader)),
-            "after": (None, None),
-        }
-        out: dict[str, Any] = {}
-        server: dict[str, list[float]] = {}
-        rows: dict[str, Any] = {}
+        rows), its runs alternating with the floor's, so both see the same load; each run's
+        own CLIENT LIST time on the server (SLOWLOG) gives the ratio."""
+        runs: list[float] = []
+        server: list[float] = []
+        floors: list[float] = []
         for _ in range(max(self.runs, 5)):
-            for label, (check, context) in variants.items():
-                got = self.time_check(fleet, "clients", runs=1, check=check, context=context)
-                out.setdefault(label, []).append(got["median_s"])
-                us = got["server"].get("by_command", {}).get("CLIENT", {}).get("max_us", 0)
-                server.setdefault(label, []).append(us / 1e6)
-                rows.setdefault(label, got["rows"])
-            out.setdefault("floor", []).append(self.clients_floor())
-        if not rows["before"] == rows[BEFORE_15B] == rows[LAST_STOP] == rows["after"]:
-            for label, got in rows.items():
-                print(label, got, file=sys.stderr)
-            raise RuntimeError("the clients rows differ between the variants")
-        # the same command every run: its median over all of them is the floor's best estimate
-        srv = statistics.median(t for ts in server.values() for t in ts)
-        floor = statistics.median(out.pop("floor"))
-        result: dict[str, Any] = {
+            got = self.time_check(fleet, "clients", runs=1)
+            runs.append(got["median_s"])
+            us = got["server"].get("by_command", {}).get("CLIENT", {}).get("max_us", 0)
+            server.append(us / 1e6)
+            floors.append(self.clients_floor())
+        srv, floor, now = (statistics.median(v) for v in (server, floors, runs))
+        return {
             "server_client_list_s": round(srv, 4),
             "floor_s": round(floor, 4),
             "floor_ratio_to_server": round(floor / srv, 2) if srv else None,
+            "after": {
+                "median_s": round(now, 4),
+                "best_s": round(min(runs), 4),
+                "runs_s": runs,
+                "server_runs_s": server,
+                "ratio_to_server": round(now / srv, 2) if srv else None,
+                "ratio_to_floor": round(now / floor, 2),
+            },
+            "breakdown": self.clients_breakdown(fleet),
         }
-        for label, ts in out.items():
-            result[label] = {
-                "median_s": round(statistics.median(ts), 4),
-                "best_s": round(min(ts), 4),
-                "runs_s": ts,
-                "server_runs_s": server[label],
-                "ratio_to_server": round(statistics.median(ts) / srv, 2) if srv else None,
-                "ratio_to_floor": round(statistics.median(ts) / floor, 2),
-            }
-        result["breakdown"] = self.clients_breakdown(fleet)
-        return result
 
     def clients_breakdown(self, fleet: Any) -> dict[str, Any]:
         """Where the clients check's time goes, each stage timed on its own (median of
@@ -941,7 +860,7 @@ def main() -> int:
             )
         for row in out["checks"]:
             row.pop("rows", None)
-        out["clients_check"] = bench.clients_before_after(fleet)
+        out["clients_check"] = bench.clients_end_to_end(fleet)
         cc = out["clients_check"]
         print(
             f"clients check end to end; the server's CLIENT LIST (median of all runs):"
@@ -953,7 +872,7 @@ def main() -> int:
             " server's command (plain-socket read + the cheapest regex pass, interleaved)",
             flush=True,
         )
-        for label in ("before", BEFORE_15B, LAST_STOP, "after"):
+        for label in ("after",):
             row = cc[label]
             print(
                 f"  {label:<7} {row['median_s'] * 1000:6.1f} ms = {row['ratio_to_server']}x the"

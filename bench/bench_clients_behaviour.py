@@ -17,9 +17,6 @@ context (the connection and its PING not counted):
   clients check, its CLIENT LIST reader and the framework they ran on (patrol context,
   results, safe text). This is "the clients check's time at BASE" the issue's cost line
   names;
-- `before's check on today's framework`: BASE's checks/clients.py and its reader loaded
-  from git into today's process (bench.at_revision), as this bench measured until now: the
-  check's own code apart from the framework's;
 - `after, first round` (no state), `after` (the steady state: every row's carry from a
   previous round, as the state file hands it over, the pools older than that round; its
   broker-wide row WARNs, rightly, about the bench's own connection churn: a fresh patrol
@@ -50,30 +47,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_broker import Bench, raise_nofile, table_context  # noqa: E402
+from bench_broker import Bench, raise_nofile  # noqa: E402
 
 BASE = "fc8cffc"  # main when issue 24's clients work started
 
 BEFORE = "before"
-CHECK_ONLY = "before's check on today's framework"
 FIRST, STEADY, RESTARTED = "after, first round", "after", "after, all reconnected"
-VARIANTS = (BEFORE, CHECK_ONLY, FIRST, STEADY, RESTARTED)
+VARIANTS = (BEFORE, FIRST, STEADY, RESTARTED)
 
 
 # ---------------------------------------------------------------- in a child process
-def old_check() -> tuple[Any, Any]:
-    """BASE's clients check and reader as modules of today's process (CHECK_ONLY)."""
-    from at_revision import module_at
-    from fleetcheck.checks import clients as now
-
-    reader = module_at(BASE, "fleetcheck/parse/clientlist.py", "bench24_old_reader")
-    check: Any = module_at(BASE, "checks/clients.py", "bench24_old_clients")
-    # the fleet's settings are keyed by today's config classes (the old fields are there)
-    check.ClientsConfig, check.ClientsHostConfig = now.ClientsConfig, now.ClientsHostConfig
-    check.normalise_ip = reader.normalise_ip
-    return check.CHECK, table_context(reader)
-
-
 def one_run(fleet: Any, check: Any, context: Any, carried: dict[str, Any] | None) -> Any:
     from fleetcheck.core.context import PatrolContext
 
@@ -114,8 +97,6 @@ def worker(config_path: Path, tree: str, label: str) -> int:
     measured: tuple[Any, Any, Any]  # (check, context class or None, carried state or None)
     if label in (BEFORE, FIRST):
         measured = (new, None, None)
-    elif label == CHECK_ONLY:
-        measured = (*old_check(), None)
     else:
         _, rows = one_run(fleet, new, None, None)
         carried = {f"clients|{r.host or ''}": r.carry for r in rows if r.carry}
@@ -192,7 +173,6 @@ def main() -> int:
         return worker(args.config, args.worker, args.variant)
     args.generations = min(args.generations or args.runs, args.runs)
     raise_nofile()
-    from fleetcheck.core import registry
 
     bench = Bench(1000, args.clients, args.runs)
     children: list[Child] = []
@@ -204,8 +184,9 @@ def main() -> int:
         # child, whose carry the steady state reads): their ages then fall outside the
         # check's horizon (the interval plus HORIZON_SLACK), as a pool's do between two
         # patrols (not a synchronisation: the wait is the age itself)
-        new = registry.available()["clients"]
-        time.sleep(sys.modules[type(new).__module__].HORIZON_SLACK + 1.0)
+        from fleetcheck.checks.clients.facts import HORIZON_SLACK
+
+        time.sleep(HORIZON_SLACK + 1.0)
         config = bench.config()
         tree = str(bench.unpack(BASE))
         times: dict[str, list[float]] = {k: [] for k in VARIANTS}
@@ -240,7 +221,6 @@ def main() -> int:
             raise RuntimeError("the verdicts differ between the variants")
         base = statistics.median(times[BEFORE])
         base_cpu = statistics.median(cpus[BEFORE])
-        only_cpu = statistics.median(cpus[CHECK_ONLY])
         out: dict[str, Any] = {
             "clients": args.clients,
             "runs": args.runs,
@@ -267,15 +247,13 @@ def main() -> int:
                 "ratio_to_before": round(med / base, 3),
                 "cpu_median_s": round(cpu, 4),
                 "cpu_ratio_to_before": round(cpu / base_cpu, 3),
-                "cpu_ratio_to_check_only_before": round(cpu / only_cpu, 3),
                 "runs_s": [round(t, 4) for t in ts],
                 "cpu_runs_s": [round(c, 4) for c in cpus[label]],
             }
             print(
                 f"{label:<38} round by round: wall {paired:.3f}x, CPU {paired_cpu:.3f}x before;"
                 f" medians: {med * 1000:5.1f} ms = {med / base:.3f}x,"
-                f" CPU {cpu * 1000:5.1f} ms = {cpu / base_cpu:.3f}x before"
-                f" ({cpu / only_cpu:.3f}x the check-only before)",
+                f" CPU {cpu * 1000:5.1f} ms = {cpu / base_cpu:.3f}x before",
                 flush=True,
             )
         for label, files in code_from.items():

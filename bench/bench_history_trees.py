@@ -1,14 +1,12 @@
 """Benchmark: `history.append` of two source trees side by side, at a week's end.
 
-bench_history_ab.py loads a revision's store and history modules into this tree's process,
-which cannot hold a revision whose history imports modules this tree no longer has, nor
-reproduce one whose append runs a thread. Here each tree runs in a worker process of its own
-(its own package, e.g. `git archive REV | tar -x -C DIR`, with `fleetcheck/checks` linked to
-`DIR/checks`): both build bench_history's simulated fleet (same seed, so the same rounds) for
---build rounds untimed through `store.add_round`, then append the next --rounds rounds each
-through its own `history.append`, the trees taking turns (the order alternating round by
-round) so both see the machine's same moments; wall and CPU seconds timed in the worker. Then
-each times the console's pages (bench_history.pages) on its week, one after the other.
+Each tree runs in a worker process of its own (its own package, e.g. `git archive REV | tar
+-x -C DIR`, with `fleetcheck/checks` linked to `DIR/checks`): both build bench_history's
+simulated fleet (same seed, so the same rounds) for --build rounds untimed through
+`store.add_round`, then append the next --rounds rounds each through its own
+`history.append`, the trees taking turns (the order alternating round by round) so both see
+the machine's same moments; wall and CPU seconds timed in the worker. Then each times the
+console's pages (bench_history.pages) on its week, one after the other.
 
     flock /tmp/fleetcheck-bench.lock .venv/bin/python bench/bench_history_trees.py \
         --before /tmp/tree-main --after . --build 576 --rounds 96 --json out.json

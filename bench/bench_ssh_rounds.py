@@ -26,8 +26,8 @@ own in one lab namespace: processes per exec (strace -f, when installed) and CPU
 With --rc-ms and --kill, then one more pair of rounds on kept connections with every resident
 shell killed on the hosts between them: the second round's rows must all be real verdicts (the
 broken shells replaced by a fresh exec within the round). Run from a checkout of a revision
-before the resident shell (e.g. copied into a `git worktree` of it, as
-bench/bench_fleet_scale.py does), its repeat round is that revision's: one exec a round.
+before the resident shell (e.g. copied into a `git worktree` of it), its repeat round is
+that revision's: one exec a round.
 
 The floor: the commands, the sshds and the client share the machine's cores, so no round can
 take less wall than (server CPU + client CPU) / cores; the bench prints it per round.

@@ -6,22 +6,19 @@ they are not part of (tens of milliseconds of a ~0.3 s patrol: docs/performance.
 "Start-up"), and the interpreter walks them once more at exit. So start-up runs with the
 collector off (`starting`), then `settled` freezes what it made (`gc.freeze()`: out of the
 collector's reach, still freed as usual) and turns it back on: the entry point around the
-CLI's imports, `run` around its own start-up (the config, the checks' modules, the broker client
-library), ending before any check runs, so a patrol, a `run --every` and `serve` collect what
-they make as any process does. At exit (`exiting`) what is left is frozen too: objects are still
-freed, atexit handlers and finalizers still run; only cycles among them are not collected,
-which Python never promises at exit anyway.
+CLI's imports, `run` around its own start-up (the config, the checks' modules, redis-py),
+ending before any check runs: a patrol, `run --every` and `serve` collect what they make. At
+exit (`exiting`) what is left is frozen too: objects are still freed, atexit handlers and
+finalizers still run; only cycles among them are not collected (Python never promises that).
 
 All of this only in the fleetcheck process itself (the entry point calls `take_over`): a
 program that runs the CLI in-process (the tests) keeps its collector as it is.
 
-`paused` is the same reasoning for one bulk step in any process: a patrol's state step (30,000
-rows applied and saved, the round written to the history), or the newest round's file read
-back by the console, makes ~100,000 dicts, tuples and Results that all live until the step
-ends (none is garbage), and each collection their allocation triggers walks them all again
-(the state step at 10,000 hosts took ~0.95 s of CPU without it against ~0.63 s with it; the
-history's append, 0.50 s median and 0.63 s p95 without it on a quiet machine, past its 0.5 s
-target, is paused too).
+`paused` is the same reasoning for one bulk step in any process: a patrol's state step, the
+history's append or the console reading the newest round makes ~100,000 dicts, tuples and
+Results that all live until the step ends (none is garbage), and each collection their
+allocation triggers walks them all again. At 10,000 hosts that is about a third of the state
+step's CPU and a sixth of the append's, which its 0.5 s target needs (docs/performance.md).
 """
 
 from __future__ import annotations
