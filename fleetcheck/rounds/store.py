@@ -148,6 +148,8 @@ def signature(row: dict[str, Any]) -> bytes:
 
 
 _EXACT = frozenset((int, str, bool, type(None)))  # a metric that is its own bucket
+# one encoder for every body (json.dumps with options builds a new one per call)
+_encode = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
 def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) -> None:
@@ -177,7 +179,7 @@ def add_round(db: sqlite3.Connection, line: dict[str, Any], full: bool = False) 
     for k, row in zip(keys, rows, strict=True):
         sig = signature(row)
         if full or sigs.get(k) != sig:
-            body = json.dumps(row, separators=(",", ":"), default=str)
+            body = _encode(row)
             if k in sigs:
                 known.append((sig, body, *k.rsplit("\0", 1)))
             else:
