@@ -353,7 +353,7 @@ def old_context(parse: Any) -> Any:
                     and not (own is not None and c.name in ours and c.host == own.host)
                 ]
 
-            return self.once("old_client_list", fetch)
+            return self._memo.once("old_client_list", fetch)
 
     return OldContext
 
@@ -368,7 +368,7 @@ def table_context(reader: Any) -> Any:
                 own_id, raw = own_id_and_list(self.broker())
                 return reader.read_client_table(raw).without_own(own_id)
 
-            return self.once("old_client_table", fetch)
+            return self._memo.once("old_client_table", fetch)
 
     return TableContext
 

@@ -4,7 +4,7 @@ fleetcheck.checks.clients)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -142,40 +142,37 @@ min_clients = 10                             # fewer broker connections: WARN; n
             return None
         return "no addrs and no min_clients written: no broker connections expected"
 
-    def probe(
-        self, ctx: PatrolContext, host: HostConfig | None, config: ClientsConfig
-    ) -> ClientsFacts:
+    def probe_all(
+        self, ctx: PatrolContext, targets: Sequence[HostConfig | None], config: ClientsConfig
+    ) -> dict[str | None, ClientsFacts]:
+        """Every row from one CLIENT LIST; the fleet's queues read (one LLEN round trip) only
+        when some host looks silent."""
         table = ctx.client_table()
-        claimed = ctx.once("clients:claimed", lambda: claimed_addrs(ctx.fleet))
-        previous = ctx.carried(self.name, host)
+        claimed = claimed_addrs(ctx.fleet)
         # a first round reads no ages; the others share one bound (one pass of the table)
-        horizon = 0.0
-        if previous:
-            horizon = ctx.once(
-                "clients:horizon",
-                lambda: age_horizon(ctx.carried_values(self.name, "at"), ctx.clock().timestamp()),
+        horizon = age_horizon(ctx.carried_values(self.name, "at"), ctx.clock().timestamp())
+        out: dict[str | None, ClientsFacts] = {}
+        silent: list[HostConfig] = []
+        for host in targets:
+            previous = ctx.carried(self.name, host)
+            younger = horizon if previous else 0.0
+            if host is None:
+                received, run_id = _connections_received(ctx)
+                out[None] = facts_of(
+                    table, claimed, None, config.ignore_names, previous, received, run_id, younger
+                )
+                continue
+            mine = {normalise_ip(a) for a in addrs_of(host)}
+            facts = facts_of(
+                table, claimed, mine, config.ignore_names, previous, younger_than=younger
             )
-        if host is None:
-            received, run_id = _connections_received(ctx)
-            return facts_of(
-                table, claimed, None, config.ignore_names, previous, received, run_id, horizon
-            )
-        mine = {normalise_ip(a) for a in addrs_of(host)}
-        facts = facts_of(table, claimed, mine, config.ignore_names, previous, younger_than=horizon)
-        quiet = facts.min_idle.values()
-        if not quiet or facts.waiting:
-            return facts
-        own = host.settings(ClientsHostConfig)
-        # the limit without a baseline is the least it can be (a learned one is never
-        # below it): a host chattier than that (most) needs no baseline read from its carry
-        least, _ = limit_of(own, config, [])
-        if least is None or min(quiet) <= least:  # None: silence is not judged for it
-            return facts
-        limit, _ = silence_limit(own, config, previous)
-        if limit is not None and min(quiet) > limit:
-            # silent, it seems: are jobs waiting meanwhile? (one LLEN round trip a patrol)
-            facts = replace(facts, queued=ctx.once("clients:queued", lambda: _queued(ctx)))
-        return facts
+            out[host.name] = facts
+            if _looks_silent(facts, host, config, previous):
+                silent.append(host)
+        queued = _queued(ctx) if silent else None
+        for host in silent:  # silent, it seems: are jobs waiting meanwhile?
+            out[host.name] = replace(out[host.name], queued=queued)
+        return out
 
     def evaluate(
         self, facts: ClientsFacts, config: ClientsConfig, host: HostConfig | None, now: datetime
@@ -495,6 +492,23 @@ def expects_clients(host: HostConfig) -> bool:
     machine that runs no workers) gets no row rather than an UNKNOWN it can never lose."""
     own = host.settings(ClientsHostConfig)
     return bool(own.addrs) or (own.min_clients > 0 and "min_clients" in host.sources)
+
+
+def _looks_silent(
+    facts: ClientsFacts, host: HostConfig, config: ClientsConfig, previous: Mapping[str, Any] | None
+) -> bool:
+    """Every connection of the host idle past its silence limit, none waiting for work."""
+    quiet = facts.min_idle.values()
+    if not quiet or facts.waiting:
+        return False
+    own = host.settings(ClientsHostConfig)
+    # the limit without a baseline is the least it can be (a learned one is never below
+    # it): a host chattier than that (most) needs no baseline read from its carry
+    least, _ = limit_of(own, config, [])
+    if least is None or min(quiet) <= least:  # None: silence is not judged for it
+        return False
+    limit, _ = silence_limit(own, config, previous)
+    return limit is not None and min(quiet) > limit
 
 
 def _connections_received(ctx: PatrolContext) -> tuple[int | None, str | None]:

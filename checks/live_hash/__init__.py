@@ -9,7 +9,6 @@ as malformed. Read with HSCAN, never HGETALL. `fleetcheck reap-live` removes the
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -93,10 +92,6 @@ def owner_presence(
                 addrs = {ip}
         out[owner] = None if addrs is None else bool(addrs & connected)
     return out
-
-
-def _patrol_clock(ctx: PatrolContext) -> Callable[[], float]:
-    return lambda: ctx.clock().timestamp()
 
 
 def _is_ip(text: str) -> bool:
@@ -199,9 +194,8 @@ show = 5                         # stale entries listed as evidence
         r = ctx.broker()
         tz = zone(config.naive_tz, "naive_tz") if config.naive_tz else None
         offset: float | None = None
-        try:  # once per patrol, as CLIENT LIST and INFO are
-            clock = ctx.once("broker_clock", lambda: read_broker_clock(r, _patrol_clock(ctx)))
-            offset = clock.offset_s
+        try:
+            offset = read_broker_clock(r, lambda: ctx.clock().timestamp()).offset_s
         except Exception:
             pass  # ages on the patrol's clock, and the evidence says so
         try:
