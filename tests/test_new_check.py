@@ -377,27 +377,28 @@ def heartbeat_patrol(url: str, hosts: list[str], check: Any = None) -> dict[str 
 
 def test_the_worked_examples_rows_come_from_one_round_trip() -> None:
     """The heartbeat check's `probe_all` reads N hosts' keys in one pipelined round trip: the
-    server reads as many requests for 20 hosts as for 2 (INFO's total_reads_processed) and
-    runs one GET per host; each row is judged from its own reply."""
+    server runs one GET per host, but reads (INFO's total_reads_processed) about as many
+    requests for 50 hosts as for 2; each row is judged from its own reply."""
     from tests.servers import Server
 
     with Server() as server:
         r = server.client()
-        for i in range(20):
-            r.set(f"arena:hb:w{i}", str(time.time()))
+        r.mset({f"arena:hb:w{i}": str(time.time()) for i in range(50)})
 
         def patrol(n: int) -> tuple[int, int]:
             before = r.info("stats")["total_reads_processed"]
             gets = r.info("commandstats").get("cmdstat_get", {}).get("calls", 0)
             rows = heartbeat_patrol(server.url, [f"w{i}" for i in range(n)])
-            assert sorted(rows) == sorted(f"w{i}" for i in range(n))
+            assert set(rows) == {f"w{i}" for i in range(n)}
             assert {row.status.label for row in rows.values()} == {"OK"}, rows
             reads = r.info("stats")["total_reads_processed"] - before
             return reads, r.info("commandstats")["cmdstat_get"]["calls"] - gets
 
-        few, many = patrol(2), patrol(20)
-        assert (few[1], many[1]) == (2, 20)  # one GET per host ...
-        assert many[0] == few[0], (few, many)  # ... in one round trip, however many hosts
+        few, many = patrol(2), patrol(50)
+        assert (few[1], many[1]) == (2, 50)  # one GET per host ...
+        # ... in one round trip however many hosts (a round trip per host would read 48 more;
+        # the patrol's connection close is read before or after the INFO that follows it)
+        assert abs(many[0] - few[0]) <= 2, (few, many)
         r.close()
 
 
