@@ -130,10 +130,9 @@ def _is_ip(text: str) -> bool:
     import ipaddress
 
     try:
-        ipaddress.ip_address(text)
+        return bool(ipaddress.ip_address(text))
     except ValueError:
         return False
-    return True
 
 
 def routes_fragment(target: str | None) -> str:
@@ -192,7 +191,6 @@ def routes_fragment(target: str | None) -> str:
 class RoutesCheck(HostCheck[RoutesConfig, "RouteFacts"]):
     name = "routes"
     description = "default routes per host: two on one subnet is CRIT (ARP flux, EHOSTUNREACH)"
-    config_type = RoutesConfig
     headline = "default_routes"
     # explain: a route problem is the most upstream cause (it explains lost connections)
     clues = (Clue("default routes: {summary}"),)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from fleetcheck.checks.clients import ClientsConfig
 
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, cmd
+from fleetcheck.core.check import Check, Commands, Key, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.declarations import Cause, ChartSpec, Clue, HalfOpen, PeerMetric
 from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs, fleet_queues
@@ -49,8 +49,6 @@ from fleetcheck.checks.clients.facts import (
 class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
     name = "clients"
     description = "per-host presence in the broker's CLIENT LIST (connections per address)"
-    scope = Scope.BROKER
-    config_type = ClientsConfig
     host_config_type = ClientsHostConfig
     headline = ("connections", "clients")  # a host row's, the broker-wide row's
     clues = (
@@ -102,9 +100,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
         "queue depth and throughput still look fine because the others absorb the work (incident 4)"
     )
 
-    def broker_commands(
-        self, fleet: FleetConfig, config: ClientsConfig
-    ) -> tuple[BrokerCommand, ...]:
+    def broker_commands(self, fleet: FleetConfig, config: ClientsConfig) -> Commands:
         return (
             cmd("CLIENT", "ID"),
             cmd("CLIENT", "LIST"),
@@ -209,8 +205,8 @@ min_clients = 10                             # fewer broker connections: WARN; n
             "commands": sorted({k[2] for k, _ in groups if k[2]}),
         }
         spread = ", ".join(f"{a}: {n}" for a, n in by_addr.items())
-        row = Row()
         carry: dict[str, Any] = {"at": at, "n": total}
+        row = Row(evidence, carry)
         missing = _missing_names(previous, names)
         gone = f"; missing: {missing}" if missing else ""
         if total == 0:
@@ -234,9 +230,9 @@ min_clients = 10                             # fewer broker connections: WARN; n
             if quiet:
                 metrics["quiet_s"] = min(quiet)
             metrics["waiting"] = waiting
-            self._silence(facts, config, own, quiet, waiting, total, row, evidence, carry)
-            self._patterns(previous, names, row, evidence, carry)
-        self._reconnects(facts, config, previous, total, at, row, evidence, carry)
+            self._silence(facts, config, own, quiet, waiting, total, row)
+            self._patterns(previous, names, row)
+        self._reconnects(facts, config, total, at, row)
 
         status = row.status()
         if not row.findings:  # most rows: the summary, and what changed since the last round
@@ -269,8 +265,6 @@ min_clients = 10                             # fewer broker connections: WARN; n
         waiting: int,
         total: int,
         row: Row,
-        evidence: dict[str, Any],
-        carry: dict[str, Any],
     ) -> None:
         """Connected but silent: every connection idle past the host's limit and none
         waiting for work (blocked in a pop or subscribed waits: healthy at any idle)."""
@@ -278,7 +272,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
         samples = nums(previous.get("quiet"), QUIET_SAMPLES)
         limit, base = limit_of(own, config, samples)
         if limit is not None:
-            evidence["silence_limit_s"] = limit
+            row.evidence["silence_limit_s"] = limit
         silence = min(quiet) if quiet else None
         if own.silent_after is None and not samples:
             # the first sighting teaches, it does not judge: a pool idle by design (web nodes
@@ -303,20 +297,18 @@ min_clients = 10                             # fewer broker connections: WARN; n
                     text + f", while {facts.queued} jobs wait in the queues",
                     "behaviour",
                 )
-                evidence["queued"] = facts.queued
+                row.evidence["queued"] = facts.queued
             else:
                 row.add(Status.WARN, text, "behaviour")
         elif silence is not None and waiting == 0:
             samples.append(float(silence))  # a healthy round teaches the baseline
-        carry["quiet"] = samples if len(samples) <= QUIET_SAMPLES else samples[-QUIET_SAMPLES:]
+        row.carry["quiet"] = samples if len(samples) <= QUIET_SAMPLES else samples[-QUIET_SAMPLES:]
 
     @staticmethod
     def _patterns(
         previous: Mapping[str, Any],
         names: Mapping[str, int],
         row: Row,
-        evidence: dict[str, Any],
-        carry: dict[str, Any],
     ) -> None:
         """Counts per client-name pattern against the host's own recent rounds: half or
         more of a kind gone is a note the first round and WARN when the next round still
@@ -350,27 +342,25 @@ min_clients = 10                             # fewer broker connections: WARN; n
             if any(counts):
                 kept[str(pattern)] = counts
         if lost:
-            evidence["patterns"] = dict(now)
-            evidence["patterns_low"] = lost
-        carry["patterns"] = (
+            row.evidence["patterns"] = dict(now)
+            row.evidence["patterns_low"] = lost
+        row.carry["patterns"] = (
             kept if len(kept) <= NAMES_KEPT else dict(list(kept.items())[:NAMES_KEPT])
         )
-        carry["low"] = low
+        row.carry["low"] = low
 
     @staticmethod
     def _reconnects(
         facts: ClientsFacts,
         config: ClientsConfig,
-        previous: Mapping[str, Any],
         total: int,
         at: float,
         row: Row,
-        evidence: dict[str, Any],
-        carry: dict[str, Any],
     ) -> None:
         """Reconnected: half or more of the previous round's connections replaced by
         connections made since (a restart or a network drop between patrols), with when;
         a note once, WARN when it recurs flap_count times within flap_window."""
+        previous = facts.previous or {}
         earlier = previous.get("reconnects")
         window = config.flap_window
         events = [t for t in nums(earlier, 50) if at - t <= window] if earlier else []
@@ -388,25 +378,25 @@ min_clients = 10                             # fewer broker connections: WARN; n
                 first, last = at - young[-1], at - young[0]
                 event = (first, last, new)
                 events.append(at)
-        carry["reconnects"] = events
+        row.carry["reconnects"] = events
         if event is not None:
             first, last, new = event
             # each time formatted once (a fleet-wide restart: every row reports one)
             since, until, first_iso = utc_text(first), utc_text(last), utc_iso(first)
             when = since if since == until else f"{since}-{until}"
-            evidence["reconnected"] = {
+            row.evidence["reconnected"] = {
                 "first_s": first_iso,
                 "last_s": utc_iso(last),
                 "new": new,
             }
-            evidence["reconnected_at"] = first_iso  # what `fleetcheck explain` times
+            row.evidence["reconnected_at"] = first_iso  # what `fleetcheck explain` times
             row.notes.append(
                 f"reconnected at {when} ({new} of {total} connections new since the previous "
                 "round: a restart or a network drop)"
             )
         if len(events) >= config.flap_count:
             times = ", ".join(utc_text(t) for t in events[-config.flap_count :])
-            evidence["reconnects"] = [utc_iso(t) for t in events]
+            row.evidence["reconnects"] = [utc_iso(t) for t in events]
             row.add(
                 Status.WARN,
                 f"flapping: reconnected {len(events)} times within "

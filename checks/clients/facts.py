@@ -210,12 +210,15 @@ def named_counts(counts: Mapping[str, float], limit: int = 5) -> str:
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
+@dataclass
 class Row:
-    """The findings of one host row: (status, text, strength), and notes for an OK row."""
+    """What one host row is built from: its findings (status, text, strength), notes for an
+    OK row, its evidence and what it carries to the next round."""
 
-    def __init__(self) -> None:
-        self.findings: list[tuple[Status, str, str]] = []
-        self.notes: list[str] = []
+    evidence: dict[str, Any]
+    carry: dict[str, Any]
+    findings: list[tuple[Status, str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def add(self, status: Status, text: str, strength: str) -> None:
         self.findings.append((status, text, strength))

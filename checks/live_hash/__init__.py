@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue, zone
-from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, cmd
+from fleetcheck.core.check import Check, Commands, Key, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.declarations import ChartSpec, Line
 from fleetcheck.core.judge import check_count, check_duration, check_share, exceeds
@@ -98,8 +98,7 @@ def _is_ip(text: str) -> bool:
     import ipaddress
 
     try:
-        ipaddress.ip_address(text)
-        return True
+        return bool(ipaddress.ip_address(text))
     except ValueError:
         return False
 
@@ -107,8 +106,6 @@ def _is_ip(text: str) -> bool:
 class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
     name = "live_hash"
     description = "zombie entries in the live-matches hash (HSCAN; stale and malformed)"
-    scope = Scope.BROKER
-    config_type = LiveHashConfig
     headline = "entries"  # what Nagios graphed before headlines were declared (the first metric)
     charts = (
         ChartSpec(
@@ -140,9 +137,7 @@ show = 5                         # stale entries listed as evidence
         "were SIGKILLed; `fleetcheck reap-live --apply` removes exactly those (incident 1)"
     )
 
-    def broker_commands(
-        self, fleet: FleetConfig, config: LiveHashConfig
-    ) -> tuple[BrokerCommand, ...]:
+    def broker_commands(self, fleet: FleetConfig, config: LiveHashConfig) -> Commands:
         return (
             cmd("TIME"),
             cmd("INFO"),
@@ -178,9 +173,8 @@ show = 5                         # stale entries listed as evidence
             live[f"z{i}"] = json.dumps({"started_at": fleet.now - 7200 - 600 * i, "host": "mini"})
         live["bad1"] = "not json"
         live["bad2"] = json.dumps({"host": "laptop"})
-        r = fleet.lab.client()
-        r.hset("arena:live", mapping=live)
-        r.close()
+        with fleet.lab.client() as r:
+            r.hset("arena:live", mapping=live)
         return 'key = "arena:live"\nmax_age = "900s"'
 
     def probe(

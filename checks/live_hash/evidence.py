@@ -131,16 +131,21 @@ def relate_owners(
     }
 
 
-def unknown_owner_line(unknown: list[Stale], force: bool, show: int = 10) -> str:
-    """The guard's line naming the entries kept because their owner's liveness is unknown."""
-    per_owner = Counter(s.owner for s in unknown if s.owner is not None)
+def _owners(stale: list[Stale], show: int) -> str:
+    """`w1 (3), w2 (1)`: the owners of `stale`, most entries first, at most `show` named."""
+    per_owner = Counter(s.owner for s in stale if s.owner is not None)
     top = sorted(per_owner.items(), key=lambda kv: (-kv[1], kv[0]))
     names = ", ".join(f"{owner} ({n})" for owner, n in top[:show])
     if len(top) > show:
         names += f", ... and {len(top) - show} more owners"
+    return names
+
+
+def unknown_owner_line(unknown: list[Stale], force: bool, show: int = 10) -> str:
+    """The guard's line naming the entries kept because their owner's liveness is unknown."""
     what = (
         f"{len(unknown)} entries whose owner cannot be related to any broker connection "
-        f"(owners: {names})"
+        f"(owners: {_owners(unknown, show)})"
     )
     if force:
         return f"{what} (deleted anyway: --force)"
@@ -169,11 +174,7 @@ def split_live(
 
 def live_owner_line(live: list[Stale], force: bool, show: int = 10) -> str:
     """The guard's line naming the entries kept because their owner is connected."""
-    per_owner = Counter(s.owner for s in live if s.owner is not None)
-    top = sorted(per_owner.items(), key=lambda kv: (-kv[1], kv[0]))
-    names = ", ".join(f"{owner} ({n})" for owner, n in top[:show])
-    if len(top) > show:
-        names += f", ... and {len(top) - show} more owners"
+    names = _owners(live, show)
     what = f"{len(live)} stale entries whose owner is connected to the broker now: {names}"
     if force:
         return f"{what} (deleted anyway: --force)"

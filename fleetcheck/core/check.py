@@ -53,7 +53,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args
 
 from fleetcheck.core.declarations import Cause as CauseRule
 from fleetcheck.core.declarations import ChartSpec, Clue, HalfOpen, PeerMetric
@@ -98,6 +98,9 @@ class BrokerCommand:
         return first
 
 
+Commands = tuple[BrokerCommand, ...]  # what `broker_commands` returns
+
+
 def cmd(*words: str | Key, writes: bool = False) -> BrokerCommand:
     """`cmd("LLEN", Key(queue))`: a check's `broker_commands` entry."""
     return BrokerCommand(tuple(words), writes)
@@ -122,8 +125,8 @@ FactsT = TypeVar("FactsT")
 class Check(Generic[ConfigT, FactsT]):
     name: ClassVar[str]
     description: ClassVar[str]
-    scope: ClassVar[Scope]
-    config_type: ClassVar[type] = NoConfig
+    scope: ClassVar[Scope] = Scope.BROKER  # HostCheck: one row per host, in its lane
+    config_type: ClassVar[type] = NoConfig  # by default the ConfigT of `Check[ConfigT, ...]`
     host_config_type: ClassVar[type | None] = None  # per-host keys this check reads
     # Declarations: everything else a check says about itself (see the module docstring)
     headline: ClassVar[str | tuple[str, ...] | None] = None
@@ -141,6 +144,13 @@ class Check(Generic[ConfigT, FactsT]):
     correlations: ClassVar[tuple[HalfOpen, ...]] = ()  # verdicts needing the whole patrol
     charts: ClassVar[tuple[ChartSpec, ...]] = ()  # the console's charts of its rows
 
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        for base in cls.__dict__.get("__orig_bases__", ()):
+            given = get_args(base)
+            if given and isinstance(given[0], type) and "config_type" not in cls.__dict__:
+                cls.config_type = given[0]
+
     def demo_fault(self, fleet: Any) -> str | None:
         """Plant this check's incident in the demo fleet (`fleetcheck.lab.demo.DemoFleet`) and
         return the body of its `[checks.NAME]` table; None keeps the check out of this demo."""
@@ -155,7 +165,7 @@ class Check(Generic[ConfigT, FactsT]):
         `fleetcheck explain`; None (the default) leaves it to the rules over rows there."""
         return None
 
-    def broker_commands(self, fleet: FleetConfig, config: ConfigT) -> tuple[BrokerCommand, ...]:
+    def broker_commands(self, fleet: FleetConfig, config: ConfigT) -> Commands:
         """Every command this check sends to the broker under `config` (none by default):
         doctor proves each against the ACL, docs/brokers.md's ACL is derived from them."""
         return ()
