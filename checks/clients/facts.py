@@ -67,18 +67,6 @@ def facts_of(
     idle = table.max_idle()
     quiet = table.min_idle()
     if mine is not None:
-        if len(mine) == 1:  # most hosts: one address, its table entries as they are
-            (h,) = mine
-            ages, waiting_n = table.behaviour_of(h, younger_than)
-            return ClientsFacts(
-                table.groups_of(h),
-                claimed,
-                {h: idle[h]} if h in idle else {},
-                min_idle={h: quiet[h]} if h in quiet else {},
-                waiting={h: waiting_n} if waiting_n else {},
-                ages=ages,
-                previous=previous,
-            )
         own: dict[Group, int] = {}
         every: dict[int, int] = {}
         waiting: dict[str, int] = {}

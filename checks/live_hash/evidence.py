@@ -78,18 +78,6 @@ def clock_refusal(clock: BrokerClock, max_skew: float) -> str | None:
     )
 
 
-def connected_addresses(r: redis.Redis) -> set[str]:
-    """The addresses holding broker connections right now, from one CLIENT LIST without our
-    own connection; owners are related to them by the check's `owner_presence`."""
-    from fleetcheck.parse.clientlist import read_client_table
-
-    pipe = r.pipeline(transaction=False)
-    pipe.client_id()
-    pipe.execute_command("CLIENT", "LIST")
-    own_id, raw = pipe.execute()
-    return read_client_table(raw).without_own(own_id).hosts()
-
-
 @dataclass(frozen=True)
 class Connections:
     """Who holds broker connections right now (our own left out): their addresses and the
