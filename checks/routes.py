@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 from datetime import datetime
+from shlex import quote
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.config import FleetConfig, HostConfig
@@ -146,9 +147,9 @@ def routes_fragment(target: str | None) -> str:
     if not target:
         ask = "t=\n"
     elif _is_ip(target):
-        ask = f"t={_quote(target)}\n"
+        ask = f"t={quote(target)}\n"
     else:  # a name, also one of hex letters only ("cafe", "db"): the host resolves it
-        ask = f"t=$(getent ahosts {_quote(target)} 2>/dev/null | awk 'NR==1{{print $1}}')\n"
+        ask = f"t=$(getent ahosts {quote(target)} 2>/dev/null | awk 'NR==1{{print $1}}')\n"
     each_dev = (
         f"sort -u | head -n {MAX_DEVS} | while read -r d; do\n"
         "    case \"$d\" in ''|*[!A-Za-z0-9_.:@-]*) continue;; esac\n"
@@ -421,11 +422,3 @@ def judge(facts: RouteFacts) -> tuple[Status, str]:
 
 
 CHECK = RoutesCheck()
-
-
-def _quote(text: str) -> str:
-    """shlex.quote, imported when a fragment is built: validating a config (every patrol,
-    also a broker-only one) imports this module and needs no shlex."""
-    import shlex
-
-    return shlex.quote(text)

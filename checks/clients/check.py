@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.checks.clients import ClientsConfig
@@ -329,7 +330,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
             n = now.get(pattern, 0)
             # the median is at most the largest count: more than half of that is no loss
             if len(counts) >= 2 and 2 * n <= max(counts):
-                usual = _median(counts)
+                usual = median(counts)
                 if usual >= 2 and n <= usual / 2:
                     low.append(pattern)
                     text = f"{pattern}: {n} connection{'s' if n != 1 else ''}, usually {usual:g}"
@@ -551,12 +552,6 @@ def _missing_names(previous: Mapping[str, Any], now: Mapping[str, int]) -> str:
         out.append(label if had == 1 and have == 0 else f"{label} ({have} of {int(had)})")
     shown = ", ".join(out[:8])
     return shown + (f" and {len(out) - 8} more" if len(out) > 8 else "")
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def _top_names(names: Any) -> dict[str, int]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
 from math import ceil, fsum, isfinite
 from typing import Any
 
@@ -169,27 +168,11 @@ def limit_of(
 
 
 def utc_text(epoch: float) -> str:
-    return _at_second(epoch, "%H:%M:%S UTC")
+    return datetime.fromtimestamp(epoch, UTC).strftime("%H:%M:%S UTC")
 
 
 def utc_iso(epoch: float) -> str:
-    return _at_second(epoch, "%Y-%m-%dT%H:%M:%SZ")
-
-
-def _at_second(epoch: float, shape: str) -> str:
-    """`epoch` formatted to the second. After a fleet-wide restart every host row formats
-    the moments its connections were made, mostly the same few seconds: those are formatted
-    once a second and shape (cached); an epoch within a microsecond of the next second, which
-    datetime rounds up, is formatted as it is."""
-    second = int(epoch)
-    if 0 <= second and epoch - second < 0.999999:
-        return _formatted(second, shape)
-    return datetime.fromtimestamp(epoch, UTC).strftime(shape)
-
-
-@lru_cache(maxsize=1024)
-def _formatted(second: int, shape: str) -> str:
-    return datetime.fromtimestamp(second, UTC).strftime(shape)
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def named_counts(counts: Mapping[str, float], limit: int = 5) -> str:
