@@ -1,8 +1,8 @@
 """live_hash: zombie entries in the hash of running matches. (incident 1)
 
 Workers HSET an entry when a match starts and HDEL it when it ends; a SIGKILLed worker leaks
-its entry forever (no per-field TTL before Redis 7.4 / Valkey 9). Observed: 263 entries with
-~50 workers alive. An entry older than `max_age` (the match wall plus margin) is certainly dead;
+its entry forever (no per-field TTL before Redis 7.4 / Valkey 9). An entry older than
+`max_age` (the match wall plus margin) is certainly dead;
 one whose start is missing or unreadable cannot prove it is alive, so it is stale and counted
 as malformed. Read with HSCAN, never HGETALL. `fleetcheck reap-live` removes them safely.
 """
@@ -65,8 +65,7 @@ class LiveHashFacts:
     owners_connected: dict[str, bool | None]  # owner -> has broker connections (None: unknown)
     hexpire: bool  # the server has per-field TTLs
     server: str  # "redis 7.0.15" for the advice line
-    # the broker's clock minus the patrol's (TIME; None: unreadable, ages on the patrol's):
-    # entry ages are judged on the broker's clock, as reap-live judges them (issue 22, item 2)
+    # the broker's clock minus the patrol's (TIME; None: unreadable, ages on the patrol's)
     clock_offset_s: float | None = 0.0
 
 

@@ -1,5 +1,5 @@
 """What reap-live and the live_hash check know about time and liveness before they call an
-entry dead (issue 22, item 2): the broker's clock, and which owners are connected right now.
+entry dead: the broker's clock, and which owners are connected right now.
 
 Ages are judged on the broker's clock (`TIME`, read once per run), never on the patrol
 machine's alone: with that machine's clock six minutes ahead, entries ten minutes old looked
@@ -145,8 +145,7 @@ def split_live(
 ) -> tuple[list[Stale], list[Stale], list[Stale]]:
     """(entries whose owner is known absent or not recorded, entries whose owner is
     connected, entries whose owner cannot be related to any connection). The last are not
-    dead: unknown is not proof of absence (issue 22 review: a worker writing a name that is
-    neither in hosts.toml nor an IP lost its running matches)."""
+    dead: unknown is not proof of absence."""
     dead: list[Stale] = []
     live: list[Stale] = []
     unknown: list[Stale] = []

@@ -3,46 +3,34 @@
 A check module defines one subclass of `Check` (`HostCheck` for one row per host) and a
 module-level `CHECK = TheCheck()`.
 
-Measure, then judge: `probe_all(ctx, targets, config)` measures every row of the check at once
-and returns {host name (None: the broker-wide row): that row's facts}; the runner calls it
-once per patrol for a broker check's rows together, and for a host check once per host (in
-that host's lane). A check that reads a key per host reads them all in one pipelined round
-trip there, and CLIENT LIST once for every row (`ctx.client_table()`). A per-row failure (a
-refused key) is a `CheckError` value for that row alone; an exception raised by `probe_all`
-is every row's UNKNOWN, a row left out of the mapping its own UNKNOWN. By default
-`probe_all` calls `probe(ctx, host, config)` for each target: a check that shares nothing
-between rows writes only that. `evaluate(facts, config, host, now)` then judges one row from
-its own facts with no I/O, so it is table-tested. Probes raise CheckError when they cannot
-measure; anything else raised is turned into UNKNOWN by the runner, for that row only.
+Measure, then judge: `probe_all(ctx, targets, config)` measures every row at once and returns
+{host name (None: the broker-wide row): that row's facts}; the runner calls it once per
+patrol for a broker check's rows together (a host check's once per host, in its lane), so a
+key per host is read in one pipelined round trip and CLIENT LIST once for every row. A row's
+own failure (a refused key) is a `CheckError` value for it alone; an exception raised by
+`probe_all` is every row's UNKNOWN, a row left out of the mapping its own. By default
+`probe_all` calls `probe(ctx, host, config)` per target: a check whose rows share nothing
+writes only that. `evaluate(facts, config, host, now)` judges one row from its own facts with
+no I/O, so it is table-tested. The runner alone turns exceptions into UNKNOWN rows.
 
-Configuration, frozen dataclasses built and validated by the generic builder (errors name
-file, table and key): `config_type` for `[checks.NAME]`; `host_config_type` for the keys the
-check reads from each `[[hosts]]` table (also `[defaults]`, `[groups.NAME]`; every field has
-a default; read with `host.settings(TheType)`; its method `check_host(self, host)` may raise
-InvalidValue for rules on the host's own keys, e.g. "needs ssh").
+Configuration, frozen dataclasses validated by the generic builder: `config_type` (the ConfigT
+of `Check[ConfigT, FactsT]`) for `[checks.NAME]`; `host_config_type` for the keys it reads
+from each host (every field has a default; `host.settings(TheType)`; its `check_host(self,
+host)` may raise InvalidValue for rules on the host's own keys, e.g. "needs ssh").
 
 Conventions (tests/test_check_contract.py holds every registered check to them):
-- Metric names end in a unit suffix from `fleetcheck.model.UNIT_SUFFIXES` (`_s`, `_bytes`,
-  `_ratio`, `_per_s`) or are plain counts; values are numbers, None when not measured, or
-  maps whose leaves are. Strings and flags go in `evidence`; the limits a verdict was judged
-  against in `limits`, never in `metrics` (which become Prometheus series).
+- Metric names end in a unit suffix from `fleetcheck.model.UNIT_SUFFIXES` or are plain counts;
+  values are numbers, None when not measured, or maps whose leaves are. Strings and flags go
+  in `evidence`, the limits a verdict was judged against in `limits` (metrics become series).
 - A summary never starts with the host's name: renderers put the host next to it.
 - `evaluate` is pure: no I/O, no clock but its `now`, the same facts give an equal Result.
 - Shell fragments from `remote_commands` come back under the check's own keys:
   `ctx.host_facts(host, self).get("table")`.
-
-Declarations (the contract test names the one a check lacks): `headline` (each row's
-headline metric, Nagios' one perfdata item; names tried in order for rows that differ),
-`example`/`host_example` (its tables as hosts.example.toml shows them), `demo_fault(fleet)`
-and `demo_meaning` (the demo's incident and what a non-OK row means; the lab is typed only
-under `if TYPE_CHECKING:`), `broker_commands(fleet, config)` (every command it sends:
-doctor proves each against the ACL, docs/brokers.md's ACL is derived from them),
-`discover_draft(sample)`, and what the framework does with its rows
-(fleetcheck.core.declarations; the framework names no check): `clues`, `causes`,
-`peer_metrics`, `correlations`, `charts`.
+- Declarations (the contract test names the one a check lacks) are the class attributes and
+  hooks below; docs/CONTRIBUTING.md's "Adding a check" says what each is for.
 
 Rows finer than a target: where a target holds several things that each deserve their own
-verdict (each log file of a host), `evaluate` returns a list of rows, one per item
+verdict (each log file of a host), `evaluate` returns one row per item
 (`self.result(host, ..., item="/var/log/app.log")`), addressed by (check, host, item). A
 probe that fails still gives one row for the whole target (item None).
 """

@@ -55,7 +55,6 @@ class PatrolContext:
         self.fleet = fleet
         self._carried = carried or {}
         self.clock = clock
-        self.started = clock()
         self._memo = Memo()
         self._broker = BrokerLink(fleet, self._memo)
         self._hosts = HostSessions(fleet, self._memo, fragments, keeper)
