@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue
-from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, cmd
+from fleetcheck.core.check import Check, Commands, Key, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.declarations import Cause, ChartSpec
 from fleetcheck.core.errors import CheckError
@@ -53,8 +53,6 @@ class HeartbeatConfig:
 class HeartbeatCheck(Check[HeartbeatConfig, "float | None"]):
     name = "heartbeat"
     description = "each worker host's heartbeat key in the broker is recent"
-    scope = Scope.BROKER
-    config_type = HeartbeatConfig
     headline = "age_s"
     example = """\
 [checks.heartbeat]
@@ -96,9 +94,7 @@ max_ahead = "30s"                # WARN when it is further than this in the futu
     def targets(self, fleet: FleetConfig, config: HeartbeatConfig) -> list[HostConfig | None]:
         return list(fleet.hosts)
 
-    def broker_commands(
-        self, fleet: FleetConfig, config: HeartbeatConfig
-    ) -> tuple[BrokerCommand, ...]:
+    def broker_commands(self, fleet: FleetConfig, config: HeartbeatConfig) -> Commands:
         return tuple(cmd("GET", Key(config.prefix + h.name)) for h in fleet.hosts)
 
     def discover_draft(self, sample: Sample) -> Draft | None:
