@@ -98,8 +98,9 @@ def run_batch(
             measured = check.probe_all(ctx, [item.target for item in batch], config)
         except Exception as e:  # the batch failed: every row's UNKNOWN
             measured = {item.key[1]: e for item in batch}
+    took = time.monotonic() - start  # the batch's measuring, shared by its rows
     for item in batch:
-        target = item.target
+        target, start = item.target, time.monotonic()
         try:
             if item.no_targets is not None:
                 raise CheckError(item.no_targets)
@@ -114,8 +115,8 @@ def run_batch(
                 raise CheckError(f"check {check.name} judged nothing (no row, no item)")
         except Exception as e:
             rows = [_failed(check, target, e)]
-        took = time.monotonic() - start
-        out[item.key] = [_completed(check, row).with_duration(took) for row in rows]
+        judged = took + time.monotonic() - start
+        out[item.key] = [_completed(check, row).with_duration(judged) for row in rows]
     return out
 
 
