@@ -74,6 +74,7 @@ def owner_presence(
 ) -> dict[str, bool | None]:
     """For each owner name: True/False if we can tell whether it holds broker connections
     (it is a configured host's name or one of its addresses, or an IP), None if we cannot."""
+    from fleetcheck.config.values import ip_address_problem
     from fleetcheck.core.hostfacts import addrs_of
     from fleetcheck.parse.clientlist import normalise_ip
 
@@ -87,19 +88,10 @@ def owner_presence(
                 addrs = claimed or None
                 break
         else:
-            if _is_ip(ip):
+            if ip_address_problem(ip) is None:  # an IP address: its own
                 addrs = {ip}
         out[owner] = None if addrs is None else bool(addrs & connected)
     return out
-
-
-def _is_ip(text: str) -> bool:
-    import ipaddress
-
-    try:
-        return bool(ipaddress.ip_address(text))
-    except ValueError:
-        return False
 
 
 class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
