@@ -520,10 +520,13 @@ class Bench:
             ctx.broker()  # the connection and its PING are not the check's cost
             start = time.perf_counter()
             try:
-                for target in check.targets(fleet, config):
-                    result = check.evaluate(
-                        check.probe(ctx, target, config), config, target, ctx.clock()
-                    )
+                targets = check.targets(fleet, config)
+                measured = check.probe_all(ctx, targets, config)
+                for target in targets:
+                    facts = measured[target.name if target else None]
+                    if isinstance(facts, Exception):
+                        raise facts
+                    result = check.evaluate(facts, config, target, ctx.clock())
                     statuses.append(result.status.label)
                     rows.append((result.status.label, result.summary, result.metrics))
             finally:

@@ -74,9 +74,14 @@ def one_run(fleet: Any, check: Any, context: Any, carried: dict[str, Any] | None
     gc.collect()
     start, cpu = time.perf_counter(), time.process_time()
     try:
+        targets = check.targets(fleet, config)
+        if hasattr(check, "probe_all"):  # all rows measured at once, as a patrol does
+            measured = check.probe_all(ctx, targets, config)
+            facts = [measured[t.name if t else None] for t in targets]
+        else:  # a BASE from before probe_all
+            facts = [check.probe(ctx, t, config) for t in targets]
         rows = [
-            check.evaluate(check.probe(ctx, t, config), config, t, ctx.clock())
-            for t in check.targets(fleet, config)
+            check.evaluate(f, config, t, ctx.clock()) for f, t in zip(facts, targets, strict=True)
         ]
     finally:
         took, cpu = time.perf_counter() - start, time.process_time() - cpu

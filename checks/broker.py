@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from fleetcheck.config import Duration, FleetConfig, HostConfig
 from fleetcheck.core.brokerlink import BrokerFailed, BrokerRefused
-from fleetcheck.core.check import BrokerCommand, Check, Scope, cmd
+from fleetcheck.core.check import Check, Commands, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.errors import CheckError
 from fleetcheck.core.judge import Findings, check_count, check_duration, check_share, exceeds
@@ -128,8 +128,6 @@ def _int(info: dict[str, Any], key: str) -> int | None:
 class BrokerHealthCheck(Check[BrokerHealthConfig, BrokerFacts]):
     name = "broker"
     description = "broker health: PING latency, version, role, clients, memory, eviction policy"
-    scope = Scope.BROKER
-    config_type = BrokerHealthConfig
     headline = "ping_s"
     example = """\
 [checks.broker]
@@ -145,9 +143,7 @@ max_replica_lag = "10s"          # WARN when a replica lags its master by more
 """
     demo_meaning = "the broker itself is unhealthy or misconfigured (incident 8)"
 
-    def broker_commands(
-        self, fleet: FleetConfig, config: BrokerHealthConfig
-    ) -> tuple[BrokerCommand, ...]:
+    def broker_commands(self, fleet: FleetConfig, config: BrokerHealthConfig) -> Commands:
         return (cmd("INFO"),)
 
     def discover_draft(self, sample: Sample) -> Draft | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 from datetime import datetime
+from shlex import quote
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.config import FleetConfig, HostConfig
@@ -130,10 +131,9 @@ def _is_ip(text: str) -> bool:
     import ipaddress
 
     try:
-        ipaddress.ip_address(text)
+        return bool(ipaddress.ip_address(text))
     except ValueError:
         return False
-    return True
 
 
 def routes_fragment(target: str | None) -> str:
@@ -147,9 +147,9 @@ def routes_fragment(target: str | None) -> str:
     if not target:
         ask = "t=\n"
     elif _is_ip(target):
-        ask = f"t={_quote(target)}\n"
+        ask = f"t={quote(target)}\n"
     else:  # a name, also one of hex letters only ("cafe", "db"): the host resolves it
-        ask = f"t=$(getent ahosts {_quote(target)} 2>/dev/null | awk 'NR==1{{print $1}}')\n"
+        ask = f"t=$(getent ahosts {quote(target)} 2>/dev/null | awk 'NR==1{{print $1}}')\n"
     each_dev = (
         f"sort -u | head -n {MAX_DEVS} | while read -r d; do\n"
         "    case \"$d\" in ''|*[!A-Za-z0-9_.:@-]*) continue;; esac\n"
@@ -192,7 +192,6 @@ def routes_fragment(target: str | None) -> str:
 class RoutesCheck(HostCheck[RoutesConfig, "RouteFacts"]):
     name = "routes"
     description = "default routes per host: two on one subnet is CRIT (ARP flux, EHOSTUNREACH)"
-    config_type = RoutesConfig
     headline = "default_routes"
     # explain: a route problem is the most upstream cause (it explains lost connections)
     clues = (Clue("default routes: {summary}"),)
@@ -423,11 +422,3 @@ def judge(facts: RouteFacts) -> tuple[Status, str]:
 
 
 CHECK = RoutesCheck()
-
-
-def _quote(text: str) -> str:
-    """shlex.quote, imported when a fragment is built: validating a config (every patrol,
-    also a broker-only one) imports this module and needs no shlex."""
-    import shlex
-
-    return shlex.quote(text)

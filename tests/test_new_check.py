@@ -355,3 +355,84 @@ def test_the_new_check_shows_in_the_consoles_charts_and_explain(tmp_path: Path) 
         "confirm with: whether its worker process runs, and whether it reaches the broker"
         in shown["explain"]
     )
+
+
+def heartbeat_patrol(url: str, hosts: list[str], check: Any = None) -> dict[str | None, Any]:
+    """One patrol of the worked example alone (imported, not installed): its rows by host."""
+    from fleetcheck.config import BrokerConfig, FleetConfig, HostConfig, PatrolConfig, SshConfig
+    from fleetcheck.core.runner import plan, run_patrol
+    from tests.new_check.sample_check import CHECK, HeartbeatConfig
+
+    fleet = FleetConfig(
+        path="test.toml",
+        broker=BrokerConfig(url=url),
+        ssh=SshConfig(),
+        patrol=PatrolConfig(deadline=20.0),
+        hosts=tuple(HostConfig(name=n) for n in hosts),
+        checks={"heartbeat": HeartbeatConfig()},
+    )
+    report = run_patrol(fleet, plan(fleet, {"heartbeat": check or CHECK}))
+    return {r.host: r for r in report.results}
+
+
+def test_the_worked_examples_rows_come_from_one_round_trip() -> None:
+    """The heartbeat check's `probe_all` reads N hosts' keys in one pipelined round trip: the
+    server runs one GET per host, but reads (INFO's total_reads_processed) about as many
+    requests for 50 hosts as for 2; each row is judged from its own reply."""
+    from tests.servers import Server
+
+    with Server() as server:
+        r = server.client()
+        r.mset({f"arena:hb:w{i}": str(time.time()) for i in range(50)})
+
+        def patrol(n: int) -> tuple[int, int]:
+            before = r.info("stats")["total_reads_processed"]
+            gets = r.info("commandstats").get("cmdstat_get", {}).get("calls", 0)
+            rows = heartbeat_patrol(server.url, [f"w{i}" for i in range(n)])
+            assert set(rows) == {f"w{i}" for i in range(n)}
+            assert {row.status.label for row in rows.values()} == {"OK"}, rows
+            reads = r.info("stats")["total_reads_processed"] - before
+            return reads, r.info("commandstats")["cmdstat_get"]["calls"] - gets
+
+        few, many = patrol(2), patrol(50)
+        assert (few[1], many[1]) == (2, 50)  # one GET per host ...
+        # ... in one round trip however many hosts (a round trip per host would read 48 more;
+        # the patrol's connection close is read before or after the INFO that follows it)
+        assert abs(many[0] - few[0]) <= 2, (few, many)
+        r.close()
+
+
+def test_the_worked_examples_failures_each_land_on_their_rows() -> None:
+    """A refused key and a value that is no time are their own rows' UNKNOWN; a target the
+    batch left out is its own UNKNOWN; a batch that failed is every row's, with its reason."""
+    from fleetcheck.lab import free_port
+    from tests.new_check.sample_check import CHECK, HeartbeatCheck
+    from tests.servers import Server
+
+    class Forgets(HeartbeatCheck):
+        def probe_all(self, ctx: Any, targets: Any, config: Any) -> Any:
+            return {k: v for k, v in super().probe_all(ctx, targets, config).items() if k != "w1"}
+
+    with Server() as server:
+        r = server.client()
+        r.mset({"arena:hb:w0": str(time.time()), "arena:hb:w2": "soon", "arena:hb:w3": "1"})
+        # w3's key is outside what the user may read: that GET alone is refused
+        r.acl_setuser("hb", enabled=True, passwords=["+pw"], commands=["+@all"],
+                      keys=["arena:hb:w0", "arena:hb:w1", "arena:hb:w2"])  # fmt: skip
+        url = f"redis://hb:pw@127.0.0.1:{server.port}/0"
+        rows = heartbeat_patrol(url, ["w0", "w1", "w2", "w3"])
+        assert rows["w0"].status.label == "OK", rows["w0"]
+        assert rows["w1"].status.label == "CRIT"  # missing: judged, not failed
+        assert rows["w2"].summary == "arena:hb:w2: not an epoch time"
+        assert rows["w3"].status.label == "UNKNOWN" and "no permissions" in rows["w3"].summary
+
+        rows = heartbeat_patrol(url, ["w0", "w1"], Forgets())
+        assert rows["w0"].status.label == "OK", rows["w0"]
+        assert rows["w1"].status.label == "UNKNOWN"
+        assert rows["w1"].summary == "check heartbeat measured nothing for this row"
+        r.close()
+
+    down = heartbeat_patrol(f"redis://127.0.0.1:{free_port()}/0", ["w0", "w1", "w2"], CHECK)
+    assert {row.status.label for row in down.values()} == {"UNKNOWN"}
+    assert len({row.summary for row in down.values()}) == 1, down
+    assert "refused" in down["w0"].summary, down["w0"]

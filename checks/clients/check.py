@@ -4,15 +4,16 @@ fleetcheck.checks.clients)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.checks.clients import ClientsConfig
 
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, cmd
+from fleetcheck.core.check import Check, Commands, Key, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.declarations import Cause, ChartSpec, Clue, HalfOpen, PeerMetric
 from fleetcheck.core.hostfacts import ClientsHostConfig, addrs_of, claimed_addrs, fleet_queues
@@ -49,8 +50,6 @@ from fleetcheck.checks.clients.facts import (
 class ClientsCheck(Check[ClientsConfig, ClientsFacts]):
     name = "clients"
     description = "per-host presence in the broker's CLIENT LIST (connections per address)"
-    scope = Scope.BROKER
-    config_type = ClientsConfig
     host_config_type = ClientsHostConfig
     headline = ("connections", "clients")  # a host row's, the broker-wide row's
     clues = (
@@ -102,9 +101,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
         "queue depth and throughput still look fine because the others absorb the work (incident 4)"
     )
 
-    def broker_commands(
-        self, fleet: FleetConfig, config: ClientsConfig
-    ) -> tuple[BrokerCommand, ...]:
+    def broker_commands(self, fleet: FleetConfig, config: ClientsConfig) -> Commands:
         return (
             cmd("CLIENT", "ID"),
             cmd("CLIENT", "LIST"),
@@ -142,40 +139,37 @@ min_clients = 10                             # fewer broker connections: WARN; n
             return None
         return "no addrs and no min_clients written: no broker connections expected"
 
-    def probe(
-        self, ctx: PatrolContext, host: HostConfig | None, config: ClientsConfig
-    ) -> ClientsFacts:
+    def probe_all(
+        self, ctx: PatrolContext, targets: Sequence[HostConfig | None], config: ClientsConfig
+    ) -> dict[str | None, ClientsFacts]:
+        """Every row from one CLIENT LIST; the fleet's queues read (one LLEN round trip) only
+        when some host looks silent."""
         table = ctx.client_table()
-        claimed = ctx.once("clients:claimed", lambda: claimed_addrs(ctx.fleet))
-        previous = ctx.carried(self.name, host)
+        claimed = claimed_addrs(ctx.fleet)
         # a first round reads no ages; the others share one bound (one pass of the table)
-        horizon = 0.0
-        if previous:
-            horizon = ctx.once(
-                "clients:horizon",
-                lambda: age_horizon(ctx.carried_values(self.name, "at"), ctx.clock().timestamp()),
+        horizon = age_horizon(ctx.carried_values(self.name, "at"), ctx.clock().timestamp())
+        out: dict[str | None, ClientsFacts] = {}
+        silent: list[HostConfig] = []
+        for host in targets:
+            previous = ctx.carried(self.name, host)
+            younger = horizon if previous else 0.0
+            if host is None:
+                received, run_id = _connections_received(ctx)
+                out[None] = facts_of(
+                    table, claimed, None, config.ignore_names, previous, received, run_id, younger
+                )
+                continue
+            mine = {normalise_ip(a) for a in addrs_of(host)}
+            facts = facts_of(
+                table, claimed, mine, config.ignore_names, previous, younger_than=younger
             )
-        if host is None:
-            received, run_id = _connections_received(ctx)
-            return facts_of(
-                table, claimed, None, config.ignore_names, previous, received, run_id, horizon
-            )
-        mine = {normalise_ip(a) for a in addrs_of(host)}
-        facts = facts_of(table, claimed, mine, config.ignore_names, previous, younger_than=horizon)
-        quiet = facts.min_idle.values()
-        if not quiet or facts.waiting:
-            return facts
-        own = host.settings(ClientsHostConfig)
-        # the limit without a baseline is the least it can be (a learned one is never
-        # below it): a host chattier than that (most) needs no baseline read from its carry
-        least, _ = limit_of(own, config, [])
-        if least is None or min(quiet) <= least:  # None: silence is not judged for it
-            return facts
-        limit, _ = silence_limit(own, config, previous)
-        if limit is not None and min(quiet) > limit:
-            # silent, it seems: are jobs waiting meanwhile? (one LLEN round trip a patrol)
-            facts = replace(facts, queued=ctx.once("clients:queued", lambda: _queued(ctx)))
-        return facts
+            out[host.name] = facts
+            if _looks_silent(facts, host, config, previous):
+                silent.append(host)
+        queued = _queued(ctx) if silent else None
+        for host in silent:  # silent, it seems: are jobs waiting meanwhile?
+            out[host.name] = replace(out[host.name], queued=queued)
+        return out
 
     def evaluate(
         self, facts: ClientsFacts, config: ClientsConfig, host: HostConfig | None, now: datetime
@@ -212,8 +206,8 @@ min_clients = 10                             # fewer broker connections: WARN; n
             "commands": sorted({k[2] for k, _ in groups if k[2]}),
         }
         spread = ", ".join(f"{a}: {n}" for a, n in by_addr.items())
-        row = Row()
         carry: dict[str, Any] = {"at": at, "n": total}
+        row = Row(evidence, carry)
         missing = _missing_names(previous, names)
         gone = f"; missing: {missing}" if missing else ""
         if total == 0:
@@ -237,9 +231,9 @@ min_clients = 10                             # fewer broker connections: WARN; n
             if quiet:
                 metrics["quiet_s"] = min(quiet)
             metrics["waiting"] = waiting
-            self._silence(facts, config, own, quiet, waiting, total, row, evidence, carry)
-            self._patterns(previous, names, row, evidence, carry)
-        self._reconnects(facts, config, previous, total, at, row, evidence, carry)
+            self._silence(facts, config, own, quiet, waiting, total, row)
+            self._patterns(previous, names, row)
+        self._reconnects(facts, config, total, at, row)
 
         status = row.status()
         if not row.findings:  # most rows: the summary, and what changed since the last round
@@ -272,8 +266,6 @@ min_clients = 10                             # fewer broker connections: WARN; n
         waiting: int,
         total: int,
         row: Row,
-        evidence: dict[str, Any],
-        carry: dict[str, Any],
     ) -> None:
         """Connected but silent: every connection idle past the host's limit and none
         waiting for work (blocked in a pop or subscribed waits: healthy at any idle)."""
@@ -281,7 +273,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
         samples = nums(previous.get("quiet"), QUIET_SAMPLES)
         limit, base = limit_of(own, config, samples)
         if limit is not None:
-            evidence["silence_limit_s"] = limit
+            row.evidence["silence_limit_s"] = limit
         silence = min(quiet) if quiet else None
         if own.silent_after is None and not samples:
             # the first sighting teaches, it does not judge: a pool idle by design (web nodes
@@ -306,20 +298,18 @@ min_clients = 10                             # fewer broker connections: WARN; n
                     text + f", while {facts.queued} jobs wait in the queues",
                     "behaviour",
                 )
-                evidence["queued"] = facts.queued
+                row.evidence["queued"] = facts.queued
             else:
                 row.add(Status.WARN, text, "behaviour")
         elif silence is not None and waiting == 0:
             samples.append(float(silence))  # a healthy round teaches the baseline
-        carry["quiet"] = samples if len(samples) <= QUIET_SAMPLES else samples[-QUIET_SAMPLES:]
+        row.carry["quiet"] = samples if len(samples) <= QUIET_SAMPLES else samples[-QUIET_SAMPLES:]
 
     @staticmethod
     def _patterns(
         previous: Mapping[str, Any],
         names: Mapping[str, int],
         row: Row,
-        evidence: dict[str, Any],
-        carry: dict[str, Any],
     ) -> None:
         """Counts per client-name pattern against the host's own recent rounds: half or
         more of a kind gone is a note the first round and WARN when the next round still
@@ -340,7 +330,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
             n = now.get(pattern, 0)
             # the median is at most the largest count: more than half of that is no loss
             if len(counts) >= 2 and 2 * n <= max(counts):
-                usual = _median(counts)
+                usual = median(counts)
                 if usual >= 2 and n <= usual / 2:
                     low.append(pattern)
                     text = f"{pattern}: {n} connection{'s' if n != 1 else ''}, usually {usual:g}"
@@ -353,27 +343,25 @@ min_clients = 10                             # fewer broker connections: WARN; n
             if any(counts):
                 kept[str(pattern)] = counts
         if lost:
-            evidence["patterns"] = dict(now)
-            evidence["patterns_low"] = lost
-        carry["patterns"] = (
+            row.evidence["patterns"] = dict(now)
+            row.evidence["patterns_low"] = lost
+        row.carry["patterns"] = (
             kept if len(kept) <= NAMES_KEPT else dict(list(kept.items())[:NAMES_KEPT])
         )
-        carry["low"] = low
+        row.carry["low"] = low
 
     @staticmethod
     def _reconnects(
         facts: ClientsFacts,
         config: ClientsConfig,
-        previous: Mapping[str, Any],
         total: int,
         at: float,
         row: Row,
-        evidence: dict[str, Any],
-        carry: dict[str, Any],
     ) -> None:
         """Reconnected: half or more of the previous round's connections replaced by
         connections made since (a restart or a network drop between patrols), with when;
         a note once, WARN when it recurs flap_count times within flap_window."""
+        previous = facts.previous or {}
         earlier = previous.get("reconnects")
         window = config.flap_window
         events = [t for t in nums(earlier, 50) if at - t <= window] if earlier else []
@@ -391,25 +379,25 @@ min_clients = 10                             # fewer broker connections: WARN; n
                 first, last = at - young[-1], at - young[0]
                 event = (first, last, new)
                 events.append(at)
-        carry["reconnects"] = events
+        row.carry["reconnects"] = events
         if event is not None:
             first, last, new = event
             # each time formatted once (a fleet-wide restart: every row reports one)
             since, until, first_iso = utc_text(first), utc_text(last), utc_iso(first)
             when = since if since == until else f"{since}-{until}"
-            evidence["reconnected"] = {
+            row.evidence["reconnected"] = {
                 "first_s": first_iso,
                 "last_s": utc_iso(last),
                 "new": new,
             }
-            evidence["reconnected_at"] = first_iso  # what `fleetcheck explain` times
+            row.evidence["reconnected_at"] = first_iso  # what `fleetcheck explain` times
             row.notes.append(
                 f"reconnected at {when} ({new} of {total} connections new since the previous "
                 "round: a restart or a network drop)"
             )
         if len(events) >= config.flap_count:
             times = ", ".join(utc_text(t) for t in events[-config.flap_count :])
-            evidence["reconnects"] = [utc_iso(t) for t in events]
+            row.evidence["reconnects"] = [utc_iso(t) for t in events]
             row.add(
                 Status.WARN,
                 f"flapping: reconnected {len(events)} times within "
@@ -497,6 +485,23 @@ def expects_clients(host: HostConfig) -> bool:
     return bool(own.addrs) or (own.min_clients > 0 and "min_clients" in host.sources)
 
 
+def _looks_silent(
+    facts: ClientsFacts, host: HostConfig, config: ClientsConfig, previous: Mapping[str, Any] | None
+) -> bool:
+    """Every connection of the host idle past its silence limit, none waiting for work."""
+    quiet = facts.min_idle.values()
+    if not quiet or facts.waiting:
+        return False
+    own = host.settings(ClientsHostConfig)
+    # the limit without a baseline is the least it can be (a learned one is never below
+    # it): a host chattier than that (most) needs no baseline read from its carry
+    least, _ = limit_of(own, config, [])
+    if least is None or min(quiet) <= least:  # None: silence is not judged for it
+        return False
+    limit, _ = silence_limit(own, config, previous)
+    return limit is not None and min(quiet) > limit
+
+
 def _connections_received(ctx: PatrolContext) -> tuple[int | None, str | None]:
     """INFO's total_connections_received and run_id (INFO is read once per patrol and shared
     with the broker check); (None, None) when INFO cannot be read: no churn this round."""
@@ -547,12 +552,6 @@ def _missing_names(previous: Mapping[str, Any], now: Mapping[str, int]) -> str:
         out.append(label if had == 1 and have == 0 else f"{label} ({have} of {int(had)})")
     shown = ", ".join(out[:8])
     return shown + (f" and {len(out) - 8} more" if len(out) > 8 else "")
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def _top_names(names: Any) -> dict[str, int]:

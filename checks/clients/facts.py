@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
 from math import ceil, fsum, isfinite
 from typing import Any
 
@@ -67,18 +66,6 @@ def facts_of(
     idle = table.max_idle()
     quiet = table.min_idle()
     if mine is not None:
-        if len(mine) == 1:  # most hosts: one address, its table entries as they are
-            (h,) = mine
-            ages, waiting_n = table.behaviour_of(h, younger_than)
-            return ClientsFacts(
-                table.groups_of(h),
-                claimed,
-                {h: idle[h]} if h in idle else {},
-                min_idle={h: quiet[h]} if h in quiet else {},
-                waiting={h: waiting_n} if waiting_n else {},
-                ages=ages,
-                previous=previous,
-            )
         own: dict[Group, int] = {}
         every: dict[int, int] = {}
         waiting: dict[str, int] = {}
@@ -181,27 +168,11 @@ def limit_of(
 
 
 def utc_text(epoch: float) -> str:
-    return _at_second(epoch, "%H:%M:%S UTC")
+    return datetime.fromtimestamp(epoch, UTC).strftime("%H:%M:%S UTC")
 
 
 def utc_iso(epoch: float) -> str:
-    return _at_second(epoch, "%Y-%m-%dT%H:%M:%SZ")
-
-
-def _at_second(epoch: float, shape: str) -> str:
-    """`epoch` formatted to the second. After a fleet-wide restart every host row formats
-    the moments its connections were made, mostly the same few seconds: those are formatted
-    once a second and shape (cached); an epoch within a microsecond of the next second, which
-    datetime rounds up, is formatted as it is."""
-    second = int(epoch)
-    if 0 <= second and epoch - second < 0.999999:
-        return _formatted(second, shape)
-    return datetime.fromtimestamp(epoch, UTC).strftime(shape)
-
-
-@lru_cache(maxsize=1024)
-def _formatted(second: int, shape: str) -> str:
-    return datetime.fromtimestamp(second, UTC).strftime(shape)
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def named_counts(counts: Mapping[str, float], limit: int = 5) -> str:
@@ -210,12 +181,15 @@ def named_counts(counts: Mapping[str, float], limit: int = 5) -> str:
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
+@dataclass
 class Row:
-    """The findings of one host row: (status, text, strength), and notes for an OK row."""
+    """What one host row is built from: its findings (status, text, strength), notes for an
+    OK row, its evidence and what it carries to the next round."""
 
-    def __init__(self) -> None:
-        self.findings: list[tuple[Status, str, str]] = []
-        self.notes: list[str] = []
+    evidence: dict[str, Any]
+    carry: dict[str, Any]
+    findings: list[tuple[Status, str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def add(self, status: Status, text: str, strength: str) -> None:
         self.findings.append((status, text, strength))

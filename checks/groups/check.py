@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fleetcheck.checks.groups import GroupsConfig, GroupsHostConfig
 
 from fleetcheck.config import FleetConfig, HostConfig
-from fleetcheck.core.check import BrokerCommand, Check, Scope, cmd
+from fleetcheck.core.check import Check, Commands, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.hostfacts import addrs_of
 from fleetcheck.core.model import Result, Status, worst
@@ -58,8 +58,6 @@ def expectations(fleet: FleetConfig) -> dict[str, tuple[int, int, list[HostConfi
 class GroupsCheck(Check[GroupsConfig, "list[GroupFacts]"]):
     name = "groups"
     description = "each pool of hosts ([groups.NAME] min_hosts) has enough machines at work"
-    scope = Scope.BROKER
-    config_type = GroupsConfig
     host_config_type = GroupsHostConfig
     headline = "connected_hosts"
     evidence_strength = "proof"
@@ -77,9 +75,7 @@ min_group_clients = 0            # only in [groups.NAME]: broker connections of 
         "autoscaled pool judged as a pool (incident 4)"
     )
 
-    def broker_commands(
-        self, fleet: FleetConfig, config: GroupsConfig
-    ) -> tuple[BrokerCommand, ...]:
+    def broker_commands(self, fleet: FleetConfig, config: GroupsConfig) -> Commands:
         return (cmd("CLIENT", "ID"), cmd("CLIENT", "LIST"))
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:

@@ -1,21 +1,20 @@
 """live_hash: zombie entries in the hash of running matches. (incident 1)
 
 Workers HSET an entry when a match starts and HDEL it when it ends; a SIGKILLed worker leaks
-its entry forever (no per-field TTL before Redis 7.4 / Valkey 9). Observed: 263 entries with
-~50 workers alive. An entry older than `max_age` (the match wall plus margin) is certainly dead;
+its entry forever (no per-field TTL before Redis 7.4 / Valkey 9). An entry older than
+`max_age` (the match wall plus margin) is certainly dead;
 one whose start is missing or unreadable cannot prove it is alive, so it is stale and counted
 as malformed. Read with HSCAN, never HGETALL. `fleetcheck reap-live` removes them safely.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue, zone
-from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, cmd
+from fleetcheck.core.check import Check, Commands, Key, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.declarations import ChartSpec, Line
 from fleetcheck.core.judge import check_count, check_duration, check_share, exceeds
@@ -66,8 +65,7 @@ class LiveHashFacts:
     owners_connected: dict[str, bool | None]  # owner -> has broker connections (None: unknown)
     hexpire: bool  # the server has per-field TTLs
     server: str  # "redis 7.0.15" for the advice line
-    # the broker's clock minus the patrol's (TIME; None: unreadable, ages on the patrol's):
-    # entry ages are judged on the broker's clock, as reap-live judges them (issue 22, item 2)
+    # the broker's clock minus the patrol's (TIME; None: unreadable, ages on the patrol's)
     clock_offset_s: float | None = 0.0
 
 
@@ -76,6 +74,7 @@ def owner_presence(
 ) -> dict[str, bool | None]:
     """For each owner name: True/False if we can tell whether it holds broker connections
     (it is a configured host's name or one of its addresses, or an IP), None if we cannot."""
+    from fleetcheck.config.values import ip_address_problem
     from fleetcheck.core.hostfacts import addrs_of
     from fleetcheck.parse.clientlist import normalise_ip
 
@@ -89,31 +88,15 @@ def owner_presence(
                 addrs = claimed or None
                 break
         else:
-            if _is_ip(ip):
+            if ip_address_problem(ip) is None:  # an IP address: its own
                 addrs = {ip}
         out[owner] = None if addrs is None else bool(addrs & connected)
     return out
 
 
-def _patrol_clock(ctx: PatrolContext) -> Callable[[], float]:
-    return lambda: ctx.clock().timestamp()
-
-
-def _is_ip(text: str) -> bool:
-    import ipaddress
-
-    try:
-        ipaddress.ip_address(text)
-        return True
-    except ValueError:
-        return False
-
-
 class LiveHashCheck(Check[LiveHashConfig, LiveHashFacts]):
     name = "live_hash"
     description = "zombie entries in the live-matches hash (HSCAN; stale and malformed)"
-    scope = Scope.BROKER
-    config_type = LiveHashConfig
     headline = "entries"  # what Nagios graphed before headlines were declared (the first metric)
     charts = (
         ChartSpec(
@@ -145,9 +128,7 @@ show = 5                         # stale entries listed as evidence
         "were SIGKILLed; `fleetcheck reap-live --apply` removes exactly those (incident 1)"
     )
 
-    def broker_commands(
-        self, fleet: FleetConfig, config: LiveHashConfig
-    ) -> tuple[BrokerCommand, ...]:
+    def broker_commands(self, fleet: FleetConfig, config: LiveHashConfig) -> Commands:
         return (
             cmd("TIME"),
             cmd("INFO"),
@@ -183,9 +164,8 @@ show = 5                         # stale entries listed as evidence
             live[f"z{i}"] = json.dumps({"started_at": fleet.now - 7200 - 600 * i, "host": "mini"})
         live["bad1"] = "not json"
         live["bad2"] = json.dumps({"host": "laptop"})
-        r = fleet.lab.client()
-        r.hset("arena:live", mapping=live)
-        r.close()
+        with fleet.lab.client() as r:
+            r.hset("arena:live", mapping=live)
         return 'key = "arena:live"\nmax_age = "900s"'
 
     def probe(
@@ -199,9 +179,8 @@ show = 5                         # stale entries listed as evidence
         r = ctx.broker()
         tz = zone(config.naive_tz, "naive_tz") if config.naive_tz else None
         offset: float | None = None
-        try:  # once per patrol, as CLIENT LIST and INFO are
-            clock = ctx.once("broker_clock", lambda: read_broker_clock(r, _patrol_clock(ctx)))
-            offset = clock.offset_s
+        try:
+            offset = read_broker_clock(r, lambda: ctx.clock().timestamp()).offset_s
         except Exception:
             pass  # ages on the patrol's clock, and the evidence says so
         try:

@@ -1,5 +1,5 @@
 """What reap-live and the live_hash check know about time and liveness before they call an
-entry dead (issue 22, item 2): the broker's clock, and which owners are connected right now.
+entry dead: the broker's clock, and which owners are connected right now.
 
 Ages are judged on the broker's clock (`TIME`, read once per run), never on the patrol
 machine's alone: with that machine's clock six minutes ahead, entries ten minutes old looked
@@ -78,18 +78,6 @@ def clock_refusal(clock: BrokerClock, max_skew: float) -> str | None:
     )
 
 
-def connected_addresses(r: redis.Redis) -> set[str]:
-    """The addresses holding broker connections right now, from one CLIENT LIST without our
-    own connection; owners are related to them by the check's `owner_presence`."""
-    from fleetcheck.parse.clientlist import read_client_table
-
-    pipe = r.pipeline(transaction=False)
-    pipe.client_id()
-    pipe.execute_command("CLIENT", "LIST")
-    own_id, raw = pipe.execute()
-    return read_client_table(raw).without_own(own_id).hosts()
-
-
 @dataclass(frozen=True)
 class Connections:
     """Who holds broker connections right now (our own left out): their addresses and the
@@ -131,16 +119,21 @@ def relate_owners(
     }
 
 
-def unknown_owner_line(unknown: list[Stale], force: bool, show: int = 10) -> str:
-    """The guard's line naming the entries kept because their owner's liveness is unknown."""
-    per_owner = Counter(s.owner for s in unknown if s.owner is not None)
+def _owners(stale: list[Stale], show: int) -> str:
+    """`w1 (3), w2 (1)`: the owners of `stale`, most entries first, at most `show` named."""
+    per_owner = Counter(s.owner for s in stale if s.owner is not None)
     top = sorted(per_owner.items(), key=lambda kv: (-kv[1], kv[0]))
     names = ", ".join(f"{owner} ({n})" for owner, n in top[:show])
     if len(top) > show:
         names += f", ... and {len(top) - show} more owners"
+    return names
+
+
+def unknown_owner_line(unknown: list[Stale], force: bool, show: int = 10) -> str:
+    """The guard's line naming the entries kept because their owner's liveness is unknown."""
     what = (
         f"{len(unknown)} entries whose owner cannot be related to any broker connection "
-        f"(owners: {names})"
+        f"(owners: {_owners(unknown, show)})"
     )
     if force:
         return f"{what} (deleted anyway: --force)"
@@ -152,8 +145,7 @@ def split_live(
 ) -> tuple[list[Stale], list[Stale], list[Stale]]:
     """(entries whose owner is known absent or not recorded, entries whose owner is
     connected, entries whose owner cannot be related to any connection). The last are not
-    dead: unknown is not proof of absence (issue 22 review: a worker writing a name that is
-    neither in hosts.toml nor an IP lost its running matches)."""
+    dead: unknown is not proof of absence."""
     dead: list[Stale] = []
     live: list[Stale] = []
     unknown: list[Stale] = []
@@ -169,11 +161,7 @@ def split_live(
 
 def live_owner_line(live: list[Stale], force: bool, show: int = 10) -> str:
     """The guard's line naming the entries kept because their owner is connected."""
-    per_owner = Counter(s.owner for s in live if s.owner is not None)
-    top = sorted(per_owner.items(), key=lambda kv: (-kv[1], kv[0]))
-    names = ", ".join(f"{owner} ({n})" for owner, n in top[:show])
-    if len(top) > show:
-        names += f", ... and {len(top) - show} more owners"
+    names = _owners(live, show)
     what = f"{len(live)} stale entries whose owner is connected to the broker now: {names}"
     if force:
         return f"{what} (deleted anyway: --force)"

@@ -6,9 +6,9 @@ overridden by the options. Dry run by default; `--apply` deletes only what the g
 
 Ages are judged on the broker's clock (checks/live_hash/evidence.py): reap-live refuses when
 this machine's clock and the broker's differ by more than `max_clock_skew`, and keeps the
-stale entries of owners connected to the broker right now unless `--force` (issue 22, item
-2). All of the broker talk has one overall deadline (`--deadline`, default the patrol's), so
-a broker that drips its replies cannot hold the command (item 11).
+stale entries of owners connected to the broker right now unless `--force`. All of the broker
+talk has one overall deadline (`--deadline`, default the patrol's), so a broker that drips
+its replies cannot hold the command.
 """
 
 from __future__ import annotations

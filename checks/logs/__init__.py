@@ -50,7 +50,6 @@ SILENT_S = 300
 class LogsCheck(HostCheck[LogsConfig, LogsFacts]):
     name = "logs"
     description = "log-tail recency normalised to UTC, zone cross-check, error floods"
-    config_type = LogsConfig
     host_config_type = LogsHostConfig
     headline = "age_s"
     example = """\
@@ -241,18 +240,7 @@ logs = [
         own = host.settings(LogsHostConfig)
         if len(facts.logs) != len(own.logs):
             raise CheckError("facts do not match the configured logs")
-        return [
-            self.result(
-                host,
-                row.status,
-                row.summary,
-                metrics=row.metrics,
-                evidence=row.evidence,
-                evidence_strength=row.strength,
-                item=row.item,
-            )
-            for row in item_rows(own.logs, facts, config, host, now)
-        ]
+        return item_rows(own.logs, facts, config, host, now, self.result)
 
 
 CHECK = LogsCheck()

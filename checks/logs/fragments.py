@@ -7,6 +7,8 @@ parse/journal.py."""
 
 from __future__ import annotations
 
+from shlex import quote
+
 from fleetcheck.core.hostfacts import LogSpec
 
 
@@ -14,7 +16,7 @@ def log_fragment(spec: LogSpec) -> str:
     """POSIX sh printing `stat MTIME SIZE` then `tail` and the last `tail_bytes` of the file,
     or one `state ...` line. The path is shell-quoted; GNU and BSD stat are both tried."""
     assert spec.path is not None
-    p = _quote(spec.path)
+    p = quote(spec.path)
     n = int(spec.tail_bytes)
     return (
         "LC_ALL=C; export LC_ALL\n"
@@ -62,8 +64,8 @@ def journal_fragment(spec: LogSpec) -> str:
     if spec.journal is not None:
         select += ["-u", spec.journal]
     select += list(spec.journal_match)
-    q = " ".join(_quote(a) for a in args)
-    sel = " ".join(_quote(a) for a in select)
+    q = " ".join(quote(a) for a in args)
+    sel = " ".join(quote(a) for a in select)
     limit = min(spec.journal_entries * JOURNAL_BYTES_PER_ENTRY, JOURNAL_MAX_BYTES)
     return (
         "LC_ALL=C; export LC_ALL\n"
@@ -89,11 +91,3 @@ ZONE_FRAGMENT = (
     "  printf 'timedatectl=%s\\n' \"$(timedatectl show -p Timezone --value 2>/dev/null)\"\n"
     "fi"
 )
-
-
-def _quote(text: str) -> str:
-    """shlex.quote, imported when a fragment is built: validating a config (every patrol,
-    also a broker-only one) imports this module and needs no shlex."""
-    import shlex
-
-    return shlex.quote(text)

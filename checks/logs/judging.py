@@ -6,6 +6,7 @@ worst of the findings."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,7 @@ from fleetcheck.checks.logs.zones import (
 from fleetcheck.config import HostConfig
 from fleetcheck.core.hostfacts import LogsHostConfig, LogSpec
 from fleetcheck.core.judge import exceeds, limit_text, worst
-from fleetcheck.core.model import Status
+from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:  # the parsers load only when a patrol reads a log
@@ -412,28 +413,17 @@ def first_note(read: JournalRead, word: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class ItemRow:
-    """One log's row: its verdict, with the host's clock skew judged on it too (every age
-    read on that host rests on that clock)."""
-
-    item: str  # the log's path, or `journal:UNIT/MATCHES`
-    status: Status
-    summary: str
-    metrics: dict[str, Any]
-    evidence: dict[str, Any]
-    strength: str | None  # None: the check's own
-
-
 def item_rows(
     specs: tuple[LogSpec, ...],
     facts: LogsFacts,
     config: LogsConfig,
     host: HostConfig,
     now: datetime,
-) -> list[ItemRow]:
-    """A row per log of the host, each judged alone; a host clock off by more than
-    max_clock_skew adds a WARN to each (their ages are read on that clock)."""
+    result: Callable[..., Result],
+) -> list[Result]:
+    """A row per log of the host (built by `result`, the check's), each judged alone; a host
+    clock off by more than max_clock_skew adds a WARN to each (their ages are read on that
+    clock)."""
     from fleetcheck.parse.logtail import LogFacts
 
     verdicts = [
@@ -464,5 +454,7 @@ def item_rows(
                 "offset": facts.zone.offset,
             }
         strength = v.strength if v.status is status else None
-        rows.append(ItemRow(v.path, status, v.summary + skew_note, metrics, evidence, strength))
+        summary = v.summary + skew_note
+        kw = {"metrics": metrics, "evidence": evidence, "evidence_strength": strength}
+        rows.append(result(host, status, summary, item=v.path, **kw))
     return rows

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from fleetcheck.checks.queue_depth import QueueDepthConfig
 
 from fleetcheck.config import FleetConfig, HostConfig, zone
-from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, cmd
+from fleetcheck.core.check import Check, Commands, Key, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.declarations import ChartSpec, Line
 from fleetcheck.core.errors import CheckError
@@ -64,8 +64,6 @@ def read_head(raw: bytes | None, enqueued_field: str, assume_tz: Any = None) -> 
 class QueueDepthCheck(Check[QueueDepthConfig, QueueFacts]):
     name = "queue_depth"
     description = "summed queue depth against the enqueue cap, and the age of each queue's head"
-    scope = Scope.BROKER
-    config_type = QueueDepthConfig
     headline = "depth"
     charts = (
         ChartSpec(
@@ -93,9 +91,7 @@ enqueued_field = "enqueued_at"   # JSON field with the enqueue time (epoch or IS
         "holding (a check-then-act race), not merely that the fleet is busy (incident 2)"
     )
 
-    def broker_commands(
-        self, fleet: FleetConfig, config: QueueDepthConfig
-    ) -> tuple[BrokerCommand, ...]:
+    def broker_commands(self, fleet: FleetConfig, config: QueueDepthConfig) -> Commands:
         head = "0" if config.push == "rpush" else "-1"
         return tuple(
             c
@@ -137,11 +133,10 @@ enqueued_field = "enqueued_at"   # JSON field with the enqueue time (epoch or IS
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:
         """167 jobs queued or in flight against a cap of 100."""
-        r = fleet.lab.client()
         jobs = [json.dumps({"id": i, "enqueued_at": fleet.now - 300 + i}) for i in range(120)]
-        r.rpush("arena:queue", *jobs)
-        r.rpush("arena:queue:processing", *[json.dumps({"id": i}) for i in range(47)])
-        r.close()
+        with fleet.lab.client() as r:
+            r.rpush("arena:queue", *jobs)
+            r.rpush("arena:queue:processing", *[json.dumps({"id": i}) for i in range(47)])
         return 'keys = ["arena:queue", "arena:queue:processing"]\ncap = 100\nsamples = 1'
 
     def probe(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import time
+from shlex import quote
 from typing import Any
 
 from fleetcheck.checks.rater_probe import RaterProbeConfig
@@ -329,11 +330,3 @@ def await_log(
     if result.rc is None:
         return None, f"{host.name}: log search did not finish"
     return False, f"id not in {host.name}:{path} within {format_duration(config.timeout)}"
-
-
-def quote(text: str) -> str:
-    """shlex.quote, imported when a fragment is built: validating a config (every patrol,
-    also a broker-only one) imports this module and needs no shlex."""
-    import shlex
-
-    return shlex.quote(text)

@@ -22,12 +22,11 @@ from fleetcheck.checks.rater_probe.judging import judge
 
 from fleetcheck.config import BrokerConfig, FleetConfig, HostConfig
 from fleetcheck.core.check import (
-    BrokerCommand,
     Check,
     CheckCommand,
     CommandOption,
+    Commands,
     Key,
-    Scope,
     cmd,
 )
 from fleetcheck.core.context import PatrolContext
@@ -54,8 +53,10 @@ class _Wait:
 class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
     name = "rater_probe"
     description = "pushes one probe envelope into the rater's inbox and times its consumption"
-    scope = Scope.BROKER
-    config_type = RaterProbeConfig
+    demo_meaning = (
+        "a test envelope pushed to the rater's inbox was not consumed in time: its "
+        "loop is not running, whatever its process and log say (incidents 6, 7)"
+    )
     headline = "latency_s"
     example = """\
 # WRITES TO YOUR BROKER: every patrol PUSHES one probe envelope into the `inbox` list below (and
@@ -73,14 +74,8 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
 # ack_host = "broker"            # ack = "log": the host whose log shows the id
 # ack_log = "/var/log/arena/rater.log"  # ack = "log": that log (default: the host's first log)
 """
-    demo_meaning = (
-        "a test envelope pushed to the rater's inbox was not consumed in time: its "
-        "loop is not running, whatever its process and log say (incidents 6, 7)"
-    )
 
-    def broker_commands(
-        self, fleet: FleetConfig, config: RaterProbeConfig
-    ) -> tuple[BrokerCommand, ...]:
+    def broker_commands(self, fleet: FleetConfig, config: RaterProbeConfig) -> Commands:
         """The push goes in one MULTI ... EXEC with CLIENT ID and LIST; the removal is LREM."""
         inbox = Key(config.inbox)
         out = [

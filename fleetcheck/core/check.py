@@ -1,69 +1,47 @@
-"""The contract every check follows: declare, probe (I/O), evaluate (pure).
+"""The contract every check follows: declare, measure (I/O), judge (pure).
 
 A check module defines one subclass of `Check` (`HostCheck` for one row per host) and a
-module-level `CHECK = TheCheck()`. `probe` measures through the per-patrol context and returns
-plain facts; `evaluate` turns facts into a Result without any I/O, so it is table-tested. A
-probe that cannot measure raises CheckError; anything else it raises is turned into UNKNOWN by
-the runner, for that check and row only.
+module-level `CHECK = TheCheck()`.
 
-Configuration a check owns, both frozen dataclasses built and validated by the generic builder
-(errors name file, table and key):
-- `config_type`: the check-wide `[checks.NAME]` table.
-- `host_config_type`: keys the check reads from each `[[hosts]]` table (also settable in
-  `[defaults]` and `[groups.NAME]`); every field has a default. Read with
-  `host.settings(TheType)`. A method `check_host(self, host)` may raise InvalidValue for rules
-  that involve the host's own keys (e.g. "needs ssh").
+Measure, then judge: `probe_all(ctx, targets, config)` measures every row at once and returns
+{host name (None: the broker-wide row): that row's facts}; the runner calls it once per
+patrol for a broker check's rows together (a host check's once per host, in its lane), so a
+key per host is read in one pipelined round trip and CLIENT LIST once for every row. A row's
+own failure (a refused key) is a `CheckError` value for it alone; an exception raised by
+`probe_all` is every row's UNKNOWN, a row left out of the mapping its own. By default
+`probe_all` calls `probe(ctx, host, config)` per target: a check whose rows share nothing
+writes only that. `evaluate(facts, config, host, now)` judges one row from its own facts with
+no I/O, so it is table-tested. The runner alone turns exceptions into UNKNOWN rows.
+
+Configuration, frozen dataclasses validated by the generic builder: `config_type` (the ConfigT
+of `Check[ConfigT, FactsT]`) for `[checks.NAME]`; `host_config_type` for the keys it reads
+from each host (every field has a default; `host.settings(TheType)`; its `check_host(self,
+host)` may raise InvalidValue for rules on the host's own keys, e.g. "needs ssh").
 
 Conventions (tests/test_check_contract.py holds every registered check to them):
-- Metric names end in a unit suffix from `fleetcheck.model.UNIT_SUFFIXES` (`_s`, `_bytes`,
-  `_ratio`, `_per_s`) or are plain counts (whole numbers); metric values are numbers, None when
-  not measured, or maps whose leaves are. Strings and flags (a zone, a source, a time stamp, a
-  link state, "consumed") go in `evidence`.
+- Metric names end in a unit suffix from `fleetcheck.model.UNIT_SUFFIXES` or are plain counts;
+  values are numbers, None when not measured, or maps whose leaves are. Strings and flags go
+  in `evidence`, the limits a verdict was judged against in `limits` (metrics become series).
 - A summary never starts with the host's name: renderers put the host next to it.
 - `evaluate` is pure: no I/O, no clock but its `now`, the same facts give an equal Result.
 - Shell fragments from `remote_commands` come back under the check's own keys:
   `ctx.host_facts(host, self).get("table")`.
-
-Declarations (next to name and description; the contract test names the one a check lacks):
-- `headline`: the metric that is each row's headline (Nagios' one perfdata item): a name, or
-  names tried in order for a check whose rows differ (e.g. host rows and a broker-wide row).
-  Metric order in the dict means nothing.
-- `example`: the `[checks.NAME]` table as hosts.example.toml shows it, every key commented;
-  `host_example`: the per-host keys it reads, as lines of a `[[hosts]]` table.
-- `demo_fault(fleet)`: how `fleetcheck demo` plants this check's incident, returning the body
-  of its `[checks.NAME]` table (None: not in this demo, e.g. it needs namespaces);
-  `demo_meaning`: what a non-OK row means there, in the demo's words (`demo_explain` may vary
-  it per row). The hook is typed against the lab only under `if TYPE_CHECKING:`.
-- `broker_commands(fleet, config)`: every command the check sends to the broker under that config
-  (`BrokerCommand`, keys marked with `Key`, `writes` for a write). `fleetcheck doctor` asks the
-  broker's ACL about each as the configured user and names the check and the `+command` a
-  refusal needs; docs/brokers.md's least-privilege ACL is derived from them
-  (`python -m fleetcheck.catalog`); tests/test_doctor.py holds them to what a patrol sends.
-- `discover_draft(sample)`: the check's `[checks.NAME]` table for `fleetcheck config discover`,
-  from what the broker showed (`fleetcheck.core.discovery.Sample`); None leaves it out.
-- `limits`: a Result keeps the settings its verdict was judged against in `limits`, never in
-  `metrics` (which are measurements and become Prometheus series).
-- What the framework does with its rows after a patrol (fleetcheck.core.declarations; the
-  framework names no check, so these are the only place it learns them): `clues` and
-  `causes` (`fleetcheck explain`'s timeline and likely cause), `peer_metrics` (metrics a host
-  is compared with its peers on), `correlations` (verdicts that need the whole patrol) and
-  `charts` (the console's `/charts`; `chart_focus` picks a host's item for a chart with
-  `items`).
+- Declarations (the contract test names the one a check lacks) are the class attributes and
+  hooks below; docs/CONTRIBUTING.md's "Adding a check" says what each is for.
 
 Rows finer than a target: where a target holds several things that each deserve their own
-verdict, alert, silence and history (each log file of a host, each queue of a broker),
-`evaluate` returns one row per item (`self.result(host, ..., item="/var/log/app.log")`), a
-list. Every output addresses such a row by (check, host, item). A probe that fails still gives
-one row for the whole target (item None).
+verdict (each log file of a host), `evaluate` returns one row per item
+(`self.result(host, ..., item="/var/log/app.log")`), addressed by (check, host, item). A
+probe that fails still gives one row for the whole target (item None).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args
 
 from fleetcheck.core.declarations import Cause as CauseRule
 from fleetcheck.core.declarations import ChartSpec, Clue, HalfOpen, PeerMetric
@@ -108,6 +86,9 @@ class BrokerCommand:
         return first
 
 
+Commands = tuple[BrokerCommand, ...]  # what `broker_commands` returns
+
+
 def cmd(*words: str | Key, writes: bool = False) -> BrokerCommand:
     """`cmd("LLEN", Key(queue))`: a check's `broker_commands` entry."""
     return BrokerCommand(tuple(words), writes)
@@ -132,8 +113,8 @@ FactsT = TypeVar("FactsT")
 class Check(Generic[ConfigT, FactsT]):
     name: ClassVar[str]
     description: ClassVar[str]
-    scope: ClassVar[Scope]
-    config_type: ClassVar[type] = NoConfig
+    scope: ClassVar[Scope] = Scope.BROKER  # HostCheck: one row per host, in its lane
+    config_type: ClassVar[type] = NoConfig  # by default the ConfigT of `Check[ConfigT, ...]`
     host_config_type: ClassVar[type | None] = None  # per-host keys this check reads
     # Declarations: everything else a check says about itself (see the module docstring)
     headline: ClassVar[str | tuple[str, ...] | None] = None
@@ -151,6 +132,13 @@ class Check(Generic[ConfigT, FactsT]):
     correlations: ClassVar[tuple[HalfOpen, ...]] = ()  # verdicts needing the whole patrol
     charts: ClassVar[tuple[ChartSpec, ...]] = ()  # the console's charts of its rows
 
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        for base in cls.__dict__.get("__orig_bases__", ()):
+            given = get_args(base)
+            if given and isinstance(given[0], type) and "config_type" not in cls.__dict__:
+                cls.config_type = given[0]
+
     def demo_fault(self, fleet: Any) -> str | None:
         """Plant this check's incident in the demo fleet (`fleetcheck.lab.demo.DemoFleet`) and
         return the body of its `[checks.NAME]` table; None keeps the check out of this demo."""
@@ -165,7 +153,7 @@ class Check(Generic[ConfigT, FactsT]):
         `fleetcheck explain`; None (the default) leaves it to the rules over rows there."""
         return None
 
-    def broker_commands(self, fleet: FleetConfig, config: ConfigT) -> tuple[BrokerCommand, ...]:
+    def broker_commands(self, fleet: FleetConfig, config: ConfigT) -> Commands:
         """Every command this check sends to the broker under `config` (none by default):
         doctor proves each against the ACL, docs/brokers.md's ACL is derived from them."""
         return ()
@@ -214,7 +202,21 @@ class Check(Generic[ConfigT, FactsT]):
         """
         return {}
 
+    def probe_all(
+        self, ctx: PatrolContext, targets: Sequence[HostConfig | None], config: ConfigT
+    ) -> Mapping[str | None, FactsT | Exception]:
+        """Measure every target at once: {its host's name (None: broker-wide): its facts, or
+        the CheckError of that row alone}. By default `probe` for each target."""
+        out: dict[str | None, FactsT | Exception] = {}
+        for target in targets:
+            try:
+                out[target.name if target else None] = self.probe(ctx, target, config)
+            except Exception as e:  # that row's UNKNOWN, not its siblings'
+                out[target.name if target else None] = e
+        return out
+
     def probe(self, ctx: PatrolContext, host: HostConfig | None, config: ConfigT) -> FactsT:
+        """Measure one target (when the check shares nothing between its rows)."""
         raise NotImplementedError
 
     def evaluate(

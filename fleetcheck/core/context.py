@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from fleetcheck.config import FleetConfig, HostConfig
 from fleetcheck.core.brokerlink import BrokerLink, BrokerRefused
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 
 # names checks and tests import from here, whose homes are now the context's parts
 __all__ = ["TEST_CLOCK_ENV", "BrokerRefused", "HostFacts", "Named", "PatrolContext", "utcnow"]
-
-T = TypeVar("T")
 
 TEST_CLOCK_ENV = "FLEETCHECK_TEST_CLOCK_OFFSET_S"
 
@@ -57,7 +55,6 @@ class PatrolContext:
         self.fleet = fleet
         self._carried = carried or {}
         self.clock = clock
-        self.started = clock()
         self._memo = Memo()
         self._broker = BrokerLink(fleet, self._memo)
         self._hosts = HostSessions(fleet, self._memo, fragments, keeper)
@@ -79,11 +76,6 @@ class PatrolContext:
     @deadline_at.setter
     def deadline_at(self, value: float | None) -> None:
         self._hosts.deadline_at = value
-
-    # ------------------------------------------------------------ shared facts
-    def once(self, key: Any, fetch: Callable[[], T]) -> T:
-        """`fetch()` at most once per patrol; later callers get its value or its error."""
-        return self._memo.once(key, fetch)
 
     # ------------------------------------------------------------ memory
     def carried(
@@ -136,11 +128,6 @@ class PatrolContext:
         return self._broker.info()
 
     # ------------------------------------------------------------ hosts
-    def ssh(self) -> Any:
-        """The patrol's SSH connector (fleetcheck.transport.ssh.Connector): resolved targets,
-        shared jump-host connections and the adaptive limit on hosts in flight."""
-        return self._hosts.ssh()
-
     def notes(self) -> list[str]:
         """What the report should say about the patrol itself (it slowed down, ...)."""
         return self._hosts.notes()

@@ -84,40 +84,56 @@ def plan(
     return out
 
 
-def run_one(ctx: PatrolContext, item: Planned) -> list[Result]:
-    """Probe and evaluate one target: its row, or its items' rows (a check whose `evaluate`
-    returns several, one per item); every failure becomes one row, never an exception."""
+def run_batch(
+    ctx: PatrolContext, batch: list[Planned]
+) -> dict[tuple[str, str | None], list[Result]]:
+    """Measure a check's targets together (`probe_all`), then judge each from its own facts:
+    {row key: its row, or its items' rows}; every failure becomes rows, never an exception."""
     start = time.monotonic()
-    check, target = item.check, item.target
-    if item.no_targets is not None:
-        return [check.result(None, Status.UNKNOWN, item.no_targets)]
-    try:
-        facts = check.probe(ctx, target, item.config)
-        verdict = check.evaluate(facts, item.config, target, ctx.clock())
-        rows = [verdict] if isinstance(verdict, Result) else list(verdict)
-        if not rows:
-            raise CheckError(f"check {check.name} judged nothing (no row, no item)")
-    except CheckError as e:
-        rows = [
-            check.result(
-                target,
-                e.status,
-                e.reason,
-                cause=e.cause,
-                evidence_strength=e.strength,
-                evidence=e.evidence,
-            )
-        ]
-    except Exception as e:  # a bug in a check must not take the patrol down
-        rows = [
-            check.result(
-                target,
-                Status.UNKNOWN,
-                f"internal error in check {check.name}: {type(e).__name__}: {e}",
-            )
-        ]
-    took = time.monotonic() - start
-    return [_completed(check, row).with_duration(took) for row in rows]
+    check, config = batch[0].check, batch[0].config
+    out: dict[tuple[str, str | None], list[Result]] = {}
+    measured: Any = {}
+    if batch[0].no_targets is None:
+        try:
+            measured = check.probe_all(ctx, [item.target for item in batch], config)
+        except Exception as e:  # the batch failed: every row's UNKNOWN
+            measured = {item.key[1]: e for item in batch}
+    took = time.monotonic() - start  # the batch's measuring, shared by its rows
+    for item in batch:
+        target, start = item.target, time.monotonic()
+        try:
+            if item.no_targets is not None:
+                raise CheckError(item.no_targets)
+            if item.key[1] not in measured:
+                raise CheckError(f"check {check.name} measured nothing for this row")
+            facts = measured[item.key[1]]
+            if isinstance(facts, Exception):
+                raise facts
+            verdict = check.evaluate(facts, config, target, ctx.clock())
+            rows = [verdict] if isinstance(verdict, Result) else list(verdict)
+            if not rows:
+                raise CheckError(f"check {check.name} judged nothing (no row, no item)")
+        except Exception as e:
+            rows = [_failed(check, target, e)]
+        judged = took + time.monotonic() - start
+        out[item.key] = [_completed(check, row).with_duration(judged) for row in rows]
+    return out
+
+
+def _failed(check: Check[Any, Any], target: HostConfig | None, e: Exception) -> Result:
+    """The one place an exception becomes a row: a CheckError says its own reason and
+    status; anything else is a bug in the check, which must not take the patrol down."""
+    if isinstance(e, CheckError):
+        return check.result(
+            target,
+            e.status,
+            e.reason,
+            cause=e.cause,
+            evidence_strength=e.strength,
+            evidence=e.evidence,
+        )
+    reason = f"internal error in check {check.name}: {type(e).__name__}: {e}"
+    return check.result(target, Status.UNKNOWN, reason)
 
 
 def _completed(check: Check[Any, Any], result: Result) -> Result:
@@ -162,23 +178,20 @@ def run_patrol(
     ctx = PatrolContext(fleet, fragments_for(items, fleet), clock, carried, keeper=keeper)
     ctx.deadline_at = t0 + deadline_s
 
-    # Lanes: each broker check is one lane (its rows share one probe's facts); each host is
-    # one lane running its host checks in turn over its one shell.
-    lanes: list[list[Planned]] = []
-    by_host: dict[str, list[Planned]] = {}
+    # Lanes of batches: each broker check is one lane of one batch (its rows measured
+    # together); each host is one lane running its host checks in turn over its one shell.
+    broker_lanes: dict[str, list[list[Planned]]] = {}
+    by_host: dict[str, list[list[Planned]]] = {}
     for item in items:
         if item.check.scope is Scope.HOST and item.target is not None:
-            by_host.setdefault(item.target.name, []).append(item)
-    broker_lanes: dict[str, list[Planned]] = {}
-    for item in items:
-        if item.check.scope is Scope.BROKER or item.no_targets is not None:
-            broker_lanes.setdefault(item.check.name, []).append(item)
-    lanes.extend(broker_lanes.values())
-    lanes.extend(by_host.values())
+            by_host.setdefault(item.target.name, []).append([item])
+        else:
+            broker_lanes.setdefault(item.check.name, [[]])[0].append(item)
+    lanes = [*broker_lanes.values(), *by_host.values()]
 
     results: dict[tuple[str, str | None], list[Result]] = {}
     lock = threading.Lock()
-    work: queue.Queue[list[Planned]] = queue.Queue()
+    work: queue.Queue[list[list[Planned]]] = queue.Queue()
     for lane in lanes:
         work.put(lane)
     done = threading.Event()
@@ -190,12 +203,13 @@ def run_patrol(
                 lane = work.get_nowait()
             except queue.Empty:
                 return
-            for item in lane:
+            for batch in lane:
                 if ctx.closed:
                     break
-                rows = run_one(ctx, item)
+                rows = run_batch(ctx, batch)
                 with lock:
-                    results.setdefault(item.key, rows)
+                    for key, row in rows.items():
+                        results.setdefault(key, row)
             with lock:
                 remaining[0] -= 1
                 if remaining[0] == 0:

@@ -9,20 +9,21 @@ Workers SET a key of their own, `prefix` + the host's name (default `arena:hb:HO
 epoch time of their last loop. Every host gets a row: OK while that time is at most `max_age`
 old (default 2m), CRIT past it or when the key is missing, WARN when it is more than
 `max_ahead` (default 30s) in the future (the worker's clock is ahead). Metric `age_s` (the
-headline); limits `max_age_s`, `max_ahead_s`. It only reads: one pipelined GET of every host's
-key, in one round trip for the whole fleet, shared by the rows. The console charts each
-host's heartbeat age against its max_age, and `fleetcheck explain` names a stopped worker as
-the likely cause of a stale one.
+headline); limits `max_age_s`, `max_ahead_s`. It only reads: `probe_all` GETs every host's
+key in one pipelined round trip for the whole fleet, and `evaluate` judges each row from its
+own reply. The console charts each host's heartbeat age against its max_age, and
+`fleetcheck explain` names a stopped worker as the likely cause of a stale one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fleetcheck.config import Duration, FleetConfig, HostConfig, InvalidValue
-from fleetcheck.core.check import BrokerCommand, Check, Key, Scope, cmd
+from fleetcheck.core.check import Check, Commands, Key, cmd
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.declarations import Cause, ChartSpec
 from fleetcheck.core.errors import CheckError
@@ -52,8 +53,6 @@ class HeartbeatConfig:
 class HeartbeatCheck(Check[HeartbeatConfig, "float | None"]):
     name = "heartbeat"
     description = "each worker host's heartbeat key in the broker is recent"
-    scope = Scope.BROKER
-    config_type = HeartbeatConfig
     headline = "age_s"
     example = """\
 [checks.heartbeat]
@@ -95,9 +94,7 @@ max_ahead = "30s"                # WARN when it is further than this in the futu
     def targets(self, fleet: FleetConfig, config: HeartbeatConfig) -> list[HostConfig | None]:
         return list(fleet.hosts)
 
-    def broker_commands(
-        self, fleet: FleetConfig, config: HeartbeatConfig
-    ) -> tuple[BrokerCommand, ...]:
+    def broker_commands(self, fleet: FleetConfig, config: HeartbeatConfig) -> Commands:
         return tuple(cmd("GET", Key(config.prefix + h.name)) for h in fleet.hosts)
 
     def discover_draft(self, sample: Sample) -> Draft | None:
@@ -105,29 +102,29 @@ max_ahead = "30s"                # WARN when it is further than this in the futu
 
         return Draft(("[checks.heartbeat]", 'prefix = "arena:hb:"  # key: this + host name'))
 
-    def probe(
-        self, ctx: PatrolContext, host: HostConfig | None, config: HeartbeatConfig
-    ) -> float | None:
-        assert host is not None  # targets() gives hosts only
-        beats = ctx.once("heartbeat:beats", lambda: self._read_all(ctx, config))
-        raw = beats.get(host.name)
-        if isinstance(raw, Exception):
-            raise ctx.broker_error(raw)
-        try:
-            return None if raw is None else float(raw)
-        except ValueError:
-            raise CheckError(f"{config.prefix}{host.name}: not an epoch time") from None
-
-    def _read_all(self, ctx: PatrolContext, config: HeartbeatConfig) -> dict[str, Any]:
-        """Every host's heartbeat in one pipelined round trip: {host: value or its error}."""
-        names = [h.name for h in ctx.fleet.hosts]
+    def probe_all(
+        self, ctx: PatrolContext, targets: Sequence[HostConfig | None], config: HeartbeatConfig
+    ) -> dict[str | None, float | None | Exception]:
+        """Every host's heartbeat in one pipelined round trip: {host: its epoch time, None
+        when missing, or the error of its key alone (a refused key is that row's UNKNOWN)}."""
+        names = [h.name for h in targets if h is not None]  # targets() gives hosts only
         try:
             pipe = ctx.broker().pipeline(transaction=False)
             for name in names:
                 pipe.get(config.prefix + name)
-            return dict(zip(names, pipe.execute(raise_on_error=False), strict=True))
-        except Exception as e:
+            replies = pipe.execute(raise_on_error=False)
+        except Exception as e:  # the batch failed: every row's UNKNOWN, with this reason
             raise ctx.broker_error(e) from None
+        out: dict[str | None, float | None | Exception] = {}
+        for name, raw in zip(names, replies, strict=True):
+            if isinstance(raw, Exception):  # that key's own error (refused by the ACL)
+                out[name] = ctx.broker_error(raw)
+            else:
+                try:
+                    out[name] = None if raw is None else float(raw)
+                except ValueError:
+                    out[name] = CheckError(f"{config.prefix}{name}: not an epoch time")
+        return out
 
     def evaluate(
         self, facts: float | None, config: HeartbeatConfig, host: HostConfig | None, now: datetime

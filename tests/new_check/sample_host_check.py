@@ -51,7 +51,6 @@ class StampHostConfig:
 class StampCheck(HostCheck[StampConfig, "float | None"]):
     name = "stamp"
     description = "each host's periodic job touched its stamp file recently"
-    config_type = StampConfig
     host_config_type = StampHostConfig
     headline = "age_s"
     example = """\
