@@ -13,14 +13,13 @@ hosts whose workers connect from 127.0.0.x addresses (the demo's fallback).
 
 One job per module: `system` (prerequisites, commands, waiting, ports, sweeping dead labs),
 `base` (a lab host, the bookkeeping and teardown), `broker` (redis-server and the rater),
-`hosts` (namespaces, veths, sshd and the faults), `workers` (simulated workers and the
-config), `fleet` (the Lab put together), `journal` and `incidents` (what tests plant).
+`hosts` (namespaces, veths and sshd), `workers` (simulated workers and the config),
+`behaviours` (workers that speak), `fleet` (the Lab put together). What only tests plant (host
+faults, journals, incidents) is in tests/lab.py.
 """
 
 from fleetcheck.lab.base import LabHost
 from fleetcheck.lab.fleet import Lab
-from fleetcheck.lab.incidents import incident_live_hash
-from fleetcheck.lab.journal import JOURNAL_REMOTE, journal_export, write_journal
 from fleetcheck.lab.system import (
     REGISTRY,
     SSHD,
@@ -35,14 +34,11 @@ from fleetcheck.lab.system import (
 )
 
 __all__ = [
-    "JOURNAL_REMOTE",
     "REGISTRY",
     "SSHD",
     "Lab",
     "LabHost",
     "free_port",
-    "incident_live_hash",
-    "journal_export",
     "kill_namespace",
     "missing_prerequisites",
     "port_open",
@@ -50,5 +46,4 @@ __all__ = [
     "server_binary",
     "sweep_orphans",
     "wait_for",
-    "write_journal",
 ]

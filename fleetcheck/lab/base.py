@@ -102,6 +102,13 @@ class LabBase:
         self._save_registry()
         return proc
 
+    def stop(self, proc: subprocess.Popen[bytes]) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
     def close(self) -> None:
         if self._closed:
             return

@@ -1,12 +1,10 @@
 """The lab's hosts: a network namespace each, joined to the bridge by a veth pair, its own
-sshd and host key; and the faults the tests plant in them (sshd stopped or frozen, a new host
-key, a link down, a second interface)."""
+sshd and host key, and a second interface when asked (the faults only tests plant are in
+tests/lab.py)."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import textwrap
 from pathlib import Path
@@ -17,7 +15,7 @@ from fleetcheck.lab.system import SSHD, port_open, run, wait_for
 
 
 class HostsLab(BrokerLab):
-    """Hosts, their sshd, and the faults."""
+    """Hosts and their sshd."""
 
     # ------------------------------------------------------------ hosts
     def _make_client_key(self) -> None:
@@ -80,30 +78,6 @@ class HostsLab(BrokerLab):
         if sshd:
             self.start_sshd(host, tz=tz, options=sshd_options)
         return host
-
-    def add_busybox_host(self, name: str) -> LabHost:
-        """A host like an Alpine worker: its shell is BusyBox ash and its PATH holds only the
-        BusyBox applets (Debian's `busybox`, linked one per applet by `busybox --install -s`).
-        sshd's ForceCommand stands in for /bin/sh being BusyBox: the client's `/bin/sh -s`
-        becomes `busybox sh -s`, reading the same script from stdin."""
-        busybox = shutil.which("busybox")
-        if busybox is None:
-            raise RuntimeError("lab needs: busybox (Debian package busybox)")
-        applets = self.dir / f"{name}-busybox-bin"
-        applets.mkdir()
-        run(busybox, "--install", "-s", str(applets))
-        return self.add_host(
-            name, sshd_options=f"SetEnv PATH={applets}\nForceCommand {busybox} sh -s\n"
-        )
-
-    def add_unprivileged_host(self, name: str, uid: int = 65534) -> LabHost:
-        """A host whose SSH sessions run as an unprivileged user (uid/gid `uid`, no
-        supplementary groups: not in systemd-journal or adm), via setpriv in ForceCommand."""
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            raise RuntimeError("lab needs: setpriv (util-linux)")
-        force = f"{setpriv} --reuid={uid} --regid={uid} --clear-groups /bin/sh -s"
-        return self.add_host(name, sshd_options=f"ForceCommand {force}\n")
 
     def nsrun(
         self, host: LabHost, *args: str, check: bool = True
@@ -188,35 +162,7 @@ class HostsLab(BrokerLab):
         lines.append(f"{host.addr} {host.host_key_pub}")
         self.known_hosts.write_text("\n".join(lines) + "\n")
 
-    # ------------------------------------------------------------ faults
-    def stop_sshd(self, host: LabHost) -> None:
-        if host.sshd is not None:
-            os.killpg(host.sshd.pid, signal.SIGKILL)
-            host.sshd.wait()
-            host.sshd = None
-
-    def freeze_sshd(self, host: LabHost) -> None:
-        assert host.sshd is not None
-        os.killpg(host.sshd.pid, signal.SIGSTOP)
-
-    def thaw_sshd(self, host: LabHost) -> None:
-        assert host.sshd is not None
-        os.killpg(host.sshd.pid, signal.SIGCONT)
-
-    def change_host_key(self, host: LabHost) -> None:
-        """A new host key that known_hosts does not know (the MITM case)."""
-        self.stop_sshd(host)
-        self._write_host_key(host)
-        self.start_sshd(host)
-
-    def link_down(self, host: LabHost) -> None:
-        for veth in host.veths:
-            run("ip", "link", "set", veth, "down")
-
-    def link_up(self, host: LabHost) -> None:
-        for veth in host.veths:
-            run("ip", "link", "set", veth, "up")
-
+    # ------------------------------------------------------------ a second interface
     def add_interface(self, host: LabHost, inner: str, metric: int | None = 200) -> str:
         """A second interface on the same subnet with its own default route (incident 5)."""
         addr = self._alloc_ip()

@@ -13,7 +13,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -206,31 +206,3 @@ def roomy_neighbour_table() -> None:
                 path.write_text(f"{want}\n")
         except (OSError, ValueError):
             pass
-
-
-def proc_state(pid: int) -> str:
-    """A process's state letter from /proc (T: stopped), "?" when it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return "?"
-    return stat.rsplit(")", 1)[1].split()[0]
-
-
-_RESIDENT = b"/bin/sh\0-s\0"  # what transport.shell starts on a kept connection
-
-
-def resident_shells(pids: Iterable[int]) -> list[int]:
-    """Of these processes, the resident shells waiting for rounds (`/bin/sh -s` whose parent
-    is not one: not a subshell of a round, whose watchdog ends within a second of it)."""
-    out = []
-    for pid in pids:
-        try:
-            if Path(f"/proc/{pid}/cmdline").read_bytes() != _RESIDENT:
-                continue
-            ppid = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
-            if Path(f"/proc/{ppid}/cmdline").read_bytes() != _RESIDENT:
-                out.append(pid)
-        except FileNotFoundError:  # ended while we looked
-            pass
-    return out

@@ -119,15 +119,6 @@ def parse_cert(blob: bytes) -> HostCert:
     )  # fmt: skip
 
 
-class CertProblem(Exception):
-    """Why a host certificate is not accepted; `mitm` when it points at an impostor (a bad
-    CA signature: OpenSSH refuses such a key outright, no fallback to the plain key)."""
-
-    def __init__(self, reason: str, mitm: bool = False) -> None:
-        super().__init__(reason)
-        self.reason, self.mitm = reason, mitm
-
-
 def blob_type(blob: bytes) -> str:
     """The key type a public key blob names in its first field."""
     try:

@@ -28,7 +28,6 @@ from fleetcheck.transport.host_certs import (  # noqa: F401  (re-exported)
     CA_SIGNATURE_ALGORITHMS,
     CERT_SUFFIX,
     KEY_FIELDS,
-    CertProblem,
     HostCert,
     blob_type,
     cert_problem,
@@ -126,12 +125,6 @@ class Lookup:
             a for a in available if (self.cas and a.endswith(CERT_SUFFIX)) or plain_type(a) in known
         ]
         return tuple(first + [a for a in available if a not in first])
-
-    def revoked_entry(self, blob: bytes) -> KnownEntry | None:
-        for entry in self.revoked:
-            if entry.blob == blob:
-                return entry
-        return None
 
 
 @lru_cache(maxsize=4096)
@@ -343,7 +336,6 @@ class Decision:
     status: str
     entry: KnownEntry | None = None
     cert_problem: str | None = None
-    via_cert: bool = False
     ca_revoked: bool = False
 
 
@@ -390,7 +382,7 @@ def decide(
                 return Decision("ok", entry, problem)
             problem = cert_problem(cert, name, now)
             if problem is None:
-                return Decision("ok", entry, None, via_cert=True)
+                return Decision("ok", entry, None)
         else:
             if cert is not None and found.cas and problem is None:
                 problem = f"certificate {cert.key_id!r} is signed by a CA not listed for {name}"

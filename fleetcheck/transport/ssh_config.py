@@ -87,15 +87,6 @@ def percent_expand(
         raise SshConfigError(str(e)) from None
 
 
-def split_args(text: str, where: str) -> list[str]:
-    """OpenSSH's argv_split: whitespace-separated words, '' and "" quotes, backslash escapes
-    of quotes/backslash/space, and a word starting with # ends the line (a comment)."""
-    try:
-        return argv_split(text)
-    except SyntaxRefusal:
-        raise SshConfigError(f"{where}: unterminated quote (invalid quotes)") from None
-
-
 def tokenize(path: str) -> list[Line]:
     """One file's lines as (keyword, args). Lines end at LF only (getline); `Keyword=value`
     and `Keyword = value` accepted; a line ssh refuses outright keeps its reason in `error`."""
@@ -556,10 +547,10 @@ class Resolver:
         alive = v.get("serveraliveinterval")
         count = v.get("serveralivecountmax")
         return Resolved(
-            host=host,
-            hostname=hostname,
-            user=user,
-            port=port,
+            host,
+            hostname,
+            user,
+            port,
             identity_files_raw=raw_ids,
             identity_files=ids,
             identity_files_set=bool(st.identity_files),

@@ -7,7 +7,6 @@ ssh_config.py applies them the same way everywhere."""
 
 from __future__ import annotations
 
-import os
 import pwd
 import socket
 from collections.abc import Mapping
@@ -92,7 +91,3 @@ def canonical_address(host: str) -> str | None:
             name, _ = socket.getnameinfo(sockaddr, socket.NI_NUMERICHOST | socket.NI_NUMERICSERV)
             return name
     return None
-
-
-def environment() -> dict[str, str]:
-    return dict(os.environ)
