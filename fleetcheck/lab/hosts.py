@@ -106,10 +106,8 @@ class HostsLab(BrokerLab):
             self._write_host_key(host)
             self.trust(host)
         # sshd honours only the FIRST SetEnv line: merge ours with any in `options` into one.
-        # SHLVL=1 stops a Debian bash (root's login shell here) from sourcing ~/.bashrc for
-        # every ssh command (bash does that when SSH_CLIENT is set and SHLVL < 2): this
-        # machine's root .bashrc runs `pyenv init`, ~100 ms of CPU per session that no real
-        # worker would pay and that would otherwise dominate every SSH benchmark and test.
+        # SHLVL=1 stops a Debian bash from sourcing ~/.bashrc for every ssh command (a root
+        # .bashrc's `pyenv init` would dominate every SSH benchmark and test).
         env = ["SHLVL=1"] + ([f"TZ={tz}"] if tz else [])
         kept = []
         for line in options.splitlines():

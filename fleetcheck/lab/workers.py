@@ -198,7 +198,7 @@ class WorkersLab(HostsLab):
         buffer while the pop blocks). For each envelope it takes it appends
         "processed <id>" to `log` and, with `reply_key`, RPUSHes the id there. With
         `stall_file`, each turn of the loop that finds that file removes it and then blocks
-        for `stall_s` in a synchronous sleep (a slow call on the loop: field note 7), outside
+        for `stall_s` in a synchronous sleep (a slow call on the loop), outside
         any broker command. `work_s`: how long each envelope takes to process (a busy but
         healthy loop). Prints "ready" once connected."""
         target = "127.0.0.1" if host is None else self.gateway

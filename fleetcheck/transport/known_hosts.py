@@ -20,7 +20,6 @@ import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from fleetcheck.transport.filecache import ParsedFiles
@@ -34,6 +33,7 @@ from fleetcheck.transport.host_certs import (  # noqa: F401  (re-exported)
     parse_cert,
     verify_ca_signature,
 )
+from fleetcheck.transport.ssh_config_syntax import match_pattern_list
 
 # OpenSSH 9.2's HostKeyAlgorithms default (KEX_DEFAULT_PK_ALG) less the security-key types
 # paramiko cannot verify: what we offer, reordered per host as order_hostkeyalgs does
@@ -127,24 +127,6 @@ class Lookup:
         return tuple(first + [a for a in available if a not in first])
 
 
-@lru_cache(maxsize=4096)
-def _wildcard(pattern: str) -> re.Pattern[str]:
-    """match.c's match_pattern: `*` any run, `?` one character, everything else literal."""
-    return re.compile(
-        "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern),
-        re.S,
-    )
-
-
-def _match_pattern(name: str, pattern: str) -> bool:
-    """`name` is already lower-cased (as OpenSSH lower-cases the host name and alias); the
-    pattern is lower-cased here as match_hostname does."""
-    pattern = pattern.lower()
-    if "*" in pattern or "?" in pattern:
-        return _wildcard(pattern).fullmatch(name) is not None
-    return pattern == name
-
-
 def _match_hashed(name: str, field_: str) -> bool | None:
     """A `|1|salt|hash` field (the whole field: no comma list). None: malformed, which makes
     OpenSSH skip the line."""
@@ -161,17 +143,10 @@ def _match_hashed(name: str, field_: str) -> bool | None:
     return hmac.compare_digest(hmac.new(salt, name.encode(), hashlib.sha1).digest(), want)
 
 
-def match_host_list(name: str, patterns: list[str]) -> bool:
-    """OpenSSH's match_hostname_list: a negated pattern that matches excludes the name."""
-    name = name.lower()
-    hit = False
-    for p in patterns:
-        if p.startswith("!"):
-            if _match_pattern(name, p[1:]):
-                return False
-        elif not hit and _match_pattern(name, p):
-            hit = True
-    return hit
+def match_host_list(name: str, hosts: str) -> bool:
+    """OpenSSH's match_hostname_list over a comma-separated host field: name and patterns
+    lower-cased, a negated pattern that matches excludes the name."""
+    return match_pattern_list(name.lower(), hosts, lower=True)
 
 
 # (marker, host field, keytype, blob, lineno)
@@ -224,7 +199,7 @@ class KnownHostsFile:
                 if hosts.startswith("|"):
                     hit = _match_hashed(name, hosts) is True
                 else:
-                    hit = match_host_list(name, hosts.split(","))
+                    hit = match_host_list(name, hosts)
                 if hit:
                     seen.add(e[4])
                     found.append(e)

@@ -24,14 +24,9 @@ from pathlib import Path
 from fleetcheck.transport.filecache import ParsedFiles
 from fleetcheck.transport.ssh_config_exec import match_exec
 from fleetcheck.transport.ssh_config_expand import (
-    ExpandError,
     canonical_address,
-)
-from fleetcheck.transport.ssh_config_expand import (
-    expand_tilde as _expand_tilde,
-)
-from fleetcheck.transport.ssh_config_expand import (
-    percent_expand as _percent_expand,
+    expand_tilde,
+    percent_expand,
 )
 from fleetcheck.transport.ssh_config_model import Line, Resolved, SshConfigError, check_permissions
 from fleetcheck.transport.ssh_config_strict import CRYPTO_KEYWORDS, STRICTER, refusal, refuses
@@ -68,23 +63,6 @@ _STRICT = {"yes": "true", "true": "true", "no": "false", "false": "false", "off"
 def _local_user() -> tuple[str, str, int]:
     pw = pwd.getpwuid(os.getuid())
     return pw.pw_name, pw.pw_dir, pw.pw_uid
-
-
-def expand_tilde(path: str, home: str, where: str = "") -> str:
-    """`~` as ssh expands it; an unknown `~user` is refused."""
-    try:
-        return _expand_tilde(path, home)
-    except ExpandError as e:
-        raise SshConfigError(f"{where}: {e}" if where else str(e)) from None
-
-
-def percent_expand(
-    text: str, tokens: Mapping[str, str], where: str, env: Mapping[str, str] | None = None
-) -> str:
-    try:
-        return _percent_expand(text, tokens, where, env)
-    except ExpandError as e:
-        raise SshConfigError(str(e)) from None
 
 
 def tokenize(path: str) -> list[Line]:
@@ -440,8 +418,8 @@ class Resolver:
         if line.keyword == "forwardagent" and arg.lower() in ("yes", "no", "true", "false"):
             return
         try:
-            _percent_expand(arg.replace("%", "%%"), {}, "", self.env)
-        except ExpandError as e:
+            percent_expand(arg.replace("%", "%%"), {}, "", self.env)
+        except SshConfigError as e:
             raise SshConfigError(
                 f"{line.where}: Invalid environment expansion {arg}: {e}"
             ) from None
@@ -514,29 +492,23 @@ class Resolver:
         alias = v.get("hostkeyalias")
         alias_s = alias.lower() if isinstance(alias, str) else None
         tokens = self.tokens(hostname, user, port, host, alias_s or host)
+
+        def path(p: str, set_by: str, keyword: str) -> str:
+            at = st.where.get(set_by, where)
+            return percent_expand(
+                expand_tilde(p, self.home, at), tokens, f"{at}: {keyword}", self.env
+            )
+
         raw_ids = tuple(st.identity_files) or DEFAULT_IDENTITY_FILES
         ids = tuple(
-            percent_expand(
-                expand_tilde(p, self.home, f"{st.where.get('identityfile ' + p, where)}"),
-                tokens,
-                f"{st.where.get('identityfile ' + p, where)}: IdentityFile",
-                self.env,
-            )
-            for p in raw_ids
-            if p.lower() != "none"
+            path(p, f"identityfile {p}", "IdentityFile") for p in raw_ids if p.lower() != "none"
         )
         ukh_raw = v.get("userknownhostsfile")
         ukh_list = list(ukh_raw) if isinstance(ukh_raw, list | tuple) else []
-        if ukh_list and ukh_list[0].lower() == "none":
-            ukh: tuple[str, ...] = ("none",)
-        else:
+        ukh: tuple[str, ...] = ("none",)
+        if not (ukh_list and ukh_list[0].lower() == "none"):
             ukh = tuple(
-                percent_expand(
-                    expand_tilde(p, self.home, st.where.get("userknownhostsfile", where)),
-                    tokens,
-                    f"{st.where.get('userknownhostsfile', where)}: UserKnownHostsFile",
-                    self.env,
-                )
+                path(p, "userknownhostsfile", "UserKnownHostsFile")
                 for p in (ukh_list or DEFAULT_USER_KNOWN_HOSTS)
             )
         gkh_raw = v.get("globalknownhostsfile")
