@@ -16,14 +16,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from fleetcheck import lab as product
-from fleetcheck.lab import (  # noqa: F401
+from fleetcheck.lab import LabHost
+from fleetcheck.lab.system import (  # noqa: F401
     REGISTRY,
     SSHD,
-    LabHost,
     free_port,
     missing_prerequisites,
     port_open,
     run,
+    server_binary,
     sweep_orphans,
     wait_for,
 )

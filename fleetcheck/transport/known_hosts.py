@@ -17,7 +17,6 @@ import binascii
 import hashlib
 import hmac
 import re
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +27,7 @@ from fleetcheck.transport.host_certs import (  # noqa: F401  (re-exported)
     CERT_SUFFIX,
     KEY_FIELDS,
     HostCert,
+    Reader,
     blob_type,
     cert_problem,
     parse_cert,
@@ -235,16 +235,10 @@ def _marker(line: str) -> tuple[str | None, str] | None:
 def _valid_blob(keytype: str, blob: bytes) -> bool:
     """sshkey_fromb: the blob names the line's key type, holds that type's fields and
     nothing after them (an ECDSA key names its own curve)."""
-    r = 0
-    fields: list[bytes] = []
-    while r < len(blob):
-        if r + 4 > len(blob):
-            return False
-        (n,) = struct.unpack(">I", blob[r : r + 4])
-        if r + 4 + n > len(blob):
-            return False
-        fields.append(blob[r + 4 : r + 4 + n])
-        r += 4 + n
+    try:
+        fields = Reader(blob).strings()
+    except ValueError:
+        return False
     if not fields or fields[0] != keytype.encode():
         return False
     want = KEY_FIELDS.get(keytype)

@@ -44,17 +44,14 @@ def known_hosts_paths(cfg: SshConfig, target: Target) -> list[str]:
 
 
 def hostfile_names(target: Target) -> tuple[str, str | None, str]:
-    """The names OpenSSH looks the host up by (get_hostfile_hostname_ipaddr): the
-    HostKeyAlias as it is (lower-cased, never a port added), else `[host]:port` for a port
-    other than 22 with the bare host as the fallback check_host_key tries when nothing is
-    known under it; and the name certificate principals must hold."""
+    """The names OpenSSH looks the host up by (get_hostfile_hostname_ipaddr): its
+    `known_hosts_name`; the bare host as the fallback check_host_key tries when nothing is
+    known under `[host]:port`; and the name certificate principals must hold."""
+    name = target.known_hosts_name
     if target.host_key_alias:
-        alias = target.host_key_alias.lower()
-        return alias, None, alias
+        return name, None, name
     host = target.hostname.lower()
-    if target.port == 22:
-        return host, None, host
-    return f"[{host}]:{target.port}", host, host
+    return name, (host if target.port != 22 else None), host
 
 
 def known_keys(cfg: SshConfig, target: Target) -> Lookup:

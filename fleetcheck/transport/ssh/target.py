@@ -55,7 +55,7 @@ class Target:
         as it is, lower-cased and never with a port; otherwise `[host]:port` off port 22."""
         if self.host_key_alias:
             return self.host_key_alias.lower()
-        h = self.hostname
+        h = self.hostname.lower()
         return h if self.port == 22 else f"[{h}]:{self.port}"
 
     @property
