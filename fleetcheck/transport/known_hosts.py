@@ -7,7 +7,7 @@ Our own reader because paramiko.HostKeys refuses a whole file over one `@cert-au
 by tests/ssh_diff_hostkeys: lines end at "\\n" only (a bare CR is part of the line), fields are
 split on space and tab only, markers are case-sensitive, patterns know `*` and `?` only, a
 line OpenSSH would skip is skipped here too (it never blinds the other lines). Each file is
-read once per change (`KnownHostsCache`), plain names are indexed: a lookup is a dict probe
+read once per change (filecache.ParsedFiles), plain names are indexed: a lookup is a dict probe
 plus a scan of the wildcard and hashed lines."""
 
 from __future__ import annotations
@@ -275,15 +275,7 @@ def _parse_line(line: str, lineno: int) -> _Line | None:
     return marker, hosts, keytype, blob, lineno
 
 
-class KnownHostsCache(ParsedFiles[KnownHostsFile]):
-    """Parsed known_hosts files by path (see filecache: an accept_new append or the operator's
-    fix is seen at once)."""
-
-    def __init__(self) -> None:
-        super().__init__(KnownHostsFile)
-
-
-def lookup(cache: KnownHostsCache, paths: list[str], names: list[str]) -> Lookup:
+def lookup(cache: ParsedFiles[KnownHostsFile], paths: list[str], names: list[str]) -> Lookup:
     """Everything the files say about any of `names` (OSError propagates: unreadable file)."""
     out = Lookup()
     for path in paths:

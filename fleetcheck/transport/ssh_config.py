@@ -406,13 +406,6 @@ class Resolver:
         self.cut = self.cut or cut
         return matched
 
-    @staticmethod
-    def _jump(line: Line) -> str:
-        try:
-            return parse_jump(line.rest.lstrip(WHITESPACE + "="))
-        except SyntaxRefusal as e:
-            raise SshConfigError(f"{line.where}: {e}") from None
-
     def _check_env(self, line: Line) -> None:
         arg = line.args[0] if line.args else ""
         if line.keyword == "forwardagent" and arg.lower() in ("yes", "no", "true", "false"):
@@ -440,7 +433,10 @@ class Resolver:
         elif kw == "identitiesonly":
             st.first("identitiesonly", one.lower() in ("yes", "true"))
         elif kw == "proxyjump":
-            jump = self._jump(line)
+            try:
+                jump = parse_jump(line.rest.lstrip(WHITESPACE + "="))
+            except SyntaxRefusal as e:
+                raise SshConfigError(f"{line.where}: {e}") from None
             if "proxyjump" not in st.values and "proxycommand" not in st.values:
                 st.values["proxyjump"] = jump
         elif kw == "proxycommand":

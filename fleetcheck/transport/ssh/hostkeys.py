@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from fleetcheck.core.errors import TransportError
 from fleetcheck.core.model import Status
-from fleetcheck.transport.known_hosts import KnownHostsCache
+from fleetcheck.transport.filecache import ParsedFiles
+from fleetcheck.transport.known_hosts import KnownHostsFile
 
 if TYPE_CHECKING:
     from fleetcheck.config import SshConfig
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from fleetcheck.transport.ssh.target import Target
 
 _known_hosts_lock = threading.Lock()  # accept_new appends one line at a time
-_known_hosts_cache = KnownHostsCache()
+_known_hosts_cache = ParsedFiles(KnownHostsFile)  # an accept_new append is seen at once
 
 
 # `[ssh] known_hosts` as fleetcheck's config spells its default, and what OpenSSH's own
