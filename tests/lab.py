@@ -83,6 +83,50 @@ class Lab(product.Lab):
     def thaw(self, proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGCONT)
 
+    def start_rater(  # type: ignore[override]
+        self,
+        host: LabHost | None = None,
+        inbox: str = "arena:rater:inbox",
+        block_timeout: float = 1.0,
+        name: str = "rater",
+        log: Path | None = None,
+        reply_key: str | None = None,
+        pop: str = "blpop",
+        stall_file: Path | None = None,
+        stall_s: float = 6.0,
+        work_s: float = 0.0,
+    ) -> subprocess.Popen[bytes]:
+        """The product's rater (fleetcheck.lab.workers) taking with `pop`: "blpop", "brpop",
+        "blmove" (into `inbox`:done), "lpop" (a polling consumer: LPOP, and 20 ms of sleep when
+        the inbox is empty; never blocked in the broker) or "pipeline" (BLPOP with an INCR of
+        `inbox`:turns sent behind it in one pipeline: the INCR waits in the server's query
+        buffer while the pop blocks). With `reply_key` it RPUSHes each envelope's id there.
+        With `stall_file`, each turn of the loop that finds that file removes it and then
+        blocks for `stall_s` in a synchronous sleep (a slow call on the loop), outside any
+        broker command. `work_s`: how long each envelope takes to process (a busy but healthy
+        loop)."""
+        takes = {
+            "blpop": f"r.blpop([{inbox!r}], timeout={block_timeout!r})",
+            "brpop": f"r.brpop([{inbox!r}], timeout={block_timeout!r})",
+            "blmove": f"r.blmove({inbox!r}, {inbox + ':done'!r}, {block_timeout!r}, "
+            "'LEFT', 'LEFT')",
+            "lpop": f"r.lpop({inbox!r}) or time.sleep(0.02)",
+            "pipeline": f"r.pipeline(transaction=False).blpop([{inbox!r}], "
+            f"timeout={block_timeout!r}).incr({inbox + ':turns'!r}).execute()[0]",
+        }
+        if pop not in takes:
+            raise ValueError(f"pop {pop!r}: blpop, brpop, blmove, lpop or pipeline")
+        turn = "pass"
+        if stall_file is not None:
+            stall = str(stall_file)
+            turn = f"if os.path.exists({stall!r}): os.unlink({stall!r}); time.sleep({stall_s!r})"
+        each = [f"time.sleep({work_s!r})"] if work_s else []
+        if reply_key:
+            each.append(f"ident and r.rpush({reply_key!r}, ident)")
+        return super().start_rater(
+            host, inbox, block_timeout, name, log, takes[pop], turn, "; ".join(each) or "pass"
+        )
+
     # ------------------------------------------------------------ hosts and their faults
     def add_busybox_host(self, name: str) -> LabHost:
         """A host like an Alpine worker: its shell is BusyBox ash and its PATH holds only the

@@ -184,35 +184,18 @@ class WorkersLab(HostsLab):
         block_timeout: float = 1.0,
         name: str = "rater",
         log: Path | None = None,
-        reply_key: str | None = None,
-        pop: str = "blpop",
-        stall_file: Path | None = None,
-        stall_s: float = 6.0,
-        work_s: float = 0.0,
+        take: str | None = None,
+        turn: str = "pass",
+        each: str = "pass",
     ) -> subprocess.Popen[bytes]:
-        """A simulated rater: one connection named `name` (empty: unnamed) looping on `pop` of
-        `inbox` with `block_timeout` (0: wait for ever). `pop` is "blpop", "brpop", "blmove"
-        (into `inbox`:done) or "lpop" (a polling consumer: LPOP, and 20 ms of sleep when the
-        inbox is empty; never blocked in the broker) or "pipeline" (BLPOP with an INCR of
-        `inbox`:turns sent behind it in one pipeline: the INCR waits in the server's query
-        buffer while the pop blocks). For each envelope it takes it appends
-        "processed <id>" to `log` and, with `reply_key`, RPUSHes the id there. With
-        `stall_file`, each turn of the loop that finds that file removes it and then blocks
-        for `stall_s` in a synchronous sleep (a slow call on the loop), outside
-        any broker command. `work_s`: how long each envelope takes to process (a busy but
-        healthy loop). Prints "ready" once connected."""
+        """A simulated rater: one connection `r` named `name` (empty: unnamed) looping on BLPOP
+        of `inbox` with `block_timeout` (0: wait for ever), appending "processed <id>" to `log`
+        for each envelope it takes; prints "ready" once connected. The tests' variants
+        (tests/lab.py) replace the BLPOP by `take` (a Python expression over `r`: None when
+        nothing came) and add one line of Python run at each `turn` of the loop and for
+        `each` envelope (`ident` its id) before it is logged."""
         target = "127.0.0.1" if host is None else self.gateway
-        if pop not in ("blpop", "brpop", "blmove", "lpop", "pipeline"):
-            raise ValueError(f"pop {pop!r}: blpop, brpop, blmove, lpop or pipeline")
-        take = {
-            "blpop": f"r.blpop([{inbox!r}], timeout={block_timeout!r})",
-            "brpop": f"r.brpop([{inbox!r}], timeout={block_timeout!r})",
-            "blmove": f"r.blmove({inbox!r}, {inbox + ':done'!r}, {block_timeout!r}, "
-            "'LEFT', 'LEFT')",
-            "lpop": f"r.lpop({inbox!r})",
-            "pipeline": f"r.pipeline(transaction=False).blpop([{inbox!r}], "
-            f"timeout={block_timeout!r}).incr({inbox + ':turns'!r}).execute()[0]",
-        }[pop]
+        take = take or f"r.blpop([{inbox!r}], timeout={block_timeout!r})"
         script = textwrap.dedent(
             f"""\
             import json, os, sys, time
@@ -222,28 +205,20 @@ class WorkersLab(HostsLab):
             r.ping()
             sys.stdout.write("ready\\n"); sys.stdout.flush()
             log = {str(log) if log else None!r}
-            stall_file = {str(stall_file) if stall_file else None!r}
             while True:
-                if stall_file and os.path.exists(stall_file):
-                    os.unlink(stall_file)
-                    time.sleep({stall_s!r})
+                {turn}
                 item = {take}
                 if item is None:
-                    if {pop == "lpop"!r}:
-                        time.sleep(0.02)
                     continue
                 raw = item if isinstance(item, bytes) else item[1]
-                if {work_s!r}:
-                    time.sleep({work_s!r})
                 try:
                     ident = json.loads(raw).get("id", "")
                 except Exception:
                     ident = ""
+                {each}
                 if log:
                     with open(log, "a") as f:
                         f.write("processed %s\\n" % ident)
-                if {reply_key!r} and ident:
-                    r.rpush({reply_key!r}, ident)
             """
         )
         return self._spawn_ready(script, host, f"rater-{name or 'unnamed'}", "the lab rater")
