@@ -52,9 +52,7 @@ class HostsLab(BrokerLab):
         host.veths.append(outer)
         return outer
 
-    def add_host(
-        self, name: str, *, sshd: bool = True, tz: str | None = None, sshd_options: str = ""
-    ) -> LabHost:
+    def add_host(self, name: str, *, sshd: bool = True, sshd_options: str = "") -> LabHost:
         if not self.netns:  # a loopback lab: the host is this machine, seen from 127.0.0.x
             hdir = self.dir / name
             hdir.mkdir()
@@ -76,7 +74,7 @@ class HostsLab(BrokerLab):
         self.nsrun(host, "ip", "link", "set", "eth0", "up")
         self.nsrun(host, "ip", "route", "add", "default", "via", self.gateway, "dev", "eth0")
         if sshd:
-            self.start_sshd(host, tz=tz, options=sshd_options)
+            self.start_sshd(host, options=sshd_options)
         return host
 
     def nsrun(
@@ -94,7 +92,6 @@ class HostsLab(BrokerLab):
     def start_sshd(
         self,
         host: LabHost,
-        tz: str | None = None,
         options: str = "",
         max_startups: str | None = "500",
         log_level: str = "ERROR",
@@ -108,7 +105,7 @@ class HostsLab(BrokerLab):
         # sshd honours only the FIRST SetEnv line: merge ours with any in `options` into one.
         # SHLVL=1 stops a Debian bash from sourcing ~/.bashrc for every ssh command (a root
         # .bashrc's `pyenv init` would dominate every SSH benchmark and test).
-        env = ["SHLVL=1"] + ([f"TZ={tz}"] if tz else [])
+        env = ["SHLVL=1"]
         kept = []
         for line in options.splitlines():
             words = line.split()
