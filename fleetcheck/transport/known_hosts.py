@@ -52,16 +52,7 @@ OPENSSH_HOSTKEY_ALGS = (
     "rsa-sha2-256",
 )
 # the key type names sshkey_read accepts at the start of a key (exactly, case included)
-_PLAIN_TYPES = (
-    "ssh-ed25519",
-    "ecdsa-sha2-nistp256",
-    "ecdsa-sha2-nistp384",
-    "ecdsa-sha2-nistp521",
-    "ssh-rsa",
-    "ssh-dss",
-    "sk-ecdsa-sha2-nistp256@openssh.com",
-    "sk-ssh-ed25519@openssh.com",
-)
+_PLAIN_TYPES = (*KEY_FIELDS, "sk-ecdsa-sha2-nistp256@openssh.com", "sk-ssh-ed25519@openssh.com")
 _KEY_TYPES = frozenset(
     [*_PLAIN_TYPES, *(t.removesuffix("@openssh.com") + CERT_SUFFIX for t in _PLAIN_TYPES)]
 )
