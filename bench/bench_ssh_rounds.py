@@ -269,7 +269,7 @@ def rc_burning(ms: float) -> str:
 
 def resident_shells(hosts: list[LabHost]) -> list[int]:
     """The resident shells waiting on the hosts."""
-    from fleetcheck.lab.system import resident_shells as of
+    from tests.lab import resident_shells as of
 
     return [pid for pids in all_pids(hosts).values() for pid in of(pids)]
 

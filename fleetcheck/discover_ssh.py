@@ -1,10 +1,9 @@
 """`config discover`'s alias step: which ssh_config `Host` alias names a broker client's address.
 
-Resolving an alias runs its `Match exec` commands (each up to 10 s in the resolver), so with many
-aliases this step alone could outlast the command's deadline (issue 22 review: the broker talk was
-bounded, this was not). Here every exec is bounded by what is left of the one deadline, killed with
-its process group when that runs out, and aliases not resolved by then are named to the caller,
-which says so: the step only suggests names, so it is cut short rather than waited for.
+Resolving an alias runs its `Match exec` commands (each up to 10 s), so with many aliases this
+step alone could outlast the command's deadline. Every exec is bounded by what is left of that
+deadline, and aliases not resolved by then are named to the caller: the step only suggests
+names, so it is cut short rather than waited for.
 """
 
 from __future__ import annotations

@@ -17,8 +17,11 @@ import os
 import re
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-DEFAULT = "/etc/default/fleetcheck"
+if TYPE_CHECKING:
+    from fleetcheck.config import FleetConfig
+
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -97,18 +100,11 @@ def parse(text: str) -> Parsed:
     return parsed
 
 
-def wanted(fleet: object) -> list[str]:
+def wanted(fleet: FleetConfig) -> list[str]:
     """The variables the config reads from the environment (password_env, [outputs] *_env)."""
-    names: list[str] = []
-    broker = getattr(fleet, "broker", None)
-    if broker is not None and getattr(broker, "password_env", None):
-        names.append(broker.password_env)
-    outputs = getattr(fleet, "outputs", None)
-    if outputs is not None:
-        names.extend(outputs.alertmanager_env or ())
-        if outputs.heartbeat_env:
-            names.append(outputs.heartbeat_env)
-    return names
+    outputs = fleet.outputs
+    names = [fleet.broker.password_env, *(outputs.alertmanager_env or ()), outputs.heartbeat_env]
+    return [name for name in names if name]
 
 
 def readable_fix(path: str) -> str:
@@ -150,11 +146,9 @@ def load(path: str, names: list[str], environ: MutableMapping[str, str] | None =
     return [f"environment file {path} line {line}: {why}" for line, why in parsed.problems]
 
 
-def apply(fleet: object) -> None:
+def apply(fleet: FleetConfig) -> None:
     """Read the fleet's environment file into os.environ, warnings on stderr."""
     from fleetcheck.core.stderr import warn
 
-    patrol = getattr(fleet, "patrol", None)
-    path = getattr(patrol, "environment_file", DEFAULT) if patrol is not None else DEFAULT
-    for line in load(path, wanted(fleet)):
+    for line in load(fleet.patrol.environment_file, wanted(fleet)):
         warn(line)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from fleetcheck import lab as product_lab
 from fleetcheck.core.context import TEST_CLOCK_ENV
 from tests.lab import Lab, missing_prerequisites
 
@@ -37,15 +38,16 @@ def check_lab_marker(what: str) -> None:
         pytest.fail(f"{item.nodeid} starts {what} but is not marked @pytest.mark.lab")
 
 
-_lab_init = Lab.__init__
+_lab_init = product_lab.Lab.__init__
 
 
-def _marked_lab_init(self: Lab, *args: Any, **kwargs: Any) -> None:
+def _marked_lab_init(self: product_lab.Lab, *args: Any, **kwargs: Any) -> None:
     check_lab_marker("a lab")
     _lab_init(self, *args, **kwargs)
 
 
-Lab.__init__ = _marked_lab_init  # type: ignore[method-assign]
+# the product's Lab: the demo's labs and tests.lab.Lab (its subclass) both start through it
+product_lab.Lab.__init__ = _marked_lab_init  # type: ignore[method-assign]
 
 
 def _require_lab() -> None:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from fleetcheck.lab import free_port, port_open, server_binary, wait_for
+from fleetcheck.lab.system import free_port, port_open, server_binary, wait_for
 
 
 def server_name() -> str:

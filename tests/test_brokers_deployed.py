@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fleetcheck.lab import wait_for
-from fleetcheck.lab.system import free_port
+from fleetcheck.lab.system import free_port, wait_for
 from tests.cli import fleetcheck
 from tests.conftest import _require_lab
 from tests.servers import Server, fleet_toml

@@ -15,9 +15,9 @@ from fleetcheck.config import load
 from fleetcheck.core import registry
 from fleetcheck.core.model import Report, Result, Status
 from fleetcheck.core.runner import plan
-from fleetcheck.lab.behaviours import start_blocking, start_chatty, start_churn
+from fleetcheck.lab.behaviours import start_blocking, start_chatty
 from fleetcheck.rounds.patrol import Outputs, one_round
-from tests.lab import Lab, wait_for
+from tests.lab import Lab, start_churn, wait_for
 
 
 class Rounds:

@@ -20,8 +20,8 @@ from fleetcheck.config import ConfigError, HostConfig, build, load
 from fleetcheck.core import registry
 from fleetcheck.core.hostfacts import LogsHostConfig, LogSpec
 from fleetcheck.core.model import Status
-from fleetcheck.lab import JOURNAL_REMOTE, write_journal
 from fleetcheck.parse.journal import JournalFacts, parse_journal_facts, parse_journal_output
+from tests.lab import JOURNAL_REMOTE, write_journal
 from tests.log_rows import evaluate_one
 
 NOW = datetime(2026, 11, 29, 7, 24, 0, tzinfo=UTC)

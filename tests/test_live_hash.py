@@ -731,7 +731,7 @@ def test_any_stale_equals_stale_counts(
 # ---------------------------------------------------------------- lab: the pipelined scan
 @pytest.mark.lab
 def test_read_live_equals_field_by_field_on_a_real_hash(lab: Lab) -> None:
-    from fleetcheck.lab import incident_live_hash
+    from tests.lab import incident_live_hash
 
     r = lab.client()
     now = datetime.now(UTC).timestamp()

@@ -63,7 +63,7 @@ def test_recency_in_each_zone(lab: Lab, clock: ShiftedClock) -> None:
     east, utc_host, india, dst = (
         lab.add_host("east"),
         lab.add_host("utc"),
-        lab.add_host("india", tz="Asia/Kolkata"),  # sshd sets TZ: the host's zone
+        lab.add_host("india", sshd_options="SetEnv TZ=Asia/Kolkata\n"),  # the host's zone
         lab.add_host("dst"),
     )
     now = clock.now().replace(microsecond=0)

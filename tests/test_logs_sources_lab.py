@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from fleetcheck.lab import JOURNAL_REMOTE
-from tests.lab import Lab, LabHost, write_journal
+from tests.lab import JOURNAL_REMOTE, Lab, LabHost, write_journal
 from tests.test_logs_lab import host_lines, items, patrol, write_log
 
 pytestmark = pytest.mark.lab

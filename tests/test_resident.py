@@ -18,10 +18,9 @@ from fleetcheck.core import registry
 from fleetcheck.core.context import PatrolContext
 from fleetcheck.core.model import Status
 from fleetcheck.core.runner import plan, run_patrol
-from fleetcheck.lab.system import resident_shells
 from fleetcheck.transport.keep import Keeper
 from fleetcheck.transport.ssh import resident
-from tests.lab import Lab, LabHost, wait_for
+from tests.lab import Lab, LabHost, resident_shells, wait_for
 
 
 def fleet_of(lab: Lab) -> FleetConfig:

@@ -18,8 +18,8 @@ from fleetcheck.transport.ssh_config import (
     SshConfigError,
     percent_expand,
     resolver,
-    split_args,
 )
+from fleetcheck.transport.ssh_config_syntax import argv_split
 
 HOME = pwd.getpwuid(os.getuid()).pw_dir
 SSH = shutil.which("ssh")
@@ -360,7 +360,7 @@ def test_missing_config_file_is_an_empty_config(tmp_path: Path) -> None:
     ],
 )
 def test_split_args(text: str, expected: list[str]) -> None:
-    assert split_args(text, "x") == expected
+    assert argv_split(text) == expected
 
 
 def test_percent_expand() -> None:

@@ -273,7 +273,7 @@ def test_revoked_ca_is_crit(lab: Lab, ca: tuple[Path, str], tmp_path: Path) -> N
     ],
 )
 def test_host_pattern_matching(name: str, patterns: list[str], expected: bool) -> None:
-    assert match_host_list(name, patterns) is expected
+    assert match_host_list(name, ",".join(patterns)) is expected
 
 
 def test_hashed_names_match_only_their_host(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from fleetcheck.lab.system import REGISTRY, kill_namespace, run, used_networks
+from fleetcheck.transport.local import kill_group
 
 LAB_SPACE = ipaddress.IPv4Network("198.18.0.0/15")  # RFC 2544 benchmarking: the lab's own
 
@@ -101,6 +102,9 @@ class LabBase:
         self.procs.append(proc)
         self._save_registry()
         return proc
+
+    def stop(self, proc: subprocess.Popen[bytes]) -> None:
+        kill_group(proc)
 
     def close(self) -> None:
         if self._closed:

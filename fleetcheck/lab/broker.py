@@ -1,5 +1,5 @@
 """The lab's broker: a real redis-server on the bridge address (or loopback), its URL and
-socket, and clients of it."""
+clients of it."""
 
 from __future__ import annotations
 
@@ -49,10 +49,6 @@ class BrokerLab(LabBase):
     @property
     def broker_url(self) -> str:
         return f"redis://{self.gateway}:{self.redis_port}/0"
-
-    @property
-    def unix_socket(self) -> str:
-        return str(self.dir / "redis" / "redis.sock")
 
     def client(self, **kw: Any) -> Any:
         """A redis-py client for the test itself (setting up state, asserting on it)."""

@@ -27,7 +27,6 @@ class Demo:
     lab: Lab
     config: Path
     mode: str  # "network-namespace" or "local"
-    eastern_host: str
 
 
 @dataclass
@@ -90,7 +89,7 @@ def _populate(lab: Lab, netns: bool) -> Demo:
             tables.append(f"[checks.{name}]" + (f"\n{body}" if body else ""))
     host_extra = {name: "\n".join(lines) for name, lines in fleet.host_lines.items()}
     config = lab.config(checks="\n".join(tables) + "\n", host_extra=host_extra)
-    return Demo(lab, config, "network-namespace" if netns else "local", "n8")
+    return Demo(lab, config, "network-namespace" if netns else "local")
 
 
 def explain(report: Any) -> list[str]:

@@ -13,7 +13,6 @@ from fleetcheck.lab.system import (
     claim_lab_id,
     free_port,
     missing_prerequisites,
-    roomy_neighbour_table,
     run,
     sweep_orphans,
 )
@@ -48,8 +47,6 @@ class Lab(WorkersLab):
         self._save_registry()
         try:
             if netns:
-                if self.subnet.num_addresses > 256:
-                    roomy_neighbour_table()
                 run("ip", "link", "add", self.bridge, "type", "bridge")
                 self._save_registry()
                 gateway = f"{self.gateway}/{self.subnet.prefixlen}"

@@ -1,12 +1,10 @@
 """The lab's hosts: a network namespace each, joined to the bridge by a veth pair, its own
-sshd and host key; and the faults the tests plant in them (sshd stopped or frozen, a new host
-key, a link down, a second interface)."""
+sshd and host key, and a second interface when asked (the faults only tests plant are in
+tests/lab.py)."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import textwrap
 from pathlib import Path
@@ -17,7 +15,7 @@ from fleetcheck.lab.system import SSHD, port_open, run, wait_for
 
 
 class HostsLab(BrokerLab):
-    """Hosts, their sshd, and the faults."""
+    """Hosts and their sshd."""
 
     # ------------------------------------------------------------ hosts
     def _make_client_key(self) -> None:
@@ -54,9 +52,7 @@ class HostsLab(BrokerLab):
         host.veths.append(outer)
         return outer
 
-    def add_host(
-        self, name: str, *, sshd: bool = True, tz: str | None = None, sshd_options: str = ""
-    ) -> LabHost:
+    def add_host(self, name: str, *, sshd: bool = True, sshd_options: str = "") -> LabHost:
         if not self.netns:  # a loopback lab: the host is this machine, seen from 127.0.0.x
             hdir = self.dir / name
             hdir.mkdir()
@@ -78,32 +74,8 @@ class HostsLab(BrokerLab):
         self.nsrun(host, "ip", "link", "set", "eth0", "up")
         self.nsrun(host, "ip", "route", "add", "default", "via", self.gateway, "dev", "eth0")
         if sshd:
-            self.start_sshd(host, tz=tz, options=sshd_options)
+            self.start_sshd(host, options=sshd_options)
         return host
-
-    def add_busybox_host(self, name: str) -> LabHost:
-        """A host like an Alpine worker: its shell is BusyBox ash and its PATH holds only the
-        BusyBox applets (Debian's `busybox`, linked one per applet by `busybox --install -s`).
-        sshd's ForceCommand stands in for /bin/sh being BusyBox: the client's `/bin/sh -s`
-        becomes `busybox sh -s`, reading the same script from stdin."""
-        busybox = shutil.which("busybox")
-        if busybox is None:
-            raise RuntimeError("lab needs: busybox (Debian package busybox)")
-        applets = self.dir / f"{name}-busybox-bin"
-        applets.mkdir()
-        run(busybox, "--install", "-s", str(applets))
-        return self.add_host(
-            name, sshd_options=f"SetEnv PATH={applets}\nForceCommand {busybox} sh -s\n"
-        )
-
-    def add_unprivileged_host(self, name: str, uid: int = 65534) -> LabHost:
-        """A host whose SSH sessions run as an unprivileged user (uid/gid `uid`, no
-        supplementary groups: not in systemd-journal or adm), via setpriv in ForceCommand."""
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            raise RuntimeError("lab needs: setpriv (util-linux)")
-        force = f"{setpriv} --reuid={uid} --regid={uid} --clear-groups /bin/sh -s"
-        return self.add_host(name, sshd_options=f"ForceCommand {force}\n")
 
     def nsrun(
         self, host: LabHost, *args: str, check: bool = True
@@ -120,7 +92,6 @@ class HostsLab(BrokerLab):
     def start_sshd(
         self,
         host: LabHost,
-        tz: str | None = None,
         options: str = "",
         max_startups: str | None = "500",
         log_level: str = "ERROR",
@@ -132,11 +103,9 @@ class HostsLab(BrokerLab):
             self._write_host_key(host)
             self.trust(host)
         # sshd honours only the FIRST SetEnv line: merge ours with any in `options` into one.
-        # SHLVL=1 stops a Debian bash (root's login shell here) from sourcing ~/.bashrc for
-        # every ssh command (bash does that when SSH_CLIENT is set and SHLVL < 2): this
-        # machine's root .bashrc runs `pyenv init`, ~100 ms of CPU per session that no real
-        # worker would pay and that would otherwise dominate every SSH benchmark and test.
-        env = ["SHLVL=1"] + ([f"TZ={tz}"] if tz else [])
+        # SHLVL=1 stops a Debian bash from sourcing ~/.bashrc for every ssh command (a root
+        # .bashrc's `pyenv init` would dominate every SSH benchmark and test).
+        env = ["SHLVL=1"]
         kept = []
         for line in options.splitlines():
             words = line.split()
@@ -188,35 +157,7 @@ class HostsLab(BrokerLab):
         lines.append(f"{host.addr} {host.host_key_pub}")
         self.known_hosts.write_text("\n".join(lines) + "\n")
 
-    # ------------------------------------------------------------ faults
-    def stop_sshd(self, host: LabHost) -> None:
-        if host.sshd is not None:
-            os.killpg(host.sshd.pid, signal.SIGKILL)
-            host.sshd.wait()
-            host.sshd = None
-
-    def freeze_sshd(self, host: LabHost) -> None:
-        assert host.sshd is not None
-        os.killpg(host.sshd.pid, signal.SIGSTOP)
-
-    def thaw_sshd(self, host: LabHost) -> None:
-        assert host.sshd is not None
-        os.killpg(host.sshd.pid, signal.SIGCONT)
-
-    def change_host_key(self, host: LabHost) -> None:
-        """A new host key that known_hosts does not know (the MITM case)."""
-        self.stop_sshd(host)
-        self._write_host_key(host)
-        self.start_sshd(host)
-
-    def link_down(self, host: LabHost) -> None:
-        for veth in host.veths:
-            run("ip", "link", "set", veth, "down")
-
-    def link_up(self, host: LabHost) -> None:
-        for veth in host.veths:
-            run("ip", "link", "set", veth, "up")
-
+    # ------------------------------------------------------------ a second interface
     def add_interface(self, host: LabHost, inner: str, metric: int | None = 200) -> str:
         """A second interface on the same subnet with its own default route (incident 5)."""
         addr = self._alloc_ip()

@@ -13,7 +13,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +81,7 @@ def run(
 def used_networks(ns: str | None = None) -> list[ipaddress.IPv4Network]:
     """Every IPv4 prefix already on the machine (or in namespace `ns`): each address with its
     prefix length (`ip -j addr`) and each route's destination in every table (`ip -j route
-    show table all`), the default route left out. A lab subnet must overlap none of them; an
-    address seen only as text (the old picker) misses a /16 on another interface."""
+    show table all`), the default route left out. A lab subnet must overlap none of them."""
     where = ["-n", ns] if ns else []
     nets: set[ipaddress.IPv4Network] = set()
     for link in json.loads(run("ip", *where, "-j", "-4", "addr", "show").stdout or b"[]"):
@@ -141,12 +140,9 @@ def kill_namespace(ns: str) -> None:
 
 
 def claim_lab_id(owner: int) -> str:
-    """A lab id no other lab on this machine holds. Every name of a lab (its bridge
-    `fcbr<id>`, veths `fv<id>…`, namespaces `fc<id>-…`, registry entry) comes from it, and
-    4 hex digits drawn at random repeat within one test run (about 1,500 labs): a repeat
-    next to a lab still alive, or next to a namespace a killed process kept, failed with
-    "File exists". The id is taken by creating its registry entry exclusively, so two
-    processes cannot take the same one, and skipped while any link or namespace uses it."""
+    """A lab id no other lab on this machine holds: every name of a lab (bridge `fcbr<id>`,
+    veths `fv<id>…`, namespaces `fc<id>-…`, registry entry) comes from it. Taken by creating
+    its registry entry exclusively; skipped while any link or namespace uses it."""
     REGISTRY.mkdir(parents=True, exist_ok=True)
     links = [
         line.split(":", 2)[1].strip().split("@")[0]
@@ -191,46 +187,3 @@ def sweep_orphans() -> None:
             run("ip", "link", "del", info["bridge"], check=False)
         shutil.rmtree(info.get("dir", "/nonexistent"), ignore_errors=True)
         entry.unlink(missing_ok=True)
-
-
-def roomy_neighbour_table() -> None:
-    """The root namespace's ARP table holds one entry per lab host of every lab on this
-    machine; the kernel's default hard limit (gc_thresh3 = 1024) overflows with a 600-host
-    lab next to others ("neighbor table overflow": SYNs dropped, "no route to host"). Raise
-    the limits (never lower them) so the lab measures sshd, not the ARP cache."""
-    base = Path("/proc/sys/net/ipv4/neigh/default")
-    for name, want in (("gc_thresh1", 1024), ("gc_thresh2", 8192), ("gc_thresh3", 16384)):
-        try:
-            path = base / name
-            if int(path.read_text()) < want:
-                path.write_text(f"{want}\n")
-        except (OSError, ValueError):
-            pass
-
-
-def proc_state(pid: int) -> str:
-    """A process's state letter from /proc (T: stopped), "?" when it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return "?"
-    return stat.rsplit(")", 1)[1].split()[0]
-
-
-_RESIDENT = b"/bin/sh\0-s\0"  # what transport.shell starts on a kept connection
-
-
-def resident_shells(pids: Iterable[int]) -> list[int]:
-    """Of these processes, the resident shells waiting for rounds (`/bin/sh -s` whose parent
-    is not one: not a subshell of a round, whose watchdog ends within a second of it)."""
-    out = []
-    for pid in pids:
-        try:
-            if Path(f"/proc/{pid}/cmdline").read_bytes() != _RESIDENT:
-                continue
-            ppid = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
-            if Path(f"/proc/{ppid}/cmdline").read_bytes() != _RESIDENT:
-                out.append(pid)
-        except FileNotFoundError:  # ended while we looked
-            pass
-    return out

@@ -1,12 +1,9 @@
 """The lab's simulated workers (processes holding broker connections from a host's address),
-the rater (a broker-side consumer the rater_probe tests freeze and thaw), and the hosts.toml
-a test or the demo patrols the lab with."""
+the rater (a broker-side consumer) and the hosts.toml a test or the demo patrols the lab with."""
 
 from __future__ import annotations
 
-import os
 import secrets
-import signal
 import subprocess
 import sys
 import textwrap
@@ -15,13 +12,68 @@ from pathlib import Path
 
 from fleetcheck.lab.base import LabHost
 from fleetcheck.lab.hosts import HostsLab
-from fleetcheck.lab.system import proc_state, wait_for
+
+# connect() with retries until WITHIN seconds (a link just up may refuse or be unreachable for
+# a moment; the last error reaches the log), `cmd(s, *args)` sending one RESP command, `reply(s)`
+# reading one simple reply line and `named(name)`: a connection with its CLIENT SETNAME done
+_PRELUDE = """\
+import socket, sys, time
+def connect():
+    deadline = time.monotonic() + WITHIN
+    while True:
+        s = socket.socket()
+        try:
+            if SOURCE:
+                s.bind((SOURCE, 0))
+            s.connect((TARGET, PORT))
+            return s
+        except OSError:
+            s.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+def cmd(s, *args):
+    out = b"*%d\\r\\n" % len(args)
+    for a in args:
+        a = a.encode() if isinstance(a, str) else a
+        out += b"$%d\\r\\n%s\\r\\n" % (len(a), a)
+    s.sendall(out)
+def reply(s):
+    data = b""
+    while not data.endswith(b"\\r\\n"):
+        chunk = s.recv(4096)
+        if not chunk:
+            raise SystemExit("the broker closed the connection")
+        data += chunk
+    return data
+def named(name):
+    s = connect()
+    cmd(s, "CLIENT", "SETNAME", name)
+    reply(s)
+    return s
+"""
 
 
 class WorkersLab(HostsLab):
     """Workers, the rater and the config."""
 
     # ------------------------------------------------------------ workers
+    def worker_script(
+        self,
+        host: LabHost | None,
+        body: str,
+        source: str | None = None,
+        connect_within: float = 15.0,
+    ) -> str:
+        """A worker's Python script: `body` after the RESP helpers of `_PRELUDE`, connecting
+        to the broker from `host` (None: loopback), bound to `source` when given."""
+        target = "127.0.0.1" if host is None or not self.netns else self.gateway
+        if host is not None and not self.netns and source is None:
+            source = host.addr
+        head = f"TARGET, PORT, SOURCE = {target!r}, {self.redis_port}, {source!r}\n"
+        head += f"WITHIN = {connect_within!r}\n"
+        return head + _PRELUDE + textwrap.dedent(body)
+
     def start_workers(
         self,
         host: LabHost | None,
@@ -34,53 +86,25 @@ class WorkersLab(HostsLab):
 
         `source` binds the connections to one of the host's addresses (a second interface).
         """
-        target = "127.0.0.1" if host is None or not self.netns else self.gateway
-        if host is not None and not self.netns and source is None:
-            source = host.addr
-        # A connection refused or unreachable right after the host's link came up is retried
-        # until a deadline; whatever still fails is written to a log the error below quotes.
-        script = textwrap.dedent(
-            f"""\
-            import socket, sys, time
-            def connect():
-                deadline = time.monotonic() + {connect_within!r}
-                while True:
-                    s = socket.socket()
-                    try:
-                        if {source!r}:
-                            s.bind(({source!r}, 0))
-                        s.connect(({target!r}, {self.redis_port}))
-                        return s
-                    except OSError:
-                        s.close()
-                        if time.monotonic() > deadline:
-                            raise
-                        time.sleep(0.05)
-            socks = []
-            for i in range({count}):
-                s = connect()
-                n = {name!r}.encode()
-                s.sendall(b"*3\\r\\n$6\\r\\nCLIENT\\r\\n$7\\r\\nSETNAME\\r\\n"
-                          b"$%d\\r\\n%s\\r\\n" % (len(n), n))
-                socks.append(s)
-            for s in socks:
-                s.recv(16)
+        body = f"""\
+            socks = [named({name!r}) for _ in range({count})]
             sys.stdout.write("ready\\n"); sys.stdout.flush()
             while True:
                 time.sleep(3600)
             """
-        )
         return self._spawn_ready(
-            script, host, f"workers-{name}", f"workers on {host.name if host else 'loopback'}"
+            self.worker_script(host, body, source, connect_within),
+            host,
+            f"workers-{name}",
+            f"workers on {host.name if host else 'loopback'}",
         )
 
     def _spawn_ready(
         self, script: str, host: LabHost | None, log_name: str, what: str
     ) -> subprocess.Popen[bytes]:
-        """Run a lab Python script that prints "ready". One that dies first is started once
-        more (a CI run once lost a demo to a worker that died for a reason nobody saw); if
-        that one dies too, the error quotes the last line of each one's stderr (kept in a
-        log beside the host's files)."""
+        """Run a lab Python script that prints "ready", once more if it dies first; if that
+        one dies too, the error quotes the last stderr line of each (logged beside the host's
+        files)."""
         log = (host.dir if host else self.dir) / f"{log_name}.log"
         reasons: list[str] = []
         while True:
@@ -103,13 +127,6 @@ class WorkersLab(HostsLab):
             if len(reasons) == 2:
                 first = f" (the first attempt: {reasons[0]})" if reasons[0] != reasons[1] else ""
                 raise RuntimeError(f"{what} did not start: {reasons[1]}{first}")
-
-    def stop(self, proc: subprocess.Popen[bytes]) -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
 
     # ------------------------------------------------------------ config
     def config(
@@ -167,35 +184,18 @@ class WorkersLab(HostsLab):
         block_timeout: float = 1.0,
         name: str = "rater",
         log: Path | None = None,
-        reply_key: str | None = None,
-        pop: str = "blpop",
-        stall_file: Path | None = None,
-        stall_s: float = 6.0,
-        work_s: float = 0.0,
+        take: str | None = None,
+        turn: str = "pass",
+        each: str = "pass",
     ) -> subprocess.Popen[bytes]:
-        """A simulated rater: one connection named `name` (empty: unnamed) looping on `pop` of
-        `inbox` with `block_timeout` (0: wait for ever). `pop` is "blpop", "brpop", "blmove"
-        (into `inbox`:done) or "lpop" (a polling consumer: LPOP, and 20 ms of sleep when the
-        inbox is empty; never blocked in the broker) or "pipeline" (BLPOP with an INCR of
-        `inbox`:turns sent behind it in one pipeline: the INCR waits in the server's query
-        buffer while the pop blocks). For each envelope it takes it appends
-        "processed <id>" to `log` and, with `reply_key`, RPUSHes the id there. With
-        `stall_file`, each turn of the loop that finds that file removes it and then blocks
-        for `stall_s` in a synchronous sleep (a slow call on the loop: field note 7), outside
-        any broker command. `work_s`: how long each envelope takes to process (a busy but
-        healthy loop). Prints "ready" once connected."""
+        """A simulated rater: one connection `r` named `name` (empty: unnamed) looping on BLPOP
+        of `inbox` with `block_timeout` (0: wait for ever), appending "processed <id>" to `log`
+        for each envelope it takes; prints "ready" once connected. The tests' variants
+        (tests/lab.py) replace the BLPOP by `take` (a Python expression over `r`: None when
+        nothing came) and add one line of Python run at each `turn` of the loop and for
+        `each` envelope (`ident` its id) before it is logged."""
         target = "127.0.0.1" if host is None else self.gateway
-        if pop not in ("blpop", "brpop", "blmove", "lpop", "pipeline"):
-            raise ValueError(f"pop {pop!r}: blpop, brpop, blmove, lpop or pipeline")
-        take = {
-            "blpop": f"r.blpop([{inbox!r}], timeout={block_timeout!r})",
-            "brpop": f"r.brpop([{inbox!r}], timeout={block_timeout!r})",
-            "blmove": f"r.blmove({inbox!r}, {inbox + ':done'!r}, {block_timeout!r}, "
-            "'LEFT', 'LEFT')",
-            "lpop": f"r.lpop({inbox!r})",
-            "pipeline": f"r.pipeline(transaction=False).blpop([{inbox!r}], "
-            f"timeout={block_timeout!r}).incr({inbox + ':turns'!r}).execute()[0]",
-        }[pop]
+        take = take or f"r.blpop([{inbox!r}], timeout={block_timeout!r})"
         script = textwrap.dedent(
             f"""\
             import json, os, sys, time
@@ -205,44 +205,20 @@ class WorkersLab(HostsLab):
             r.ping()
             sys.stdout.write("ready\\n"); sys.stdout.flush()
             log = {str(log) if log else None!r}
-            stall_file = {str(stall_file) if stall_file else None!r}
             while True:
-                if stall_file and os.path.exists(stall_file):
-                    os.unlink(stall_file)
-                    time.sleep({stall_s!r})
+                {turn}
                 item = {take}
                 if item is None:
-                    if {pop == "lpop"!r}:
-                        time.sleep(0.02)
                     continue
                 raw = item if isinstance(item, bytes) else item[1]
-                if {work_s!r}:
-                    time.sleep({work_s!r})
                 try:
                     ident = json.loads(raw).get("id", "")
                 except Exception:
                     ident = ""
+                {each}
                 if log:
                     with open(log, "a") as f:
                         f.write("processed %s\\n" % ident)
-                if {reply_key!r} and ident:
-                    r.rpush({reply_key!r}, ident)
             """
         )
         return self._spawn_ready(script, host, f"rater-{name or 'unnamed'}", "the lab rater")
-
-    def freeze(self, proc: subprocess.Popen[bytes]) -> None:
-        """SIGSTOP a lab process and wait until the kernel reports it stopped."""
-        os.killpg(proc.pid, signal.SIGSTOP)
-        wait_for(lambda: proc_state(proc.pid) in ("T", "t"), 5, f"process {proc.pid} to stop")
-
-    def thaw(self, proc: subprocess.Popen[bytes]) -> None:
-        os.killpg(proc.pid, signal.SIGCONT)
-
-    def client_named(self, name: str) -> list[dict[str, str]]:
-        """The broker's CLIENT LIST entries with this client name, as field dicts."""
-        out = []
-        for c in self.client().client_list():
-            if c.get("name") == name:
-                out.append(c)
-        return out

@@ -1,4 +1,4 @@
-"""An overall deadline for a command's network work (issue 22, item 11).
+"""An overall deadline for a command's network work.
 
 A socket timeout bounds one `recv`, not a conversation: a broker that drips one byte every
 few seconds, or answers AUTH and then says nothing more, keeps every single read inside its

@@ -56,12 +56,15 @@ class HostCert:
     @property
     def signature_alg(self) -> str:
         try:
-            return _Reader(self.signature).string().decode("ascii", "replace")
+            return Reader(self.signature).string().decode("ascii", "replace")
         except ValueError:
             return ""
 
 
-class _Reader:
+class Reader:
+    """SSH wire format (RFC 4251): u32, u64 and length-prefixed strings; ValueError when the
+    data ends early."""
+
     def __init__(self, data: bytes) -> None:
         self.data, self.pos = data, 0
 
@@ -81,6 +84,13 @@ class _Reader:
     def string(self) -> bytes:
         return self._take(self.u32())
 
+    def strings(self) -> list[bytes]:
+        """Every string up to the end of the data."""
+        out = []
+        while self.pos < len(self.data):
+            out.append(self.string())
+        return out
+
 
 def _ssh_string(b: bytes) -> bytes:
     return struct.pack(">I", len(b)) + b
@@ -89,7 +99,7 @@ def _ssh_string(b: bytes) -> bytes:
 def parse_cert(blob: bytes) -> HostCert:
     """An OpenSSH certificate. Raises ValueError when malformed."""
     try:
-        r = _Reader(blob)
+        r = Reader(blob)
         keytype = r.string().decode()
         base = keytype.removesuffix(CERT_SUFFIX)
         if base == keytype or base not in KEY_FIELDS:
@@ -99,10 +109,7 @@ def parse_cert(blob: bytes) -> HostCert:
         serial = r.u64()
         cert_type = r.u32()
         key_id = r.string().decode("utf-8", "replace")
-        pr = _Reader(r.string())
-        principals = []
-        while pr.pos < len(pr.data):
-            principals.append(pr.string().decode("utf-8", "replace"))
+        principals = [p.decode("utf-8", "replace") for p in Reader(r.string()).strings()]
         valid_after, valid_before = r.u64(), r.u64()
         critical = r.string()
         r.string()  # extensions
@@ -119,19 +126,10 @@ def parse_cert(blob: bytes) -> HostCert:
     )  # fmt: skip
 
 
-class CertProblem(Exception):
-    """Why a host certificate is not accepted; `mitm` when it points at an impostor (a bad
-    CA signature: OpenSSH refuses such a key outright, no fallback to the plain key)."""
-
-    def __init__(self, reason: str, mitm: bool = False) -> None:
-        super().__init__(reason)
-        self.reason, self.mitm = reason, mitm
-
-
 def blob_type(blob: bytes) -> str:
     """The key type a public key blob names in its first field."""
     try:
-        return _Reader(blob).string().decode("ascii", "replace")
+        return Reader(blob).string().decode("ascii", "replace")
     except ValueError:
         return ""
 

@@ -88,8 +88,7 @@ class Keeper:
         Past the bound the connection handed back is the one closed, not the oldest idle
         one: rounds walk the fleet in one order, so dropping the oldest would close each
         kept connection just before its host's turn, and a fleet larger than the bound
-        would reuse none (with the bound at 122, 300 hosts reused 0 a round, simulated;
-        closing the newcomer keeps 122 reused)."""
+        would reuse none."""
         keep = healthy and _active(shell) and not shell.target.via
         if keep:
             try:

@@ -7,7 +7,7 @@ Our own reader because paramiko.HostKeys refuses a whole file over one `@cert-au
 by tests/ssh_diff_hostkeys: lines end at "\\n" only (a bare CR is part of the line), fields are
 split on space and tab only, markers are case-sensitive, patterns know `*` and `?` only, a
 line OpenSSH would skip is skipped here too (it never blinds the other lines). Each file is
-read once per change (`KnownHostsCache`), plain names are indexed: a lookup is a dict probe
+read once per change (filecache.ParsedFiles), plain names are indexed: a lookup is a dict probe
 plus a scan of the wildcard and hashed lines."""
 
 from __future__ import annotations
@@ -17,10 +17,8 @@ import binascii
 import hashlib
 import hmac
 import re
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from fleetcheck.transport.filecache import ParsedFiles
@@ -28,13 +26,14 @@ from fleetcheck.transport.host_certs import (  # noqa: F401  (re-exported)
     CA_SIGNATURE_ALGORITHMS,
     CERT_SUFFIX,
     KEY_FIELDS,
-    CertProblem,
     HostCert,
+    Reader,
     blob_type,
     cert_problem,
     parse_cert,
     verify_ca_signature,
 )
+from fleetcheck.transport.ssh_config_syntax import match_pattern_list
 
 # OpenSSH 9.2's HostKeyAlgorithms default (KEX_DEFAULT_PK_ALG) less the security-key types
 # paramiko cannot verify: what we offer, reordered per host as order_hostkeyalgs does
@@ -53,16 +52,7 @@ OPENSSH_HOSTKEY_ALGS = (
     "rsa-sha2-256",
 )
 # the key type names sshkey_read accepts at the start of a key (exactly, case included)
-_PLAIN_TYPES = (
-    "ssh-ed25519",
-    "ecdsa-sha2-nistp256",
-    "ecdsa-sha2-nistp384",
-    "ecdsa-sha2-nistp521",
-    "ssh-rsa",
-    "ssh-dss",
-    "sk-ecdsa-sha2-nistp256@openssh.com",
-    "sk-ssh-ed25519@openssh.com",
-)
+_PLAIN_TYPES = (*KEY_FIELDS, "sk-ecdsa-sha2-nistp256@openssh.com", "sk-ssh-ed25519@openssh.com")
 _KEY_TYPES = frozenset(
     [*_PLAIN_TYPES, *(t.removesuffix("@openssh.com") + CERT_SUFFIX for t in _PLAIN_TYPES)]
 )
@@ -127,30 +117,6 @@ class Lookup:
         ]
         return tuple(first + [a for a in available if a not in first])
 
-    def revoked_entry(self, blob: bytes) -> KnownEntry | None:
-        for entry in self.revoked:
-            if entry.blob == blob:
-                return entry
-        return None
-
-
-@lru_cache(maxsize=4096)
-def _wildcard(pattern: str) -> re.Pattern[str]:
-    """match.c's match_pattern: `*` any run, `?` one character, everything else literal."""
-    return re.compile(
-        "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern),
-        re.S,
-    )
-
-
-def _match_pattern(name: str, pattern: str) -> bool:
-    """`name` is already lower-cased (as OpenSSH lower-cases the host name and alias); the
-    pattern is lower-cased here as match_hostname does."""
-    pattern = pattern.lower()
-    if "*" in pattern or "?" in pattern:
-        return _wildcard(pattern).fullmatch(name) is not None
-    return pattern == name
-
 
 def _match_hashed(name: str, field_: str) -> bool | None:
     """A `|1|salt|hash` field (the whole field: no comma list). None: malformed, which makes
@@ -168,17 +134,10 @@ def _match_hashed(name: str, field_: str) -> bool | None:
     return hmac.compare_digest(hmac.new(salt, name.encode(), hashlib.sha1).digest(), want)
 
 
-def match_host_list(name: str, patterns: list[str]) -> bool:
-    """OpenSSH's match_hostname_list: a negated pattern that matches excludes the name."""
-    name = name.lower()
-    hit = False
-    for p in patterns:
-        if p.startswith("!"):
-            if _match_pattern(name, p[1:]):
-                return False
-        elif not hit and _match_pattern(name, p):
-            hit = True
-    return hit
+def match_host_list(name: str, hosts: str) -> bool:
+    """OpenSSH's match_hostname_list over a comma-separated host field: name and patterns
+    lower-cased, a negated pattern that matches excludes the name."""
+    return match_pattern_list(name.lower(), hosts, lower=True)
 
 
 # (marker, host field, keytype, blob, lineno)
@@ -231,7 +190,7 @@ class KnownHostsFile:
                 if hosts.startswith("|"):
                     hit = _match_hashed(name, hosts) is True
                 else:
-                    hit = match_host_list(name, hosts.split(","))
+                    hit = match_host_list(name, hosts)
                 if hit:
                     seen.add(e[4])
                     found.append(e)
@@ -267,16 +226,10 @@ def _marker(line: str) -> tuple[str | None, str] | None:
 def _valid_blob(keytype: str, blob: bytes) -> bool:
     """sshkey_fromb: the blob names the line's key type, holds that type's fields and
     nothing after them (an ECDSA key names its own curve)."""
-    r = 0
-    fields: list[bytes] = []
-    while r < len(blob):
-        if r + 4 > len(blob):
-            return False
-        (n,) = struct.unpack(">I", blob[r : r + 4])
-        if r + 4 + n > len(blob):
-            return False
-        fields.append(blob[r + 4 : r + 4 + n])
-        r += 4 + n
+    try:
+        fields = Reader(blob).strings()
+    except ValueError:
+        return False
     if not fields or fields[0] != keytype.encode():
         return False
     want = KEY_FIELDS.get(keytype)
@@ -313,15 +266,7 @@ def _parse_line(line: str, lineno: int) -> _Line | None:
     return marker, hosts, keytype, blob, lineno
 
 
-class KnownHostsCache(ParsedFiles[KnownHostsFile]):
-    """Parsed known_hosts files by path (see filecache: an accept_new append or the operator's
-    fix is seen at once)."""
-
-    def __init__(self) -> None:
-        super().__init__(KnownHostsFile)
-
-
-def lookup(cache: KnownHostsCache, paths: list[str], names: list[str]) -> Lookup:
+def lookup(cache: ParsedFiles[KnownHostsFile], paths: list[str], names: list[str]) -> Lookup:
     """Everything the files say about any of `names` (OSError propagates: unreadable file)."""
     out = Lookup()
     for path in paths:
@@ -343,7 +288,6 @@ class Decision:
     status: str
     entry: KnownEntry | None = None
     cert_problem: str | None = None
-    via_cert: bool = False
     ca_revoked: bool = False
 
 
@@ -390,7 +334,7 @@ def decide(
                 return Decision("ok", entry, problem)
             problem = cert_problem(cert, name, now)
             if problem is None:
-                return Decision("ok", entry, None, via_cert=True)
+                return Decision("ok", entry, None)
         else:
             if cert is not None and found.cas and problem is None:
                 problem = f"certificate {cert.key_id!r} is signed by a CA not listed for {name}"

@@ -54,13 +54,13 @@ class LocalShell:
                         chunk = chunk[: max(room, 0)]
                     buf.extend(chunk)
             if timed_out:
-                _kill_group(proc)
+                kill_group(proc)
                 rc = None
             else:
                 try:
                     rc = proc.wait(timeout=max(deadline - time.monotonic(), 0.05))
                 except subprocess.TimeoutExpired:
-                    _kill_group(proc)
+                    kill_group(proc)
                     rc = None
         finally:
             sel.close()
@@ -78,9 +78,10 @@ class LocalShell:
         pass
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group `proc` leads (started with start_new_session) and reap it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
+    except OSError:  # gone already
         pass
     proc.wait()

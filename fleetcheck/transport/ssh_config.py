@@ -24,14 +24,9 @@ from pathlib import Path
 from fleetcheck.transport.filecache import ParsedFiles
 from fleetcheck.transport.ssh_config_exec import match_exec
 from fleetcheck.transport.ssh_config_expand import (
-    ExpandError,
     canonical_address,
-)
-from fleetcheck.transport.ssh_config_expand import (
-    expand_tilde as _expand_tilde,
-)
-from fleetcheck.transport.ssh_config_expand import (
-    percent_expand as _percent_expand,
+    expand_tilde,
+    percent_expand,
 )
 from fleetcheck.transport.ssh_config_model import Line, Resolved, SshConfigError, check_permissions
 from fleetcheck.transport.ssh_config_strict import CRYPTO_KEYWORDS, STRICTER, refusal, refuses
@@ -68,32 +63,6 @@ _STRICT = {"yes": "true", "true": "true", "no": "false", "false": "false", "off"
 def _local_user() -> tuple[str, str, int]:
     pw = pwd.getpwuid(os.getuid())
     return pw.pw_name, pw.pw_dir, pw.pw_uid
-
-
-def expand_tilde(path: str, home: str, where: str = "") -> str:
-    """`~` as ssh expands it; an unknown `~user` is refused."""
-    try:
-        return _expand_tilde(path, home)
-    except ExpandError as e:
-        raise SshConfigError(f"{where}: {e}" if where else str(e)) from None
-
-
-def percent_expand(
-    text: str, tokens: Mapping[str, str], where: str, env: Mapping[str, str] | None = None
-) -> str:
-    try:
-        return _percent_expand(text, tokens, where, env)
-    except ExpandError as e:
-        raise SshConfigError(str(e)) from None
-
-
-def split_args(text: str, where: str) -> list[str]:
-    """OpenSSH's argv_split: whitespace-separated words, '' and "" quotes, backslash escapes
-    of quotes/backslash/space, and a word starting with # ends the line (a comment)."""
-    try:
-        return argv_split(text)
-    except SyntaxRefusal:
-        raise SshConfigError(f"{where}: unterminated quote (invalid quotes)") from None
 
 
 def tokenize(path: str) -> list[Line]:
@@ -437,20 +406,13 @@ class Resolver:
         self.cut = self.cut or cut
         return matched
 
-    @staticmethod
-    def _jump(line: Line) -> str:
-        try:
-            return parse_jump(line.rest.lstrip(WHITESPACE + "="))
-        except SyntaxRefusal as e:
-            raise SshConfigError(f"{line.where}: {e}") from None
-
     def _check_env(self, line: Line) -> None:
         arg = line.args[0] if line.args else ""
         if line.keyword == "forwardagent" and arg.lower() in ("yes", "no", "true", "false"):
             return
         try:
-            _percent_expand(arg.replace("%", "%%"), {}, "", self.env)
-        except ExpandError as e:
+            percent_expand(arg.replace("%", "%%"), {}, "", self.env)
+        except SshConfigError as e:
             raise SshConfigError(
                 f"{line.where}: Invalid environment expansion {arg}: {e}"
             ) from None
@@ -471,7 +433,10 @@ class Resolver:
         elif kw == "identitiesonly":
             st.first("identitiesonly", one.lower() in ("yes", "true"))
         elif kw == "proxyjump":
-            jump = self._jump(line)
+            try:
+                jump = parse_jump(line.rest.lstrip(WHITESPACE + "="))
+            except SyntaxRefusal as e:
+                raise SshConfigError(f"{line.where}: {e}") from None
             if "proxyjump" not in st.values and "proxycommand" not in st.values:
                 st.values["proxyjump"] = jump
         elif kw == "proxycommand":
@@ -523,29 +488,23 @@ class Resolver:
         alias = v.get("hostkeyalias")
         alias_s = alias.lower() if isinstance(alias, str) else None
         tokens = self.tokens(hostname, user, port, host, alias_s or host)
+
+        def path(p: str, set_by: str, keyword: str) -> str:
+            at = st.where.get(set_by, where)
+            return percent_expand(
+                expand_tilde(p, self.home, at), tokens, f"{at}: {keyword}", self.env
+            )
+
         raw_ids = tuple(st.identity_files) or DEFAULT_IDENTITY_FILES
         ids = tuple(
-            percent_expand(
-                expand_tilde(p, self.home, f"{st.where.get('identityfile ' + p, where)}"),
-                tokens,
-                f"{st.where.get('identityfile ' + p, where)}: IdentityFile",
-                self.env,
-            )
-            for p in raw_ids
-            if p.lower() != "none"
+            path(p, f"identityfile {p}", "IdentityFile") for p in raw_ids if p.lower() != "none"
         )
         ukh_raw = v.get("userknownhostsfile")
         ukh_list = list(ukh_raw) if isinstance(ukh_raw, list | tuple) else []
-        if ukh_list and ukh_list[0].lower() == "none":
-            ukh: tuple[str, ...] = ("none",)
-        else:
+        ukh: tuple[str, ...] = ("none",)
+        if not (ukh_list and ukh_list[0].lower() == "none"):
             ukh = tuple(
-                percent_expand(
-                    expand_tilde(p, self.home, st.where.get("userknownhostsfile", where)),
-                    tokens,
-                    f"{st.where.get('userknownhostsfile', where)}: UserKnownHostsFile",
-                    self.env,
-                )
+                path(p, "userknownhostsfile", "UserKnownHostsFile")
                 for p in (ukh_list or DEFAULT_USER_KNOWN_HOSTS)
             )
         gkh_raw = v.get("globalknownhostsfile")
@@ -556,10 +515,10 @@ class Resolver:
         alive = v.get("serveraliveinterval")
         count = v.get("serveralivecountmax")
         return Resolved(
-            host=host,
-            hostname=hostname,
-            user=user,
-            port=port,
+            host,
+            hostname,
+            user,
+            port,
             identity_files_raw=raw_ids,
             identity_files=ids,
             identity_files_set=bool(st.identity_files),

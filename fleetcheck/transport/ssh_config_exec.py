@@ -8,12 +8,11 @@ the patrol."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import time
 from collections.abc import Mapping
 
+from fleetcheck.transport.local import kill_group
 from fleetcheck.transport.ssh_config_model import SshConfigError
 
 EXEC_TIMEOUT = 10.0  # seconds a `Match exec` command may take before it does not match
@@ -42,9 +41,5 @@ def match_exec(cmd: str, env: Mapping[str, str], until: float | None) -> tuple[b
     try:
         return proc.wait(timeout) == 0, False
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.wait()
+        kill_group(proc)
         return False, until is not None and time.monotonic() >= until

@@ -7,19 +7,17 @@ ssh_config.py applies them the same way everywhere."""
 
 from __future__ import annotations
 
-import os
 import pwd
 import socket
 from collections.abc import Mapping
 
-
-class ExpandError(ValueError):
-    """An expansion OpenSSH refuses; the caller adds the file and line."""
+from fleetcheck.transport.ssh_config_model import SshConfigError
 
 
-def expand_tilde(path: str, home: str) -> str:
+def expand_tilde(path: str, home: str, where: str = "") -> str:
     """misc.c tilde_expand: `~` and `~/x` are the home directory (with a trailing slash for a
-    bare `~`), `~user/x` that user's; an unknown user is refused, as ssh refuses it."""
+    bare `~`), `~user/x` that user's; an unknown user is refused (SshConfigError, after
+    `where`), as ssh refuses it."""
     if not path.startswith("~"):
         return path
     rest = path[1:]
@@ -32,7 +30,8 @@ def expand_tilde(path: str, home: str) -> str:
         try:
             base = pwd.getpwnam(name).pw_dir
         except KeyError:
-            raise ExpandError(f"no such user {name!r} in {path!r}") from None
+            prefix = f"{where}: " if where else ""
+            raise SshConfigError(f"{prefix}no such user {name!r} in {path!r}") from None
     return base + ("" if base.endswith("/") else "/") + tail
 
 
@@ -52,12 +51,12 @@ def percent_expand(
         if env is not None and text.startswith("${", i):
             end = text.find("}", i + 2)
             if end < 0:
-                raise ExpandError(f"{prefix}environment variable in {text!r} misses its '}}'")
+                raise SshConfigError(f"{prefix}environment variable in {text!r} misses its '}}'")
             name = text[i + 2 : end]
             if not name:
-                raise ExpandError(f"{prefix}zero-length environment variable in {text!r}")
+                raise SshConfigError(f"{prefix}zero-length environment variable in {text!r}")
             if name not in env:
-                raise ExpandError(f"{prefix}environment variable ${{{name}}} is not set")
+                raise SshConfigError(f"{prefix}environment variable ${{{name}}} is not set")
             out.append(env[name])
             i = end + 1
             continue
@@ -66,14 +65,14 @@ def percent_expand(
             i += 1
             continue
         if i + 1 >= len(text):
-            raise ExpandError(f"{prefix}invalid trailing % in {text!r}")
+            raise SshConfigError(f"{prefix}invalid trailing % in {text!r}")
         t = text[i + 1]
         if t == "%":
             out.append("%")
         elif t in tokens:
             out.append(tokens[t])
         else:
-            raise ExpandError(f"{prefix}unknown token %{t} in {text!r}")
+            raise SshConfigError(f"{prefix}unknown token %{t} in {text!r}")
         i += 2
     return "".join(out)
 
@@ -92,7 +91,3 @@ def canonical_address(host: str) -> str | None:
             name, _ = socket.getnameinfo(sockaddr, socket.NI_NUMERICHOST | socket.NI_NUMERICSERV)
             return name
     return None
-
-
-def environment() -> dict[str, str]:
-    return dict(os.environ)

@@ -1,8 +1,7 @@
 """ssh_config keywords that can make OpenSSH refuse a connection or a host key, which
 fleetcheck does not carry out: a host whose resolved options set one of them (to a value that
-can refuse) is refused with one line naming the keyword, file and line, never connected to
-as if the keyword were not there (issue 23: never connect where ssh refuses). docs/ssh.md
-lists each one as a documented refusal.
+can refuse) is refused with one line naming the keyword, file and line: never connect where
+ssh would refuse. docs/ssh.md lists each one as a documented refusal.
 
 Not here: Ciphers, KexAlgorithms and MACs (CRYPTO_KEYWORDS). fleetcheck carries them out as
 ssh does (transport.ssh.crypto), so a hardened `Host *` is obeyed, not refused."""

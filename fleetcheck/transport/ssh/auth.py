@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.core.errors import TransportError
+from fleetcheck.transport.filecache import ParsedFiles
 from fleetcheck.transport.ssh.lazy import load_paramiko
 from fleetcheck.transport.ssh.util import describe, quiet_close
 
@@ -24,46 +24,22 @@ if TYPE_CHECKING:
     from fleetcheck.transport.ssh.target import Target
 
 
-class _FileCache:
-    """Parsed key files by path, reparsed when the file's inode, size or mtime changes: an
-    RSA key costs milliseconds to load, once per host otherwise. Unlike
-    fleetcheck.transport.filecache, a missing file raises (its reason is part of the
-    refused-authentication line)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._parsing = threading.Lock()  # a patrol's lanes all miss at once: parse once
-        self._entries: dict[str, tuple[tuple[int, int, int], Any]] = {}
-
-    def get(self, path: str, parse: Any) -> Any:
-        """parse(path) or the cached result; OSError from stat propagates (missing file)."""
-        st = os.stat(path)
-        sig = (st.st_ino, st.st_size, st.st_mtime_ns)
-        with self._lock:
-            hit = self._entries.get(path)
-        if hit is not None and hit[0] == sig:
-            return hit[1]
-        with self._parsing:
-            with self._lock:
-                hit = self._entries.get(path)
-            if hit is not None and hit[0] == sig:
-                return hit[1]
-            value = parse(path)
-            with self._lock:
-                self._entries[path] = (sig, value)
-        return value
+def _parse_key(path: str) -> Any:
+    return load_paramiko().PKey.from_path(path)
 
 
-_private_keys = _FileCache()
+# an RSA key costs milliseconds to load: once per patrol, not once per host; a missing file
+# raises (its reason is part of the refused-authentication line)
+_private_keys: ParsedFiles[Any] = ParsedFiles(_parse_key, missing_ok=False)
 
 
 def _load_key(path: str) -> tuple[Any | None, str]:
-    """The private key at `path` (parsed once while the file is unchanged: an RSA key costs
-    milliseconds to load) or None and the reason."""
+    """The private key at `path` (parsed once while the file is unchanged) or None and the
+    reason."""
     paramiko = load_paramiko()
 
     try:
-        return _private_keys.get(path, paramiko.PKey.from_path), ""
+        return _private_keys.get(path), ""
     except FileNotFoundError:
         return None, f"{path}: no such file"
     except PermissionError:

@@ -156,20 +156,11 @@ class Connector:
                     raise behind_jump(e, jump, entry) from None
                 try:
                     chan = direct_tcpip(jt, (target.hostname, target.port), budget, jump.alias)
-                    return connect_one(
-                        target,
-                        self.cfg,
-                        budget,
-                        chan,
-                        role=None,
-                        on_throttled=self._count_throttled,
-                    )
+                    return self._handshake(target, budget, chan)
                 finally:
                     entry.handshakes.release()
             sock = proxy_command(target, budget) if target.proxy_command else None
-            return connect_one(
-                target, self.cfg, budget, sock, role=None, on_throttled=self._count_throttled
-            )
+            return self._handshake(target, budget, sock)
         except TransportError:
             raise
         except Exception as e:
@@ -209,9 +200,7 @@ class Connector:
                 else:
                     sock = proxy_command(jump, own) if jump.proxy_command else None
                 entry.logins += 1
-                t = connect_one(
-                    jump, self.cfg, own, sock, role=role, on_throttled=self._count_throttled
-                )
+                t = self._handshake(jump, own, sock, role)
             except TransportError as e:
                 if not own.expired:
                     entry.error = e  # a refusal is the same for every host behind it
@@ -226,6 +215,11 @@ class Connector:
             return t
         finally:
             entry.lock.release()
+
+    def _handshake(self, target: Target, budget: Budget, sock: Any, role: str | None = None) -> Any:
+        return connect_one(
+            target, self.cfg, budget, sock, role=role, on_throttled=self._count_throttled
+        )
 
     def _count_throttled(self) -> None:
         with self._lock:

@@ -135,14 +135,9 @@ def _handshake(target: Target, cfg: SshConfig, budget: Budget, sock: Any, who: s
             raise _Throttled(describe(e)) from None
         raise TransportError(f"SSH handshake with {who} failed: {describe(e)}") from None
     budget.stage = f"checking the host key of {who}"
-    server_key = transport.get_remote_server_key()
     try:
-        verify_host_key(target, cfg, known, server_key, who)
-    except TransportError:
-        quiet_close(transport)
-        raise
-    budget.stage = f"authenticating to {who} as {target.user}"
-    try:
+        verify_host_key(target, cfg, known, transport.get_remote_server_key(), who)
+        budget.stage = f"authenticating to {who} as {target.user}"
         authenticate(transport, target, cfg, budget, who)
     except TransportError:
         quiet_close(transport)

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from fleetcheck.core.errors import TransportError
 from fleetcheck.core.model import Status
-from fleetcheck.transport.known_hosts import KnownHostsCache
+from fleetcheck.transport.filecache import ParsedFiles
+from fleetcheck.transport.known_hosts import KnownHostsFile
 
 if TYPE_CHECKING:
     from fleetcheck.config import SshConfig
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from fleetcheck.transport.ssh.target import Target
 
 _known_hosts_lock = threading.Lock()  # accept_new appends one line at a time
-_known_hosts_cache = KnownHostsCache()
+_known_hosts_cache = ParsedFiles(KnownHostsFile)  # an accept_new append is seen at once
 
 
 # `[ssh] known_hosts` as fleetcheck's config spells its default, and what OpenSSH's own
@@ -44,17 +45,14 @@ def known_hosts_paths(cfg: SshConfig, target: Target) -> list[str]:
 
 
 def hostfile_names(target: Target) -> tuple[str, str | None, str]:
-    """The names OpenSSH looks the host up by (get_hostfile_hostname_ipaddr): the
-    HostKeyAlias as it is (lower-cased, never a port added), else `[host]:port` for a port
-    other than 22 with the bare host as the fallback check_host_key tries when nothing is
-    known under it; and the name certificate principals must hold."""
+    """The names OpenSSH looks the host up by (get_hostfile_hostname_ipaddr): its
+    `known_hosts_name`; the bare host as the fallback check_host_key tries when nothing is
+    known under `[host]:port`; and the name certificate principals must hold."""
+    name = target.known_hosts_name
     if target.host_key_alias:
-        alias = target.host_key_alias.lower()
-        return alias, None, alias
+        return name, None, name
     host = target.hostname.lower()
-    if target.port == 22:
-        return host, None, host
-    return f"[{host}]:{target.port}", host, host
+    return name, (host if target.port != 22 else None), host
 
 
 def known_keys(cfg: SshConfig, target: Target) -> Lookup:

@@ -119,13 +119,7 @@ def forget(shell: SshShell) -> None:
 
 
 def _open(shell: SshShell, opened_by: float, deadline: float) -> Any:
-    t = shell.transport
-    if not t.is_active():
-        raise StaleConnection(f"connection to {shell.target.label} is closed")
-    try:
-        chan = t.open_session(timeout=max(opened_by - time.monotonic(), 0.001))
-    except Exception as e:
-        raise StaleConnection(f"{shell.target.hostname} refused to open a session: {e}") from None
+    chan = shell.open_channel(opened_by)
     # exec_command waits for the server's reply without a timeout: closed at the deadline
     dog = watchdog.schedule(deadline, lambda: quiet_close(chan))
     try:

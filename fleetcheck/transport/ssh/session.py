@@ -58,15 +58,9 @@ class SshShell:
         start = time.monotonic()
         deadline = start + timeout
         t = self.transport
-        if not t.is_active():
-            raise StaleConnection(f"connection to {self.target.label} is closed")
-        opened_by = deadline if open_timeout is None else min(deadline, start + open_timeout)
-        try:
-            chan = t.open_session(timeout=max(opened_by - time.monotonic(), 0.001))
-        except Exception as e:
-            raise StaleConnection(
-                f"{self.target.hostname} refused to open a session: {describe(e)}"
-            ) from None
+        chan = self.open_channel(
+            deadline if open_timeout is None else min(deadline, start + open_timeout)
+        )
         # exec_command waits for the server's reply without a timeout: a watchdog closes the
         # channel (and, one second later, the whole connection) if the host stops answering.
         cut = threading.Event()
@@ -137,6 +131,19 @@ class SshShell:
             truncated=truncated,
             duration_s=time.monotonic() - start,
         )
+
+    def open_channel(self, opened_by: float) -> Any:
+        """A session channel, opened by the time.monotonic() instant `opened_by`; raises
+        StaleConnection when the connection is closed or cannot open one."""
+        t = self.transport
+        if not t.is_active():
+            raise StaleConnection(f"connection to {self.target.label} is closed")
+        try:
+            return t.open_session(timeout=max(opened_by - time.monotonic(), 0.001))
+        except Exception as e:
+            raise StaleConnection(
+                f"{self.target.hostname} refused to open a session: {describe(e)}"
+            ) from None
 
     def _lost(self, t: Any, early: BaseException | None, out: bytearray, err: bytearray) -> str:
         """Why the session ended without an exit status, as precisely as we can tell."""

@@ -8,7 +8,7 @@ jump hosts become a chain of Targets. Nothing here connects or looks a name up, 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +42,6 @@ class Target:
     accept_new: bool = False  # ssh_config StrictHostKeyChecking accept-new
     identities_only: bool = False
     connect_timeout: float | None = None  # ssh_config ConnectTimeout (beats [ssh])
-    config_files: tuple[str, ...] = field(default=(), compare=False)
     # ssh_config Ciphers / MACs / KexAlgorithms: (keyword, where, value), applied by handshake
     crypto: tuple[tuple[str, str, str], ...] = ()
 
@@ -51,17 +50,12 @@ class Target:
         return tuple(t.label for t in self.via)
 
     @property
-    def known_hosts_host(self) -> str:
-        """The name known_hosts and host certificates know this host by."""
-        return self.host_key_alias or self.hostname
-
-    @property
     def known_hosts_name(self) -> str:
         """The name this host is looked up by in known_hosts, as OpenSSH does: a HostKeyAlias
         as it is, lower-cased and never with a port; otherwise `[host]:port` off port 22."""
         if self.host_key_alias:
             return self.host_key_alias.lower()
-        h = self.hostname
+        h = self.hostname.lower()
         return h if self.port == 22 else f"[{h}]:{self.port}"
 
     @property
@@ -174,6 +168,5 @@ def resolve_target(
         accept_new=r.strict_host_key_checking == "accept-new",
         identities_only=r.identities_only,
         connect_timeout=r.connect_timeout,
-        config_files=r.sources,
         crypto=r.crypto,
     )
