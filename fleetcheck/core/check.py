@@ -38,7 +38,7 @@ Declarations (next to name and description; the contract test names the one a ch
   (`BrokerCommand`, keys marked with `Key`, `writes` for a write). `fleetcheck doctor` asks the
   broker's ACL about each as the configured user and names the check and the `+command` a
   refusal needs; docs/brokers.md's least-privilege ACL is derived from them
-  (`python -m fleetcheck.catalog`); tests/test_doctor.py holds them to what a patrol sends.
+  (`python -m tests.catalog`); tests/test_doctor.py holds them to what a patrol sends.
 - `discover_draft(sample)`: the check's `[checks.NAME]` table for `fleetcheck config discover`,
   from what the broker showed (`fleetcheck.core.discovery.Sample`); None leaves it out.
 - `limits`: a Result keeps the settings its verdict was judged against in `limits`, never in
