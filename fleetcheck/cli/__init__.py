@@ -1,10 +1,6 @@
 """The command line: one thin module per command group over functions that return text and
-an exit code. Kept import-light: `--help` and `--version` must not load redis or paramiko, so
-everything heavy is imported inside the command that needs it.
-
-The command modules are not imported here: the root group imports the one module of the
-command it resolves (`app.OWN`), and lists the commands in `OWN`'s order (the commands checks
-add, and the `config` group, follow: see `app.RootGroup`).
+an exit code. Import-light (`--help` loads neither redis nor paramiko): the root group imports
+only the module of the command it resolves (`app.OWN`).
 """
 
 from typing import Any

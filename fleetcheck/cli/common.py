@@ -1,10 +1,8 @@
-"""What every command group shares: the option types (durations, the output format, the
-config file), the usage failure `main` turns into one line and exit 3, loading the fleet, and
-printing a report in the chosen format. Kept import-light: `--help` loads nothing but typer.
+"""What every command group shares: the option types and aliases, the usage failure `main`
+turns into one line and exit 3, loading the fleet, printing a report in the chosen format.
 
-No `from __future__ import annotations` in the cli modules: typer reads every command's
-parameter annotations before it runs any command, and from strings that is an eval per
-annotation (~280 of them, ~20 ms of every start-up, `--help` included).
+No `from __future__ import annotations` in the cli modules: typer would eval every string
+annotation at each start-up (~20 ms, `--help` included).
 """
 
 import enum
@@ -106,6 +104,19 @@ EveryOpt = Annotated[
 HistoryOpt = Annotated[
     Path | None,
     typer.Option("--history", metavar="FILE", help="History file (default: the config's)."),
+]
+StateOpt = Annotated[
+    Path | None,
+    typer.Option("--state", metavar="FILE", help="State file (default: the config's)."),
+]
+DeadlineOpt = Annotated[
+    DurationArg | None,
+    typer.Option(
+        "--deadline",
+        metavar="DURATION",
+        parser=duration,
+        help="Give up after this long (default: [patrol] deadline).",
+    ),
 ]
 FormatOpt = Annotated[
     Format | None,

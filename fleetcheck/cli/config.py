@@ -9,10 +9,9 @@ import typer
 from fleetcheck.cli.app import app, command, config_app
 from fleetcheck.cli.common import (
     ConfigOpt,
-    DurationArg,
+    DeadlineOpt,
     Opt,
     UsageFailure,
-    duration,
     load_fleet,
 )
 
@@ -182,58 +181,37 @@ def _discover_broker(config: str | None, url: str | None) -> "tuple[FleetConfig 
         raise UsageFailure(f"--url: {e.message}") from None
 
 
-# `config discover`'s options (typer reads them from these aliases)
-DiscoverUrlOpt = Annotated[
-    str | None,
-    Opt("--url", metavar="URL", help="Broker URL (default: the config's [broker])."),
-]
-DiscoverSshConfigOpt = Annotated[
-    str | None,
-    Opt(
-        "--ssh-config",
-        metavar="FILE",
-        help="ssh_config to match (default: [ssh] config_file).",
-    ),
-]
-DiscoverWriteOpt = Annotated[
-    Path | None,
-    Opt("--write", metavar="FILE", help="Write the draft to FILE (else stdout)."),
-]
-DiscoverForceOpt = Annotated[bool, typer.Option("--force", help="Let --write replace a file.")]
-DiscoverAnsibleOpt = Annotated[
-    str | None,
-    Opt(
-        "--ansible",
-        metavar="INVENTORY",
-        help="Name hosts from this Ansible inventory and propose it as a source (default: "
-        "$ANSIBLE_INVENTORY or /etc/ansible/hosts when there and ansible-inventory is).",
-    ),
-]
-DiscoverScanLimitOpt = Annotated[
-    int,
-    Opt("--scan-limit", metavar="N", min=1, help="Look at no more than N keys."),
-]
-DiscoverDeadlineOpt = Annotated[
-    DurationArg | None,
-    Opt(
-        "--deadline",
-        metavar="DURATION",
-        parser=duration,
-        help="Give up on the broker after this long (default: the patrol deadline).",
-    ),
-]
-
-
 @command(config_app, "discover")
 def config_discover(
     config: ConfigOpt = None,
-    url: DiscoverUrlOpt = None,
-    ssh_config: DiscoverSshConfigOpt = None,
-    write: DiscoverWriteOpt = None,
-    force: DiscoverForceOpt = False,
-    ansible: DiscoverAnsibleOpt = None,
-    scan_limit: DiscoverScanLimitOpt = 10000,
-    deadline: DiscoverDeadlineOpt = None,
+    url: Annotated[
+        str | None,
+        Opt("--url", metavar="URL", help="Broker URL (default: the config's [broker])."),
+    ] = None,
+    ssh_config: Annotated[
+        str | None,
+        Opt(
+            "--ssh-config", metavar="FILE", help="ssh_config to match (default: [ssh] config_file)."
+        ),
+    ] = None,
+    write: Annotated[
+        Path | None,
+        Opt("--write", metavar="FILE", help="Write the draft to FILE (else stdout)."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Let --write replace a file.")] = False,
+    ansible: Annotated[
+        str | None,
+        Opt(
+            "--ansible",
+            metavar="INVENTORY",
+            help="Name hosts from this Ansible inventory and propose it as a source (default: "
+            "$ANSIBLE_INVENTORY or /etc/ansible/hosts when there and ansible-inventory is).",
+        ),
+    ] = None,
+    scan_limit: Annotated[
+        int, Opt("--scan-limit", metavar="N", min=1, help="Look at no more than N keys.")
+    ] = 10000,
+    deadline: DeadlineOpt = None,
 ) -> None:
     """A hosts.toml draft from the broker's CLIENT LIST, INFO and a bounded SCAN (read-only)."""
     from fleetcheck.config import SshConfig

@@ -16,6 +16,7 @@ from fleetcheck.cli.common import (
     Format,
     FormatOpt,
     Opt,
+    StateOpt,
     UsageFailure,
     emit,
     load_fleet,
@@ -48,9 +49,6 @@ HostOpt = Annotated[
 RoundsOpt = Annotated[
     int | None,
     Opt("--rounds", metavar="N", min=1, help="With --every: stop after N rounds."),
-]
-StateOpt = Annotated[
-    Path | None, Opt("--state", metavar="FILE", help="State file (default: XDG state dir).")
 ]
 NoStateOpt = Annotated[bool, Opt("--no-state", help="No memory across runs, no history.")]
 HistoryOpt = Annotated[

@@ -105,13 +105,7 @@ class Found:
     origin: str = ""  # the source, and the file and line or command where known
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "keys": self.keys,
-            "groups": self.groups,
-            "addrs": self.addrs,
-            "origin": self.origin,
-        }
+        return {k: getattr(self, k) for k in ("name", "keys", "groups", "addrs", "origin")}
 
     @classmethod
     def from_json(cls, data: Any) -> Found | None:
@@ -149,7 +143,6 @@ class SourceStatus:
     error: str | None = None  # the source failed (or returned nothing, or fell too far)
     cached_at: str | None = None  # ISO instant of the last good answer used instead
     age_s: float | None = None
-    fresh_count: int | None = None  # how many hosts the source reported this time
 
     @property
     def label(self) -> str:

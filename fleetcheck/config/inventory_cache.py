@@ -90,7 +90,7 @@ def collect(
         statuses = []
         for spec in specs:
             hosts, problems, error = fresh[spec.label]
-            st = SourceStatus(spec, hosts, problems, error, fresh_count=len(hosts))
+            st = SourceStatus(spec, hosts, problems, error)
             st.problems.append(f"{spec.label}: cannot keep its last good list: {e}")
             statuses.append(st)
     return statuses
@@ -121,7 +121,7 @@ def _settle(
             )
             if isinstance(entry, dict):
                 entry["fall_to"] = names
-    status = SourceStatus(spec, hosts, problems, error, fresh_count=len(hosts))
+    status = SourceStatus(spec, hosts, problems, error)
     if error is None:
         entries[spec.label] = {
             "at": now.isoformat(),
@@ -136,13 +136,3 @@ def _settle(
         status.cached_at = at
         status.age_s = _age(at, now) if at else None
     return status
-
-
-def read_now(spec: InventorySpec, ssh_config_file: str) -> list[Found]:
-    """One source read with no memory (config discover's look at an inventory)."""
-    from fleetcheck.config.inventory_sources import read_source
-
-    try:
-        return select(spec, read_source(spec, ssh_config_file)[0])
-    except SourceFailed:
-        return []

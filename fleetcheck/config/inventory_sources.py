@@ -19,14 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fleetcheck.config.inventory import (
-    Found,
-    InventorySpec,
-    SourceFailed,
-    group_name,
-    host_name_problem,
-    var_keys,
-)
+from fleetcheck.config import inventory as inv
+from fleetcheck.config.inventory import Found, InventorySpec, SourceFailed, host_name_problem
 from fleetcheck.config.inventory_ansible import (
     ANSIBLE_ENV,
     ansible_argv,
@@ -71,7 +65,7 @@ def from_command_json(data: Any, label: str) -> tuple[list[Found], list[str]]:
         groups = _groups(item.get("groups", []), label, str(name), problems)
         raw_vars = item.get("vars")
         variables: dict[str, Any] = raw_vars if isinstance(raw_vars, dict) else {}
-        keys.update(var_keys(str(name), variables, problems, label))
+        keys.update(inv.var_keys(str(name), variables, problems, label))
         addrs = [a for a in (ip_of(str(x)) for x in item.get("addrs", []) or []) if a]
         if isinstance(keys.get("ssh"), str):
             addr = ip_of(keys["ssh"])
@@ -89,7 +83,7 @@ def _groups(raw: Any, label: str, name: str, problems: list[str]) -> list[str]:
         return []
     out = []
     for g in raw:
-        if isinstance(g, str) and group_name(g) is not None:
+        if isinstance(g, str) and inv.group_name(g) is not None:
             out.append(g)
         else:
             problems.append(f"{label}: host {name}: group {g!r}: not a group name; ignored")
@@ -117,7 +111,7 @@ def _from_file_sd(items: list[Any], label: str, problems: list[str]) -> list[Fou
                 continue
             assert host is not None
             keys = {"ssh": host}
-            keys.update(var_keys(host, labels, problems, label))
+            keys.update(inv.var_keys(host, labels, problems, label))
             addr = ip_of(host)
             have = found.get(host)
             if have is None:
