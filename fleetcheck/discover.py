@@ -1,10 +1,8 @@
 """`fleetcheck config discover`: a hosts.toml draft from what the broker already sees.
 
 It only reads, and boundedly: CLIENT LIST and INFO once, a SCAN of at most `scan_limit` keys
-with TYPE and sizes, and a few sample values of the likely live hash and queues. The guessing
-is pure and table-tested (a host per group of addresses whose client names agree, the ssh
-alias from ~/.ssh/config); what cannot be guessed is left as a TODO that fails
-`fleetcheck config check` until filled in."""
+with TYPE and sizes, a few sample values of the likely live hash and queues. What cannot be
+guessed is left as a TODO that fails `fleetcheck config check` until filled in."""
 
 from __future__ import annotations
 
@@ -16,20 +14,17 @@ from dataclasses import replace
 from typing import Any
 
 from fleetcheck.config import BrokerConfig, FleetConfig
-from fleetcheck.core.discovery import LIVE_WORDS, QUEUE_WORDS, _has_word
-from fleetcheck.core.discovery import TODO as TODO
-
-# the drafts' vocabulary lives in the core, where the checks' drafts read it (re-exported)
-from fleetcheck.core.discovery import KeyInfo as KeyInfo
-from fleetcheck.core.discovery import LiveGuess as LiveGuess
-from fleetcheck.core.discovery import Sample as Sample
-from fleetcheck.core.discovery import comment as comment
-from fleetcheck.core.discovery import live_fields as live_fields
-from fleetcheck.core.discovery import live_hash_guess as live_hash_guess
-from fleetcheck.core.discovery import queue_guesses as queue_guesses
-from fleetcheck.core.discovery import toml_str as toml_str
+from fleetcheck.core.discovery import (
+    LIVE_WORDS,
+    QUEUE_WORDS,
+    TODO,
+    KeyInfo,
+    Sample,
+    _has_word,
+    comment,
+    toml_str,
+)
 from fleetcheck.discover_hosts import HALF_OPEN_IDLE, HostDraft
-from fleetcheck.discover_ssh import ssh_aliases as ssh_aliases  # the alias step, bounded
 from fleetcheck.parse.clientlist import normalise_ip
 
 # ---------------------------------------------------------------- broker sampling (I/O)
@@ -38,8 +33,7 @@ from fleetcheck.parse.clientlist import normalise_ip
 HASH_SAMPLES = 20  # hashes whose values are sampled (most live-like names first)
 LIST_SAMPLES = 50  # lists whose head element is read
 # values read per sampled hash, at random: the live hash is the one where most are objects with
-# a start time. With 3, a live hash with ~4 % malformed entries (the incident's) was missed
-# about once in 100-200 reads; with 10, about once in 25,000
+# a start time; 10 keep a few malformed entries from hiding it
 VALUE_SAMPLES = 10
 
 
@@ -141,7 +135,7 @@ def queues_from_shapes(names: Iterable[str], reads: dict[str, list[str]]) -> dic
 
 def sample_within(broker: BrokerConfig, seconds: float, scan_limit: int = 10000) -> Sample:
     """`sample_broker`, connecting included, within one overall deadline (DeadlineExpired): a
-    broker dripping a byte per socket timeout never trips a timeout (issue 22, item 11)."""
+    broker dripping a byte per socket timeout never trips a timeout."""
     from fleetcheck.transport.deadline import run_within
     from fleetcheck.transport.redis import connect
 
@@ -327,10 +321,8 @@ def _check_tables(sample: Sample) -> list[str]:
 
 
 def broker_for_url(url: str, fleet: FleetConfig | None) -> BrokerConfig:
-    """The broker at `url` (--url), reached with the config's own credentials when there is
-    a config: its username, password_env or password_file, unless the URL carries its own
-    (without them a broker with a password answers "Authentication required"). Raises
-    InvalidValue for a bad URL."""
+    """The broker at `url` (--url), reached with the config's own credentials unless the URL
+    carries its own. Raises InvalidValue for a bad URL."""
     broker = BrokerConfig(url=url)
     if fleet is None:
         return broker
@@ -338,14 +330,12 @@ def broker_for_url(url: str, fleet: FleetConfig | None) -> BrokerConfig:
 
     parts = urlsplit(broker.url or "")
     own = fleet.broker
-    import dataclasses
-
     changes: dict[str, Any] = {}
     if parts.password is None:
         changes.update(password_env=own.password_env, password_file=own.password_file)
     if parts.username is None and own.username is not None:
         changes["username"] = own.username
-    return dataclasses.replace(broker, **changes) if changes else broker
+    return replace(broker, **changes) if changes else broker
 
 
 def public_url(url: str) -> str:
@@ -358,18 +348,14 @@ def public_url(url: str) -> str:
         return url
     if parts.password is None:
         return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = (f"{user}@" if user else "") + host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user = userinfo.partition(":")[0]
+    return urlunsplit(parts._replace(netloc=f"{user}@{hostport}" if user else hostport))
 
 
 def write_draft(path: Any, text: str, force: bool) -> None:
     """Write the draft; never replace a file unless `force` (FileExistsError). The new file
     appears whole or not at all."""
-    import os
     from pathlib import Path
 
     path = Path(path)

@@ -223,7 +223,7 @@ def config_discover(
     ssh_path = ssh_config or (fleet.ssh.config_file if fleet else SshConfig().config_file)
     import redis
 
-    from fleetcheck import discover, discover_hosts
+    from fleetcheck import discover, discover_hosts, discover_ssh
     from fleetcheck.config import PatrolConfig
     from fleetcheck.parse.duration import format_duration
     from fleetcheck.transport.deadline import DeadlineExpired
@@ -249,7 +249,7 @@ def config_discover(
     claimed = discover_hosts.claimed_addresses(fleet) if fleet is not None else {}
     addrs = {c.host for c in sample.clients}
     unresolved: list[str] = []  # the alias step's Match exec commands share the deadline
-    aliases = discover.ssh_aliases(ssh_path, addrs, until=until, unresolved=unresolved)
+    aliases = discover_ssh.ssh_aliases(ssh_path, addrs, until=until, unresolved=unresolved)
     if unresolved:
         from fleetcheck.core.stderr import warn
 

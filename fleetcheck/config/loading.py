@@ -61,6 +61,16 @@ TOP_LEVEL: tuple[str, ...] = ("broker", "ssh", "patrol", "defaults", "groups", "
 TOP_LEVEL += ("inventory", "checks")
 TOP_LEVEL += ("outputs", "notify", "serve", "silences")  # messages, the console's address, silences
 NOT_SHARED = ("name", "groups")  # host keys [defaults] and [groups.NAME] cannot set
+# the top-level tables built as they are, in the order their errors are found
+TABLES: dict[str, type] = {
+    "broker": tables.BrokerConfig,
+    "ssh": tables.SshConfig,
+    "patrol": tables.PatrolConfig,
+    "outputs": tables.OutputsConfig,
+    "notify": tables.NotifyConfig,
+    "serve": tables.ServeConfig,
+    "silences": tables.SilencesConfig,
+}
 
 
 def load(
@@ -106,17 +116,11 @@ def from_dict(
     bare: list[tuple[str, str, str]] = []
     token = BARE_DURATIONS.set(bare)
     try:
-        broker = build(tables.BrokerConfig, data["broker"], file, "broker")
-        ssh = build(tables.SshConfig, data.get("ssh", {}), file, "ssh")
-        patrol = build(tables.PatrolConfig, data.get("patrol", {}), file, "patrol")
-        outputs = build(tables.OutputsConfig, data.get("outputs", {}), file, "outputs")
-        notify = build(tables.NotifyConfig, data.get("notify", {}), file, "notify")
-        serve = build(tables.ServeConfig, data.get("serve", {}), file, "serve")
-        silences = build(tables.SilencesConfig, data.get("silences", {}), file, "silences")
+        tops = {key: build(cls, data.get(key, {}), file, key) for key, cls in TABLES.items()}
         raw_checks = data.get("checks", {})
         if not isinstance(raw_checks, dict):
             raise ConfigError(f"{file}: checks: expected a table ([checks.NAME])")
-        inventory = _read_inventory(data, file, ssh)
+        inventory = _read_inventory(data, file, tops["ssh"])
         hosts = _build_hosts(data, file, list(raw_checks), host_config_types, inventory)
         checks = _build_checks(raw_checks, file, check_config_type)
     finally:
@@ -124,17 +128,11 @@ def from_dict(
     notes = list(dict.fromkeys(text for _, _, text in bare))
     return FleetConfig(
         path=file,
-        broker=broker,
-        ssh=ssh,
-        patrol=patrol,
         hosts=tuple(hosts),
         checks=checks,
-        outputs=outputs,
-        notify=notify,
-        serve=serve,
-        silences=silences,
         notes=tuple(notes),
         inventory=tuple(inventory),
+        **tops,
     )
 
 
