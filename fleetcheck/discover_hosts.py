@@ -117,9 +117,6 @@ def guess_names(names_by_addr: dict[str, list[str]]) -> dict[str, str | None]:
     return out
 
 
-# ---------------------------------------------------------------- ssh config
-
-
 # ---------------------------------------------------------------- grouping
 
 
@@ -207,12 +204,8 @@ def _idle(c: Client) -> bool:
 
 
 def _addr_key(addr: str) -> tuple[int, Any]:
-
     try:
         ip = ipaddress.ip_address(addr)
         return (ip.version, int(ip))
     except ValueError:
         return (9, addr)
-
-
-# ---------------------------------------------------------------- keys

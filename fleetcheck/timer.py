@@ -344,21 +344,12 @@ def confinement(fleet: Any, run_params: dict[str, Any], user: str | None) -> tup
 def install(units: Units, directory: str = SYSTEM_DIR) -> list[Path]:
     """Write both units into `directory` (atomically, mode 0640: run options may name output
     targets); returns the paths."""
-    target = Path(directory)
+    from fleetcheck.files import replace_private
+
     written = []
     for filename, text in ((units.service_file, units.service), (units.timer_file, units.timer)):
-        path = target / filename
-        tmp = target / f".{filename}.tmp{os.getpid()}"
-        try:
-            tmp.unlink(missing_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, UNIT_MODE)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.chmod(tmp, UNIT_MODE)  # whatever the umask
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        written.append(path)
+        replace_private(Path(directory) / filename, text, UNIT_MODE)
+        written.append(Path(directory) / filename)
     return written
 
 

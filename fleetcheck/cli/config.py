@@ -98,14 +98,10 @@ def environment_warnings(fleet: "FleetConfig", service_user: str = "fleetcheck")
     uses_ssh = any(h.ssh is not None and not h.is_local for h in fleet.hosts)
     if not (uses_ssh and (config_file == "~" or config_file.startswith("~/"))):
         return out
-    import pwd
-
+    from fleetcheck.cli.run import owner
     from fleetcheck.timer import service_home
 
-    try:
-        me = pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:
-        me = str(os.getuid())
+    me = owner()[0]
     mine = os.path.expanduser(config_file)
     theirs = service_home(service_user) + config_file[1:]
     if me != service_user and mine != theirs and os.path.isfile(mine):

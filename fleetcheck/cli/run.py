@@ -255,12 +255,12 @@ def path_problem(path: Path) -> str | None:
         return f"directory {directory} is not writable by this user: {_make(directory)}"
     for file in (path, path.with_name(path.name + ".lock")):
         if file.exists() and not os.access(file, os.R_OK | os.W_OK):
-            user, group = _owner()
+            user, group = owner()
             return f"file {file} is not writable by this user: as root, chown {user}:{group} {file}"
     return None
 
 
-def _owner() -> tuple[str, str]:
+def owner() -> tuple[str, str]:
     """This process's user and group names (numbers when they have none)."""
     import grp
     import os
@@ -273,7 +273,7 @@ def _owner() -> tuple[str, str]:
 
 
 def _make(directory: Path) -> str:
-    user, group = _owner()
+    user, group = owner()
     return f"as root, install -d -o {user} -g {group} -m 0700 {directory}"
 
 

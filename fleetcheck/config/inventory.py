@@ -26,7 +26,7 @@ from fleetcheck.config.values import (
     SAFE_NAME_TEXT,
     Duration,
     InvalidValue,
-    check_at_most,
+    check_span,
 )
 
 SOURCES = ("ansible", "ssh_config", "command", "tailscale")
@@ -71,9 +71,7 @@ class InventorySpec:
             raise InvalidValue("path", "an ansible source needs path (an inventory) or saved")
         if self.source == "command" and not self.run:
             raise InvalidValue("run", "a command source needs run (the command and arguments)")
-        if self.timeout <= 0:
-            raise InvalidValue("timeout", "must be longer than 0s")
-        check_at_most("timeout", self.timeout, 600, "10m")
+        check_span("timeout", self.timeout, 600, "10m")
         if self.max_age <= 0:
             raise InvalidValue("max_age", "must be longer than 0s")
         if not 0 < self.max_drop <= 1:

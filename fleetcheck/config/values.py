@@ -115,10 +115,16 @@ def normalise_broker_url(url: str, key: str = "url") -> str:
 
 
 def check_at_most(key: str, seconds: float, limit: float, limit_text: str) -> None:
-    """InvalidValue when a duration is past the table's bound for it (documented in
-    docs/configuration.md)."""
+    """InvalidValue when a duration is past the table's bound for it (docs/configuration.md)."""
     if seconds > limit:
         raise InvalidValue(key, f"must be at most {limit_text}")
+
+
+def check_span(key: str, seconds: float, limit: float, limit_text: str) -> None:
+    """InvalidValue unless a duration is longer than 0s and at most its bound."""
+    if seconds <= 0:
+        raise InvalidValue(key, "must be longer than 0s")
+    check_at_most(key, seconds, limit, limit_text)
 
 
 def ip_address_problem(text: str) -> str | None:
