@@ -177,6 +177,28 @@ def _discover_broker(config: str | None, url: str | None) -> "tuple[FleetConfig 
         raise UsageFailure(f"--url: {e.message}") from None
 
 
+def _sample(broker: Any, limit: float, scan_limit: int) -> Any:
+    """discover's broker sample, connecting included, within one overall deadline."""
+    import redis
+
+    from fleetcheck import discover
+    from fleetcheck.parse.duration import format_duration
+    from fleetcheck.transport.deadline import DeadlineExpired
+    from fleetcheck.transport.redis import BrokerSetupError, describe_error
+
+    try:
+        return discover.sample_within(broker, limit, scan_limit=scan_limit)
+    except BrokerSetupError as e:
+        raise UsageFailure(f"broker: {e}") from None
+    except DeadlineExpired:
+        raise UsageFailure(
+            f"broker {broker.address}: no complete answer within the deadline "
+            f"({format_duration(limit)}; --deadline sets it)"
+        ) from None
+    except redis.RedisError as e:  # Sentinel: no master found; a failed read
+        raise UsageFailure(f"broker: {describe_error(e, broker)}") from None
+
+
 @command(config_app, "discover")
 def config_discover(
     config: ConfigOpt = None,
@@ -210,45 +232,27 @@ def config_discover(
     deadline: DeadlineOpt = None,
 ) -> None:
     """A hosts.toml draft from the broker's CLIENT LIST, INFO and a bounded SCAN (read-only)."""
-    from fleetcheck.config import SshConfig
-    from fleetcheck.transport.redis import describe_error
+    import time
+
+    from fleetcheck import discover, discover_hosts, discover_ssh
+    from fleetcheck.config import PatrolConfig, SshConfig
+    from fleetcheck.core.stderr import warn
+    from fleetcheck.parse.duration import format_duration
 
     fleet, broker = _discover_broker(config, url)
     if write is not None and write.exists() and not force:
         raise UsageFailure(f"--write {write}: exists (add --force to replace it)")
     ssh_path = ssh_config or (fleet.ssh.config_file if fleet else SshConfig().config_file)
-    import redis
-
-    from fleetcheck import discover, discover_hosts, discover_ssh
-    from fleetcheck.config import PatrolConfig
-    from fleetcheck.parse.duration import format_duration
-    from fleetcheck.transport.deadline import DeadlineExpired
-    from fleetcheck.transport.redis import BrokerSetupError
-
     limit = (fleet.patrol if fleet else PatrolConfig()).deadline
     if deadline is not None and deadline.seconds is not None:
         limit = deadline.seconds
-    import time
-
     until = time.monotonic() + limit  # the one deadline: broker talk and ssh alias step
-    try:  # connecting included: one overall deadline, whatever the broker drips (item 11)
-        sample = discover.sample_within(broker, limit, scan_limit=scan_limit)
-    except BrokerSetupError as e:
-        raise UsageFailure(f"broker: {e}") from None
-    except DeadlineExpired:
-        raise UsageFailure(
-            f"broker {broker.address}: no complete answer within the deadline "
-            f"({format_duration(limit)}; --deadline sets it)"
-        ) from None
-    except redis.RedisError as e:  # Sentinel: no master found; a failed read
-        raise UsageFailure(f"broker: {describe_error(e, broker)}") from None
+    sample = _sample(broker, limit, scan_limit)
     claimed = discover_hosts.claimed_addresses(fleet) if fleet is not None else {}
     addrs = {c.host for c in sample.clients}
     unresolved: list[str] = []  # the alias step's Match exec commands share the deadline
     aliases = discover_ssh.ssh_aliases(ssh_path, addrs, until=until, unresolved=unresolved)
     if unresolved:
-        from fleetcheck.core.stderr import warn
-
         warn(
             f"{ssh_path}: {len(unresolved)} ssh alias(es) not resolved within the deadline "
             f"({format_duration(limit)}; --deadline sets it): their hosts are named by address"
@@ -257,7 +261,6 @@ def config_discover(
     inventory, in_inventory = _ansible_inventory(ansible), 0
     if inventory is not None:
         from fleetcheck.config.inventory import SourceFailed
-        from fleetcheck.core.stderr import warn
 
         try:
             names = discover.ansible_addresses(inventory, until - time.monotonic())

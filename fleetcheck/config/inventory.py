@@ -1,17 +1,11 @@
 """`[[inventory]]`: hosts taken from where operators already describe their fleet (an Ansible
 inventory, their ssh_config, a command printing JSON, Tailscale), merged with `[[hosts]]`.
 
-Each source yields `Found` hosts (a name, the keys of a `[[hosts]]` table that say how to reach
-it, its groups, its addresses and its variables). Sources merge in the order they are written,
-a later source's value winning key by key, and a `[[hosts]]` table of the same name wins over
-all of them; a host's groups are the union (hosts.toml's first). A group a source reports gets
-the settings of `[groups.NAME]` when hosts.toml has that table, and is fine without one.
-
-A source that cannot be read never empties the fleet: its last good answer (kept next to the
-state file, `inventory_cache`) is used with its age, and the source's status says why
-(`SourceStatus`, which the `inventory` check turns into a row). A host a source reports but
-that cannot be used (a bad name, a port that is not a number, a connection type fleetcheck does
-not speak) is left out with one line naming the host and the variable.
+Sources merge in the order they are written, a later source's value winning key by key, and a
+`[[hosts]]` table of the same name wins over all of them; groups are the union. A source that
+cannot be read never empties the fleet: its last good answer (`inventory_cache`) is used with
+its age, and its `SourceStatus` says why. A host that cannot be used is left out with one line
+naming the host and the variable.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The last good answer of each `[[inventory]]` source, kept next to the state file
-(`inventory-DIGEST.json`, one per config), so that a source that fails, hangs, returns nothing
-or suddenly loses most of its hosts never empties the fleet.
-
-Written atomically (a temporary file renamed over it) under an exclusive lock, so two
-overlapping runs never leave half a file; an unreadable cache is set aside, never trusted.
+"""The last good answer of each `[[inventory]]` source, kept next to the state file, so that a
+source that fails, hangs, returns nothing or suddenly loses most of its hosts never empties
+the fleet. Written atomically under a lock; an unreadable cache is set aside, never trusted.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""Running an inventory's program (bounded in time and output, in its own process group, its
-stderr kept for the reason) and reading its JSON or saved file: the I/O every inventory source
-shares (fleetcheck.config.inventory_sources)."""
+"""The I/O every inventory source shares: running its program (bounded in time and output, in
+its own process group, its stderr kept for the reason) and reading its JSON or saved file."""
 
 from __future__ import annotations
 
@@ -13,9 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleetcheck.config.inventory import (
-    SourceFailed,
-)
+from fleetcheck.config.inventory import SourceFailed
 
 MAX_OUTPUT = 64 * 1024 * 1024  # an inventory's JSON beyond this is not an inventory
 

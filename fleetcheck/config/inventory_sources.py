@@ -1,15 +1,7 @@
-"""Reading each `[[inventory]]` source: running its program (bounded, its stderr kept for the
-reason) and turning its output into `Found` hosts. The parsers (`from_ansible`,
-`from_command_json`, `from_tailscale`) are pure and table-tested; `read_source` does the I/O.
-
-- ansible: `ansible-inventory -i PATH --list` (Ansible's own parser: INI, YAML, ranges,
-  children, group_vars/host_vars, plugins), or its saved output; ansible_host / ansible_port /
-  ansible_user / ansible_ssh_private_key_file and jump hosts in ansible_ssh_common_args
-  (`-J`, `-o ProxyJump=`, `-o ProxyCommand="ssh -W %h:%p ..."`).
-- ssh_config: every `Host` alias without a pattern, Includes followed as the SSH transport
-  reads them; each host's `ssh` is its alias, so it resolves exactly as `ssh -G` would.
-- command: JSON on stdout, fleetcheck's host schema or Prometheus file_sd.
-- tailscale: `tailscale status --json`, peers with their tags as groups.
+"""Reading each `[[inventory]]` source into `Found` hosts: `read_source` does the I/O, the
+parsers are pure. ansible: inventory_ansible; ssh_config: every `Host` alias without a
+pattern, Includes followed as the SSH transport reads them; command: JSON on stdout,
+fleetcheck's host schema or Prometheus file_sd; tailscale: `tailscale status --json`.
 """
 
 from __future__ import annotations
