@@ -286,13 +286,9 @@ def check_login(fleet: FleetConfig, connector: Any, host: HostConfig) -> HostLog
         start = time.monotonic()
         shell = connector.open(host)
         out.login_s = time.monotonic() - start
-    except TransportError as e:
-        out.problem = e.reason
-        out.fix = host_fix(e.reason, fleet, host)
-        return out
     except Exception as e:
-        out.problem = f"ssh: {type(e).__name__}: {e}"
-        out.fix = host_fix(str(e), fleet, host)
+        out.problem = e.reason if isinstance(e, TransportError) else f"ssh: {type(e).__name__}: {e}"
+        out.fix = host_fix(out.problem, fleet, host)
         return out
     try:
         cfg = fleet.ssh

@@ -174,18 +174,10 @@ def round_keeper(fleet: "FleetConfig", interval: float | None) -> "Keeper | None
 def render_text(report: "Report", fmt: Format, problems: bool = False) -> str:
     """The report in a text format (everything but the rich table); `problems`: only the rows
     that are not OK, plus the counts (table and plain)."""
-    if fmt is Format.json:
-        from fleetcheck.render import json as render_json
+    if fmt in (Format.json, Format.nagios, Format.prometheus):  # one module each, as named
+        from importlib import import_module
 
-        return render_json.render(report)
-    if fmt is Format.nagios:
-        from fleetcheck.render import nagios
-
-        return nagios.render(report)
-    if fmt is Format.prometheus:
-        from fleetcheck.render import prometheus
-
-        return prometheus.render(report).rstrip("\n")
+        return import_module(f"fleetcheck.render.{fmt.value}").render(report).rstrip("\n")
     from fleetcheck.render import plain
 
     return plain.render(report, problems)
