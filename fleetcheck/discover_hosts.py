@@ -83,10 +83,9 @@ def guess_names(names_by_addr: dict[str, list[str]]) -> dict[str, str | None]:
     """addr -> guessed host name (None when its client names hold no name).
 
     Per address, the candidate seen at the fewest addresses wins (an app prefix on every
-    machine is not a machine's name, and a name at more than MAX_SHARED addresses is a
-    process's, not a machine's), then the one most of its clients carry, then the earliest
-    in the name. Names at one address that differ only by a trailing number (worker-1 ..
-    worker-12: processes) give their common stem when that is a name, else none."""
+    machine is not a machine's name; one at more than MAX_SHARED addresses is a process's),
+    then the one most of its clients carry, then the earliest in the name. Names that differ
+    only by a trailing number (worker-1 .. worker-12) give their common stem, if a name."""
     per_addr: dict[str, Counter[str]] = {}
     first_pos: dict[str, dict[str, int]] = {}
     for addr, names in names_by_addr.items():

@@ -31,10 +31,8 @@ def zone_named(name: str) -> tzinfo:
 
 @cache
 def canonical_zones() -> tuple[str, ...]:
-    """The canonical IANA zone names (tzdata's `Z` entries, never its links such as
-    America/Atikokan, a link to America/Panama): what a suggestion names. Read from the
-    `tzdata` wheel, else the system's tzdata.zi; when neither is there, every zone this
-    machine knows (links included) rather than none."""
+    """The canonical IANA zone names (tzdata.zi's `Z` entries, never its links) a suggestion
+    names; every zone this machine knows (links included) when there is no tzdata.zi."""
     text = _tzdata_zi()
     if text is None:
         from zoneinfo import available_timezones

@@ -188,11 +188,9 @@ IGNORED_OPTIONS = {  # options that change nothing about where fleetcheck connec
 
 
 def jump_from_ssh_args(text: str) -> tuple[str | None, str | None]:
-    """(the jump chain as ssh -J takes it, or None; why the arguments cannot be used, or
-    None). -J / -o ProxyJump= are taken as they are; `-o ProxyCommand="ssh -W %h:%p
-    [-q] [-p PORT] [-l USER] [-i KEY] [USER@]HOST"` is the same as a one-hop jump; a
-    ProxyCommand of another shape cannot be carried out, and an option that would change
-    where or how fleetcheck connects is refused rather than ignored."""
+    """(the jump chain as ssh -J takes it, or None; why the arguments cannot be used, or None).
+    -J, -o ProxyJump= and a `ProxyCommand="ssh -W %h:%p HOST"` are jumps; any other option that
+    would change where or how fleetcheck connects is refused rather than ignored."""
     try:
         words = shlex.split(text)
     except ValueError as e:

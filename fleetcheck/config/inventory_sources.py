@@ -27,10 +27,8 @@ from fleetcheck.config.inventory_programs import load_json, read_file, run_progr
 
 def from_command_json(data: Any, label: str) -> tuple[list[Found], list[str]]:
     """fleetcheck's host schema (`{"hosts": [{"name": ..., "ssh": ..., ...}]}` or the bare
-    list; any [[hosts]] key, plus `addrs` and `vars`) or Prometheus file_sd
-    (`[{"targets": ["HOST:PORT", ...], "labels": {...}}]`: each target's host is a host, its
-    port is the exporter's and not SSH's; labels `groups`/`group`/`job` are groups,
-    `fleetcheck_KEY` labels host keys)."""
+    list) or Prometheus file_sd (each target's host is a host, its port the exporter's, not
+    SSH's; labels `groups`/`group`/`job` are groups, `fleetcheck_KEY` labels host keys)."""
     problems: list[str] = []
     if isinstance(data, dict) and isinstance(data.get("hosts"), list):
         items = data["hosts"]
@@ -182,10 +180,9 @@ def tailscale_argv(spec: InventorySpec) -> list[str]:
 def from_ssh_config(
     spec: InventorySpec, config_file: str, until: float | None
 ) -> tuple[list[Found], list[str]]:
-    """Every `Host` alias without a pattern (`*`, `?`, `!`) of the file and its Includes (as
-    the transport follows them), each resolved as `ssh -G` resolves it. When the file is the
-    one [ssh] config_file names, a host's `ssh` is its alias (the patrol resolves it the same
-    way); for another file its resolved HostName, User, Port, key and jump are written out."""
+    """Every `Host` alias without a pattern of the file and its Includes, resolved as `ssh -G`
+    would. In [ssh] config_file a host's `ssh` is its alias (the patrol resolves it the same
+    way); from another file its resolved HostName, User, Port, key and jump are written out."""
     from fleetcheck.transport.ssh_config import Resolver, SshConfigError
 
     label = spec.label

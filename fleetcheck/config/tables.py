@@ -139,14 +139,11 @@ class OutputsConfig:
     textfile: str | None = None  # node_exporter textfile collector file (.prom)
 
     def __post_init__(self) -> None:
-        for i, url in enumerate(self.alertmanager):
-            problem = http_url_problem(url)
+        urls = [(f"alertmanager[{i}]", url) for i, url in enumerate(self.alertmanager)]
+        for key, url in [*urls, ("heartbeat", self.heartbeat)]:
+            problem = http_url_problem(url) if url is not None else None
             if problem:
-                raise InvalidValue(f"alertmanager[{i}]", problem)
-        if self.heartbeat is not None:
-            problem = http_url_problem(self.heartbeat)
-            if problem:
-                raise InvalidValue("heartbeat", problem)
+                raise InvalidValue(key, problem)
         if self.heartbeat is not None and self.heartbeat_env is not None:
             raise InvalidValue("heartbeat_env", "give heartbeat or heartbeat_env, not both")
         for key in ("alertmanager_env", "heartbeat_env"):
@@ -389,8 +386,7 @@ S = TypeVar("S")
 @dataclass(frozen=True)
 class HostConfig:
     """One `[[hosts]]` table: the keys every host has (how to reach it), plus the per-host
-    settings the checks declare (`Check.host_config_type`), each built from the same table
-    and read with `host.settings(TheType)`. This module knows no check's keys."""
+    settings the checks declare (`Check.host_config_type`), read with `host.settings(TheType)`."""
 
     name: str
     ssh: str | None = None
