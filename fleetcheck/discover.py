@@ -6,6 +6,7 @@ guessed is left as a TODO that fails `fleetcheck config check` until filled in."
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import re
@@ -95,10 +96,8 @@ def _shape_reads(r: Any, names: list[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for key in ("rq:queues", "queues"):
         if key in wanted:
-            try:
+            with contextlib.suppress(redis.ResponseError):  # not a set: not that framework's key
                 out[key] = [_text(m) for m in r.smembers(key)]
-            except redis.ResponseError:  # not a set: not that framework's key
-                pass
     workers = [n for n in names if n.startswith("rq:worker:") and n.count(":") == 2]
     for key in workers[:SHAPE_READS]:
         try:
@@ -265,11 +264,11 @@ def draft(
                 f"{HALF_OPEN_IDLE // 60}m and none waiting in a command: the machine may be gone"
             )
             lines.append("# (left commented out; uncomment once you know it is alive)")
-            block = ["# " + line if line else "#" for line in block]
         elif h.claimed:
             claims = ", ".join(f"{a} (host {n!r})" for a, n in h.claimed.items())
             lines.append(f"# CLAIMED: {comment(claims)} already in {comment(source or '')}")
             lines.append("# (left commented out; uncomment only if that entry is wrong)")
+        if h.half_open or h.claimed:
             block = ["# " + line if line else "#" for line in block]
         lines += block + [""]
     lines += list(proposals)

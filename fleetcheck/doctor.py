@@ -12,6 +12,7 @@ where it cannot. Writes nothing, within the patrol deadline:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -315,10 +316,8 @@ def check_login(fleet: FleetConfig, connector: Any, host: HostConfig) -> HostLog
         out.problem = e.reason
         out.fix = host_fix(e.reason, fleet, host)
     finally:
-        try:
+        with contextlib.suppress(Exception):
             shell.close()
-        except Exception:
-            pass
     return out
 
 

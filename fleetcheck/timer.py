@@ -246,7 +246,7 @@ WantedBy=timers.target
         crontab = f"# cron cannot run every {every_text}; use the systemd timer"
     else:
         lock = f"/run/lock/{name}.lock"
-        shell = " ".join(shlex.quote(a) for a in ["flock", "-n", lock, *argv])
+        shell = shlex.join(["flock", "-n", lock, *argv])
         crontab = f"{fields} {cron_escape(shell)} >/dev/null"
     return Units(name=name, service=service, timer=timer, crontab=crontab)
 

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, tzinfo
 from functools import cache
+from pathlib import Path
 
 UTC_NAMES = ("UTC", "Etc/UTC", "Z")
 
@@ -43,16 +45,11 @@ def canonical_zones() -> tuple[str, ...]:
 
 
 def _tzdata_zi() -> str | None:
-    try:
+    with contextlib.suppress(ImportError, OSError):
         from importlib.resources import files
 
         return files("tzdata").joinpath("zoneinfo", "tzdata.zi").read_text(encoding="utf-8")
-    except (ImportError, OSError, ModuleNotFoundError):
-        pass
     for path in ("/usr/share/zoneinfo/tzdata.zi", "/usr/lib/zoneinfo/tzdata.zi"):
-        try:
-            with open(path, encoding="utf-8") as f:
-                return f.read()
-        except OSError:
-            continue
+        with contextlib.suppress(OSError):
+            return Path(path).read_text(encoding="utf-8")
     return None

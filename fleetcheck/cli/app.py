@@ -220,10 +220,7 @@ def main() -> None:
         fail(str(e))
     except typer.Exit as e:
         sys.exit(e.exit_code)
-    except typer.Abort:
-        print("fleetcheck: interrupted", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
-    except KeyboardInterrupt:
+    except (typer.Abort, KeyboardInterrupt):
         print("fleetcheck: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
     except Exception as e:

@@ -5,6 +5,7 @@ the fleet. Written atomically under a lock; an unreadable cache is set aside, ne
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -35,10 +36,8 @@ class InventoryCache(LockedJson):
         raw = self._document()
         if raw is None:
             aside = self.path.with_name(f"{self.path.name}.corrupt")
-            try:
+            with contextlib.suppress(OSError):
                 os.replace(self.path, aside)
-            except OSError:
-                pass
             return {}
         sources = raw.get("sources")
         return dict(sources) if isinstance(sources, dict) else {}

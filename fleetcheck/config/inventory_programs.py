@@ -3,6 +3,7 @@ its own process group, its stderr kept for the reason) and reading its JSON or s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -65,14 +66,10 @@ def run_program(argv: list[str], timeout: float, env: dict[str, str] | None = No
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired, ValueError):
         proc.communicate(timeout=5)
-    except (subprocess.TimeoutExpired, ValueError):
-        pass
 
 
 def stderr_tail(err: bytes) -> str:
