@@ -10,7 +10,7 @@ import inspect
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -109,14 +109,16 @@ StateOpt = Annotated[
     Path | None,
     typer.Option("--state", metavar="FILE", help="State file (default: the config's)."),
 ]
+
+
+def duration_opt(flag: str, help: str) -> Any:
+    """A duration option (900s, 15m, 1h30m), converted by `duration`."""
+    return typer.Option(flag, metavar="DURATION", parser=duration, help=help)
+
+
 DeadlineOpt = Annotated[
     DurationArg | None,
-    typer.Option(
-        "--deadline",
-        metavar="DURATION",
-        parser=duration,
-        help="Give up after this long (default: [patrol] deadline).",
-    ),
+    duration_opt("--deadline", "Give up after this long (default: [patrol] deadline)."),
 ]
 FormatOpt = Annotated[
     Format | None,

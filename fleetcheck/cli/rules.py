@@ -5,7 +5,7 @@ fleetcheck that stopped patrolling."""
 from typing import Annotated
 
 from fleetcheck.cli.app import app, command
-from fleetcheck.cli.common import DurationArg, Opt, duration
+from fleetcheck.cli.common import DurationArg, duration_opt
 
 RULES = """\
 # fleetcheck's alerting rules (`fleetcheck rules`): rows that alert, and fleetcheck itself
@@ -66,11 +66,8 @@ def rules_text(stale_after: float = 2700.0) -> str:
 def rules_cmd(
     stale_after: Annotated[
         DurationArg | None,
-        Opt(
-            "--stale-after",
-            metavar="DURATION",
-            parser=duration,
-            help="A patrol older than this is 'not patrolling' (default 45m: 3 x 15m).",
+        duration_opt(
+            "--stale-after", "A patrol older than this is 'not patrolling' (default 45m: 3 x 15m)."
         ),
     ] = None,
 ) -> None:

@@ -15,6 +15,7 @@ from fleetcheck.cli.common import (
     EveryOpt,
     Format,
     FormatOpt,
+    HistoryOpt,
     Opt,
     StateOpt,
     UsageFailure,
@@ -51,10 +52,6 @@ RoundsOpt = Annotated[
     Opt("--rounds", metavar="N", min=1, help="With --every: stop after N rounds."),
 ]
 NoStateOpt = Annotated[bool, Opt("--no-state", help="No memory across runs, no history.")]
-HistoryOpt = Annotated[
-    Path | None,
-    Opt("--history", metavar="FILE", help="History file, one JSON line per round."),
-]
 TextfileOpt = Annotated[
     Path | None,
     Opt("--textfile", metavar="FILE", help="Also write Prometheus metrics here (atomic)."),

@@ -12,7 +12,7 @@ from fleetcheck.cli.common import (
     HistoryOpt,
     Opt,
     UsageFailure,
-    duration,
+    duration_opt,
     load_fleet,
     patrol_interval,
     round_keeper,
@@ -35,14 +35,8 @@ def serve_cmd(
     ] = "127.0.0.1:8470",
     history: HistoryOpt = None,
     window: Annotated[
-        DurationArg,
-        Opt(
-            "--window",
-            metavar="DURATION",
-            parser=duration,
-            help="How much history the charts show, e.g. 7d.",
-        ),
-    ] = "7d",  # type: ignore[assignment]  # converted by _duration
+        DurationArg, duration_opt("--window", "How much history the charts show, e.g. 7d.")
+    ] = "7d",  # type: ignore[assignment]  # converted by duration
     every: EveryOpt = None,
     token_env: Annotated[str | None, _env_opt("--token-env", "a bearer token")] = None,
     basic_auth_env: Annotated[str | None, _env_opt("--basic-auth-env", "USER:PASSWORD")] = None,

@@ -12,7 +12,7 @@ from fleetcheck.cli.common import (
     Opt,
     StateOpt,
     UsageFailure,
-    duration,
+    duration_opt,
     load_fleet,
 )
 
@@ -30,8 +30,7 @@ def silence_cmd(
     ] = None,
     config: ConfigOpt = None,
     for_: Annotated[
-        DurationArg | None,
-        Opt("--for", metavar="DURATION", parser=duration, help="How long (e.g. 2h; at most 30d)."),
+        DurationArg | None, duration_opt("--for", "How long (e.g. 2h; at most 30d).")
     ] = None,
     reason: Annotated[
         str | None, Opt("--reason", metavar="TEXT", help="Why: shown on every silenced row.")

@@ -9,7 +9,14 @@ import typer
 import typer.main
 
 from fleetcheck.cli.app import app, command, is_click_error, usage_message
-from fleetcheck.cli.common import ConfigOpt, DurationArg, Opt, UsageFailure, duration, load_fleet
+from fleetcheck.cli.common import (
+    ConfigOpt,
+    DurationArg,
+    Opt,
+    UsageFailure,
+    duration_opt,
+    load_fleet,
+)
 
 if TYPE_CHECKING:
     from fleetcheck.config import FleetConfig
@@ -19,13 +26,7 @@ if TYPE_CHECKING:
 def timer_cmd(
     config: ConfigOpt = None,
     every: Annotated[
-        DurationArg | None,
-        Opt(
-            "--every",
-            metavar="DURATION",
-            parser=duration,
-            help="Interval, e.g. 15m (default: [patrol] every).",
-        ),
+        DurationArg | None, duration_opt("--every", "Interval, e.g. 15m (default: [patrol] every).")
     ] = None,
     show: Annotated[
         bool, typer.Option("--print", help="Print the units and the crontab line (default).")
