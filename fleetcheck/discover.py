@@ -371,16 +371,14 @@ def write_draft(path: Any, text: str, force: bool) -> None:
 
 # ---------------------------------------------------------------- inventories it sees
 def ansible_addresses(path: str, seconds: float) -> dict[str, str]:
-    """{address: host name} of the Ansible inventory at `path`, read through the real
-    `ansible-inventory --list` within `seconds` (its process group killed then). Raises
-    SourceFailed (one line) when it cannot be read; a host with no IP address is left out."""
-    from fleetcheck.config.inventory_ansible import ANSIBLE_ENV, from_ansible
-    from fleetcheck.config.inventory_programs import load_json, run_program
+    """{address: host name} of the Ansible inventory at `path`, read as an `ansible` source
+    within `seconds`. Raises SourceFailed (one line) when it cannot be read; a host with no IP
+    address is left out."""
+    from fleetcheck.config.inventory import InventorySpec
+    from fleetcheck.config.inventory_sources import read_source
 
-    raw = run_program(
-        ["ansible-inventory", "-i", path, "--list"], max(1.0, seconds), env=ANSIBLE_ENV
-    )
-    found, _problems = from_ansible(load_json(raw, f"ansible {path}"), f"ansible {path}")
+    spec = InventorySpec("ansible", path=path, timeout=min(600.0, max(1.0, seconds)))
+    found, _problems = read_source(spec, "")
     out: dict[str, str] = {}
     for f in found:
         for a in [*f.addrs, str(f.keys.get("ssh", ""))]:

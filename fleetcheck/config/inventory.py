@@ -103,16 +103,14 @@ class Found:
     def from_json(cls, data: Any) -> Found | None:
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):
             return None
-        keys = data.get("keys")
-        groups = data.get("groups")
-        addrs = data.get("addrs")
-        return cls(
-            name=data["name"],
-            keys=dict(keys) if isinstance(keys, dict) else {},
-            groups=[g for g in groups if isinstance(g, str)] if isinstance(groups, list) else [],
-            addrs=[a for a in addrs if isinstance(a, str)] if isinstance(addrs, list) else [],
-            origin=str(data.get("origin", "")),
-        )
+
+        def texts(key: str) -> list[str]:
+            value = data.get(key)
+            return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+        keys = dict(data["keys"]) if isinstance(data.get("keys"), dict) else {}
+        origin = str(data.get("origin", ""))
+        return cls(data["name"], keys, texts("groups"), texts("addrs"), origin=origin)
 
 
 class SourceFailed(Exception):
