@@ -330,8 +330,7 @@ def confinement(fleet: Any, run_params: dict[str, Any], user: str | None) -> tup
             writable.append(str(real(str(value)).parent))
     if run_params.get("textfile") is None and fleet.outputs.textfile:
         writable.append(str(real(fleet.outputs.textfile).parent))
-    known = fleet.ssh.known_hosts
-    known_files = [known] if isinstance(known, str) else list(known)
+    known_files = list(fleet.ssh.known_hosts_files)
     if fleet.ssh.accept_new and known_files:
         writable.append(str(real(known_files[0]).parent))
     read = [fleet.path, fleet.ssh.config_file, *known_files, fleet.ssh.identity_file]

@@ -150,16 +150,11 @@ def patrol_interval(fleet: "FleetConfig", every: DurationArg | None) -> float | 
     """Seconds between rounds for `--every` (None without it; 'patrol': [patrol] every)."""
     if every is None:
         return None
-    interval = fleet.patrol.every if every.seconds is None else every.seconds
-    if interval <= 0:
-        raise UsageFailure(f"--every {every.text}: must be longer than 0s")
-    return interval
+    return fleet.patrol.every if every.seconds is None else every.seconds  # both longer than 0s
 
 
 def output_format(fmt: Format | None) -> Format:
-    if fmt is not None:
-        return fmt
-    return Format.table if sys.stdout.isatty() else Format.plain
+    return fmt or (Format.table if sys.stdout.isatty() else Format.plain)
 
 
 def round_keeper(fleet: "FleetConfig", interval: float | None) -> "Keeper | None":

@@ -36,17 +36,13 @@ from fleetcheck.config.values import (
 
 def find_config(explicit: str | None) -> Path:
     """The config file by precedence; ConfigError when none exists."""
-    if explicit:
-        path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"{explicit}: no such config file")
-        return path
     env = os.environ.get("FLEETCHECK_CONFIG")
-    if env:
-        path = Path(env).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"{env}: no such config file (from $FLEETCHECK_CONFIG)")
-        return path
+    for given, whence in ((explicit, ""), (env, " (from $FLEETCHECK_CONFIG)")):
+        if given:
+            path = Path(given).expanduser()
+            if not path.is_file():
+                raise ConfigError(f"{given}: no such config file{whence}")
+            return path
     for candidate in (Path("hosts.toml"), Path("~/.config/fleetcheck/hosts.toml").expanduser()):
         if candidate.is_file():
             return candidate
@@ -125,12 +121,11 @@ def from_dict(
         checks = _build_checks(raw_checks, file, check_config_type)
     finally:
         BARE_DURATIONS.reset(token)
-    notes = list(dict.fromkeys(text for _, _, text in bare))
     return FleetConfig(
         path=file,
         hosts=tuple(hosts),
         checks=checks,
-        notes=tuple(notes),
+        notes=tuple(dict.fromkeys(text for _, _, text in bare)),
         inventory=tuple(inventory),
         **tops,
     )
@@ -155,8 +150,6 @@ def _read_inventory(data: dict[str, Any], file: str, ssh: tables.SshConfig) -> l
                 f"{file}: [inventory[{i}]]: a second source {spec.label!r} (give it a name)"
             )
         specs.append(spec)
-    if not specs:
-        return []
     from fleetcheck.config.inventory_cache import collect
 
     return collect(specs, file, ssh.config_file)
@@ -183,10 +176,7 @@ class _HostKeys:
         self.types = dict(sorted(types.items()))  # by check name: one order in every listing
         self.core = _key_fields(HostConfig)
         self.hints: dict[str, list[Any]] = {}
-        core_hints = hints_of(HostConfig)
-        for key in self.core:
-            self.hints[key] = [core_hints[key]]
-        for cls in self.types.values():
+        for cls in (HostConfig, *self.types.values()):
             hints = hints_of(cls)
             for key in _key_fields(cls):
                 self.hints.setdefault(key, []).append(hints[key])
