@@ -72,10 +72,7 @@ def sample_broker(r: Any, db: int, scan_limit: int = 10000, count: int = 500) ->
         pipe = r.pipeline(transaction=False)
         wanted = [(k, t) for k, t in zip(chunk, types, strict=True) if t in ("hash", "list")]
         for k, t in wanted:
-            if t == "hash":
-                pipe.hlen(k)
-            else:
-                pipe.llen(k)
+            (pipe.hlen if t == "hash" else pipe.llen)(k)
         for (k, t), size in zip(wanted, pipe.execute(), strict=True):
             keys.append(KeyInfo(k.decode("utf-8", "replace"), t, int(size)))
     keys = _with_samples(r, keys)
@@ -158,14 +155,13 @@ def sample_within(broker: BrokerConfig, seconds: float, scan_limit: int = 10000)
 def _with_samples(r: Any, keys: list[KeyInfo]) -> list[KeyInfo]:
     import redis
 
-    hashes = sorted(
-        (k for k in keys if k.type == "hash"),
-        key=lambda k: (not _has_word(k.key, LIVE_WORDS), -k.size),
-    )[:HASH_SAMPLES]
-    lists = sorted(
-        (k for k in keys if k.type == "list"),
-        key=lambda k: (not _has_word(k.key, QUEUE_WORDS), -k.size),
-    )[:LIST_SAMPLES]
+    def likely(kind: str, words: tuple[str, ...], n: int) -> list[KeyInfo]:
+        """The keys of `kind` most likely to matter: named with `words` first, then largest."""
+        chosen = (k for k in keys if k.type == kind)
+        return sorted(chosen, key=lambda k: (not _has_word(k.key, words), -k.size))[:n]
+
+    hashes = likely("hash", LIVE_WORDS, HASH_SAMPLES)
+    lists = likely("list", QUEUE_WORDS, LIST_SAMPLES)
     sampled: dict[str, tuple[str, ...]] = {}
     for k in hashes:
         try:

@@ -97,12 +97,8 @@ def broker_fix(reason: str, fleet: FleetConfig) -> str:
     b = fleet.broker
     low = reason.lower()
     env_file = fleet.patrol.environment_file
-    if (
-        "wrongpass" in low
-        or "invalid username-password" in low
-        or "noauth" in low
-        or ("auth" in low and "password" in low)
-    ):
+    refused = ("wrongpass", "invalid username-password", "noauth")
+    if any(w in low for w in refused) or ("auth" in low and "password" in low):
         if b.password_env:
             where = f" (in {env_file}, readable by this user)" if env_file else ""
             user = broker_user(fleet)
@@ -407,13 +403,10 @@ def doctor(fleet: FleetConfig, deadline: float | None = None) -> tuple[list[str]
                 f"host {h.name}: ok (login {login.login_s or 0:.2f}s, shell startup "
                 f"{login.startup_s or 0:.2f}s, every check's commands ran)"
             )
-    if found.problems:
-        found.ok(
-            f"doctor: {found.problems} problem(s): a patrol would not see everything "
-            f"({time.monotonic() - t0:.1f}s)"
-        )
-    else:
-        found.ok(f"doctor: a patrol would see everything ({time.monotonic() - t0:.1f}s)")
+    sees = (
+        f"{found.problems} problem(s): a patrol would not" if found.problems else "a patrol would"
+    )
+    found.ok(f"doctor: {sees} see everything ({time.monotonic() - t0:.1f}s)")
     return [one_line(line) for line in found.lines], 3 if found.problems else 0
 
 

@@ -158,13 +158,8 @@ def from_tailscale(
             problems.append(f"{label}: peer {name}: no Tailscale address; left out")
             continue
         ipv4 = [a for a in ips if ":" not in a]
-        tags = peer.get("Tags") or []
-        groups = _groups(
-            [str(t).removeprefix("tag:") for t in tags if isinstance(t, str)],
-            label,
-            name,
-            problems,
-        )
+        tags = [str(t).removeprefix("tag:") for t in peer.get("Tags") or [] if isinstance(t, str)]
+        groups = _groups(tags, label, name, problems)
         variables = {"online": online, "os": peer.get("OS"), "dns_name": dns or None}
         found.append(Found(name, {"ssh": (ipv4 or ips)[0]}, groups, ips, variables, label))
     return found, problems
