@@ -26,19 +26,6 @@ HALF_OPEN_IDLE = 600  # seconds idle, not blocked: a connection that may have no
 # ---------------------------------------------------------------- host names from clients
 
 
-def tokens(name: str) -> list[str]:
-    """Candidate host-name tokens of a client name, in order."""
-    out = []
-    for tok in re.split(r"[^A-Za-z0-9]+", name):
-        low = tok.lower()
-        if len(low) < 2 or low.isdigit() or low in ROLE_WORDS:
-            continue
-        if re.fullmatch(r"(pid|p|w|t)?\d+", low) or re.fullmatch(r"[0-9a-f]{8,}", low):
-            continue  # pids, ordinals, hex ids
-        out.append(low)
-    return out
-
-
 PID_SUFFIX = re.compile(r"(?:[._-]\d{4,}|\.\d+)$")  # web-04.12345, worker-12345
 ORDINAL = re.compile(r"^(.*?)[._-]?\d{1,3}$")
 HEX_ID = re.compile(r"[0-9a-f]{8,}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

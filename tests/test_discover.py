@@ -25,22 +25,6 @@ from tests.lab import Lab, LabHost, incident_live_hash
 
 
 @pytest.mark.parametrize(
-    "name, expected",
-    [
-        ("worker:n8:3", ["n8"]),
-        ("celery@laptop", ["laptop"]),
-        ("arena-worker-broker-17", ["arena", "broker"]),
-        ("rq:worker:9f8e7d6c5b4a", []),
-        ("worker-12345", []),
-        ("", []),
-        ("Mini.Local", ["mini", "local"]),
-    ],
-)
-def test_tokens(name: str, expected: list[str]) -> None:
-    assert discover_hosts.tokens(name) == expected
-
-
-@pytest.mark.parametrize(
     "names, expected",
     [
         ({"a": ["worker:n8:1", "worker:n8:2"]}, {"a": "n8"}),

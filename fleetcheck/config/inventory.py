@@ -31,7 +31,6 @@ SOURCE_KEYS = {
     "command": {"run"},
     "tailscale": {"saved", "program", "include_self", "online_only"},
 }
-COMMON_KEYS = {"source", "name", "match", "groups", "timeout", "max_age", "max_drop"}
 VAR_PREFIX = "fleetcheck_"  # a variable fleetcheck_KEY sets the host key KEY
 
 
