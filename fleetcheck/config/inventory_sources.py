@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fleetcheck.config import inventory as inv
+import fleetcheck.config.inventory as inv
 from fleetcheck.config.inventory import Found, InventorySpec, SourceFailed, host_name_problem
 from fleetcheck.config.inventory_ansible import (
     ANSIBLE_ENV,
