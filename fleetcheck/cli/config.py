@@ -1,6 +1,7 @@
 """`fleetcheck config check` (validate, check the files, show the effective settings) and
 `fleetcheck config discover` (a hosts.toml draft from the broker)."""
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -148,28 +149,22 @@ def _discover_broker(config: str | None, url: str | None) -> "tuple[FleetConfig 
     """The config discover marks claimed addresses from (None: --url and no config yet, the
     first-time user) and the broker it samples (--url, with the config's password, or the
     config's)."""
-    from fleetcheck.config import ConfigError, find_config
+    from fleetcheck import discover as discover_mod
+    from fleetcheck.config import ConfigError, InvalidValue, find_config
+    from fleetcheck.core.stderr import warn
 
     fleet: FleetConfig | None = None
     if config is not None or url is None:
         fleet = load_fleet(config)
+        if url is None:
+            return fleet, fleet.broker
     else:
-        try:
+        with contextlib.suppress(ConfigError):  # no config found: nothing claimed yet
             found = find_config(None)
-        except ConfigError:
-            found = None
-        if found is not None:
             try:
                 fleet = load_fleet(str(found))
             except UsageFailure as e:
-                from fleetcheck.core.stderr import warn
-
                 warn(f"{e}; the addresses it claims are not marked")
-    if url is None:
-        assert fleet is not None
-        return fleet, fleet.broker
-    from fleetcheck import discover as discover_mod
-    from fleetcheck.config import InvalidValue
 
     try:
         return fleet, discover_mod.broker_for_url(url, fleet)  # the config's password too
