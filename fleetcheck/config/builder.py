@@ -23,8 +23,6 @@ from fleetcheck.config.values import (
 )
 from fleetcheck.parse.duration import parse_duration
 
-# ---------------------------------------------------------------- the generic builder
-
 
 @cache
 def hints_of(cls: type) -> dict[str, Any]:

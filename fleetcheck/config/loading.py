@@ -31,8 +31,6 @@ from fleetcheck.config.values import (
     InvalidValue,
 )
 
-# ---------------------------------------------------------------- finding and loading
-
 
 def find_config(explicit: str | None) -> Path:
     """The config file by precedence; ConfigError when none exists."""

@@ -19,8 +19,8 @@ IpAddress = Annotated[str, IP_ADDRESS]
 """One IPv4 or IPv6 address (as a host shows it in CLIENT LIST); `[::1]` brackets allowed."""
 
 MAX_DURATION = 366 * 86400.0
-"""No duration in a config is longer than a year (and a day): past that a value is a typo
-(`99999999999h`, `1e300`) that would overflow the clock arithmetic or never end a wait."""
+"""No config duration is longer: past a year a value is a typo that would overflow the clock
+arithmetic or never end a wait."""
 MAX_DURATION_TEXT = "366d"
 MAX_HOST_NAME = 253  # a DNS name's limit: names go into labels, file names and status lines
 MAX_SSH_TARGET = 1024
