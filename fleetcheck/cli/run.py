@@ -206,7 +206,7 @@ def _outputs(
     default_state, default_history = state_mod.default_paths(fleet.path)
     state_path = None if no_state else (state or default_state)
     history_path = history if history or no_state else default_history
-    silences_at: Path | None = state_mod.silences_path(state or default_state)
+    silences: Path | None = state_mod.silences_path(state or default_state)
     for kind, path in (("state", state_path), ("history", history_path)):
         problem = None if path is None else path_problem(path)
         if problem is not None:  # said once here, not once per read and write
@@ -217,16 +217,9 @@ def _outputs(
             # the silences file lives beside the state: no directory, no file to read (the
             # config's [silences] windows still apply)
             if kind == "state":
-                silences_at = None
+                silences = None
             break
-    return patrol.Outputs(
-        state=state_path,
-        history=history_path,
-        textfile=text_path,
-        alertmanager=am_urls,
-        heartbeat=beat_url,
-        silences=silences_at,
-    )
+    return patrol.Outputs(state_path, history_path, text_path, am_urls, beat_url, silences=silences)
 
 
 def path_problem(path: Path) -> str | None:
