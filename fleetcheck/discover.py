@@ -274,21 +274,17 @@ def draft(
 
 def _host_block(h: HostDraft, ssh_config: str) -> list[str]:
     names = ", ".join(h.client_names[:5]) + (" ..." if len(h.client_names) > 5 else "")
-    out = [
+    named = f": {comment(names)}" if h.named_from == "client names" else ""
+    entry = "Host entry" if h.ssh else "no Host entry for it"
+    return [
         "[[hosts]]",
-        f"name = {toml_str(h.name)}  # from {h.named_from}"
-        + (f": {comment(names)}" if h.named_from == "client names" else ""),
+        f"name = {toml_str(h.name)}  # from {h.named_from}{named}",
+        f"ssh = {toml_str(h.ssh or h.addrs[0])}  # {entry} in {comment(ssh_config)}",
+        f"addrs = [{', '.join(toml_str(a) for a in h.addrs)}]",
+        f"min_clients = {h.connections}  # connections now: {h.connections}",
+        f'tz = "{TODO}"  # TODO: the zone its logs are written in (IANA name, or "auto")',
+        f'# logs = [{{ path = "{TODO}", max_age = "10m" }}]  # TODO: its worker logs',
     ]
-    if h.ssh:
-        out.append(f"ssh = {toml_str(h.ssh)}  # Host entry in {comment(ssh_config)}")
-    else:
-        out.append(f"ssh = {toml_str(h.addrs[0])}  # no Host entry for it in {comment(ssh_config)}")
-    addrs = ", ".join(toml_str(a) for a in h.addrs)
-    out.append(f"addrs = [{addrs}]")
-    out.append(f"min_clients = {h.connections}  # connections now: {h.connections}")
-    out.append(f'tz = "{TODO}"  # TODO: the zone its logs are written in (IANA name, or "auto")')
-    out.append(f'# logs = [{{ path = "{TODO}", max_age = "10m" }}]  # TODO: its worker logs')
-    return out
 
 
 def _check_tables(sample: Sample) -> list[str]:

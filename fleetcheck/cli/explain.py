@@ -8,14 +8,7 @@ from typing import Annotated
 import typer
 
 from fleetcheck.cli.app import app, command
-from fleetcheck.cli.common import (
-    ConfigOpt,
-    HistoryOpt,
-    Opt,
-    StateOpt,
-    UsageFailure,
-    load_fleet,
-)
+from fleetcheck.cli.common import ConfigOpt, HistoryOpt, Opt, StateOpt, UsageFailure, load_fleet
 
 
 @command(app, "explain")
