@@ -136,9 +136,8 @@ def check_acl(client: Any, needs: list[Need], user: str, found: Findings, where:
             try:
                 conn.read_response()
             except redis.ResponseError as e:
-                text = str(e)
-                if _refused(text):
-                    refused.append((need, text))
+                if _refused(str(e)):
+                    refused.append((need, str(e)))
         conn.send_command("DISCARD")
         conn.read_response()
         execs = [n for n in needs if n.name == "exec"]

@@ -224,15 +224,12 @@ class NotifyConfig:
     timeout: Duration = 5.0  # each delivery's bound, all of it
 
     def __post_init__(self) -> None:
-        targets = []
         for i, item in enumerate(self.urls):
-            if isinstance(item, str):
-                problem = notify_url_problem(item)
-                if problem:
-                    raise InvalidValue(f"urls[{i}]", problem)
-                item = NotifyTarget(item)
-            targets.append(item)
-        object.__setattr__(self, "urls", tuple(targets))
+            problem = notify_url_problem(item) if isinstance(item, str) else None
+            if problem:
+                raise InvalidValue(f"urls[{i}]", problem)
+        urls = tuple(NotifyTarget(u) if isinstance(u, str) else u for u in self.urls)
+        object.__setattr__(self, "urls", urls)
         if self.urls_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.urls_env):
             raise InvalidValue("urls_env", f"{self.urls_env!r} is not an environment variable name")
         if self.remind_every < 0:
