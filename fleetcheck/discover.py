@@ -1,13 +1,12 @@
 """`fleetcheck config discover`: a hosts.toml draft from what the broker already sees.
 
 It only reads, and boundedly: CLIENT LIST and INFO once, a SCAN of at most `scan_limit` keys
-with TYPE and sizes, and a few sample values of the likely live hash and queues. The guessing
-is pure and table-tested (a host per group of addresses whose client names agree, the ssh
-alias from ~/.ssh/config); what cannot be guessed is left as a TODO that fails
-`fleetcheck config check` until filled in."""
+with TYPE and sizes, a few sample values of the likely live hash and queues. What cannot be
+guessed is left as a TODO that fails `fleetcheck config check` until filled in."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import re
@@ -16,20 +15,17 @@ from dataclasses import replace
 from typing import Any
 
 from fleetcheck.config import BrokerConfig, FleetConfig
-from fleetcheck.core.discovery import LIVE_WORDS, QUEUE_WORDS, _has_word
-from fleetcheck.core.discovery import TODO as TODO
-
-# the drafts' vocabulary lives in the core, where the checks' drafts read it (re-exported)
-from fleetcheck.core.discovery import KeyInfo as KeyInfo
-from fleetcheck.core.discovery import LiveGuess as LiveGuess
-from fleetcheck.core.discovery import Sample as Sample
-from fleetcheck.core.discovery import comment as comment
-from fleetcheck.core.discovery import live_fields as live_fields
-from fleetcheck.core.discovery import live_hash_guess as live_hash_guess
-from fleetcheck.core.discovery import queue_guesses as queue_guesses
-from fleetcheck.core.discovery import toml_str as toml_str
+from fleetcheck.core.discovery import (
+    LIVE_WORDS,
+    QUEUE_WORDS,
+    TODO,
+    KeyInfo,
+    Sample,
+    _has_word,
+    comment,
+    toml_str,
+)
 from fleetcheck.discover_hosts import HALF_OPEN_IDLE, HostDraft
-from fleetcheck.discover_ssh import ssh_aliases as ssh_aliases  # the alias step, bounded
 from fleetcheck.parse.clientlist import normalise_ip
 
 # ---------------------------------------------------------------- broker sampling (I/O)
@@ -38,8 +34,7 @@ from fleetcheck.parse.clientlist import normalise_ip
 HASH_SAMPLES = 20  # hashes whose values are sampled (most live-like names first)
 LIST_SAMPLES = 50  # lists whose head element is read
 # values read per sampled hash, at random: the live hash is the one where most are objects with
-# a start time. With 3, a live hash with ~4 % malformed entries (the incident's) was missed
-# about once in 100-200 reads; with 10, about once in 25,000
+# a start time; 10 keep a few malformed entries from hiding it
 VALUE_SAMPLES = 10
 
 
@@ -77,10 +72,7 @@ def sample_broker(r: Any, db: int, scan_limit: int = 10000, count: int = 500) ->
         pipe = r.pipeline(transaction=False)
         wanted = [(k, t) for k, t in zip(chunk, types, strict=True) if t in ("hash", "list")]
         for k, t in wanted:
-            if t == "hash":
-                pipe.hlen(k)
-            else:
-                pipe.llen(k)
+            (pipe.hlen if t == "hash" else pipe.llen)(k)
         for (k, t), size in zip(wanted, pipe.execute(), strict=True):
             keys.append(KeyInfo(k.decode("utf-8", "replace"), t, int(size)))
     keys = _with_samples(r, keys)
@@ -101,10 +93,8 @@ def _shape_reads(r: Any, names: list[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for key in ("rq:queues", "queues"):
         if key in wanted:
-            try:
+            with contextlib.suppress(redis.ResponseError):  # not a set: not that framework's key
                 out[key] = [_text(m) for m in r.smembers(key)]
-            except redis.ResponseError:  # not a set: not that framework's key
-                pass
     workers = [n for n in names if n.startswith("rq:worker:") and n.count(":") == 2]
     for key in workers[:SHAPE_READS]:
         try:
@@ -141,7 +131,7 @@ def queues_from_shapes(names: Iterable[str], reads: dict[str, list[str]]) -> dic
 
 def sample_within(broker: BrokerConfig, seconds: float, scan_limit: int = 10000) -> Sample:
     """`sample_broker`, connecting included, within one overall deadline (DeadlineExpired): a
-    broker dripping a byte per socket timeout never trips a timeout (issue 22, item 11)."""
+    broker dripping a byte per socket timeout never trips a timeout."""
     from fleetcheck.transport.deadline import run_within
     from fleetcheck.transport.redis import connect
 
@@ -165,14 +155,13 @@ def sample_within(broker: BrokerConfig, seconds: float, scan_limit: int = 10000)
 def _with_samples(r: Any, keys: list[KeyInfo]) -> list[KeyInfo]:
     import redis
 
-    hashes = sorted(
-        (k for k in keys if k.type == "hash"),
-        key=lambda k: (not _has_word(k.key, LIVE_WORDS), -k.size),
-    )[:HASH_SAMPLES]
-    lists = sorted(
-        (k for k in keys if k.type == "list"),
-        key=lambda k: (not _has_word(k.key, QUEUE_WORDS), -k.size),
-    )[:LIST_SAMPLES]
+    def likely(kind: str, words: tuple[str, ...], n: int) -> list[KeyInfo]:
+        """The keys of `kind` most likely to matter: named with `words` first, then largest."""
+        chosen = (k for k in keys if k.type == kind)
+        return sorted(chosen, key=lambda k: (not _has_word(k.key, words), -k.size))[:n]
+
+    hashes = likely("hash", LIVE_WORDS, HASH_SAMPLES)
+    lists = likely("list", QUEUE_WORDS, LIST_SAMPLES)
     sampled: dict[str, tuple[str, ...]] = {}
     for k in hashes:
         try:
@@ -271,11 +260,11 @@ def draft(
                 f"{HALF_OPEN_IDLE // 60}m and none waiting in a command: the machine may be gone"
             )
             lines.append("# (left commented out; uncomment once you know it is alive)")
-            block = ["# " + line if line else "#" for line in block]
         elif h.claimed:
             claims = ", ".join(f"{a} (host {n!r})" for a, n in h.claimed.items())
             lines.append(f"# CLAIMED: {comment(claims)} already in {comment(source or '')}")
             lines.append("# (left commented out; uncomment only if that entry is wrong)")
+        if h.half_open or h.claimed:
             block = ["# " + line if line else "#" for line in block]
         lines += block + [""]
     lines += list(proposals)
@@ -285,21 +274,17 @@ def draft(
 
 def _host_block(h: HostDraft, ssh_config: str) -> list[str]:
     names = ", ".join(h.client_names[:5]) + (" ..." if len(h.client_names) > 5 else "")
-    out = [
+    named = f": {comment(names)}" if h.named_from == "client names" else ""
+    entry = "Host entry" if h.ssh else "no Host entry for it"
+    return [
         "[[hosts]]",
-        f"name = {toml_str(h.name)}  # from {h.named_from}"
-        + (f": {comment(names)}" if h.named_from == "client names" else ""),
+        f"name = {toml_str(h.name)}  # from {h.named_from}{named}",
+        f"ssh = {toml_str(h.ssh or h.addrs[0])}  # {entry} in {comment(ssh_config)}",
+        f"addrs = [{', '.join(toml_str(a) for a in h.addrs)}]",
+        f"min_clients = {h.connections}  # connections now: {h.connections}",
+        f'tz = "{TODO}"  # TODO: the zone its logs are written in (IANA name, or "auto")',
+        f'# logs = [{{ path = "{TODO}", max_age = "10m" }}]  # TODO: its worker logs',
     ]
-    if h.ssh:
-        out.append(f"ssh = {toml_str(h.ssh)}  # Host entry in {comment(ssh_config)}")
-    else:
-        out.append(f"ssh = {toml_str(h.addrs[0])}  # no Host entry for it in {comment(ssh_config)}")
-    addrs = ", ".join(toml_str(a) for a in h.addrs)
-    out.append(f"addrs = [{addrs}]")
-    out.append(f"min_clients = {h.connections}  # connections now: {h.connections}")
-    out.append(f'tz = "{TODO}"  # TODO: the zone its logs are written in (IANA name, or "auto")')
-    out.append(f'# logs = [{{ path = "{TODO}", max_age = "10m" }}]  # TODO: its worker logs')
-    return out
 
 
 def _check_tables(sample: Sample) -> list[str]:
@@ -327,10 +312,8 @@ def _check_tables(sample: Sample) -> list[str]:
 
 
 def broker_for_url(url: str, fleet: FleetConfig | None) -> BrokerConfig:
-    """The broker at `url` (--url), reached with the config's own credentials when there is
-    a config: its username, password_env or password_file, unless the URL carries its own
-    (without them a broker with a password answers "Authentication required"). Raises
-    InvalidValue for a bad URL."""
+    """The broker at `url` (--url), reached with the config's own credentials unless the URL
+    carries its own. Raises InvalidValue for a bad URL."""
     broker = BrokerConfig(url=url)
     if fleet is None:
         return broker
@@ -338,14 +321,12 @@ def broker_for_url(url: str, fleet: FleetConfig | None) -> BrokerConfig:
 
     parts = urlsplit(broker.url or "")
     own = fleet.broker
-    import dataclasses
-
     changes: dict[str, Any] = {}
     if parts.password is None:
         changes.update(password_env=own.password_env, password_file=own.password_file)
     if parts.username is None and own.username is not None:
         changes["username"] = own.username
-    return dataclasses.replace(broker, **changes) if changes else broker
+    return replace(broker, **changes) if changes else broker
 
 
 def public_url(url: str) -> str:
@@ -358,18 +339,14 @@ def public_url(url: str) -> str:
         return url
     if parts.password is None:
         return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = (f"{user}@" if user else "") + host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user = userinfo.partition(":")[0]
+    return urlunsplit(parts._replace(netloc=f"{user}@{hostport}" if user else hostport))
 
 
 def write_draft(path: Any, text: str, force: bool) -> None:
     """Write the draft; never replace a file unless `force` (FileExistsError). The new file
     appears whole or not at all."""
-    import os
     from pathlib import Path
 
     path = Path(path)
@@ -386,16 +363,14 @@ def write_draft(path: Any, text: str, force: bool) -> None:
 
 # ---------------------------------------------------------------- inventories it sees
 def ansible_addresses(path: str, seconds: float) -> dict[str, str]:
-    """{address: host name} of the Ansible inventory at `path`, read through the real
-    `ansible-inventory --list` within `seconds` (its process group killed then). Raises
-    SourceFailed (one line) when it cannot be read; a host with no IP address is left out."""
-    from fleetcheck.config.inventory_ansible import ANSIBLE_ENV, from_ansible
-    from fleetcheck.config.inventory_programs import load_json, run_program
+    """{address: host name} of the Ansible inventory at `path`, read as an `ansible` source
+    within `seconds`. Raises SourceFailed (one line) when it cannot be read; a host with no IP
+    address is left out."""
+    from fleetcheck.config.inventory import InventorySpec
+    from fleetcheck.config.inventory_sources import read_source
 
-    raw = run_program(
-        ["ansible-inventory", "-i", path, "--list"], max(1.0, seconds), env=ANSIBLE_ENV
-    )
-    found, _problems = from_ansible(load_json(raw, f"ansible {path}"), f"ansible {path}")
+    spec = InventorySpec("ansible", path=path, timeout=min(600.0, max(1.0, seconds)))
+    found, _problems = read_source(spec, "")
     out: dict[str, str] = {}
     for f in found:
         for a in [*f.addrs, str(f.keys.get("ssh", ""))]:

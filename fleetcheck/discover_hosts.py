@@ -26,19 +26,6 @@ HALF_OPEN_IDLE = 600  # seconds idle, not blocked: a connection that may have no
 # ---------------------------------------------------------------- host names from clients
 
 
-def tokens(name: str) -> list[str]:
-    """Candidate host-name tokens of a client name, in order."""
-    out = []
-    for tok in re.split(r"[^A-Za-z0-9]+", name):
-        low = tok.lower()
-        if len(low) < 2 or low.isdigit() or low in ROLE_WORDS:
-            continue
-        if re.fullmatch(r"(pid|p|w|t)?\d+", low) or re.fullmatch(r"[0-9a-f]{8,}", low):
-            continue  # pids, ordinals, hex ids
-        out.append(low)
-    return out
-
-
 PID_SUFFIX = re.compile(r"(?:[._-]\d{4,}|\.\d+)$")  # web-04.12345, worker-12345
 ORDINAL = re.compile(r"^(.*?)[._-]?\d{1,3}$")
 HEX_ID = re.compile(r"[0-9a-f]{8,}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -83,10 +70,9 @@ def guess_names(names_by_addr: dict[str, list[str]]) -> dict[str, str | None]:
     """addr -> guessed host name (None when its client names hold no name).
 
     Per address, the candidate seen at the fewest addresses wins (an app prefix on every
-    machine is not a machine's name, and a name at more than MAX_SHARED addresses is a
-    process's, not a machine's), then the one most of its clients carry, then the earliest
-    in the name. Names at one address that differ only by a trailing number (worker-1 ..
-    worker-12: processes) give their common stem when that is a name, else none."""
+    machine is not a machine's name; one at more than MAX_SHARED addresses is a process's),
+    then the one most of its clients carry, then the earliest in the name. Names that differ
+    only by a trailing number (worker-1 .. worker-12) give their common stem, if a name."""
     per_addr: dict[str, Counter[str]] = {}
     first_pos: dict[str, dict[str, int]] = {}
     for addr, names in names_by_addr.items():
@@ -115,9 +101,6 @@ def guess_names(names_by_addr: dict[str, list[str]]) -> dict[str, str | None]:
                 best = stem if host_like(stem) else ""
         out[addr] = best or None
     return out
-
-
-# ---------------------------------------------------------------- ssh config
 
 
 # ---------------------------------------------------------------- grouping
@@ -207,12 +190,8 @@ def _idle(c: Client) -> bool:
 
 
 def _addr_key(addr: str) -> tuple[int, Any]:
-
     try:
         ip = ipaddress.ip_address(addr)
         return (ip.version, int(ip))
     except ValueError:
         return (9, addr)
-
-
-# ---------------------------------------------------------------- keys

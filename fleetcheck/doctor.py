@@ -1,27 +1,18 @@
-"""`fleetcheck doctor` (and `config check --connect`): before the first 3 a.m., prove that the
-user it runs as, with the config and environment the timer uses, can see everything a patrol
-looks at, and say what to fix where it cannot.
-
-Three steps, all within the patrol deadline, writing nothing anywhere:
-1. The broker: connect (auth, TLS, the master the sentinels name), then the ACL: every command
-   the enabled checks declare they send (`Check.broker_commands`), with its keys, is queued
-   inside MULTI and the transaction DISCARDed: the server checks a queued command's ACL
-   (command and keys) when it queues it, and never runs it, so the rater probe's RPUSH is
-   proven allowed without a byte written (MONITOR shows MULTI and DISCARD, and an empty
-   MULTI ... EXEC that proves EXEC). A user who may not run MULTI is asked with ACL DRYRUN;
-   when neither is allowed the writes stay unproven (said so).
-2. Each host: a new SSH connection (host key, auth: known_hosts is never added to here, as if
-   accept_new were off), then `true` through the login shell, timed: the shell's startup
-   files (~/.bashrc, $BASH_ENV) run before every command of every patrol.
-3. A patrol of the enabled checks that only read (every host's one gathered exec with every
-   fragment, the logs read, the broker facts) with no state, no history and no outputs:
-   every UNKNOWN row is something the patrol could not see.
-
-One line per host and per problem, each with its fix; exit 0 only when nothing is missing.
+"""`fleetcheck doctor` (and `config check --connect`): prove that the user it runs as, with the
+config and environment the timer uses, can see everything a patrol looks at, and say what to fix
+where it cannot. Writes nothing, within the patrol deadline:
+1. The broker: connect, then queue every command the enabled checks declare inside a MULTI that
+   is DISCARDed: the server checks a queued command's ACL (command and keys) and never runs it
+   (ACL DRYRUN when MULTI is refused).
+2. Each host: a new SSH connection (known_hosts never added to), then `true` through the login
+   shell, timed: its startup files run before every command of every patrol.
+3. A patrol of the checks that only read, with no state, history or outputs: every UNKNOWN row
+   is something the patrol could not see.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -40,41 +31,26 @@ CONNECTION = "the connection"  # who needs PING: every patrol's connection, befo
 
 
 @dataclass(frozen=True)
-class Need:
+class Need(BrokerCommand):
     """One command a check sends (its `broker_commands` declaration) and the check."""
 
-    check: str
-    command: BrokerCommand
+    check: str = CONNECTION
 
-    @property
-    def args(self) -> tuple[str, ...]:
-        return self.command.args
-
-    @property
-    def name(self) -> str:
-        """The command as ACL rules name it: `client|list` for a subcommand."""
-        return self.command.name
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        return self.command.keys
-
-    @property
-    def writes(self) -> bool:
-        return self.command.writes
+    @classmethod
+    def of(cls, check: str, command: BrokerCommand) -> Need:
+        return cls(command.words, command.writes, check)
 
 
 def broker_needs(fleet: FleetConfig) -> list[Need]:
     """Every command the enabled checks declare they send (`Check.broker_commands`), the
-    connection's PING first, each once (named with the first check that declares it).
-    tests/test_doctor.py holds this list to what MONITOR sees a real patrol send."""
+    connection's PING first, each once (named with the first check that declares it)."""
     from fleetcheck.core import registry
 
     checks = registry.select(list(fleet.checks))
-    needs = [Need(CONNECTION, cmd("PING"))]
+    needs = [Need.of(CONNECTION, cmd("PING"))]
     for name, config in fleet.checks.items():
         if name in checks:
-            needs += [Need(name, c) for c in checks[name].broker_commands(fleet, config)]
+            needs += [Need.of(name, c) for c in checks[name].broker_commands(fleet, config)]
     seen: set[tuple[str, ...]] = set()
     out = []
     for need in needs:
@@ -121,12 +97,8 @@ def broker_fix(reason: str, fleet: FleetConfig) -> str:
     b = fleet.broker
     low = reason.lower()
     env_file = fleet.patrol.environment_file
-    if (
-        "wrongpass" in low
-        or "invalid username-password" in low
-        or "noauth" in low
-        or ("auth" in low and "password" in low)
-    ):
+    refused = ("wrongpass", "invalid username-password", "noauth")
+    if any(w in low for w in refused) or ("auth" in low and "password" in low):
         if b.password_env:
             where = f" (in {env_file}, readable by this user)" if env_file else ""
             user = broker_user(fleet)
@@ -164,9 +136,8 @@ def check_acl(client: Any, needs: list[Need], user: str, found: Findings, where:
             try:
                 conn.read_response()
             except redis.ResponseError as e:
-                text = str(e)
-                if _refused(text):
-                    refused.append((need, text))
+                if _refused(str(e)):
+                    refused.append((need, str(e)))
         conn.send_command("DISCARD")
         conn.read_response()
         execs = [n for n in needs if n.name == "exec"]
@@ -311,13 +282,9 @@ def check_login(fleet: FleetConfig, connector: Any, host: HostConfig) -> HostLog
         start = time.monotonic()
         shell = connector.open(host)
         out.login_s = time.monotonic() - start
-    except TransportError as e:
-        out.problem = e.reason
-        out.fix = host_fix(e.reason, fleet, host)
-        return out
     except Exception as e:
-        out.problem = f"ssh: {type(e).__name__}: {e}"
-        out.fix = host_fix(str(e), fleet, host)
+        out.problem = e.reason if isinstance(e, TransportError) else f"ssh: {type(e).__name__}: {e}"
+        out.fix = host_fix(out.problem, fleet, host)
         return out
     try:
         cfg = fleet.ssh
@@ -344,10 +311,8 @@ def check_login(fleet: FleetConfig, connector: Any, host: HostConfig) -> HostLog
         out.problem = e.reason
         out.fix = host_fix(e.reason, fleet, host)
     finally:
-        try:
+        with contextlib.suppress(Exception):
             shell.close()
-        except Exception:
-            pass
     return out
 
 
@@ -437,13 +402,10 @@ def doctor(fleet: FleetConfig, deadline: float | None = None) -> tuple[list[str]
                 f"host {h.name}: ok (login {login.login_s or 0:.2f}s, shell startup "
                 f"{login.startup_s or 0:.2f}s, every check's commands ran)"
             )
-    if found.problems:
-        found.ok(
-            f"doctor: {found.problems} problem(s): a patrol would not see everything "
-            f"({time.monotonic() - t0:.1f}s)"
-        )
-    else:
-        found.ok(f"doctor: a patrol would see everything ({time.monotonic() - t0:.1f}s)")
+    sees = (
+        f"{found.problems} problem(s): a patrol would not" if found.problems else "a patrol would"
+    )
+    found.ok(f"doctor: {sees} see everything ({time.monotonic() - t0:.1f}s)")
     return [one_line(line) for line in found.lines], 3 if found.problems else 0
 
 

@@ -1,25 +1,9 @@
 """`fleetcheck timer`: the systemd units (and the crontab line) that patrol on a schedule.
 
-A oneshot service runs one `fleetcheck run` per activation; the timer activates it every
-`--every` (default `[patrol] every`). Details that matter:
-- OnCalendar when the interval divides a minute, an hour or a day (15m -> `*-*-* *:00/15:00`),
-  so runs land on round times and `Persistent=true` catches up a run missed while the machine
-  was off. Other intervals (e.g. 1h30m) use monotonic timers (OnBootSec + OnUnitActiveSec);
-  Persistent= does not apply to those.
-- RandomizedDelaySec: a small jitter (a tenth of the interval, at most 30s) so several patrol
-  machines (--shard) do not hit the broker at the same second.
-- TimeoutStartSec: the patrol deadline plus a margin for startup and the outputs
-  (Alertmanager, heartbeat: 5s timeouts each). A oneshot still running when its timer elapses
-  is not started twice: rounds never overlap.
-- SuccessExitStatus=1 2: WARN and CRIT are verdicts about the fleet, delivered by the outputs;
-  the unit fails only on 3 (UNKNOWN: fleetcheck could not look, or its config is broken),
-  which `systemctl --failed` and OnFailure= handlers should see.
-- State lives in /var/lib/fleetcheck (StateDirectory=, XDG_STATE_HOME=/var/lib), so memory
-  across runs (since, fail_after) survives reboots; secrets for `password_env` go in the
-  optional EnvironmentFile /etc/default/fleetcheck.
-
-The crontab line is the same patrol for machines without systemd, behind `flock -n` so a slow
-round is skipped rather than stacked; its stdout is dropped (errors on stderr reach cron mail).
+A oneshot service runs one `fleetcheck run` per activation (never two at once); the unit fails
+only on exit 3 (UNKNOWN: fleetcheck could not look), since WARN and CRIT are verdicts the
+outputs deliver. The crontab line runs the same patrol behind `flock -n` for machines without
+systemd.
 """
 
 from __future__ import annotations
@@ -61,8 +45,7 @@ class Units:
 
 def fleetcheck_command() -> list[str]:
     """The absolute command that runs this fleetcheck: the entry point it was started as
-    (sys.argv[0], symlinks resolved, so a /usr/local/bin link names the installed script), else
-    the script beside this interpreter, else `python -m fleetcheck` with this interpreter."""
+    (symlinks resolved), else the script beside this interpreter, else `python -m fleetcheck`."""
     started = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
     if started is not None and started.name == "fleetcheck":
         found = started if started.is_absolute() or "/" in sys.argv[0] else None
@@ -78,8 +61,8 @@ def fleetcheck_command() -> list[str]:
 
 
 def source_checkout() -> Path | None:
-    """The source tree this fleetcheck is imported from when it is not an installed copy (an
-    editable install or a run from a clone): a `git pull` there would change what a timer runs."""
+    """The source tree this fleetcheck runs from when it is not installed (a `git pull` there
+    would change what a timer runs)."""
     package = Path(__file__).resolve().parent
     if any(part in ("site-packages", "dist-packages") for part in package.parts):
         return None
@@ -88,8 +71,8 @@ def source_checkout() -> Path | None:
 
 
 def on_calendar(every: float) -> str | None:
-    """A systemd OnCalendar= expression for `every` seconds, or None when the interval does not
-    divide a minute, an hour or a day evenly."""
+    """OnCalendar= for `every` seconds (round times, so Persistent= catches up a missed run),
+    or None when it does not divide a minute, an hour or a day."""
     s = round(every)
     if s <= 0 or abs(every - s) > 1e-9:
         return None
@@ -139,11 +122,8 @@ class UnitTextError(ValueError):
 
 
 def unit_value_problem(value: str) -> str | None:
-    """Why `value` cannot go into a unit file or a crontab line (None when it can).
-
-    Both are line-oriented: a newline (or any other control or line separator) in a path
-    would start a line of its own (`[Service]` `ExecStartPre=...`, another cron job), and
-    systemd reads the files as UTF-8."""
+    """Why `value` cannot go into a unit file or a crontab line (None when it can): both are
+    line-oriented (a newline would start a line of its own) and read as UTF-8."""
     if not value.isprintable():
         return "holds a control character or line break"
     try:
@@ -154,9 +134,7 @@ def unit_value_problem(value: str) -> str | None:
 
 
 def description_text(config: str) -> str:
-    """The config path for a Description= value: `%` doubled (systemd expands specifiers
-    there: `%n` would be the unit's name). A backslash is refused by `build`: systemd does not
-    unescape Description=, and one at the end of the line continues it onto the next."""
+    """The config path for Description=: `%` doubled (systemd expands specifiers there)."""
     return config.replace("%", "%%")
 
 
@@ -168,9 +146,7 @@ SECRET_FIX = (
 
 def url_secret(option: str, url: str) -> str | None:
     """Why a `run` output URL must not be written into the units (None when it may be): a
-    user name or password, a query (`?token=`), or, for a heartbeat, any path (a heartbeat
-    service knows its check by a secret in the path: healthchecks.io, Uptime Kuma, Cronitor),
-    where anyone who reads it can ping it. Never repeats the URL."""
+    user name or password, a query, or a heartbeat's path (its secret). Never repeats the URL."""
     from urllib.parse import urlsplit
 
     try:
@@ -206,23 +182,17 @@ def build(
     home_read: bool = False,
     environment_file: str = ENVIRONMENT_FILE,
 ) -> Units:
-    """The units and crontab line for patrolling `config_path` every `every` seconds.
-
-    `user`: the account the service runs as (None: root, no User=); `writable`: directories
-    the patrol writes besides its state directory (a textfile's, an --state elsewhere);
-    `home_read`: the config names files under /home, /root or ~, so home directories stay
-    readable (ProtectHome=read-only instead of yes)."""
+    """The units and crontab line for patrolling `config_path` every `every` seconds as `user`
+    (None: root); `writable`: directories written besides the state directory; `home_read`:
+    files under a home directory are read (ProtectHome=read-only)."""
     config = str(Path(config_path).absolute())
     argv = [*(command or fleetcheck_command()), "run", "-c", config, *(run_args or [])]
-    for what, value in [("the config path", config), *(("a run option", a) for a in argv)]:
+    named = [("the config path", config), *(("a run option", a) for a in argv)]
+    for what, value in [*named, *(("the directory", w) for w in writable or [])]:
         problem = unit_value_problem(value)
         if problem is not None:
             raise UnitTextError(f"{what} {value!r} {problem}: rename it")
-    for path in writable or []:
-        problem = unit_value_problem(path)
-        if problem is not None:
-            raise UnitTextError(f"the directory {path!r} {problem}: rename it")
-    if "\\" in config:
+    if "\\" in config:  # systemd does not unescape Description=; at the end it continues it
         raise UnitTextError(
             f"the config path {config!r} holds a backslash, which systemd would read as an "
             "escape in Description=: rename it"
@@ -276,18 +246,15 @@ WantedBy=timers.target
         crontab = f"# cron cannot run every {every_text}; use the systemd timer"
     else:
         lock = f"/run/lock/{name}.lock"
-        shell = " ".join(shlex.quote(a) for a in ["flock", "-n", lock, *argv])
+        shell = shlex.join(["flock", "-n", lock, *argv])
         crontab = f"{fields} {cron_escape(shell)} >/dev/null"
     return Units(name=name, service=service, timer=timer, crontab=crontab)
 
 
 def hardening(user: str | None, writable: list[str], home_read: bool) -> str:
-    """The [Service] lines that confine a patrol to what it does: read its config, key and
-    known_hosts; write its state directory (and `writable`); open IP sockets to the broker and
-    the hosts, unix sockets (a unix:// broker, the SSH agent, journald), netlink (what glibc's
-    resolver and a local host's `ip` ask); run the local host's shell tools (stat, tail, ip,
-    journalctl). Everything else is denied. `systemd-analyze security` rates the result
-    (tests/test_timer.py; the number is in docs/operations.md)."""
+    """The [Service] lines that confine a patrol to what it does: read its files, write its
+    state directory (and `writable`), open IP, unix and netlink sockets, run the local host's
+    shell tools. Everything else is denied."""
     lines = []
     if user:
         lines += [f"User={user}"]  # and its primary group
@@ -332,8 +299,7 @@ HOME_PREFIXES = ("/home", "/root", "/run/user")
 
 
 def service_home(user: str | None) -> str:
-    """The home directory `~` means for the service: the user's from the password database,
-    else the documented one of a system user made for it (its state directory)."""
+    """The home directory `~` means for the service (a user not made yet: its state directory)."""
     import pwd
 
     try:
@@ -342,25 +308,14 @@ def service_home(user: str | None) -> str:
         return "/root" if user is None else "/var/lib/fleetcheck"
 
 
-def user_exists(user: str) -> bool:
-    import pwd
-
-    try:
-        pwd.getpwnam(user)
-    except KeyError:
-        return False
-    return True
-
-
 def under_home(path: str) -> bool:
     """A path ProtectHome=yes would hide."""
     return any(path == prefix or path.startswith(prefix + "/") for prefix in HOME_PREFIXES)
 
 
 def confinement(fleet: Any, run_params: dict[str, Any], user: str | None) -> tuple[list[str], bool]:
-    """What the hardened service must be allowed: directories it writes besides its state
-    directory (a textfile's, --state/--history elsewhere, known_hosts with accept_new), and
-    whether a file it reads lives under a home directory (`~` being the service user's)."""
+    """What the hardened service must be allowed: the directories it writes besides its state
+    directory, and whether a file it reads lives under a home directory."""
     home = service_home(user)
 
     def real(path: str) -> Path:
@@ -375,8 +330,7 @@ def confinement(fleet: Any, run_params: dict[str, Any], user: str | None) -> tup
             writable.append(str(real(str(value)).parent))
     if run_params.get("textfile") is None and fleet.outputs.textfile:
         writable.append(str(real(fleet.outputs.textfile).parent))
-    known = fleet.ssh.known_hosts
-    known_files = [known] if isinstance(known, str) else list(known)
+    known_files = list(fleet.ssh.known_hosts_files)
     if fleet.ssh.accept_new and known_files:
         writable.append(str(real(known_files[0]).parent))
     read = [fleet.path, fleet.ssh.config_file, *known_files, fleet.ssh.identity_file]
@@ -387,30 +341,20 @@ def confinement(fleet: Any, run_params: dict[str, Any], user: str | None) -> tup
 
 
 def install(units: Units, directory: str = SYSTEM_DIR) -> list[Path]:
-    """Write both units into `directory` (atomically, mode 0640: systemd reads them as root,
-    and run options may name output targets); returns the paths."""
-    target = Path(directory)
+    """Write both units into `directory` (atomically, mode 0640: run options may name output
+    targets); returns the paths."""
+    from fleetcheck.files import replace_private
+
     written = []
     for filename, text in ((units.service_file, units.service), (units.timer_file, units.timer)):
-        path = target / filename
-        tmp = target / f".{filename}.tmp{os.getpid()}"
-        try:
-            tmp.unlink(missing_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, UNIT_MODE)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.chmod(tmp, UNIT_MODE)  # whatever the umask
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        written.append(path)
+        replace_private(Path(directory) / filename, text, UNIT_MODE)
+        written.append(Path(directory) / filename)
     return written
 
 
 def units_text(units: Units, user: str | None, environment_file: str = ENVIRONMENT_FILE) -> str:
     """What `timer --print` shows: each unit under the path it belongs at, then the crontab
-    line for a machine without systemd (fleetcheck reads the environment file itself, so the
-    line needs no `. FILE`: only that its user can read it)."""
+    line (fleetcheck reads the environment file itself: the line needs no `. FILE`)."""
     cron_user = f"-u {user} " if user else ""
     lines = [
         f"# /etc/systemd/system/{units.service_file}",
@@ -429,10 +373,9 @@ def units_text(units: Units, user: str | None, environment_file: str = ENVIRONME
 
 
 def warnings(user: str | None) -> list[str]:
-    """What the units would trip over here: a service user that does not exist yet, a
-    fleetcheck that runs from a source checkout."""
+    """What the units would trip over here: a missing service user, a source checkout."""
     out = []
-    if user is not None and not user_exists(user):
+    if user is not None and user_identity(user) is None:
         out.append(
             f"user {user!r} does not exist here: create it before enabling the timer (useradd "
             f"--system --user-group --home-dir /var/lib/fleetcheck --shell /usr/sbin/nologin "
@@ -461,8 +404,7 @@ def user_identity(user: str) -> tuple[int, set[int]] | None:
 
 
 def _allows(st: os.stat_result, uid: int, gids: set[int], bits: int) -> bool:
-    """Whether mode bits `bits` (4 read, 2 write, 1 execute) are granted to uid/gids (the
-    classic permission bits; an ACL that grants more is not read)."""
+    """Whether mode bits `bits` (4 read, 1 execute) are granted to uid/gids (ACLs not read)."""
     if uid == 0:
         return True
     if st.st_uid == uid:
@@ -473,9 +415,8 @@ def _allows(st: os.stat_result, uid: int, gids: set[int], bits: int) -> bool:
 
 
 def access_problem(path: str, uid: int, gids: set[int], bits: int = 4) -> str | None:
-    """Why uid/gids lack permission `bits` (4 read, 1 execute, 5 both) on `path`, every
-    directory on the way and every symlink's target included; None when they have it. Names
-    the first blocker."""
+    """The first reason uid/gids lack permission `bits` (4 read, 1 execute, 5 both) on `path`,
+    directories on the way and symlinks' targets included; None when they have it."""
     import stat
 
     seen: set[str] = set()
@@ -526,11 +467,9 @@ def interpreter(command: list[str]) -> str:
 def refusals(
     fleet: Any, user: str | None, command: list[str], libraries: list[str] | None = None
 ) -> list[str]:
-    """Why the service user could not run this fleetcheck on its config (each with its fix in
-    one line): the entry point, its interpreter (a venv's python may live under /root), the
-    standard library and fleetcheck itself, the config file. Empty for root or a user that
-    does not exist here (`warnings` says so). `libraries`: the files it imports (default:
-    this interpreter's standard library and this fleetcheck, which the command runs)."""
+    """Why the service user could not run this fleetcheck on its config, each with its fix:
+    the entry point, its interpreter, `libraries` it imports (default: the standard library
+    and this fleetcheck), the config file. Empty for root or a user not made yet."""
     if user is None:
         return []
     ident = user_identity(user)
@@ -567,8 +506,7 @@ def refusals(
 
 
 def runtime_under_home(command: list[str]) -> bool:
-    """Whether the entry point or its interpreter lives under a home directory, which
-    ProtectHome=yes would hide from the unit."""
+    """Whether the entry point or its interpreter lives where ProtectHome=yes would hide it."""
     paths = [command[0], interpreter(command)]
     return any(under_home(p) or under_home(os.path.realpath(p)) for p in paths)
 

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, tzinfo
 from functools import cache
+from pathlib import Path
 
 UTC_NAMES = ("UTC", "Etc/UTC", "Z")
 
@@ -31,10 +33,8 @@ def zone_named(name: str) -> tzinfo:
 
 @cache
 def canonical_zones() -> tuple[str, ...]:
-    """The canonical IANA zone names (tzdata's `Z` entries, never its links such as
-    America/Atikokan, a link to America/Panama): what a suggestion names. Read from the
-    `tzdata` wheel, else the system's tzdata.zi; when neither is there, every zone this
-    machine knows (links included) rather than none."""
+    """The canonical IANA zone names (tzdata.zi's `Z` entries, never its links) a suggestion
+    names; every zone this machine knows (links included) when there is no tzdata.zi."""
     text = _tzdata_zi()
     if text is None:
         from zoneinfo import available_timezones
@@ -45,16 +45,11 @@ def canonical_zones() -> tuple[str, ...]:
 
 
 def _tzdata_zi() -> str | None:
-    try:
+    with contextlib.suppress(ImportError, OSError):
         from importlib.resources import files
 
         return files("tzdata").joinpath("zoneinfo", "tzdata.zi").read_text(encoding="utf-8")
-    except (ImportError, OSError, ModuleNotFoundError):
-        pass
     for path in ("/usr/share/zoneinfo/tzdata.zi", "/usr/lib/zoneinfo/tzdata.zi"):
-        try:
-            with open(path, encoding="utf-8") as f:
-                return f.read()
-        except OSError:
-            continue
+        with contextlib.suppress(OSError):
+            return Path(path).read_text(encoding="utf-8")
     return None

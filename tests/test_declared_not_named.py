@@ -17,7 +17,7 @@ MODULES = [
     "fleetcheck/doctor.py",
     "fleetcheck/discover.py",
     "fleetcheck/discover_hosts.py",
-    "fleetcheck/catalog.py",
+    "tests/catalog.py",
     "fleetcheck/core/discovery.py",
     "fleetcheck/core/hostfacts.py",
 ]

@@ -16,27 +16,12 @@ import redis
 
 from fleetcheck import discover, discover_hosts
 from fleetcheck.config import BrokerConfig
+from fleetcheck.core import discovery
 from fleetcheck.parse.clientlist import parse_line
 from tests.cli import fleetcheck
 from tests.lab import Lab, LabHost, incident_live_hash
 
 # ---------------------------------------------------------------- pure parts
-
-
-@pytest.mark.parametrize(
-    "name, expected",
-    [
-        ("worker:n8:3", ["n8"]),
-        ("celery@laptop", ["laptop"]),
-        ("arena-worker-broker-17", ["arena", "broker"]),
-        ("rq:worker:9f8e7d6c5b4a", []),
-        ("worker-12345", []),
-        ("", []),
-        ("Mini.Local", ["mini", "local"]),
-    ],
-)
-def test_tokens(name: str, expected: list[str]) -> None:
-    assert discover_hosts.tokens(name) == expected
 
 
 @pytest.mark.parametrize(
@@ -167,7 +152,7 @@ def test_half_open_hosts_are_drafted_commented_out() -> None:
     hosts = discover_hosts.group_hosts(clients)  # type: ignore[arg-type]
     by_name = {h.name: h for h in hosts}
     assert not by_name["alive"].half_open and by_name["gone"].half_open
-    sample = discover.Sample(clients, {}, [], 0, True, None)  # type: ignore[arg-type]
+    sample = discovery.Sample(clients, {}, [], 0, True, None)  # type: ignore[arg-type]
     text = discover.draft(sample, BrokerConfig(url="redis://10.0.0.1"), hosts, None, "cfg")
     doc = tomllib.loads(text)
     assert [h["name"] for h in doc["hosts"]] == ["alive"]
@@ -190,7 +175,7 @@ def test_queues_from_known_shapes_even_when_empty() -> None:
         "emails": "a Celery (kombu) binding names it",
         "bull:render:wait": "a BullMQ queue's keys name it",
     }
-    sample = discover.Sample(
+    sample = discovery.Sample(
         [], {}, [], 0, True, None, {"rq:queue:high": "consumed by rq worker w"}
     )
     text = discover.draft(sample, BrokerConfig(url="redis://10.0.0.1"), [], None, "cfg")
@@ -228,7 +213,7 @@ def test_url_takes_the_configs_password_settings() -> None:
     ],
 )
 def test_live_fields(samples: list[str], expected: tuple[str, str | None] | None) -> None:
-    assert discover.live_fields(samples) == expected
+    assert discovery.live_fields(samples) == expected
 
 
 @pytest.mark.parametrize(
@@ -246,10 +231,10 @@ def test_public_url(url: str, expected: str) -> None:
 
 def test_draft_is_valid_toml_whatever_the_client_names_say() -> None:
     hostile = 'x"\n[broker]\nurl = "redis://evil"'
-    sample = discover.Sample(
+    sample = discovery.Sample(
         clients=[client("10.0.0.5", "w:n8")],  # type: ignore[list-item]
         info={"redis_version": "7.0.0"},
-        keys=[discover.KeyInfo(hostile, "list", 3, ('{"id": 1}',))],
+        keys=[discovery.KeyInfo(hostile, "list", 3, ('{"id": 1}',))],
         scanned=1,
         complete=True,
         db_keys=1,

@@ -56,19 +56,19 @@ def test_every_key_of_every_check_is_documented(name: str) -> None:
 def test_the_index_lists_every_check_as_declared() -> None:
     """docs/checks.md's index (name, where it runs, `description`) is generated from the
     declarations: a new check missing from it, or a description changed, fails here."""
-    from fleetcheck import catalog
+    from tests import catalog
 
     text = REFERENCE.read_text()
-    assert catalog.INDEX_START in text, "docs/checks.md: no index (python -m fleetcheck.catalog)"
+    assert catalog.INDEX_START in text, "docs/checks.md: no index (python -m tests.catalog)"
     shown = set(re.findall(r"^\| `(\w+)` \|", text.split(catalog.INDEX_START)[1], re.M))
     missing = sorted(set(registry.builtins()) - shown)
     assert missing == [], (
-        f"docs/checks.md's index does not list {missing}: run `python -m fleetcheck.catalog` "
+        f"docs/checks.md's index does not list {missing}: run `python -m tests.catalog` "
         "in the clone (it writes each check's declared description)"
     )
     assert catalog.with_index(text, catalog.checks_index(registry.builtins())) == text, (
         "docs/checks.md's index differs from the checks' declarations: run "
-        "`python -m fleetcheck.catalog`"
+        "`python -m tests.catalog`"
     )
 
 
@@ -78,7 +78,7 @@ def test_the_documented_acl_is_every_declared_command() -> None:
     the keys their writing commands name: a check's new command missing from it fails here,
     naming it (tests/test_broker_server.py patrols as that user, tests/test_doctor.py holds
     the declarations to what MONITOR sees)."""
-    from fleetcheck import catalog
+    from tests import catalog
 
     brokers = (ROOT / "docs" / "brokers.md").read_text()
     line = re.search(r"^ACL SETUSER .*$", brokers.split(catalog.ACL_MARK, 1)[1], re.M)
@@ -90,9 +90,9 @@ def test_the_documented_acl_is_every_declared_command() -> None:
         have = {w for w in documented if w.startswith(mark)}
         assert want <= have, (
             f"docs/brokers.md's ACL lacks {sorted(want - have)} that the checks declare: "
-            "run `python -m fleetcheck.catalog`"
+            "run `python -m tests.catalog`"
         )
         assert have <= want, (
             f"docs/brokers.md's ACL grants {kind} {sorted(have - want)} no check declares"
         )
-    assert documented == derived, "docs/brokers.md's ACL line: run `python -m fleetcheck.catalog`"
+    assert documented == derived, "docs/brokers.md's ACL line: run `python -m tests.catalog`"

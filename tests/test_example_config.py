@@ -49,19 +49,19 @@ def test_every_check_table_shown_is_its_declaration() -> None:
 
 def test_every_registered_check_is_shown() -> None:
     """A check not in hosts.example.toml (a new one) fails here until the file is generated
-    again from the declarations (`python -m fleetcheck.catalog`, which adds its `example`)."""
-    from fleetcheck import catalog
+    again from the declarations (`python -m tests.catalog`, which adds its `example`)."""
+    from tests import catalog
 
     missing = sorted(set(registry.builtins()) - set(shown_tables()))
     assert missing == [], (
         f"hosts.example.toml does not show [checks.{missing[0]}] "
-        f"(missing: {', '.join(missing)}): run `python -m fleetcheck.catalog` in the clone to "
+        f"(missing: {', '.join(missing)}): run `python -m tests.catalog` in the clone to "
         "add each check's declared `example`"
     )
     assert catalog.example_config(EXAMPLE.read_text(), registry.builtins()) == (
         EXAMPLE.read_text()
     ), "hosts.example.toml: its check tables differ from the declarations: run " \
-        "`python -m fleetcheck.catalog`"  # fmt: skip
+        "`python -m tests.catalog`"  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(registry.available()))

@@ -50,7 +50,6 @@ ALLOWED: tuple[Allowed, ...] = (
     Allowed("fleetcheck/config/loading.py", "from_dict", "broker", BROKER_TABLE),
     Allowed("fleetcheck/config/loading.py", "_build_hosts", "groups", GROUPS_KEY),
     Allowed("fleetcheck/config/loading.py", "_build_host", "groups", GROUPS_KEY),
-    Allowed("fleetcheck/config/inventory.py", "", "groups", "COMMON_KEYS: " + INVENTORY),
     Allowed("fleetcheck/config/inventory.py", "InventorySpec.__post_init__", "groups", INVENTORY),
     Allowed("fleetcheck/config/inventory.py", "Found.to_json", "groups", INVENTORY),
     Allowed("fleetcheck/config/inventory.py", "Found.from_json", "groups", INVENTORY),

@@ -1,7 +1,7 @@
 """The issue's "done when": a new check written as ONE file in `checks/` by docs/CONTRIBUTING.md
 passes the suite's tests that cover every check (contract, example config, start-up imports,
 read-only guarantees, docs, import cycles) with no other file touched but the three the
-declarations generate (`python -m fleetcheck.catalog`: hosts.example.toml's check tables,
+declarations generate (`python -m tests.catalog`: hosts.example.toml's check tables,
 docs/checks.md's index, docs/brokers.md's ACL), and the framework serves it without naming it:
 `fleetcheck checks`, `config check`, `config discover`'s draft, and `doctor`, which under an ACL
 user lacking its command names the check and the `+command`, and agrees with a patrol on every
@@ -133,7 +133,7 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> Copy:
     repo, env = copy_and_env(tmp_path)
     env["FLEETCHECK_REQUIRE_LAB"] = "1"  # in the copy a test that would skip fails instead
     out = Copy(repo, env)
-    proc = out.run("-m", "fleetcheck.catalog")
+    proc = out.run("-m", "tests.catalog")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip() == f"{', '.join(sorted(GENERATED, key=order))}: rewritten", (
         proc.stdout
@@ -191,7 +191,7 @@ def test_a_new_check_in_one_file_passes_the_suite_with_no_other_file_touched(
     # and of this tree's files only those the declarations generate differ, as generated
     edited = {n for n in tracked_files() if (repo / n).read_bytes() != (ROOT / n).read_bytes()}
     assert edited == GENERATED, edited
-    proc = copy.run("-m", "fleetcheck.catalog", "--check")
+    proc = copy.run("-m", "tests.catalog", "--check")
     assert proc.returncode == 0 and proc.stdout.strip() == "up to date", proc.stdout
 
 

@@ -279,9 +279,9 @@ def test_item6_check_row_and_reap_live_survive_a_deep_value(lab: Lab) -> None:
 def test_item6_discover_skips_a_value_the_parser_cannot_take() -> None:
     """The same rule in `config discover`'s guessing: a deep sample is skipped, not a
     traceback (it raised RecursionError before)."""
-    from fleetcheck import discover
+    from fleetcheck.core import discovery
 
     good = [json.dumps({"started_at": 1_700_000_000 + i, "host": "n8"}) for i in range(3)]
-    assert discover.live_fields([deep(100_000), *good]) == ("started_at", "host")
-    queue = discover.KeyInfo("work", "list", 3, (deep(100_000),))
-    assert discover.queue_guesses([queue]) == [queue]  # by its name; the head is unreadable
+    assert discovery.live_fields([deep(100_000), *good]) == ("started_at", "host")
+    queue = discovery.KeyInfo("work", "list", 3, (deep(100_000),))
+    assert discovery.queue_guesses([queue]) == [queue]  # by its name; the head is unreadable

@@ -43,7 +43,7 @@ OURS = {
     *(f"fleetcheck.cli.{name}" for name in ("app", "common", "notify", "run")),
     "fleetcheck.config",
     "fleetcheck.envfile",
-    *(f"fleetcheck.config.{name}" for name in ("builder", "files", "loading", "tables", "values")),
+    *(f"fleetcheck.config.{name}" for name in ("builder", "loading", "tables", "values")),
     "fleetcheck.core.brokerlink",
     "fleetcheck.core.judge",
     "fleetcheck.core.context",

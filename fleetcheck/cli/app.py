@@ -1,18 +1,9 @@
 """The typer app, its root options, and `main`: how errors become output and exit codes.
 
-Exit codes follow Nagios: 0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN. Usage and config errors exit 3
-with one line on stderr (click's own usage errors would exit 2, which cron and Nagios read
-as CRITICAL).
-
-The root group is lazy about every command. The CLI's own commands are named in `OWN` with
-the module that declares each: resolving a command imports that one module and typer builds
-that one click command (`fleetcheck run` imports none of the other command modules and builds
-none of their commands: ~10 ms of a patrol's start-up, docs/performance.md "Start-up"). The
-commands checks add (`probe-rater`, `reap-live`) resolve without the registry for the CLI's
-own names, so `fleetcheck run` imports no check for them; the full listing (`--help`) reads
-the checks' declarations from their source (fleetcheck.core.command_index, no check
-imported), and a name that is none of the CLI's own asks the registry, which imports the one
-module that declares it.
+Exit codes follow Nagios (0 OK, 1 WARN, 2 CRIT, 3 UNKNOWN); usage and config errors exit 3
+with one line on stderr (click's own 2 would read as CRITICAL). The root group is lazy: a
+command resolved imports only the module that declares it, and `--help` lists the checks'
+commands from their source (fleetcheck.core.command_index) without importing a check.
 """
 
 import importlib
@@ -32,9 +23,8 @@ from fleetcheck.cli.common import EXIT_INTERRUPTED, EXIT_USAGE, UsageFailure, sh
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
-# The CLI's own commands, in the order `fleetcheck --help` lists them, each with the module
-# of fleetcheck.cli that declares it (a test holds this to the registrations); then its
-# sub-groups, listed after the commands checks add.
+# The CLI's own commands in `--help`'s order, each with the fleetcheck.cli module that declares
+# it; then its sub-groups, listed after the commands checks add.
 OWN = {
     "run": "run",
     "checks": "run",
@@ -115,7 +105,7 @@ def _own(name: str) -> Any:
     if name in GROUPS:
         return typer.main.get_group(config_app)
     (info,) = (i for i in app.registered_commands if i.name == name)
-    one = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False)
+    one = typer.Typer(**TYPER)
     one.registered_commands.append(info)
     return typer.main.get_command(one)
 
@@ -132,25 +122,22 @@ class _Listed:
         return self.text
 
 
+TYPER: dict[str, Any] = {
+    "add_completion": False,
+    "pretty_exceptions_enable": False,
+    "rich_markup_mode": None,
+    "context_settings": CONTEXT,
+    "no_args_is_help": True,
+}
 app = typer.Typer(
     name="fleetcheck",
     help="Inspect a fleet of worker machines that share one Redis/Valkey broker.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    context_settings=CONTEXT,
     cls=RootGroup,
     suggest_commands=False,  # RootGroup suggests, from every command's name
+    **TYPER,
 )
-config_app = typer.Typer(
-    name="config",
-    help="Validate and show the configuration.",
-    short_help="Validate and show the configuration.",
-    no_args_is_help=True,
-    context_settings=CONTEXT,
-    rich_markup_mode=None,
-)
+CONFIG_HELP = "Validate and show the configuration."
+config_app = typer.Typer(name="config", help=CONFIG_HELP, short_help=CONFIG_HELP, **TYPER)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -233,10 +220,7 @@ def main() -> None:
         fail(str(e))
     except typer.Exit as e:
         sys.exit(e.exit_code)
-    except typer.Abort:
-        print("fleetcheck: interrupted", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
-    except KeyboardInterrupt:
+    except (typer.Abort, KeyboardInterrupt):
         print("fleetcheck: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
     except Exception as e:

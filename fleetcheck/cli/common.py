@@ -1,10 +1,8 @@
-"""What every command group shares: the option types (durations, the output format, the
-config file), the usage failure `main` turns into one line and exit 3, loading the fleet, and
-printing a report in the chosen format. Kept import-light: `--help` loads nothing but typer.
+"""What every command group shares: the option types and aliases, the usage failure `main`
+turns into one line and exit 3, loading the fleet, printing a report in the chosen format.
 
-No `from __future__ import annotations` in the cli modules: typer reads every command's
-parameter annotations before it runs any command, and from strings that is an eval per
-annotation (~280 of them, ~20 ms of every start-up, `--help` included).
+No `from __future__ import annotations` in the cli modules: typer would eval every string
+annotation at each start-up (~20 ms, `--help` included).
 """
 
 import enum
@@ -12,7 +10,7 @@ import inspect
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -107,6 +105,21 @@ HistoryOpt = Annotated[
     Path | None,
     typer.Option("--history", metavar="FILE", help="History file (default: the config's)."),
 ]
+StateOpt = Annotated[
+    Path | None,
+    typer.Option("--state", metavar="FILE", help="State file (default: the config's)."),
+]
+
+
+def duration_opt(flag: str, help: str) -> Any:
+    """A duration option (900s, 15m, 1h30m), converted by `duration`."""
+    return typer.Option(flag, metavar="DURATION", parser=duration, help=help)
+
+
+DeadlineOpt = Annotated[
+    DurationArg | None,
+    duration_opt("--deadline", "Give up after this long (default: [patrol] deadline)."),
+]
 FormatOpt = Annotated[
     Format | None,
     typer.Option(
@@ -137,16 +150,11 @@ def patrol_interval(fleet: "FleetConfig", every: DurationArg | None) -> float | 
     """Seconds between rounds for `--every` (None without it; 'patrol': [patrol] every)."""
     if every is None:
         return None
-    interval = fleet.patrol.every if every.seconds is None else every.seconds
-    if interval <= 0:
-        raise UsageFailure(f"--every {every.text}: must be longer than 0s")
-    return interval
+    return fleet.patrol.every if every.seconds is None else every.seconds  # both longer than 0s
 
 
 def output_format(fmt: Format | None) -> Format:
-    if fmt is not None:
-        return fmt
-    return Format.table if sys.stdout.isatty() else Format.plain
+    return fmt or (Format.table if sys.stdout.isatty() else Format.plain)
 
 
 def round_keeper(fleet: "FleetConfig", interval: float | None) -> "Keeper | None":
@@ -163,18 +171,10 @@ def round_keeper(fleet: "FleetConfig", interval: float | None) -> "Keeper | None
 def render_text(report: "Report", fmt: Format, problems: bool = False) -> str:
     """The report in a text format (everything but the rich table); `problems`: only the rows
     that are not OK, plus the counts (table and plain)."""
-    if fmt is Format.json:
-        from fleetcheck.render import json as render_json
+    if fmt in (Format.json, Format.nagios, Format.prometheus):  # one module each, as named
+        from importlib import import_module
 
-        return render_json.render(report)
-    if fmt is Format.nagios:
-        from fleetcheck.render import nagios
-
-        return nagios.render(report)
-    if fmt is Format.prometheus:
-        from fleetcheck.render import prometheus
-
-        return prometheus.render(report).rstrip("\n")
+        return import_module(f"fleetcheck.render.{fmt.value}").render(report).rstrip("\n")
     from fleetcheck.render import plain
 
     return plain.render(report, problems)

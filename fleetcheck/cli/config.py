@@ -1,6 +1,7 @@
 """`fleetcheck config check` (validate, check the files, show the effective settings) and
 `fleetcheck config discover` (a hosts.toml draft from the broker)."""
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -9,10 +10,9 @@ import typer
 from fleetcheck.cli.app import app, command, config_app
 from fleetcheck.cli.common import (
     ConfigOpt,
-    DurationArg,
+    DeadlineOpt,
     Opt,
     UsageFailure,
-    duration,
     load_fleet,
 )
 
@@ -99,14 +99,10 @@ def environment_warnings(fleet: "FleetConfig", service_user: str = "fleetcheck")
     uses_ssh = any(h.ssh is not None and not h.is_local for h in fleet.hosts)
     if not (uses_ssh and (config_file == "~" or config_file.startswith("~/"))):
         return out
-    import pwd
-
+    from fleetcheck.cli.run import owner
     from fleetcheck.timer import service_home
 
-    try:
-        me = pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:
-        me = str(os.getuid())
+    me = owner()[0]
     mine = os.path.expanduser(config_file)
     theirs = service_home(service_user) + config_file[1:]
     if me != service_user and mine != theirs and os.path.isfile(mine):
@@ -153,28 +149,22 @@ def _discover_broker(config: str | None, url: str | None) -> "tuple[FleetConfig 
     """The config discover marks claimed addresses from (None: --url and no config yet, the
     first-time user) and the broker it samples (--url, with the config's password, or the
     config's)."""
-    from fleetcheck.config import ConfigError, find_config
+    from fleetcheck import discover as discover_mod
+    from fleetcheck.config import ConfigError, InvalidValue, find_config
+    from fleetcheck.core.stderr import warn
 
     fleet: FleetConfig | None = None
     if config is not None or url is None:
         fleet = load_fleet(config)
+        if url is None:
+            return fleet, fleet.broker
     else:
-        try:
+        with contextlib.suppress(ConfigError):  # no config found: nothing claimed yet
             found = find_config(None)
-        except ConfigError:
-            found = None
-        if found is not None:
             try:
                 fleet = load_fleet(str(found))
             except UsageFailure as e:
-                from fleetcheck.core.stderr import warn
-
                 warn(f"{e}; the addresses it claims are not marked")
-    if url is None:
-        assert fleet is not None
-        return fleet, fleet.broker
-    from fleetcheck import discover as discover_mod
-    from fleetcheck.config import InvalidValue
 
     try:
         return fleet, discover_mod.broker_for_url(url, fleet)  # the config's password too
@@ -182,83 +172,17 @@ def _discover_broker(config: str | None, url: str | None) -> "tuple[FleetConfig 
         raise UsageFailure(f"--url: {e.message}") from None
 
 
-# `config discover`'s options (typer reads them from these aliases)
-DiscoverUrlOpt = Annotated[
-    str | None,
-    Opt("--url", metavar="URL", help="Broker URL (default: the config's [broker])."),
-]
-DiscoverSshConfigOpt = Annotated[
-    str | None,
-    Opt(
-        "--ssh-config",
-        metavar="FILE",
-        help="ssh_config to match (default: [ssh] config_file).",
-    ),
-]
-DiscoverWriteOpt = Annotated[
-    Path | None,
-    Opt("--write", metavar="FILE", help="Write the draft to FILE (else stdout)."),
-]
-DiscoverForceOpt = Annotated[bool, typer.Option("--force", help="Let --write replace a file.")]
-DiscoverAnsibleOpt = Annotated[
-    str | None,
-    Opt(
-        "--ansible",
-        metavar="INVENTORY",
-        help="Name hosts from this Ansible inventory and propose it as a source (default: "
-        "$ANSIBLE_INVENTORY or /etc/ansible/hosts when there and ansible-inventory is).",
-    ),
-]
-DiscoverScanLimitOpt = Annotated[
-    int,
-    Opt("--scan-limit", metavar="N", min=1, help="Look at no more than N keys."),
-]
-DiscoverDeadlineOpt = Annotated[
-    DurationArg | None,
-    Opt(
-        "--deadline",
-        metavar="DURATION",
-        parser=duration,
-        help="Give up on the broker after this long (default: the patrol deadline).",
-    ),
-]
-
-
-@command(config_app, "discover")
-def config_discover(
-    config: ConfigOpt = None,
-    url: DiscoverUrlOpt = None,
-    ssh_config: DiscoverSshConfigOpt = None,
-    write: DiscoverWriteOpt = None,
-    force: DiscoverForceOpt = False,
-    ansible: DiscoverAnsibleOpt = None,
-    scan_limit: DiscoverScanLimitOpt = 10000,
-    deadline: DiscoverDeadlineOpt = None,
-) -> None:
-    """A hosts.toml draft from the broker's CLIENT LIST, INFO and a bounded SCAN (read-only)."""
-    from fleetcheck.config import SshConfig
-    from fleetcheck.transport.redis import describe_error
-
-    fleet, broker = _discover_broker(config, url)
-    if write is not None and write.exists() and not force:
-        raise UsageFailure(f"--write {write}: exists (add --force to replace it)")
-    ssh_path = ssh_config or (fleet.ssh.config_file if fleet else SshConfig().config_file)
+def _sample(broker: Any, limit: float, scan_limit: int) -> Any:
+    """discover's broker sample, connecting included, within one overall deadline."""
     import redis
 
-    from fleetcheck import discover, discover_hosts
-    from fleetcheck.config import PatrolConfig
+    from fleetcheck import discover
     from fleetcheck.parse.duration import format_duration
     from fleetcheck.transport.deadline import DeadlineExpired
-    from fleetcheck.transport.redis import BrokerSetupError
+    from fleetcheck.transport.redis import BrokerSetupError, describe_error
 
-    limit = (fleet.patrol if fleet else PatrolConfig()).deadline
-    if deadline is not None and deadline.seconds is not None:
-        limit = deadline.seconds
-    import time
-
-    until = time.monotonic() + limit  # the one deadline: broker talk and ssh alias step
-    try:  # connecting included: one overall deadline, whatever the broker drips (item 11)
-        sample = discover.sample_within(broker, limit, scan_limit=scan_limit)
+    try:
+        return discover.sample_within(broker, limit, scan_limit=scan_limit)
     except BrokerSetupError as e:
         raise UsageFailure(f"broker: {e}") from None
     except DeadlineExpired:
@@ -268,13 +192,62 @@ def config_discover(
         ) from None
     except redis.RedisError as e:  # Sentinel: no master found; a failed read
         raise UsageFailure(f"broker: {describe_error(e, broker)}") from None
+
+
+@command(config_app, "discover")
+def config_discover(
+    config: ConfigOpt = None,
+    url: Annotated[
+        str | None,
+        Opt("--url", metavar="URL", help="Broker URL (default: the config's [broker])."),
+    ] = None,
+    ssh_config: Annotated[
+        str | None,
+        Opt(
+            "--ssh-config", metavar="FILE", help="ssh_config to match (default: [ssh] config_file)."
+        ),
+    ] = None,
+    write: Annotated[
+        Path | None,
+        Opt("--write", metavar="FILE", help="Write the draft to FILE (else stdout)."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Let --write replace a file.")] = False,
+    ansible: Annotated[
+        str | None,
+        Opt(
+            "--ansible",
+            metavar="INVENTORY",
+            help="Name hosts from this Ansible inventory and propose it as a source (default: "
+            "$ANSIBLE_INVENTORY or /etc/ansible/hosts when there and ansible-inventory is).",
+        ),
+    ] = None,
+    scan_limit: Annotated[
+        int, Opt("--scan-limit", metavar="N", min=1, help="Look at no more than N keys.")
+    ] = 10000,
+    deadline: DeadlineOpt = None,
+) -> None:
+    """A hosts.toml draft from the broker's CLIENT LIST, INFO and a bounded SCAN (read-only)."""
+    import time
+
+    from fleetcheck import discover, discover_hosts, discover_ssh
+    from fleetcheck.config import PatrolConfig, SshConfig
+    from fleetcheck.core.stderr import warn
+    from fleetcheck.parse.duration import format_duration
+
+    fleet, broker = _discover_broker(config, url)
+    if write is not None and write.exists() and not force:
+        raise UsageFailure(f"--write {write}: exists (add --force to replace it)")
+    ssh_path = ssh_config or (fleet.ssh.config_file if fleet else SshConfig().config_file)
+    limit = (fleet.patrol if fleet else PatrolConfig()).deadline
+    if deadline is not None and deadline.seconds is not None:
+        limit = deadline.seconds
+    until = time.monotonic() + limit  # the one deadline: broker talk and ssh alias step
+    sample = _sample(broker, limit, scan_limit)
     claimed = discover_hosts.claimed_addresses(fleet) if fleet is not None else {}
     addrs = {c.host for c in sample.clients}
     unresolved: list[str] = []  # the alias step's Match exec commands share the deadline
-    aliases = discover.ssh_aliases(ssh_path, addrs, until=until, unresolved=unresolved)
+    aliases = discover_ssh.ssh_aliases(ssh_path, addrs, until=until, unresolved=unresolved)
     if unresolved:
-        from fleetcheck.core.stderr import warn
-
         warn(
             f"{ssh_path}: {len(unresolved)} ssh alias(es) not resolved within the deadline "
             f"({format_duration(limit)}; --deadline sets it): their hosts are named by address"
@@ -283,7 +256,6 @@ def config_discover(
     inventory, in_inventory = _ansible_inventory(ansible), 0
     if inventory is not None:
         from fleetcheck.config.inventory import SourceFailed
-        from fleetcheck.core.stderr import warn
 
         try:
             names = discover.ansible_addresses(inventory, until - time.monotonic())

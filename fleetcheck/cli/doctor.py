@@ -1,12 +1,9 @@
-"""`fleetcheck doctor`: proves, as the user it runs as and with the config and environment
-the timer uses, that a patrol would see everything (fleetcheck.doctor); writes nothing."""
-
-from typing import Annotated
+"""`fleetcheck doctor`: prove a patrol would see everything (fleetcheck.doctor)."""
 
 import typer
 
 from fleetcheck.cli.app import app, command
-from fleetcheck.cli.common import ConfigOpt, DurationArg, Opt, duration, load_fleet
+from fleetcheck.cli.common import ConfigOpt, DeadlineOpt, DurationArg, load_fleet
 
 
 def run_doctor(config: str | None, deadline: DurationArg | None = None) -> int:
@@ -22,15 +19,7 @@ def run_doctor(config: str | None, deadline: DurationArg | None = None) -> int:
 @command(app, "doctor")
 def doctor_cmd(
     config: ConfigOpt = None,
-    deadline: Annotated[
-        DurationArg | None,
-        Opt(
-            "--deadline",
-            metavar="DURATION",
-            parser=duration,
-            help="Give up after this long (default: [patrol] deadline).",
-        ),
-    ] = None,
+    deadline: DeadlineOpt = None,
 ) -> None:
     """Log in to the broker and every host as a patrol would (auth, TLS, ACL, host keys, the
     login shell's start-up time, every check's commands, the logs) and print what to fix;

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from fleetcheck.cli.app import app, command
-from fleetcheck.cli.common import ConfigOpt, HistoryOpt, Opt, UsageFailure, load_fleet
+from fleetcheck.cli.common import ConfigOpt, HistoryOpt, Opt, StateOpt, UsageFailure, load_fleet
 
 
 @command(app, "explain")
@@ -19,10 +19,7 @@ def explain_cmd(
         str,
         Opt("--format", "-f", metavar="FORMAT", help="text (default) or json."),
     ] = "text",
-    state: Annotated[
-        Path | None,
-        Opt("--state", metavar="FILE", help="State file (default: the config's)."),
-    ] = None,
+    state: StateOpt = None,
     history: HistoryOpt = None,
     no_peers: Annotated[
         bool, Opt("--no-peers", help="Patrol the host alone, without its peers.")

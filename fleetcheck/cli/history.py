@@ -9,7 +9,7 @@ from fleetcheck.cli.common import (
     HistoryOpt,
     Opt,
     UsageFailure,
-    duration,
+    duration_opt,
     load_fleet,
 )
 
@@ -18,10 +18,7 @@ from fleetcheck.cli.common import (
 def history_cmd(
     config: ConfigOpt = None,
     host: Annotated[str | None, Opt("--host", metavar="NAME", help="Only this host.")] = None,
-    since: Annotated[
-        DurationArg,
-        Opt("--since", metavar="DURATION", parser=duration, help="How far back, e.g. 24h."),
-    ] = "24h",  # type: ignore[assignment]  # converted by _duration
+    since: Annotated[DurationArg, duration_opt("--since", "How far back, e.g. 24h.")] = "24h",  # type: ignore[assignment]  # converted by duration
     history: HistoryOpt = None,
     export: Annotated[
         str | None,

@@ -15,7 +15,9 @@ from fleetcheck.cli.common import (
     EveryOpt,
     Format,
     FormatOpt,
+    HistoryOpt,
     Opt,
+    StateOpt,
     UsageFailure,
     emit,
     load_fleet,
@@ -49,14 +51,7 @@ RoundsOpt = Annotated[
     int | None,
     Opt("--rounds", metavar="N", min=1, help="With --every: stop after N rounds."),
 ]
-StateOpt = Annotated[
-    Path | None, Opt("--state", metavar="FILE", help="State file (default: XDG state dir).")
-]
 NoStateOpt = Annotated[bool, Opt("--no-state", help="No memory across runs, no history.")]
-HistoryOpt = Annotated[
-    Path | None,
-    Opt("--history", metavar="FILE", help="History file, one JSON line per round."),
-]
 TextfileOpt = Annotated[
     Path | None,
     Opt("--textfile", metavar="FILE", help="Also write Prometheus metrics here (atomic)."),
@@ -211,7 +206,7 @@ def _outputs(
     default_state, default_history = state_mod.default_paths(fleet.path)
     state_path = None if no_state else (state or default_state)
     history_path = history if history or no_state else default_history
-    silences_at: Path | None = state_mod.silences_path(state or default_state)
+    silences: Path | None = state_mod.silences_path(state or default_state)
     for kind, path in (("state", state_path), ("history", history_path)):
         problem = None if path is None else path_problem(path)
         if problem is not None:  # said once here, not once per read and write
@@ -222,16 +217,9 @@ def _outputs(
             # the silences file lives beside the state: no directory, no file to read (the
             # config's [silences] windows still apply)
             if kind == "state":
-                silences_at = None
+                silences = None
             break
-    return patrol.Outputs(
-        state=state_path,
-        history=history_path,
-        textfile=text_path,
-        alertmanager=am_urls,
-        heartbeat=beat_url,
-        silences=silences_at,
-    )
+    return patrol.Outputs(state_path, history_path, text_path, am_urls, beat_url, silences=silences)
 
 
 def path_problem(path: Path) -> str | None:
@@ -257,12 +245,12 @@ def path_problem(path: Path) -> str | None:
         return f"directory {directory} is not writable by this user: {_make(directory)}"
     for file in (path, path.with_name(path.name + ".lock")):
         if file.exists() and not os.access(file, os.R_OK | os.W_OK):
-            user, group = _owner()
+            user, group = owner()
             return f"file {file} is not writable by this user: as root, chown {user}:{group} {file}"
     return None
 
 
-def _owner() -> tuple[str, str]:
+def owner() -> tuple[str, str]:
     """This process's user and group names (numbers when they have none)."""
     import grp
     import os
@@ -275,7 +263,7 @@ def _owner() -> tuple[str, str]:
 
 
 def _make(directory: Path) -> str:
-    user, group = _owner()
+    user, group = owner()
     return f"as root, install -d -o {user} -g {group} -m 0700 {directory}"
 
 

@@ -2,7 +2,7 @@
 
 import os
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fleetcheck.cli.app import app, command
 from fleetcheck.cli.common import (
@@ -12,7 +12,7 @@ from fleetcheck.cli.common import (
     HistoryOpt,
     Opt,
     UsageFailure,
-    duration,
+    duration_opt,
     load_fleet,
     patrol_interval,
     round_keeper,
@@ -20,6 +20,10 @@ from fleetcheck.cli.common import (
 
 if TYPE_CHECKING:
     from fleetcheck.transport.keep import Keeper
+
+
+def _env_opt(option: str, what: str) -> Any:
+    return Opt(option, metavar="VAR", help=f"Env var holding {what} to require.")
 
 
 @command(app, "serve")
@@ -31,23 +35,11 @@ def serve_cmd(
     ] = "127.0.0.1:8470",
     history: HistoryOpt = None,
     window: Annotated[
-        DurationArg,
-        Opt(
-            "--window",
-            metavar="DURATION",
-            parser=duration,
-            help="How much history the charts show, e.g. 7d.",
-        ),
-    ] = "7d",  # type: ignore[assignment]  # converted by _duration
+        DurationArg, duration_opt("--window", "How much history the charts show, e.g. 7d.")
+    ] = "7d",  # type: ignore[assignment]  # converted by duration
     every: EveryOpt = None,
-    token_env: Annotated[
-        str | None,
-        Opt("--token-env", metavar="VAR", help="Env var holding a bearer token to require."),
-    ] = None,
-    basic_auth_env: Annotated[
-        str | None,
-        Opt("--basic-auth-env", metavar="VAR", help="Env var holding USER:PASSWORD to require."),
-    ] = None,
+    token_env: Annotated[str | None, _env_opt("--token-env", "a bearer token")] = None,
+    basic_auth_env: Annotated[str | None, _env_opt("--basic-auth-env", "USER:PASSWORD")] = None,
 ) -> None:
     """A read-only web console over the state the patrols write: grid, rows, charts,
     /report.json, /metrics and /healthz (503 when rounds stop)."""

@@ -1,14 +1,20 @@
-"""`fleetcheck silence`: silence a host, a check or one row for a while (`silence mini --for
-2h --reason deploy`), list the silences (`silence list`) and end one early (`silence end ID`).
-They live next to the config's state file (rounds.silences)."""
+"""`fleetcheck silence`: silence a host, a check or one row for a while, list the silences,
+end one early. They live next to the config's state file (rounds.silences)."""
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from fleetcheck.cli.app import app, command
-from fleetcheck.cli.common import ConfigOpt, DurationArg, Opt, UsageFailure, duration, load_fleet
+from fleetcheck.cli.common import (
+    ConfigOpt,
+    DurationArg,
+    Opt,
+    StateOpt,
+    UsageFailure,
+    duration_opt,
+    load_fleet,
+)
 
 
 @command(app, "silence")
@@ -24,16 +30,12 @@ def silence_cmd(
     ] = None,
     config: ConfigOpt = None,
     for_: Annotated[
-        DurationArg | None,
-        Opt("--for", metavar="DURATION", parser=duration, help="How long (e.g. 2h; at most 30d)."),
+        DurationArg | None, duration_opt("--for", "How long (e.g. 2h; at most 30d).")
     ] = None,
     reason: Annotated[
         str | None, Opt("--reason", metavar="TEXT", help="Why: shown on every silenced row.")
     ] = None,
-    state: Annotated[
-        Path | None,
-        Opt("--state", metavar="FILE", help="The state file `run --state` uses (default: XDG)."),
-    ] = None,
+    state: StateOpt = None,
 ) -> None:
     """Silence a host, a check or a row for a while: it still shows, marked, but does not
     alert, notify or raise the exit code; `silence list`, `silence end ID`."""

@@ -2,7 +2,6 @@
 the `run` options after -- checked as `run` will parse them."""
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -10,8 +9,14 @@ import typer
 import typer.main
 
 from fleetcheck.cli.app import app, command, is_click_error, usage_message
-from fleetcheck.cli.common import ConfigOpt, DurationArg, Opt, UsageFailure, duration, load_fleet
-from fleetcheck.cli.run import run
+from fleetcheck.cli.common import (
+    ConfigOpt,
+    DurationArg,
+    Opt,
+    UsageFailure,
+    duration_opt,
+    load_fleet,
+)
 
 if TYPE_CHECKING:
     from fleetcheck.config import FleetConfig
@@ -21,13 +26,7 @@ if TYPE_CHECKING:
 def timer_cmd(
     config: ConfigOpt = None,
     every: Annotated[
-        DurationArg | None,
-        Opt(
-            "--every",
-            metavar="DURATION",
-            parser=duration,
-            help="Interval, e.g. 15m (default: [patrol] every).",
-        ),
+        DurationArg | None, duration_opt("--every", "Interval, e.g. 15m (default: [patrol] every).")
     ] = None,
     show: Annotated[
         bool, typer.Option("--print", help="Print the units and the crontab line (default).")
@@ -121,14 +120,13 @@ def check_run_args(fleet: "FleetConfig", args: list[str]) -> dict[str, Any]:
     so `timer` never writes a unit that fails at its first activation; returns them."""
     from fleetcheck.rounds import patrol
 
-    command = typer.main.get_command(app)
-    run_command = command.commands["run"]  # type: ignore[attr-defined]
+    run_command = typer.main.get_command(app).get_command(None, "run")  # type: ignore[attr-defined]
     try:
         ctx = run_command.make_context("run", list(args))
     except Exception as e:
         message = usage_message(e) if is_click_error(e) else e
         raise UsageFailure(f"run options after --: {message}") from None
-    params = _as_declared(run, ctx.params)
+    params = dict(ctx.params)  # as click parsed them: typer makes paths Path only in its call
     for loop in ("every", "rounds"):
         if params.get(loop) is not None:
             raise UsageFailure(
@@ -140,9 +138,8 @@ def check_run_args(fleet: "FleetConfig", args: list[str]) -> dict[str, Any]:
             "run options after --: --config is timer's own option (put it before --)"
         )
     try:
-        patrol.resolve_outputs(
-            fleet, params.get("alertmanager"), params.get("heartbeat"), params.get("textfile")
-        )
+        textfile = Path(params["textfile"]) if params.get("textfile") else None
+        patrol.resolve_outputs(fleet, params.get("alertmanager"), params.get("heartbeat"), textfile)
     except patrol.OutputError as e:
         raise UsageFailure(f"run options after --: {e}") from None
     from fleetcheck.timer import url_secret
@@ -155,22 +152,3 @@ def check_run_args(fleet: "FleetConfig", args: list[str]) -> dict[str, Any]:
         if secret is not None:
             raise UsageFailure(f"run options after --: {secret}")
     return params
-
-
-def _as_declared(function: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]:
-    """A parsed context's paths as `function`'s annotations declare them: typer turns text
-    into Path in its call wrapper, not in click's parsing, so a context from `make_context`
-    holds strings where the command itself gets a Path."""
-    import typing
-
-    hints = typing.get_type_hints(function)
-    out = dict(params)
-    for name, value in params.items():
-        if not isinstance(value, str):
-            continue
-        hint = hints.get(name)
-        for kind in typing.get_args(hint) or (hint,):
-            if isinstance(kind, type) and issubclass(kind, Path):
-                out[name] = kind(value)
-                break
-    return out

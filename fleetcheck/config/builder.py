@@ -23,8 +23,6 @@ from fleetcheck.config.values import (
 )
 from fleetcheck.parse.duration import parse_duration
 
-# ---------------------------------------------------------------- the generic builder
-
 
 @cache
 def hints_of(cls: type) -> dict[str, Any]:
@@ -68,6 +66,15 @@ def kind_of(value: Any) -> str:
     return {dict: "a table", list: "a list", str: "a string", bool: "a boolean"}.get(
         type(value), f"a {type(value).__name__}"
     )
+
+
+# a scalar type: the TOML values it takes (never a boolean for a number) and how errors name it
+SCALARS: dict[type, tuple[Any, str]] = {
+    bool: (bool, "true or false"),
+    int: (int, "a whole number"),
+    float: (int | float, "a number"),
+    str: (str, "a string"),
+}
 
 
 def convert(value: Any, hint: Any, file: str, table: str, key: str) -> Any:
@@ -133,22 +140,11 @@ def convert(value: Any, hint: Any, file: str, table: str, key: str) -> Any:
         return {k: convert(v, vt, file, table, f"{key}.{k}") for k, v in value.items()}
     if dataclasses.is_dataclass(hint):
         return build(hint, value, file, f"{table}.{key}")  # type: ignore[arg-type]
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise fail("true or false")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise fail("a whole number")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise fail("a number")
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise fail("a string")
-        return value
+    if hint in SCALARS:
+        takes, expected = SCALARS[hint]
+        if not isinstance(value, takes) or (isinstance(value, bool) and hint is not bool):
+            raise fail(expected)
+        return float(value) if hint is float else value
     if hint is Any:
         return value
     raise TypeError(f"config field type {hint!r} is not supported by the builder")

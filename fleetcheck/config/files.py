@@ -13,8 +13,6 @@ from fleetcheck.config.builder import hints_of
 from fleetcheck.config.tables import FleetConfig, HostConfig
 from fleetcheck.config.values import LOCAL_FILE
 
-# ---------------------------------------------------------------- files the config names
-
 
 @dataclass(frozen=True)
 class FileProblem:

@@ -1,17 +1,11 @@
 """`[[inventory]]`: hosts taken from where operators already describe their fleet (an Ansible
 inventory, their ssh_config, a command printing JSON, Tailscale), merged with `[[hosts]]`.
 
-Each source yields `Found` hosts (a name, the keys of a `[[hosts]]` table that say how to reach
-it, its groups, its addresses and its variables). Sources merge in the order they are written,
-a later source's value winning key by key, and a `[[hosts]]` table of the same name wins over
-all of them; a host's groups are the union (hosts.toml's first). A group a source reports gets
-the settings of `[groups.NAME]` when hosts.toml has that table, and is fine without one.
-
-A source that cannot be read never empties the fleet: its last good answer (kept next to the
-state file, `inventory_cache`) is used with its age, and the source's status says why
-(`SourceStatus`, which the `inventory` check turns into a row). A host a source reports but
-that cannot be used (a bad name, a port that is not a number, a connection type fleetcheck does
-not speak) is left out with one line naming the host and the variable.
+Sources merge in the order they are written, a later source's value winning key by key, and a
+`[[hosts]]` table of the same name wins over all of them; groups are the union. A source that
+cannot be read never empties the fleet: its last good answer (`inventory_cache`) is used with
+its age, and its `SourceStatus` says why. A host that cannot be used is left out with one line
+naming the host and the variable.
 """
 
 from __future__ import annotations
@@ -26,7 +20,7 @@ from fleetcheck.config.values import (
     SAFE_NAME_TEXT,
     Duration,
     InvalidValue,
-    check_at_most,
+    check_span,
 )
 
 SOURCES = ("ansible", "ssh_config", "command", "tailscale")
@@ -37,7 +31,6 @@ SOURCE_KEYS = {
     "command": {"run"},
     "tailscale": {"saved", "program", "include_self", "online_only"},
 }
-COMMON_KEYS = {"source", "name", "match", "groups", "timeout", "max_age", "max_drop"}
 VAR_PREFIX = "fleetcheck_"  # a variable fleetcheck_KEY sets the host key KEY
 
 
@@ -71,9 +64,7 @@ class InventorySpec:
             raise InvalidValue("path", "an ansible source needs path (an inventory) or saved")
         if self.source == "command" and not self.run:
             raise InvalidValue("run", "a command source needs run (the command and arguments)")
-        if self.timeout <= 0:
-            raise InvalidValue("timeout", "must be longer than 0s")
-        check_at_most("timeout", self.timeout, 600, "10m")
+        check_span("timeout", self.timeout, 600, "10m")
         if self.max_age <= 0:
             raise InvalidValue("max_age", "must be longer than 0s")
         if not 0 < self.max_drop <= 1:
@@ -105,28 +96,20 @@ class Found:
     origin: str = ""  # the source, and the file and line or command where known
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "keys": self.keys,
-            "groups": self.groups,
-            "addrs": self.addrs,
-            "origin": self.origin,
-        }
+        return {k: getattr(self, k) for k in ("name", "keys", "groups", "addrs", "origin")}
 
     @classmethod
     def from_json(cls, data: Any) -> Found | None:
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):
             return None
-        keys = data.get("keys")
-        groups = data.get("groups")
-        addrs = data.get("addrs")
-        return cls(
-            name=data["name"],
-            keys=dict(keys) if isinstance(keys, dict) else {},
-            groups=[g for g in groups if isinstance(g, str)] if isinstance(groups, list) else [],
-            addrs=[a for a in addrs if isinstance(a, str)] if isinstance(addrs, list) else [],
-            origin=str(data.get("origin", "")),
-        )
+
+        def texts(key: str) -> list[str]:
+            value = data.get(key)
+            return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+        keys = dict(data["keys"]) if isinstance(data.get("keys"), dict) else {}
+        origin = str(data.get("origin", ""))
+        return cls(data["name"], keys, texts("groups"), texts("addrs"), origin=origin)
 
 
 class SourceFailed(Exception):
@@ -149,7 +132,6 @@ class SourceStatus:
     error: str | None = None  # the source failed (or returned nothing, or fell too far)
     cached_at: str | None = None  # ISO instant of the last good answer used instead
     age_s: float | None = None
-    fresh_count: int | None = None  # how many hosts the source reported this time
 
     @property
     def label(self) -> str:

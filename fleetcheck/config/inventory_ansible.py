@@ -1,9 +1,6 @@
-"""The Ansible inventory source: `ansible-inventory -i PATH --list` (Ansible's own parser: INI,
-YAML, ranges, children, group_vars/host_vars, plugins) or its saved output, turned into `Found`
-hosts (pure, table-tested): ansible_host / ansible_port / ansible_user /
-ansible_ssh_private_key_file, and jump hosts in ansible_ssh_common_args (`-J`,
-`-o ProxyJump=`, `-o ProxyCommand="ssh -W %h:%p ..."`); each host's line in the inventory file
-for its origin."""
+"""The Ansible inventory source: `ansible-inventory -i PATH --list` (Ansible's own parser) or
+its saved output, turned into `Found` hosts (pure): ansible_host/port/user/
+ssh_private_key_file, jump hosts in ansible_ssh_common_args, each host's line for its origin."""
 
 from __future__ import annotations
 
@@ -41,16 +38,15 @@ ANSIBLE_ENV = {
 }
 
 
-def _parents(groups: dict[str, Any]) -> dict[str, list[str]]:
-    parents: dict[str, list[str]] = {}
-    for gname, body in groups.items():
-        if gname == "_meta" or not isinstance(body, dict):
-            continue
-        children = body.get("children", [])
-        for child in children if isinstance(children, list) else []:
-            if isinstance(child, str):
-                parents.setdefault(child, []).append(gname)
-    return parents
+def _members(data: dict[str, Any], kind: str) -> list[tuple[str, str]]:
+    """(group, member) for each string in each group's `kind` list ("hosts", "children")."""
+    out = []
+    for gname, body in data.items():
+        members = body.get(kind, []) if gname != "_meta" and isinstance(body, dict) else []
+        out += (
+            [(gname, m) for m in members if isinstance(m, str)] if isinstance(members, list) else []
+        )
+    return out
 
 
 def from_ansible(data: Any, label: str) -> tuple[list[Found], list[str]]:
@@ -63,18 +59,15 @@ def from_ansible(data: Any, label: str) -> tuple[list[Found], list[str]]:
     hostvars = meta.get("hostvars", {}) if isinstance(meta, dict) else {}
     if not isinstance(hostvars, dict):
         raise SourceFailed(f"{label}: _meta.hostvars is not an object")
-    parents = _parents(data)
+    parents: dict[str, list[str]] = {}
+    for gname, child in _members(data, "children"):
+        parents.setdefault(child, []).append(gname)
     direct: dict[str, list[str]] = {}
     order: list[str] = []
-    for gname, body in data.items():
-        if gname == "_meta" or not isinstance(body, dict):
-            continue
-        hosts = body.get("hosts", [])
-        for h in hosts if isinstance(hosts, list) else []:
-            if isinstance(h, str):
-                if h not in direct:
-                    order.append(h)
-                direct.setdefault(h, []).append(gname)
+    for gname, h in _members(data, "hosts"):
+        if h not in direct:
+            order.append(h)
+        direct.setdefault(h, []).append(gname)
     for h in hostvars:
         if h not in direct:
             order.append(h)
@@ -195,11 +188,9 @@ IGNORED_OPTIONS = {  # options that change nothing about where fleetcheck connec
 
 
 def jump_from_ssh_args(text: str) -> tuple[str | None, str | None]:
-    """(the jump chain as ssh -J takes it, or None; why the arguments cannot be used, or
-    None). -J / -o ProxyJump= are taken as they are; `-o ProxyCommand="ssh -W %h:%p
-    [-q] [-p PORT] [-l USER] [-i KEY] [USER@]HOST"` is the same as a one-hop jump; a
-    ProxyCommand of another shape cannot be carried out, and an option that would change
-    where or how fleetcheck connects is refused rather than ignored."""
+    """(the jump chain as ssh -J takes it, or None; why the arguments cannot be used, or None).
+    -J, -o ProxyJump= and a `ProxyCommand="ssh -W %h:%p HOST"` are jumps; any other option that
+    would change where or how fleetcheck connects is refused rather than ignored."""
     try:
         words = shlex.split(text)
     except ValueError as e:

@@ -1,13 +1,11 @@
-"""The last good answer of each `[[inventory]]` source, kept next to the state file
-(`inventory-DIGEST.json`, one per config), so that a source that fails, hangs, returns nothing
-or suddenly loses most of its hosts never empties the fleet.
-
-Written atomically (a temporary file renamed over it) under an exclusive lock, so two
-overlapping runs never leave half a file; an unreadable cache is set aside, never trusted.
+"""The last good answer of each `[[inventory]]` source, kept next to the state file, so that a
+source that fails, hangs, returns nothing or suddenly loses most of its hosts never empties
+the fleet. Written atomically under a lock; an unreadable cache is set aside, never trusted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -38,10 +36,8 @@ class InventoryCache(LockedJson):
         raw = self._document()
         if raw is None:
             aside = self.path.with_name(f"{self.path.name}.corrupt")
-            try:
+            with contextlib.suppress(OSError):
                 os.replace(self.path, aside)
-            except OSError:
-                pass
             return {}
         sources = raw.get("sources")
         return dict(sources) if isinstance(sources, dict) else {}
@@ -90,7 +86,7 @@ def collect(
         statuses = []
         for spec in specs:
             hosts, problems, error = fresh[spec.label]
-            st = SourceStatus(spec, hosts, problems, error, fresh_count=len(hosts))
+            st = SourceStatus(spec, hosts, problems, error)
             st.problems.append(f"{spec.label}: cannot keep its last good list: {e}")
             statuses.append(st)
     return statuses
@@ -121,7 +117,7 @@ def _settle(
             )
             if isinstance(entry, dict):
                 entry["fall_to"] = names
-    status = SourceStatus(spec, hosts, problems, error, fresh_count=len(hosts))
+    status = SourceStatus(spec, hosts, problems, error)
     if error is None:
         entries[spec.label] = {
             "at": now.isoformat(),
@@ -136,13 +132,3 @@ def _settle(
         status.cached_at = at
         status.age_s = _age(at, now) if at else None
     return status
-
-
-def read_now(spec: InventorySpec, ssh_config_file: str) -> list[Found]:
-    """One source read with no memory (config discover's look at an inventory)."""
-    from fleetcheck.config.inventory_sources import read_source
-
-    try:
-        return select(spec, read_source(spec, ssh_config_file)[0])
-    except SourceFailed:
-        return []

@@ -1,9 +1,9 @@
-"""Running an inventory's program (bounded in time and output, in its own process group, its
-stderr kept for the reason) and reading its JSON or saved file: the I/O every inventory source
-shares (fleetcheck.config.inventory_sources)."""
+"""The I/O every inventory source shares: running its program (bounded in time and output, in
+its own process group, its stderr kept for the reason) and reading its JSON or saved file."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -13,9 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleetcheck.config.inventory import (
-    SourceFailed,
-)
+from fleetcheck.config.inventory import SourceFailed
 
 MAX_OUTPUT = 64 * 1024 * 1024  # an inventory's JSON beyond this is not an inventory
 
@@ -68,14 +66,10 @@ def run_program(argv: list[str], timeout: float, env: dict[str, str] | None = No
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired, ValueError):
         proc.communicate(timeout=5)
-    except (subprocess.TimeoutExpired, ValueError):
-        pass
 
 
 def stderr_tail(err: bytes) -> str:

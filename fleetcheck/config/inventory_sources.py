@@ -1,15 +1,7 @@
-"""Reading each `[[inventory]]` source: running its program (bounded, its stderr kept for the
-reason) and turning its output into `Found` hosts. The parsers (`from_ansible`,
-`from_command_json`, `from_tailscale`) are pure and table-tested; `read_source` does the I/O.
-
-- ansible: `ansible-inventory -i PATH --list` (Ansible's own parser: INI, YAML, ranges,
-  children, group_vars/host_vars, plugins), or its saved output; ansible_host / ansible_port /
-  ansible_user / ansible_ssh_private_key_file and jump hosts in ansible_ssh_common_args
-  (`-J`, `-o ProxyJump=`, `-o ProxyCommand="ssh -W %h:%p ..."`).
-- ssh_config: every `Host` alias without a pattern, Includes followed as the SSH transport
-  reads them; each host's `ssh` is its alias, so it resolves exactly as `ssh -G` would.
-- command: JSON on stdout, fleetcheck's host schema or Prometheus file_sd.
-- tailscale: `tailscale status --json`, peers with their tags as groups.
+"""Reading each `[[inventory]]` source into `Found` hosts: `read_source` does the I/O, the
+parsers are pure. ansible: inventory_ansible; ssh_config: every `Host` alias without a
+pattern, Includes followed as the SSH transport reads them; command: JSON on stdout,
+fleetcheck's host schema or Prometheus file_sd; tailscale: `tailscale status --json`.
 """
 
 from __future__ import annotations
@@ -19,14 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fleetcheck.config.inventory import (
-    Found,
-    InventorySpec,
-    SourceFailed,
-    group_name,
-    host_name_problem,
-    var_keys,
-)
+import fleetcheck.config.inventory as inv
+from fleetcheck.config.inventory import Found, InventorySpec, SourceFailed, host_name_problem
 from fleetcheck.config.inventory_ansible import (
     ANSIBLE_ENV,
     ansible_argv,
@@ -41,10 +27,8 @@ from fleetcheck.config.inventory_programs import load_json, read_file, run_progr
 
 def from_command_json(data: Any, label: str) -> tuple[list[Found], list[str]]:
     """fleetcheck's host schema (`{"hosts": [{"name": ..., "ssh": ..., ...}]}` or the bare
-    list; any [[hosts]] key, plus `addrs` and `vars`) or Prometheus file_sd
-    (`[{"targets": ["HOST:PORT", ...], "labels": {...}}]`: each target's host is a host, its
-    port is the exporter's and not SSH's; labels `groups`/`group`/`job` are groups,
-    `fleetcheck_KEY` labels host keys)."""
+    list) or Prometheus file_sd (each target's host is a host, its port the exporter's, not
+    SSH's; labels `groups`/`group`/`job` are groups, `fleetcheck_KEY` labels host keys)."""
     problems: list[str] = []
     if isinstance(data, dict) and isinstance(data.get("hosts"), list):
         items = data["hosts"]
@@ -71,7 +55,7 @@ def from_command_json(data: Any, label: str) -> tuple[list[Found], list[str]]:
         groups = _groups(item.get("groups", []), label, str(name), problems)
         raw_vars = item.get("vars")
         variables: dict[str, Any] = raw_vars if isinstance(raw_vars, dict) else {}
-        keys.update(var_keys(str(name), variables, problems, label))
+        keys.update(inv.var_keys(str(name), variables, problems, label))
         addrs = [a for a in (ip_of(str(x)) for x in item.get("addrs", []) or []) if a]
         if isinstance(keys.get("ssh"), str):
             addr = ip_of(keys["ssh"])
@@ -89,7 +73,7 @@ def _groups(raw: Any, label: str, name: str, problems: list[str]) -> list[str]:
         return []
     out = []
     for g in raw:
-        if isinstance(g, str) and group_name(g) is not None:
+        if isinstance(g, str) and inv.group_name(g) is not None:
             out.append(g)
         else:
             problems.append(f"{label}: host {name}: group {g!r}: not a group name; ignored")
@@ -117,7 +101,7 @@ def _from_file_sd(items: list[Any], label: str, problems: list[str]) -> list[Fou
                 continue
             assert host is not None
             keys = {"ssh": host}
-            keys.update(var_keys(host, labels, problems, label))
+            keys.update(inv.var_keys(host, labels, problems, label))
             addr = ip_of(host)
             have = found.get(host)
             if have is None:
@@ -174,13 +158,8 @@ def from_tailscale(
             problems.append(f"{label}: peer {name}: no Tailscale address; left out")
             continue
         ipv4 = [a for a in ips if ":" not in a]
-        tags = peer.get("Tags") or []
-        groups = _groups(
-            [str(t).removeprefix("tag:") for t in tags if isinstance(t, str)],
-            label,
-            name,
-            problems,
-        )
+        tags = [str(t).removeprefix("tag:") for t in peer.get("Tags") or [] if isinstance(t, str)]
+        groups = _groups(tags, label, name, problems)
         variables = {"online": online, "os": peer.get("OS"), "dns_name": dns or None}
         found.append(Found(name, {"ssh": (ipv4 or ips)[0]}, groups, ips, variables, label))
     return found, problems
@@ -196,10 +175,9 @@ def tailscale_argv(spec: InventorySpec) -> list[str]:
 def from_ssh_config(
     spec: InventorySpec, config_file: str, until: float | None
 ) -> tuple[list[Found], list[str]]:
-    """Every `Host` alias without a pattern (`*`, `?`, `!`) of the file and its Includes (as
-    the transport follows them), each resolved as `ssh -G` resolves it. When the file is the
-    one [ssh] config_file names, a host's `ssh` is its alias (the patrol resolves it the same
-    way); for another file its resolved HostName, User, Port, key and jump are written out."""
+    """Every `Host` alias without a pattern of the file and its Includes, resolved as `ssh -G`
+    would. In [ssh] config_file a host's `ssh` is its alias (the patrol resolves it the same
+    way); from another file its resolved HostName, User, Port, key and jump are written out."""
     from fleetcheck.transport.ssh_config import Resolver, SshConfigError
 
     label = spec.label

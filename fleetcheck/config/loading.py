@@ -31,22 +31,16 @@ from fleetcheck.config.values import (
     InvalidValue,
 )
 
-# ---------------------------------------------------------------- finding and loading
-
 
 def find_config(explicit: str | None) -> Path:
     """The config file by precedence; ConfigError when none exists."""
-    if explicit:
-        path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"{explicit}: no such config file")
-        return path
     env = os.environ.get("FLEETCHECK_CONFIG")
-    if env:
-        path = Path(env).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"{env}: no such config file (from $FLEETCHECK_CONFIG)")
-        return path
+    for given, whence in ((explicit, ""), (env, " (from $FLEETCHECK_CONFIG)")):
+        if given:
+            path = Path(given).expanduser()
+            if not path.is_file():
+                raise ConfigError(f"{given}: no such config file{whence}")
+            return path
     for candidate in (Path("hosts.toml"), Path("~/.config/fleetcheck/hosts.toml").expanduser()):
         if candidate.is_file():
             return candidate
@@ -61,6 +55,16 @@ TOP_LEVEL: tuple[str, ...] = ("broker", "ssh", "patrol", "defaults", "groups", "
 TOP_LEVEL += ("inventory", "checks")
 TOP_LEVEL += ("outputs", "notify", "serve", "silences")  # messages, the console's address, silences
 NOT_SHARED = ("name", "groups")  # host keys [defaults] and [groups.NAME] cannot set
+# the top-level tables built as they are, in the order their errors are found
+TABLES: dict[str, type] = {
+    "broker": tables.BrokerConfig,
+    "ssh": tables.SshConfig,
+    "patrol": tables.PatrolConfig,
+    "outputs": tables.OutputsConfig,
+    "notify": tables.NotifyConfig,
+    "serve": tables.ServeConfig,
+    "silences": tables.SilencesConfig,
+}
 
 
 def load(
@@ -106,35 +110,22 @@ def from_dict(
     bare: list[tuple[str, str, str]] = []
     token = BARE_DURATIONS.set(bare)
     try:
-        broker = build(tables.BrokerConfig, data["broker"], file, "broker")
-        ssh = build(tables.SshConfig, data.get("ssh", {}), file, "ssh")
-        patrol = build(tables.PatrolConfig, data.get("patrol", {}), file, "patrol")
-        outputs = build(tables.OutputsConfig, data.get("outputs", {}), file, "outputs")
-        notify = build(tables.NotifyConfig, data.get("notify", {}), file, "notify")
-        serve = build(tables.ServeConfig, data.get("serve", {}), file, "serve")
-        silences = build(tables.SilencesConfig, data.get("silences", {}), file, "silences")
+        tops = {key: build(cls, data.get(key, {}), file, key) for key, cls in TABLES.items()}
         raw_checks = data.get("checks", {})
         if not isinstance(raw_checks, dict):
             raise ConfigError(f"{file}: checks: expected a table ([checks.NAME])")
-        inventory = _read_inventory(data, file, ssh)
+        inventory = _read_inventory(data, file, tops["ssh"])
         hosts = _build_hosts(data, file, list(raw_checks), host_config_types, inventory)
         checks = _build_checks(raw_checks, file, check_config_type)
     finally:
         BARE_DURATIONS.reset(token)
-    notes = list(dict.fromkeys(text for _, _, text in bare))
     return FleetConfig(
         path=file,
-        broker=broker,
-        ssh=ssh,
-        patrol=patrol,
         hosts=tuple(hosts),
         checks=checks,
-        outputs=outputs,
-        notify=notify,
-        serve=serve,
-        silences=silences,
-        notes=tuple(notes),
+        notes=tuple(dict.fromkeys(text for _, _, text in bare)),
         inventory=tuple(inventory),
+        **tops,
     )
 
 
@@ -157,8 +148,6 @@ def _read_inventory(data: dict[str, Any], file: str, ssh: tables.SshConfig) -> l
                 f"{file}: [inventory[{i}]]: a second source {spec.label!r} (give it a name)"
             )
         specs.append(spec)
-    if not specs:
-        return []
     from fleetcheck.config.inventory_cache import collect
 
     return collect(specs, file, ssh.config_file)
@@ -185,10 +174,7 @@ class _HostKeys:
         self.types = dict(sorted(types.items()))  # by check name: one order in every listing
         self.core = _key_fields(HostConfig)
         self.hints: dict[str, list[Any]] = {}
-        core_hints = hints_of(HostConfig)
-        for key in self.core:
-            self.hints[key] = [core_hints[key]]
-        for cls in self.types.values():
+        for cls in (HostConfig, *self.types.values()):
             hints = hints_of(cls)
             for key in _key_fields(cls):
                 self.hints.setdefault(key, []).append(hints[key])

@@ -19,6 +19,7 @@ from fleetcheck.config.values import (
     LocalFile,
     check_at_most,
     check_port,
+    check_span,
     normalise_broker_url,
     ssh_target_problem,
 )
@@ -97,10 +98,8 @@ class BrokerConfig:
             raise InvalidValue("protocol", "must be 2 (RESP2) or 3 (RESP3)")
         if not 0 <= self.retries <= 5:
             raise InvalidValue("retries", "must be between 0 and 5")
-        for key in ("connect_timeout", "socket_timeout"):
-            if getattr(self, key) <= 0:
-                raise InvalidValue(key, "must be longer than 0s")
-            check_at_most(key, getattr(self, key), 600, "10m")
+        check_span("connect_timeout", self.connect_timeout, 600, "10m")
+        check_span("socket_timeout", self.socket_timeout, 600, "10m")
 
     @property
     def address(self) -> str:
@@ -140,14 +139,11 @@ class OutputsConfig:
     textfile: str | None = None  # node_exporter textfile collector file (.prom)
 
     def __post_init__(self) -> None:
-        for i, url in enumerate(self.alertmanager):
-            problem = http_url_problem(url)
+        urls = [(f"alertmanager[{i}]", url) for i, url in enumerate(self.alertmanager)]
+        for key, url in [*urls, ("heartbeat", self.heartbeat)]:
+            problem = http_url_problem(url) if url is not None else None
             if problem:
-                raise InvalidValue(f"alertmanager[{i}]", problem)
-        if self.heartbeat is not None:
-            problem = http_url_problem(self.heartbeat)
-            if problem:
-                raise InvalidValue("heartbeat", problem)
+                raise InvalidValue(key, problem)
         if self.heartbeat is not None and self.heartbeat_env is not None:
             raise InvalidValue("heartbeat_env", "give heartbeat or heartbeat_env, not both")
         for key in ("alertmanager_env", "heartbeat_env"):
@@ -228,15 +224,12 @@ class NotifyConfig:
     timeout: Duration = 5.0  # each delivery's bound, all of it
 
     def __post_init__(self) -> None:
-        targets = []
         for i, item in enumerate(self.urls):
-            if isinstance(item, str):
-                problem = notify_url_problem(item)
-                if problem:
-                    raise InvalidValue(f"urls[{i}]", problem)
-                item = NotifyTarget(item)
-            targets.append(item)
-        object.__setattr__(self, "urls", tuple(targets))
+            problem = notify_url_problem(item) if isinstance(item, str) else None
+            if problem:
+                raise InvalidValue(f"urls[{i}]", problem)
+        urls = tuple(NotifyTarget(u) if isinstance(u, str) else u for u in self.urls)
+        object.__setattr__(self, "urls", urls)
         if self.urls_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.urls_env):
             raise InvalidValue("urls_env", f"{self.urls_env!r} is not an environment variable name")
         if self.remind_every < 0:
@@ -349,11 +342,8 @@ class SshConfig:
         check_port("port", self.port)
         if not self.known_hosts_files:
             raise InvalidValue("known_hosts", "must name at least one file")
-        for key in ("connect_timeout", "command_timeout"):
-            if getattr(self, key) <= 0:
-                raise InvalidValue(key, "must be longer than 0s")
-        check_at_most("connect_timeout", self.connect_timeout, 600, "10m")
-        check_at_most("command_timeout", self.command_timeout, 3600, "1h")
+        check_span("connect_timeout", self.connect_timeout, 600, "10m")
+        check_span("command_timeout", self.command_timeout, 3600, "1h")
         check_at_most("keep_alive_for", self.keep_alive_for, 86400, "1d")
         if self.max_output_bytes < 4096:
             raise InvalidValue("max_output_bytes", "must be at least 4096")
@@ -381,12 +371,8 @@ class PatrolConfig:
             raise InvalidValue("flap_window", "must be between 2 and 1000")
         if not 1 <= self.flap_changes < self.flap_window:
             raise InvalidValue("flap_changes", "must be at least 1 and below flap_window")
-        if self.deadline <= 0:
-            raise InvalidValue("deadline", "must be longer than 0s")
-        if self.every <= 0:
-            raise InvalidValue("every", "must be longer than 0s")
-        check_at_most("deadline", self.deadline, 86400, "1d")
-        check_at_most("every", self.every, 7 * 86400, "7d")
+        check_span("deadline", self.deadline, 86400, "1d")
+        check_span("every", self.every, 7 * 86400, "7d")
         if not 1 <= self.concurrency <= 1024:
             raise InvalidValue("concurrency", "must be between 1 and 1024")
 
@@ -397,8 +383,7 @@ S = TypeVar("S")
 @dataclass(frozen=True)
 class HostConfig:
     """One `[[hosts]]` table: the keys every host has (how to reach it), plus the per-host
-    settings the checks declare (`Check.host_config_type`), each built from the same table
-    and read with `host.settings(TheType)`. This module knows no check's keys."""
+    settings the checks declare (`Check.host_config_type`), read with `host.settings(TheType)`."""
 
     name: str
     ssh: str | None = None

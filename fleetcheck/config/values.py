@@ -19,8 +19,8 @@ IpAddress = Annotated[str, IP_ADDRESS]
 """One IPv4 or IPv6 address (as a host shows it in CLIENT LIST); `[::1]` brackets allowed."""
 
 MAX_DURATION = 366 * 86400.0
-"""No duration in a config is longer than a year (and a day): past that a value is a typo
-(`99999999999h`, `1e300`) that would overflow the clock arithmetic or never end a wait."""
+"""No config duration is longer: past a year a value is a typo that would overflow the clock
+arithmetic or never end a wait."""
 MAX_DURATION_TEXT = "366d"
 MAX_HOST_NAME = 253  # a DNS name's limit: names go into labels, file names and status lines
 MAX_SSH_TARGET = 1024
@@ -115,10 +115,16 @@ def normalise_broker_url(url: str, key: str = "url") -> str:
 
 
 def check_at_most(key: str, seconds: float, limit: float, limit_text: str) -> None:
-    """InvalidValue when a duration is past the table's bound for it (documented in
-    docs/configuration.md)."""
+    """InvalidValue when a duration is past the table's bound for it (docs/configuration.md)."""
     if seconds > limit:
         raise InvalidValue(key, f"must be at most {limit_text}")
+
+
+def check_span(key: str, seconds: float, limit: float, limit_text: str) -> None:
+    """InvalidValue unless a duration is longer than 0s and at most its bound."""
+    if seconds <= 0:
+        raise InvalidValue(key, "must be longer than 0s")
+    check_at_most(key, seconds, limit, limit_text)
 
 
 def ip_address_problem(text: str) -> str | None:

@@ -2,7 +2,7 @@
 
 A newcomer's check written as ONE file by docs/CONTRIBUTING.md, kept here and copied into
 `checks/` of a copy of the repository by tests/test_new_check.py, whose suite must then pass
-with no other file touched but those `python -m fleetcheck.catalog` generates. It is not
+with no other file touched but those `python -m tests.catalog` generates. It is not
 installed: nothing in fleetcheck names it.
 
 Workers SET a key of their own, `prefix` + the host's name (default `arena:hb:HOST`), to the

@@ -8,7 +8,7 @@
   checks declare (`Check.broker_commands`) for the fleet of hosts.example.toml, reads on every
   key, writes on the keys the writing commands name.
 
-`python -m fleetcheck.catalog` rewrites the three files in the current directory (a clone);
+`python -m tests.catalog` rewrites the three files in the current directory (a clone);
 `--check` only says which differ (exit 1). Only the built-in checks (fleetcheck.checks): a
 third-party check documents itself. tests/test_example_config.py and
 tests/test_docs_checks.py hold the files to what this generates, so a new check cannot be
