@@ -155,7 +155,7 @@ class LiveScan:
         self.newest = max(self.newest, started)
         self.owners.append(-1 if owner is None else self.owner_index(owner))
         kept = self.oldest
-        if len(kept) < self.keep or (kept and (started, _text(name)) < kept[-1][:2]):
+        if len(kept) < self.keep or (kept and started <= kept[-1][0]):  # ties go by id
             bisect.insort(kept, (started, _text(name), owner), key=lambda row: row[:2])
             del kept[self.keep :]
 
