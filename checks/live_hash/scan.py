@@ -247,30 +247,22 @@ def reap(
     stale: Iterable[Stale],
     batch: int = 200,
     batch_bytes: int = 64 * 1024,
-    calls_per_round_trip: int = 8,
 ) -> int:
     """Delete each stale field whose value is unchanged; the number actually removed.
 
-    Batches keep every script call short on the server (a few hundred HGET+HDEL pairs).
+    Batches keep every script call short on the server (a few hundred HGET+HDEL pairs, a
+    bounded size however long the values).
     """
     script = r.register_script(REAP_LUA)
-    batches: list[list[bytes]] = []
-    current: list[bytes] = []
-    size = 0
+    removed, args, size = 0, [], 0
     for s in stale:
-        current += [s.field, s.value]
+        args += [s.field, s.value]
         size += len(s.field) + len(s.value)
-        if len(current) >= 2 * batch or size >= batch_bytes:
-            batches.append(current)
-            current, size = [], 0
-    if current:
-        batches.append(current)
-    removed = 0
-    for i in range(0, len(batches), calls_per_round_trip):
-        pipe = r.pipeline(transaction=False)
-        for args in batches[i : i + calls_per_round_trip]:
-            script(keys=[key], args=args, client=pipe)
-        removed += sum(int(n) for n in pipe.execute())
+        if len(args) >= 2 * batch or size >= batch_bytes:
+            removed += int(script(keys=[key], args=args))
+            args, size = [], 0
+    if args:
+        removed += int(script(keys=[key], args=args))
     return removed
 
 
