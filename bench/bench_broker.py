@@ -13,13 +13,11 @@ fleetcheck's own commands from SLOWLOG (threshold 0, reset before each check, re
 
 The live-hash pass is also measured before/after in the same run, each run in a fresh child
 process (so its peak RSS is its own), with hiredis, the variants interleaved run by run: the
-code before issue 6 (r.hscan, json.loads per value; `previous_pass`), the code of 5b5e749
-(before issue 15: a set of every field name) and 60a3116 (before 15a: digests, one findall per
-reply), each unpacked from git and run as it was (`tree_pass`), the current code (`current_pass`;
-also with COUNT 1000), and a floor: the pipelined HSCAN replies read and nothing done with them
-(`floor_pass`), then float() of every start and hash() of every name timed alone. Each pass
-reports the server's own HSCAN time (INFO commandstats before and after) and wall / that time,
-the issue's measure. All give the same entries and stale counts (checked).
+code of 74ac460 (whole-reply cuts, digests, pipelined HSCAN), unpacked from git and run as it
+was (`tree_pass`), the current plain reader (`current_pass`; also with COUNT 1000), and a
+floor: the HSCAN replies read and nothing done with them (`floor_pass`). Each pass reports the
+server's own HSCAN time (INFO commandstats before and after) and wall / that time. All give
+the same entries and stale counts (checked).
 
 The clients check is also timed end to end (`bench_clientlist.py` compares its reader with
 the earlier ones). The ratio is to the server's own CLIENT LIST time (SLOWLOG, median of all
@@ -132,59 +130,17 @@ HOLDER = textwrap.dedent(
 
 # ---------------------------------------------------------------- live-hash pass, before/after
 VARIANTS = [  # (label, code, parser, COUNT); code "tree:<rev>" runs that commit's own code
-    ("previous code (c257985), hiredis", "previous", "hiredis", 500),
-    ("before issue 15 (5b5e749): set of names", "tree:5b5e749", "hiredis", 500),
-    ("before 15a (60a3116): digests, line findall", "tree:60a3116", "hiredis", 500),
-    ("after: writer shapes cut whole, digests", "current", "hiredis", 500),
-    ("after, COUNT 1000", "current", "hiredis", 1000),
+    ("before (74ac460): cuts, digests, pipelined", "tree:74ac460", "hiredis", 500),
+    ("now: hscan_iter, set of names, json", "current", "hiredis", 500),
+    ("now, COUNT 1000", "current", "hiredis", 1000),
     ("floor: HSCAN replies read, nothing done", "floor", "hiredis", 500),
 ]
 MAX_AGE = 900.0
 
 
-def previous_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
-    """The live-hash pass as it was before (commit c257985): r.hscan (redis-py builds a dict
-    per reply), a set of field names, json per value, then evaluate's loop calling
-    stale_reason once per entry. (entries, stale)."""
-    from collections import Counter
-
-    from fleetcheck.checks.live_hash.scan import LiveScan, key_type, stale_reason
-
-    from fleetcheck.parse.live_entry import read_entry_json
-
-    scan = LiveScan(key=key, kind=key_type(r, key), keep=5)
-    seen: set[bytes] = set()
-    cursor = 0
-    while True:
-        cursor, chunk = r.hscan(key, cursor, count=count)
-        for f, v in chunk.items():
-            if f in seen:
-                continue
-            seen.add(f)
-            scan.add_values(f, *read_entry_json(v))
-        if int(cursor) == 0:
-            break
-    scan.finish()
-    old = future = 0
-    oldest = None
-    by_owner: Counter[str] = Counter(scan.malformed_owners)
-    for start, index in zip(scan.starts, scan.owners, strict=True):
-        if oldest is None or start < oldest:
-            oldest = start
-        reason = stale_reason(start, None, now, MAX_AGE)
-        if not reason:
-            continue
-        if reason.startswith("malformed"):
-            future += 1
-        else:
-            old += 1
-        if index >= 0:
-            by_owner[scan.owner_names[index]] += 1
-    return scan.entries, old + future + scan.malformed
-
-
 def current_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
-    """The live_hash check's probe scan and evaluate's counting, as they are now."""
+    """The live_hash check's probe scan and evaluate's counting, of this tree or of the one
+    unpacked for this child (its path first on sys.path)."""
     from fleetcheck.checks.live_hash.scan import read_live, stale_counts
 
     scan = read_live(r, key, count=count, keep=5)
@@ -193,65 +149,13 @@ def current_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
     return scan.entries, old + future + scan.malformed
 
 
-def tree_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
-    """The probe's scan and evaluate's counting of the tree unpacked for this child (its
-    path first on sys.path), from the modules its revision kept them in."""
-    import importlib
-
-    layouts = (  # (read_live's module, stale_counts' module): now, 60a3116, 5b5e749
-        ("fleetcheck.checks.live_hash.scan",) * 2,
-        ("fleetcheck.livehash",) * 2,
-        ("fleetcheck.reap", "fleetcheck.checks.live_hash"),
-    )
-    for scanner, counter in layouts:
-        try:
-            read_live = importlib.import_module(scanner).read_live
-            stale_counts = importlib.import_module(counter).stale_counts
-            break
-        except (ImportError, AttributeError):
-            continue
-    else:
-        raise ImportError("no read_live and stale_counts in this tree")
-    scan = read_live(r, key, count=count, keep=5)
-    old, future, _by_owner = stale_counts(scan, now, MAX_AGE)
-    min(scan.starts, default=None)
-    return scan.entries, old + future + scan.malformed
-
-
 def floor_pass(r: Any, key: str, now: float, count: int) -> tuple[int, int]:
-    """The replies alone: HSCAN pipelined as the pass does it, hiredis building the bytes
-    objects, nothing else (entries counted, stale not judged: -1)."""
-    from fleetcheck.checks.live_hash.scan import hscan_replies
-
+    """The replies alone: HSCAN as the pass sends it, nothing done with the fields (entries
+    counted, stale not judged: -1)."""
     entries = 0
-    for items in hscan_replies(r, key, count):
-        entries += len(items) // 2
+    for _pair in r.hscan_iter(key, count=count):
+        entries += 1
     return entries, -1
-
-
-def floor_parts(r: Any, key: str, count: int) -> dict[str, float]:
-    """CPU seconds of the per-field work no exact reading avoids, over the whole hash, after
-    the timed pass and untimed but for the step itself: float() of every start number of
-    the line shape (json reads it the same way; 17 significant digits leave CPython's fast
-    path), hash() of every field name (fresh bytes, as hiredis hands them over)."""
-    from fleetcheck.checks.live_hash.scan import hscan_replies
-
-    from fleetcheck.parse.live_entry import EntryReader
-
-    lines = EntryReader().lines
-    assert lines is not None
-    numbers, names = [], []
-    for items in hscan_replies(r, key, count):
-        names.append(items[0::2])
-        numbers.append([n for n, _ in lines.findall(b"\n".join(items[1::2])) if n])
-    c0 = time.process_time()
-    for batch in numbers:
-        list(map(float, batch))
-    c1 = time.process_time()
-    for batch in names:
-        list(map(hash, batch))
-    c2 = time.process_time()
-    return {"float_cpu_s": round(c1 - c0, 3), "hash_cpu_s": round(c2 - c1, 3)}
 
 
 def proc_status_mb(field: str) -> float:
@@ -289,8 +193,7 @@ def run_variant(
     r = redis.Redis(connection_pool=pool)
     r.ping()
     rss0 = proc_status_mb("VmRSS")
-    fn = {"previous": previous_pass, "tree": tree_pass, "current": current_pass}
-    fn["floor"] = floor_pass
+    fn = {"tree": current_pass, "current": current_pass, "floor": floor_pass}
     server0 = hscan_usec(r)
     c0, t0 = time.process_time(), time.perf_counter()
     entries, stale = fn[code](r, "arena:live", now, count)
@@ -309,8 +212,6 @@ def run_variant(
         "stale": stale,
         "code_from": str(Path(fleetcheck.__file__).parent.parent),
     }
-    if code == "floor":
-        out.update(floor_parts(r, "arena:live", count))
     return out
 
 
@@ -768,9 +669,6 @@ class Bench:
                 "hscan_p99_us": max((h.get("p99_us", 0) for h in hscan), default=0),
                 "hscan_max_us": max((h.get("max_us", 0) for h in hscan), default=0),
             }
-            for part in ("float_cpu_s", "hash_cpu_s"):
-                if part in done[0]:
-                    row[part] = round(statistics.median(r[part] for r in done), 3)
             rows.append(row)
             print(
                 f"  {label:<44} {row['median_wall_s']:6.2f} s wall, {row['median_cpu_s']:5.2f} s"
@@ -779,12 +677,6 @@ class Bench:
                 f" HSCAN x{row['hscan_calls']} p50 {row['hscan_p50_us']} us",
                 flush=True,
             )
-            if "float_cpu_s" in row:
-                print(
-                    f"  {'':<44} + float() of every start {row['float_cpu_s']:.2f} s CPU,"
-                    f" hash() of every name {row['hash_cpu_s']:.2f} s CPU",
-                    flush=True,
-                )
         answers = {(r["entries"], r["stale"]) for r in rows if r.get("stale", -1) >= 0}
         if len(answers) > 1:
             raise RuntimeError(f"the live-hash variants disagree: {answers}")

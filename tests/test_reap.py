@@ -138,8 +138,14 @@ def test_reap_batches_and_compare(lab: Lab) -> None:
     stale = [Stale(f"f{i}".encode(), f"v{i}".encode(), "old", 1.0, None) for i in range(10)]
     stale.append(Stale(b"gone", b"x", "old", 1.0, None))  # already deleted
     stale[3] = Stale(b"f3", b"not-the-value", "old", 1.0, None)  # changed
-    assert reap(r, KEY, stale, batch=3, calls_per_round_trip=2) == 9
+    assert reap(r, KEY, stale, batch=3) == 9
     assert r.hgetall(KEY) == {b"f3": b"v3"}
+    r.delete(KEY)
+    big = [Stale(b"f%d" % i, b"v" * 40, "old", 1.0, None) for i in range(3)]
+    r.hset(KEY, mapping={s.field: s.value for s in big})
+    r.config_resetstat()  # the script is loaded already: one EVALSHA per batch
+    assert reap(r, KEY, big, batch_bytes=40) == 3 and not r.exists(KEY)
+    assert r.info("commandstats")["cmdstat_evalsha"]["calls"] == 3  # 42 bytes a field: one a batch
 
 
 def test_find_stale_reports_reasons(lab: Lab) -> None:

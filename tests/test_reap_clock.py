@@ -29,7 +29,7 @@ from fleetcheck.config import load
 from fleetcheck.core import registry
 from fleetcheck.core.context import TEST_CLOCK_ENV
 from fleetcheck.core.model import Status
-from fleetcheck.parse.live_entry import UNREADABLE, EntryReader, read_entry_json
+from fleetcheck.parse.live_entry import UNREADABLE, read_entry
 from tests.lab import Lab
 
 FLEETCHECK = str(Path(sys.executable).with_name("fleetcheck"))
@@ -249,8 +249,8 @@ def deep(depth: int, opener: str = "[", closer: str = "]", middle: str = "") -> 
 )
 def test_item6_deep_value_is_one_unreadable_entry(value: str) -> None:
     expected = (None, UNREADABLE, None)
-    assert read_entry_json(value) == expected
-    assert EntryReader()(value.encode()) == expected
+    assert read_entry(value) == expected
+    assert read_entry(value.encode()) == expected
 
 
 @pytest.mark.lab

@@ -1,10 +1,10 @@
 """The live hash of running matches (incident 1): the staleness rule, reading the hash, and
 deleting the stale entries. Shared by the live_hash check and `fleetcheck reap-live`.
 
-Invariants: read with HSCAN and a small COUNT, never HGETALL (a million fields; no command we
-send may hold the server for more than milliseconds), the next HSCAN in flight while the last
-reply is decoded; memory bounded (typed arrays, the oldest few kept whole); delete only by a
-Lua compare-and-delete per batch, so a field re-written since the scan keeps its new value.
+Invariants: read with HSCAN and a small COUNT, never HGETALL (the hash may hold a million
+fields; no command we send may hold the server for more than milliseconds); memory bounded
+(typed arrays, the oldest few kept whole); delete only by a Lua compare-and-delete per batch,
+so a field re-written since the scan keeps its new value.
 """
 
 from __future__ import annotations
@@ -12,26 +12,20 @@ from __future__ import annotations
 import bisect
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from itertools import compress, repeat
-from operator import gt, le, or_, sub
-from typing import TYPE_CHECKING, Any
+from operator import gt, or_, sub
+from typing import TYPE_CHECKING
 
 from fleetcheck.parse.duration import format_duration
-from fleetcheck.parse.instant import MS_THRESHOLD
-from fleetcheck.parse.live_entry import EntryReader
+from fleetcheck.parse.live_entry import read_entry
 
 if TYPE_CHECKING:
     import redis
 
 SCAN_COUNT = 500
-# value ranges of hash() (64-bit) that the repeat check takes one by one: 32 keep each
-# part's set small enough to stay in the CPU's caches (~2 MB for a million fields)
-DIGEST_PARTS = 32
-DIGEST_BATCH = 4000  # digests sorted into the parts together (fewer, longer calls)
-DIGEST_BOUNDS = [-(2**63) + k * 2**64 // DIGEST_PARTS for k in range(1, DIGEST_PARTS)]
 # Deletes each (field, value) pair only while the field still holds exactly that value.
 REAP_LUA = """
 local removed = 0
@@ -45,8 +39,8 @@ return removed
 
 
 def stale_flags(starts: Sequence[float], now: float, max_age: float) -> tuple[bytes, bytes | None]:
-    """The staleness rule, at C speed over many start times (a million in a fraction of a
-    second): per start, 1 when it is older than max_age (`now - start > max_age`: its match
+    """The staleness rule over many start times at once (C-level loops: the hash may hold a
+    million): per start, 1 when it is older than max_age (`now - start > max_age`: its match
     is certainly over), and, None when no start qualifies, 1 when it lies more than max_age
     in the future (a writer with a wrong clock or unit: such an entry would never age out, so
     it counts as malformed, hence stale too). A start that is missing or unreadable is
@@ -106,76 +100,28 @@ def key_type(r: redis.Redis, key: str) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
-def hscan_replies(r: redis.Redis, key: str, count: int = SCAN_COUNT) -> Iterator[list[Any]]:
-    """The flat [field, value, field, value, ...] list of every HSCAN reply of a full pass.
-
-    The next HSCAN (its cursor is in the reply just read) is sent before the reply is handed
-    over, so the server computes it while the caller decodes. A dropped connection is retried
-    with the client's own retry budget (same cursor: HSCAN only reads); a connection left with
-    a reply in flight (the caller stopped early or failed) is closed, never reused.
-    """
-    import redis as redis_mod
-
-    pool = r.connection_pool
-    own = r.connection is None
-    conn: Any = pool.get_connection() if own else r.connection
-    cursor: Any = 0
-    in_flight = False
-
-    def fetch() -> Any:
-        nonlocal in_flight
-        if not in_flight:
-            conn.send_command("HSCAN", key, cursor, "COUNT", count)
-            in_flight = True
-        try:
-            return conn.read_response()
-        finally:
-            in_flight = False  # read, or the connection was dropped with it
-
-    def dropped(error: Exception) -> None:
-        conn.disconnect()
-
-    try:
-        while True:
-            cursor, items = conn.retry.call_with_retry(fetch, dropped)
-            done = int(cursor) == 0
-            if not done:
-                try:
-                    conn.send_command("HSCAN", key, cursor, "COUNT", count)
-                    in_flight = True
-                except (redis_mod.ConnectionError, redis_mod.TimeoutError):
-                    conn.disconnect()  # fetch sends it again, within the retry budget
-            yield items
-            if done:
-                return
-    finally:
-        if in_flight:
-            conn.disconnect()
-        if own:
-            pool.release(conn)
+def first_seen(pairs: Iterable[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
+    """Each (field, value) once: HSCAN may return a field twice while the server resizes
+    the hash; the first reading wins."""
+    seen: set[bytes] = set()
+    for f, v in pairs:
+        if f not in seen:
+            seen.add(f)
+            yield f, v
 
 
 def scan_hash(r: redis.Redis, key: str, count: int = SCAN_COUNT) -> Iterator[tuple[bytes, bytes]]:
-    """Every (field, value) of a hash via HSCAN, each field once.
-
-    HSCAN may return a field twice while the server resizes the hash; the first reading wins.
-    """
-    seen: set[bytes] = set()
-    for items in hscan_replies(r, key, count):
-        it = iter(items)
-        for f, v in zip(it, it, strict=True):
-            if f in seen:
-                continue
-            seen.add(f)
-            yield f, v
+    """Every (field, value) of a hash via HSCAN, each field once."""
+    return first_seen(r.hscan_iter(key, count=count))
 
 
 @dataclass
 class LiveScan:
     """What a scan of the live hash saw, reduced to plain values the check's evaluate judges.
 
-    Bounded memory for a million fields: start times and owner indexes in typed arrays, the
-    oldest few entries kept whole for evidence, malformed ones counted (a few kept).
+    Compact for a million fields: start times and owner indexes in typed arrays, the oldest
+    few entries kept whole for evidence (the `keep` smallest (start, id), whatever order the
+    fields arrive in), malformed ones counted (a few kept).
     """
 
     key: str
@@ -190,7 +136,6 @@ class LiveScan:
     malformed_owners: dict[str, int] = field(default_factory=dict)
     keep: int = 5
     _owner_index: dict[str, int] = field(default_factory=dict, repr=False)
-    _kept: list[tuple[float, str, str | None]] = field(default_factory=list, repr=False)
 
     @property
     def entries(self) -> int:
@@ -209,8 +154,10 @@ class LiveScan:
         self.starts.append(started)
         self.newest = max(self.newest, started)
         self.owners.append(-1 if owner is None else self.owner_index(owner))
-        if started <= self.keep_below():
-            self.keep_old(started, name, owner)
+        kept = self.oldest
+        if len(kept) < self.keep or (kept and started <= kept[-1][0]):  # ties go by id
+            bisect.insort(kept, (started, _text(name), owner), key=lambda row: row[:2])
+            del kept[self.keep :]
 
     def owner_index(self, owner: str) -> int:
         index = self._owner_index.get(owner)
@@ -218,33 +165,6 @@ class LiveScan:
             index = self._owner_index[owner] = len(self.owner_names)
             self.owner_names.append(owner)
         return index
-
-    def keep_below(self) -> float:
-        """Entries starting after this cannot enter the oldest few (ties go by name)."""
-        kept = self._kept
-        if self.keep <= 0:
-            return float("-inf")
-        return float("inf") if len(kept) < self.keep else kept[-1][0]
-
-    def keep_old(self, started: float, name: bytes | str, owner: str | None) -> float:
-        """Offer an entry to the oldest few; the new bound. The kept ones are the `keep`
-        smallest (start, id): the same whatever order the fields arrive in."""
-        kept = self._kept
-        row = (started, _text(name), owner)
-        if len(kept) < self.keep:
-            bisect.insort(kept, row, key=_start_and_id)
-        elif _start_and_id(row) < _start_and_id(kept[-1]):
-            bisect.insort(kept, row, key=_start_and_id)
-            kept.pop()
-        return self.keep_below()
-
-    def finish(self) -> LiveScan:
-        self.oldest = list(self._kept)
-        return self
-
-
-def _start_and_id(row: tuple[float, str, str | None]) -> tuple[float, str]:
-    return row[0], row[1]
 
 
 def read_live(
@@ -261,214 +181,23 @@ def read_live(
     kind = key_type(r, key)
     if kind != "hash":
         return LiveScan(key=key, kind=kind, keep=keep)
-    reader = EntryReader(started_field, owner_field, assume_tz)
-    return reduce_pass(lambda: hscan_replies(r, key, count), key, reader, keep)
+    pairs = r.hscan_iter(key, count=count)
+    return live_scan(key, pairs, started_field, owner_field, assume_tz, keep)
 
 
-def reduce_pass(
-    replies: Callable[[], Iterable[list[Any]]], key: str, reader: EntryReader, keep: int = 5
+def live_scan(
+    key: str,
+    pairs: Iterable[tuple[bytes, bytes]],
+    started_field: str = "started_at",
+    owner_field: str | None = "host",
+    assume_tz: tzinfo | None = None,
+    keep: int = 5,
 ) -> LiveScan:
-    """One pass over `replies()` without a set of field names (digests only, see
-    LiveReducer); only when some digest came twice (HSCAN repeated a field: the hash shrank
-    mid-scan) is the hash read again, with the exact set of names."""
+    """The hash's (field, value) pairs reduced, each field once (first reading wins)."""
     scan = LiveScan(key=key, kind="hash", keep=keep)
-    reduce = LiveReducer(scan, reader, exact=False)
-    for items in replies():
-        reduce(items)
-    if not reduce.repeated():
-        return scan.finish()
-    scan = LiveScan(key=key, kind="hash", keep=keep)
-    reduce = LiveReducer(scan, reader, exact=True)
-    for items in replies():
-        reduce(items)
-    return scan.finish()
-
-
-class LiveReducer:
-    """Feeds HSCAN replies into a LiveScan, a whole reply at a time where it can.
-
-    A million fields leave no room for Python work per field. In a reply whose fields are all
-    new, the values are taken by a handful of C-level calls: the exact writer shapes
-    (EntryReader.columns) by one finditer, one replace and one split over the joined values,
-    else the usual line shape (EntryReader.lines) by one regex findall; then float
-    conversion by map and array fromlist. The others (and every value of a reply that
-    repeats a field or cannot be joined) are read one by one, fast regex else json, the
-    first reading of a field winning. Either
-    way the scan holds the same entries, start times with their owners, malformed samples
-    and oldest few as adding each field in turn would; only the order of the start-time
-    arrays may differ, and nothing reads that order (evaluate counts; the oldest few are the
-    smallest (start, id), whatever the order).
-
-    Exact mode keeps the set of field names seen (~90 MB for a million fields) and skips a
-    field seen before. Digest mode (read_live's first pass) keeps 8 bytes per field and
-    nothing else, adds every field, and says afterwards whether any field may have come
-    twice (`repeated`); the caller then reads the hash again in exact mode.
-    """
-
-    def __init__(self, scan: LiveScan, reader: EntryReader, exact: bool = True) -> None:
-        self.scan = scan
-        self.reader = reader
-        self.exact = exact
-        self.seen: set[Any] = set()
-        self.owner_ids: dict[bytes, int] = {}  # matched owner bytes ("": none) -> owner index
-        # digest mode: hash() of every field name, 8 bytes each, in parts by value
-        self.digests = [array("q") for _ in range(DIGEST_PARTS)] if not exact else []
-        self.pending: list[int] = []  # digests not yet sorted into their parts
-
-    def __call__(self, items: list[Any]) -> None:
-        names, values = items[0::2], items[1::2]
-        if len(names) != len(values):
-            raise ValueError("HSCAN reply with an odd number of elements")
-        if not names:
-            return
-        if not self.exact:  # no names kept: repeats are found from the digests at the end
-            self._note(names)
-            fresh = True
-        else:
-            seen = self.seen
-            fresh = seen.isdisjoint(names)
-            if fresh:
-                before = len(seen)
-                seen.update(names)
-                if len(seen) - before != len(names):  # a field twice in one reply: go slowly
-                    seen.difference_update(names)
-                    fresh = False
-        cut = self._cut(values) if fresh else None
-        if cut is None:
-            self._one_by_one(names, values, range(len(names)), check_seen=not fresh)
-            return
-        odd, numbers, owners = cut
-        taken = names
-        if odd:
-            taken = list(names)
-            for at in reversed(odd):
-                del taken[at]
-        if numbers and not self._bulk(taken, numbers, owners):
-            odd = range(len(names))  # out of range: all through the full reading
-        if odd:
-            self._one_by_one(names, values, odd, check_seen=False)
-
-    def _cut(self, values: list[Any]) -> tuple[Sequence[int], list[bytes], list[bytes]] | None:
-        """(indexes of the values of no common shape, the start numbers and owners (b"":
-        none) of the others, in order), or None when the reply is not for cutting (a value
-        holds a newline or is not bytes). The exact writer shapes are cut out by
-        EntryReader.columns (one finditer, one replace and one split for the whole reply),
-        else the line shape by the findall of EntryReader.lines."""
-        if type(values[0]) is not bytes:
-            return None
-        joined = b"\n".join(values)
-        if joined.count(b"\n") != len(values) - 1:  # a value holds a newline
-            return None
-        for shape in self.reader.columns:
-            if shape.prefix in joined:  # json.dumps's first: the compact prefix is in it too
-                cut = shape.split(values, joined)
-                if cut is not None:
-                    return cut
-                break
-        lines = self.reader.lines
-        if lines is None:
-            return None
-        rows: list[tuple[bytes, bytes]] = lines.findall(joined)
-        if len(rows) != len(values):
-            return None
-        numbers: list[bytes]
-        owners: list[bytes]
-        numbers, owners = map(list, zip(*rows, strict=True))
-        odd: list[int] = []
-        if b"" in numbers:  # a few values of another shape: find them (C-speed index)
-            at = numbers.index(b"")
-            try:
-                while True:
-                    odd.append(at)
-                    at = numbers.index(b"", at + 1)
-            except ValueError:
-                pass
-            for at in reversed(odd):
-                del numbers[at], owners[at]
-        return odd, numbers, owners
-
-    def _note(self, names: list[Any]) -> None:
-        """Record the names' digests (hash(), 8 bytes each), split by value into
-        DIGEST_PARTS arrays so that `repeated` can check one part at a time; a few
-        replies' worth at a time."""
-        self.pending.extend(map(hash, names))
-        if len(self.pending) >= DIGEST_BATCH:
-            self._file()
-
-    def _file(self) -> None:
-        digests = sorted(self.pending)
-        self.pending = []
-        start = 0
-        for part, bound in zip(self.digests, DIGEST_BOUNDS, strict=False):
-            end = bisect.bisect_left(digests, bound, start)
-            part.fromlist(digests[start:end])
-            start = end
-        self.digests[-1].fromlist(digests[start:])
-
-    def repeated(self) -> bool:
-        """Whether some field name's digest came twice in this pass: HSCAN repeated a field
-        (then the pass must be read again with exact names), or, as rarely as 1 in 2**64 per
-        pair, two names share a digest (read again too). Always False when exact.
-
-        A digest repeats only within its part, so the check builds one part's set at a
-        time: a 32nd of the digests (about 2 MB for a million fields)."""
-        if self.pending:
-            self._file()
-        return any(len(set(part)) != len(part) for part in self.digests)
-
-    def _bulk(self, names: list[Any], numbers: list[bytes], owners: list[bytes]) -> bool:
-        """Add the values whose start numbers and owners (b"": none) were cut out; False
-        (nothing added) when some start is out of range (the caller reads them in full)."""
-        starts = list(map(float, numbers))  # json's int or float, as a float: the same value
-        top = max(starts)
-        if top >= MS_THRESHOLD:  # epoch milliseconds, as parse_instant reads them
-            starts = [s if s < MS_THRESHOLD else s / 1000.0 for s in starts]
-            top = max(starts)
-            if top >= MS_THRESHOLD:
-                return False
-        indexes = list(map(self.owner_ids.get, owners))
-        if None in indexes:
-            indexes = [self._owner_id(raw) for raw in owners]
-        scan = self.scan
-        scan.newest = max(scan.newest, top)
-        scan.starts.fromlist(starts)  # fromlist: sized once, half the time of extend
-        scan.owners.fromlist(indexes)  # type: ignore[arg-type]
-        bound = scan.keep_below()
-        if min(starts) <= bound:
-            owner_names = scan.owner_names
-            # only the few at or below the bound (found at C speed; it only falls)
-            for i in compress(range(len(starts)), map(le, starts, repeat(bound))):
-                started = starts[i]
-                if started <= bound:
-                    index = indexes[i]
-                    owner = owner_names[index] if index >= 0 else None  # type: ignore[operator,index]
-                    bound = scan.keep_old(started, names[i], owner)
-        return True
-
-    def _owner_id(self, raw: bytes) -> int:
-        index = self.owner_ids.get(raw)
-        if index is None:
-            owner = self.reader.owner_of(raw or None)
-            index = -1 if owner is None else self.scan.owner_index(owner)
-            if len(self.owner_ids) < 4096:
-                self.owner_ids[raw] = index
-        return index
-
-    def _one_by_one(
-        self,
-        names: list[Any],
-        values: list[Any],
-        which: Iterable[int],
-        check_seen: bool,
-    ) -> None:
-        seen, add, reader = self.seen, self.scan.add_values, self.reader
-        for i in which:
-            name = names[i]
-            if check_seen:
-                if name in seen:
-                    continue
-                seen.add(name)
-            add(name, *reader(values[i]))
+    for f, v in first_seen(pairs):
+        scan.add_values(f, *read_entry(v, started_field, owner_field, assume_tz))
+    return scan
 
 
 @dataclass(frozen=True)
@@ -501,10 +230,9 @@ def find_stale(
     """(entries scanned, the stale ones with their values). The key must be a hash."""
     total = 0
     out: list[Stale] = []
-    read = EntryReader(started_field, owner_field, assume_tz)
     for f, v in scan_hash(r, key, count):
         total += 1
-        started, problem, owner = read(v)
+        started, problem, owner = read_entry(v, started_field, owner_field, assume_tz)
         reason = stale_reason(started, problem, now, max_age)
         if not reason or (not include_malformed and reason.startswith("malformed")):
             continue
@@ -519,30 +247,22 @@ def reap(
     stale: Iterable[Stale],
     batch: int = 200,
     batch_bytes: int = 64 * 1024,
-    calls_per_round_trip: int = 8,
 ) -> int:
     """Delete each stale field whose value is unchanged; the number actually removed.
 
-    Batches keep every script call short on the server (a few hundred HGET+HDEL pairs).
+    Batches keep every script call short on the server (a few hundred HGET+HDEL pairs, a
+    bounded size however long the values).
     """
     script = r.register_script(REAP_LUA)
-    batches: list[list[bytes]] = []
-    current: list[bytes] = []
-    size = 0
+    removed, args, size = 0, [], 0
     for s in stale:
-        current += [s.field, s.value]
+        args += [s.field, s.value]
         size += len(s.field) + len(s.value)
-        if len(current) >= 2 * batch or size >= batch_bytes:
-            batches.append(current)
-            current, size = [], 0
-    if current:
-        batches.append(current)
-    removed = 0
-    for i in range(0, len(batches), calls_per_round_trip):
-        pipe = r.pipeline(transaction=False)
-        for args in batches[i : i + calls_per_round_trip]:
-            script(keys=[key], args=args, client=pipe)
-        removed += sum(int(n) for n in pipe.execute())
+        if len(args) >= 2 * batch or size >= batch_bytes:
+            removed += int(script(keys=[key], args=args))
+            args, size = [], 0
+    if args:
+        removed += int(script(keys=[key], args=args))
     return removed
 
 
