@@ -159,7 +159,7 @@ def load(
     round with only that host's rows: its name, or model.BROKER_WIDE); and how many could
     not be read (reported, never fatal: a torn last line after a crash is normal)."""
     key = None if host is None else ("" if host == BROKER_WIDE else host)
-    got = _from_store(path, lambda db: store.read(db, since, key))
+    got = from_store(path, lambda db: store.read(db, since, key))
     if got is not None:
         found, bad = got
         rounds, more = [], 0
@@ -186,7 +186,7 @@ def load_statuses(path: Path, since: datetime | None = None) -> tuple[list[Round
     rows): all that `fleetcheck history`'s timeline draws, read without rebuilding every row
     of every round (see store.read_statuses). A history not yet in a database is read by
     `load`."""
-    got = _from_store(path, lambda db: store.read_statuses(db, since))
+    got = from_store(path, lambda db: store.read_statuses(db, since))
     if got is None:
         rounds, bad = load(path, since)
         return [replace(r, summaries={}, rows=()) for r in rounds], bad
@@ -208,7 +208,7 @@ def load_statuses(path: Path, since: datetime | None = None) -> tuple[list[Round
     return rounds, bad + more
 
 
-def _from_store(path: Path, read: Callable[[Any], Any]) -> tuple[Any, int] | None:
+def from_store(path: Path, read: Callable[[Any], Any]) -> tuple[Any, int] | None:
     """`read(db)` of the history's database and how many rounds its migration could not
     read; None when there is no database yet, or it is not migrated (the JSONL is read)."""
     if not store.exists(path):
@@ -228,10 +228,6 @@ def _from_store(path: Path, read: Callable[[Any], Any]) -> tuple[Any, int] | Non
 def exists(path: Path) -> bool:
     """Whether there is a history at `path` (its database, or a JSONL not yet migrated)."""
     return store.exists(path) or any(p.exists() for p in _jsonl_files(path))
-
-
-def sqlite3_errors() -> type[Exception]:
-    return sqlite3.Error
 
 
 def _read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
