@@ -1,18 +1,13 @@
-"""Each patrol recorded as one round, so `fleetcheck history` can show when a machine went
-dark, `fleetcheck serve` can chart the numbers behind each verdict and `explain` can read a
-host's past. Rounds are stored in an SQLite database beside the history path
-(fleetcheck.rounds.store: rows stored when they change, retention, WAL so a second process
-reads while a patrol writes); the history path keeps its name (`history-x.jsonl`), and a JSONL
-history written by an older fleetcheck is migrated into the database on the first append
-(every row, as written), then moved aside as `*.migrated`. Until then, and for a history that
-was never migrated, the JSONL is read as before. `export_jsonl` writes the rounds back out as
-JSON lines. Appends happen under the history's own lock (one at a time, so two overlapping
-runs never both migrate or lose a round); the files are private (0600).
+"""Each patrol recorded as one round, for `fleetcheck history`, the console's charts and
+`explain`'s look at a host's past. Rounds live in an SQLite database beside the history path
+(fleetcheck.rounds.store); the path keeps its name (`history-x.jsonl`). A JSONL history from an
+older fleetcheck is read as it is until the first append migrates it (then it is moved aside
+as `*.migrated`). Appends run one at a time under the history's lock (two overlapping runs
+never both migrate or lose a round); the files are private (0600).
 
-Next to the history, the newest round is kept whole (`latest_path`: the `run --format json`
-document, evidence included, in marshal's format), replaced atomically once the round is
-stored: evidence is too bulky to keep for every round, but the console shows it for the newest
-one, and falls back to the database's round when the file lags, is missing or is damaged."""
+The newest round is also kept whole beside it (`latest_path`, evidence included): evidence is
+too bulky for every round, but the console shows the newest one's, and falls back to the
+database's round when that file lags, is missing or is damaged."""
 
 from __future__ import annotations
 
