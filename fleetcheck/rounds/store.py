@@ -221,11 +221,11 @@ def _apart(keys: list[str]) -> list[str]:
     return out
 
 
-def expire(db: sqlite3.Connection, now: float, retention_s: float = RETENTION_S) -> None:
+def expire(db: sqlite3.Connection, now: float) -> None:
     """Keep every round from the newest one at or before now - retention (the oldest kept
     whole, `whole_from`); of the rows before it, each key's newest (it holds then), and the
     rounds they were stored in (their `as_of`); drop the rest."""
-    (cut,) = db.execute("SELECT max(id) FROM rounds WHERE at <= ?", (now - retention_s,)).fetchone()
+    (cut,) = db.execute("SELECT max(id) FROM rounds WHERE at <= ?", (now - RETENTION_S,)).fetchone()
     done = whole_from(db) or 0
     if cut is None or cut <= done:
         return
