@@ -228,8 +228,12 @@ def test_a_hosts_and_a_rows_page_make_only_that_hosts_rows_results(tmp_path: Pat
     assert html.host_page(snap, "h99", now, 1800) is None
     # the same pages from the whole round, as before
     whole = console.Snapshot(reports[-1], history.load(path)[0])
-    assert [r.check for r in whole.rows_of("h03")] == [r.check for r in snap.rows_of("h03")]
-    assert [r.summary for r in whole.rows_of("h03")] == [r.summary for r in snap.rows_of("h03")]
+    assert [r.check for r in whole.part("h03").results] == [
+        r.check for r in snap.part("h03").results
+    ]
+    assert [r.summary for r in whole.part("h03").results] == [
+        r.summary for r in snap.part("h03").results
+    ]
 
 
 def test_a_host_whose_name_was_made_safe_has_its_page(tmp_path: Path) -> None:
@@ -241,7 +245,7 @@ def test_a_host_whose_name_was_made_safe_has_its_page(tmp_path: Path) -> None:
     snap = console.Source(path).snapshot()
     shown = console.printable(evil)
     assert shown != evil
-    rows = snap.rows_of(shown)
+    rows = snap.part(shown).results
     assert [r.host for r in rows] == [shown] and rows[0].status is Status.CRIT
 
 
@@ -253,6 +257,6 @@ def test_a_hosts_own_broken_row_falls_back_to_the_database(tmp_path: Path) -> No
     data["results"][mine]["metrics"] = "not a map"
     latest.write_bytes(marshal.dumps(data))
     snap = console.Source(path).snapshot()
-    rows = snap.rows_of("h01")
+    rows = snap.part("h01").results
     assert {r.check for r in rows} == {"clients", "logs"}  # from the database's round
     assert snap.banner is not None and "unreadable (ValueError" in snap.banner

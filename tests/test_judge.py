@@ -19,7 +19,6 @@ from fleetcheck.core.judge import (
     check_share,
     exceeds,
     limit_text,
-    tally,
 )
 from fleetcheck.core.model import Status
 
@@ -76,19 +75,6 @@ def test_findings_summary_and_evidence() -> None:
         {"status": "WARN", "finding": "ping slow"},
     ]
     assert some.joined(", ") == "memory full, ping slow"
-
-
-@pytest.mark.parametrize(
-    ("statuses", "text"),
-    [
-        ([], ""),
-        ([OK], "1 OK"),
-        ([WARN, OK, WARN], "2 WARN, 1 OK"),  # in the order each first appears
-        ([OK, CRIT, OK, UNKNOWN], "2 OK, 1 CRIT, 1 UNKNOWN"),
-    ],
-)
-def test_tally(statuses: list[Status], text: str) -> None:
-    assert tally(statuses) == text
 
 
 @pytest.mark.parametrize(

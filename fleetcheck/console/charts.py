@@ -10,6 +10,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.core.declarations import ChartSpec
+from fleetcheck.core.model import number
 from fleetcheck.core.safe_text import printable
 
 if TYPE_CHECKING:
@@ -36,19 +37,13 @@ class Chart:
     series: list[Series]
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
 def _broker_value(row: dict[str, Any], metric: str, part: str) -> float | None:
     """`metric` of a broker-wide row (`part`: "metrics", or "limits" for a setting judged
     against, among the metrics in an old round)."""
     values = row.get(part)
     if part == "limits" and not isinstance(values, dict):
         values = row.get("metrics")
-    return _number(values.get(metric)) if isinstance(values, dict) else None
+    return number(values.get(metric)) if isinstance(values, dict) else None
 
 
 # chart key -> host -> (the item its line follows, that item's limit): `Check.chart_focus`
@@ -93,12 +88,12 @@ def host_value(
     item = row.get("item")
     if picked is not None and isinstance(item, str) and item != picked[0]:
         return None  # another item of the host: its line follows the picked one
-    value = _number(metrics.get(spec.per_host))
+    value = number(metrics.get(spec.per_host))
     per_item = metrics.get(spec.items) if spec.items is not None else None
     if picked is not None and isinstance(per_item, dict):
         own = per_item.get(picked[0])
         if isinstance(own, dict):
-            value = _number(own.get(spec.per_host))
+            value = number(own.get(spec.per_host))
     return value
 
 
@@ -142,7 +137,7 @@ def reference_lines(
 
 def host_limit(row: dict[str, Any], key: str) -> float | None:
     limits = row.get("limits")
-    return _number(limits.get(key)) if isinstance(limits, dict) else None
+    return number(limits.get(key)) if isinstance(limits, dict) else None
 
 
 def newest_of(values: dict[str, list[tuple[float, float]]]) -> dict[str, float]:

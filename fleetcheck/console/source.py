@@ -259,11 +259,6 @@ class Snapshot:
         """The newest round (None: no round yet)."""
         return self.later.report() if self.later is not None else self.given
 
-    def rows_of(self, host: str | None) -> list[Result]:
-        """The newest round's rows of one host (None: broker-wide), in the round's order;
-        from the newest round's file without making every row a Result (see Later)."""
-        return list(self.part(host).results)
-
     def part(self, host: str | None) -> Report:
         """The newest round with only the rows of `host`, and their standing."""
         if self.later is not None:
@@ -411,22 +406,15 @@ class Source:
 
         from fleetcheck.rounds import store
 
-        if not store.exists(self.history):
-            return None
-        db = store.connect(self.history, write=False)
-        try:
-            done = store.meta(db, "migrated")
-            if done is None:
-                return None
+        def counted(db: Any) -> Any:
             whole = store.whole_from(db) or 0
-            count, newest = db.execute(
-                "SELECT count(*), max(at) FROM rounds WHERE id >= ?", (whole,)
-            ).fetchone()
-        except hist.sqlite3_errors() as e:
-            raise OSError(f"{store.db_path(self.history)}: {e}") from None
-        finally:
-            db.close()
-        bad = int(json.loads(done).get("unreadable", 0))
+            sql = "SELECT count(*), max(at) FROM rounds WHERE id >= ?"
+            return db.execute(sql, (whole,)).fetchone()
+
+        got = hist.from_store(self.history, counted)
+        if got is None:
+            return None
+        (count, newest), bad = got
 
         def recent() -> list[hist.Round]:
             since = datetime.fromtimestamp(newest, UTC)

@@ -98,20 +98,15 @@ class PatrolContext:
 
     # ------------------------------------------------------------ broker
     def broker(self) -> redis.Redis:
-        """The patrol's broker client over its one connection, known to answer PING. An
-        unreachable or refusing broker raises the same CheckError for every caller, so every
-        broker-side row gives one reason (BrokerRefused when the broker refuses to serve)."""
+        """The patrol's one broker client, known to answer PING (see BrokerLink.broker)."""
         return self._broker.broker()
 
     def probe_broker(self) -> redis.Redis:
-        """A second connection, for the rater probe alone (named CLIENT_NAME-probe): its
-        latency is measured on it, so it must not queue behind another check's HSCAN pass on
-        the shared one. Opened only when the probe runs."""
+        """The rater probe's own connection (see BrokerLink.probe_broker)."""
         return self._broker.probe_broker()
 
     def broker_error(self, e: Exception) -> CheckError:
-        """A redis-py error as a one-line, secret-free CheckError (BrokerRefused when the
-        broker refuses to serve: busy, loading, MISCONF, out of memory)."""
+        """A redis-py error as a one-line, secret-free CheckError (or BrokerRefused)."""
         return self._broker.broker_error(e)
 
     def client_list(self) -> list[Client]:
@@ -119,8 +114,7 @@ class PatrolContext:
         return self._broker.client_list()
 
     def client_table(self) -> ClientTable:
-        """The same list as a table (counted and searched without an object per client),
-        read once per patrol; our own connection and its rater-probe sibling left out."""
+        """CLIENT LIST as a table, read once per patrol (see BrokerLink.client_table)."""
         return self._broker.client_table()
 
     def info(self) -> dict[str, Any]:
@@ -133,13 +127,11 @@ class PatrolContext:
         return self._hosts.notes()
 
     def shell(self, host: HostConfig) -> Shell:
-        """The host's shell for the rest of this patrol (connected on first use); a new
-        connection, never one kept from an earlier round (fleetcheck.core.sessions)."""
+        """The host's shell for the rest of this patrol (see HostSessions.shell)."""
         return self._hosts.shell(host)
 
     def host_facts(self, host: HostConfig, check: Named | None = None) -> HostFacts:
-        """The fragments of `check` (under its own keys; all checks' when None) for `host`,
-        gathered for every check in one exec, once per patrol."""
+        """`check`'s fragments for `host` (all checks' when None), gathered once a patrol."""
         return self._hosts.host_facts(host, check)
 
     def close(self) -> None:

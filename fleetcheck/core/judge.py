@@ -73,14 +73,6 @@ class Findings:
         return [{"status": f.status.label, "finding": f.text} for f in self.worst_first()]
 
 
-def tally(statuses: Iterable[Status]) -> str:
-    """`2 OK, 1 WARN`: how many of each status, in the order each first appears."""
-    counts: dict[str, int] = {}
-    for s in statuses:
-        counts[s.label] = counts.get(s.label, 0) + 1
-    return ", ".join(f"{n} {label}" for label, n in counts.items())
-
-
 # ---------------------------------------------------------------- thresholds: validation
 
 

@@ -103,6 +103,11 @@ UNIT_SUFFIXES: dict[str, str] = {
 }
 
 
+def number(value: Any) -> float | None:
+    """A metric's value as a number; None for a flag, a text, a map or nothing."""
+    return None if isinstance(value, bool) or not isinstance(value, int | float) else float(value)
+
+
 def row_id(check: str, host: str | None, item: str | None = None) -> str:
     """A row's key in every file that remembers rows (state, history, notify ledger): CHECK|HOST,
     then |ITEM for a row of one item. Check and host names hold no `|` (SAFE_NAME), so the

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fleetcheck.core.declarations import PeerMetric
-from fleetcheck.core.model import Result
+from fleetcheck.core.model import Result, number
 
 K = 3.5  # robust standard deviations (modified z-score's cut)
 MAD_TO_SD = 1.4826  # MAD x this estimates the standard deviation of normally spread values
@@ -84,9 +84,7 @@ def _number(row: Result, spec: PeerMetric) -> float | None:
     value = row.metrics.get(spec.metric)
     if value is None and spec.zero_if is not None and row.metrics.get(spec.zero_if) == 0:
         return 0.0
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
+    return number(value)
 
 
 def _shown(value: float, spec: PeerMetric) -> str:

@@ -93,8 +93,8 @@ def _secrets(url: str, auth: str | None) -> list[str]:
 def _safe(text: str, secrets: list[str], limit: int = 120) -> str:
     """Peer-supplied `text` as one printable line, secrets of our URL replaced, bounded.
 
-    Secrets are replaced before the cut: cut first, a secret straddling the limit would no
-    longer match whole and its first part would be shown (issue 22 review)."""
+    Secrets are replaced before the cut: a secret straddling the limit would no longer
+    match whole, and its first part would be shown."""
     text = " ".join(text.split())
     for secret in secrets:
         text = re.sub(re.escape(secret), "(redacted)", text, flags=re.IGNORECASE)

@@ -23,7 +23,7 @@ from typing import Any
 
 from fleetcheck.core.declarations import Cause as CauseRule
 from fleetcheck.core.declarations import Clue
-from fleetcheck.core.model import NO_STANDING, Result, Standing, Status, Strength, worst
+from fleetcheck.core.model import NO_STANDING, Result, Standing, Status, Strength, number, worst
 from fleetcheck.core.safe_text import one_line
 from fleetcheck.iso import iso_utc, parse_iso
 from fleetcheck.rounds.history import Round
@@ -177,12 +177,7 @@ def strength_words(value: str | None) -> str:
 
 # ------------------------------------------------------------------- reading the rows
 def _metric(values: dict[str, Any] | None, name: str | None) -> float | None:
-    if name is None or not isinstance(values, dict):
-        return None
-    v = values.get(name)
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        return None
-    return float(v)
+    return number(values.get(name)) if name is not None and isinstance(values, dict) else None
 
 
 def _in_range(value: float | None, at_least: float | None, at_most: float | None) -> bool:

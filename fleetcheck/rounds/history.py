@@ -1,18 +1,13 @@
-"""Each patrol recorded as one round, so `fleetcheck history` can show when a machine went
-dark, `fleetcheck serve` can chart the numbers behind each verdict and `explain` can read a
-host's past. Rounds are stored in an SQLite database beside the history path
-(fleetcheck.rounds.store: rows stored when they change, retention, WAL so a second process
-reads while a patrol writes); the history path keeps its name (`history-x.jsonl`), and a JSONL
-history written by an older fleetcheck is migrated into the database on the first append
-(every row, as written), then moved aside as `*.migrated`. Until then, and for a history that
-was never migrated, the JSONL is read as before. `export_jsonl` writes the rounds back out as
-JSON lines. Appends happen under the history's own lock (one at a time, so two overlapping
-runs never both migrate or lose a round); the files are private (0600).
+"""Each patrol recorded as one round, for `fleetcheck history`, the console's charts and
+`explain`'s look at a host's past. Rounds live in an SQLite database beside the history path
+(fleetcheck.rounds.store); the path keeps its name (`history-x.jsonl`). A JSONL history from an
+older fleetcheck is read as it is until the first append migrates it (then it is moved aside
+as `*.migrated`). Appends run one at a time under the history's lock (two overlapping runs
+never both migrate or lose a round); the files are private (0600).
 
-Next to the history, the newest round is kept whole (`latest_path`: the `run --format json`
-document, evidence included, in marshal's format), replaced atomically once the round is
-stored: evidence is too bulky to keep for every round, but the console shows it for the newest
-one, and falls back to the database's round when the file lags, is missing or is damaged."""
+The newest round is also kept whole beside it (`latest_path`, evidence included): evidence is
+too bulky for every round, but the console shows the newest one's, and falls back to the
+database's round when that file lags, is missing or is damaged."""
 
 from __future__ import annotations
 
@@ -159,7 +154,7 @@ def load(
     round with only that host's rows: its name, or model.BROKER_WIDE); and how many could
     not be read (reported, never fatal: a torn last line after a crash is normal)."""
     key = None if host is None else ("" if host == BROKER_WIDE else host)
-    got = _from_store(path, lambda db: store.read(db, since, key))
+    got = from_store(path, lambda db: store.read(db, since, key))
     if got is not None:
         found, bad = got
         rounds, more = [], 0
@@ -186,7 +181,7 @@ def load_statuses(path: Path, since: datetime | None = None) -> tuple[list[Round
     rows): all that `fleetcheck history`'s timeline draws, read without rebuilding every row
     of every round (see store.read_statuses). A history not yet in a database is read by
     `load`."""
-    got = _from_store(path, lambda db: store.read_statuses(db, since))
+    got = from_store(path, lambda db: store.read_statuses(db, since))
     if got is None:
         rounds, bad = load(path, since)
         return [replace(r, summaries={}, rows=()) for r in rounds], bad
@@ -208,7 +203,7 @@ def load_statuses(path: Path, since: datetime | None = None) -> tuple[list[Round
     return rounds, bad + more
 
 
-def _from_store(path: Path, read: Callable[[Any], Any]) -> tuple[Any, int] | None:
+def from_store(path: Path, read: Callable[[Any], Any]) -> tuple[Any, int] | None:
     """`read(db)` of the history's database and how many rounds its migration could not
     read; None when there is no database yet, or it is not migrated (the JSONL is read)."""
     if not store.exists(path):
@@ -228,10 +223,6 @@ def _from_store(path: Path, read: Callable[[Any], Any]) -> tuple[Any, int] | Non
 def exists(path: Path) -> bool:
     """Whether there is a history at `path` (its database, or a JSONL not yet migrated)."""
     return store.exists(path) or any(p.exists() for p in _jsonl_files(path))
-
-
-def sqlite3_errors() -> type[Exception]:
-    return sqlite3.Error
 
 
 def _read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:

@@ -75,29 +75,23 @@ class Message:
     footer: str
 
     def text(self) -> str:
-        out: list[str] = []
-        for heading, items in self.sections:
-            out.append(f"{heading}:")
-            for it in items:
-                out.append("- " + _item_text(it))
-                if it.link:
-                    out.append(f"  {it.link}")
-            out.append("")
-        out.append(self.footer)
-        return "\n".join(out)
+        return self._body(markup=False)
 
     def markdown(self) -> str:
+        return self._body(markup=True)
+
+    def _body(self, markup: bool) -> str:
+        """Plain text, or Markdown with the rows' text escaped and each link after its row."""
         out: list[str] = []
         for heading, items in self.sections:
-            out.append(f"**{heading}**")
-            out.append("")
+            out += [f"**{heading}**", ""] if markup else [f"{heading}:"]
             for it in items:
-                line = _md(_item_text(it))
+                line = _md(_item_text(it)) if markup else _item_text(it)
                 if it.link:
-                    line += f" ([details]({it.link}))"
+                    line += f" ([details]({it.link}))" if markup else f"\n  {it.link}"
                 out.append("- " + line)
             out.append("")
-        out.append(_md(self.footer))
+        out.append(_md(self.footer) if markup else self.footer)
         return "\n".join(out)
 
 

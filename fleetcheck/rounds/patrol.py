@@ -12,7 +12,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -45,24 +45,22 @@ def resolve_outputs(
     alertmanager: list[str] | None = None,
     heartbeat: str | None = None,
     textfile: Path | None = None,
-    environ: Mapping[str, str] | None = None,
 ) -> tuple[tuple[str, ...], str | None, Path | None]:
     """(alertmanager URLs, heartbeat URL, textfile) from the command line, else [outputs]
     (its *_env variables read now), each checked before any patrol starts. Raises OutputError
     naming the option or key; never the URL itself (tokens live in URLs)."""
     from fleetcheck.config import http_url_problem
 
-    env = os.environ if environ is None else environ
     cfg = fleet.outputs
     urls: list[tuple[str, str]] = []  # (where it came from, url)
     if alertmanager:
         urls += [("--alertmanager", u) for u in alertmanager]
     else:
         urls += [(f"[outputs] alertmanager[{i}]", u) for i, u in enumerate(cfg.alertmanager)]
-        for name in cfg.alertmanager_env:
-            urls.append(
-                (f"[outputs] alertmanager_env {name}", _from_env(env, name, "alertmanager_env"))
-            )
+        urls += [
+            (f"[outputs] alertmanager_env {name}", _from_env(name, "alertmanager_env"))
+            for name in cfg.alertmanager_env
+        ]
     beat: tuple[str, str] | None = None
     if heartbeat is not None:
         beat = ("--heartbeat", heartbeat)
@@ -71,7 +69,7 @@ def resolve_outputs(
     elif cfg.heartbeat_env is not None:
         beat = (
             f"[outputs] heartbeat_env {cfg.heartbeat_env}",
-            _from_env(env, cfg.heartbeat_env, "heartbeat_env"),
+            _from_env(cfg.heartbeat_env, "heartbeat_env"),
         )
     for where, url in urls + ([beat] if beat else []):
         problem = http_url_problem(url)
@@ -90,8 +88,8 @@ def resolve_outputs(
     return tuple(u for _, u in urls), beat[1] if beat else None, target
 
 
-def _from_env(env: Mapping[str, str], name: str, key: str) -> str:
-    value = env.get(name, "").strip()
+def _from_env(name: str, key: str) -> str:
+    value = os.environ.get(name, "").strip()
     if not value:
         raise OutputError(f"[outputs] {key} {name}: not set in the environment")
     return value

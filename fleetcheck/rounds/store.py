@@ -18,8 +18,8 @@ within the bucket, and a reader can tell. Retention keeps the rounds from the ne
 or before now - RETENTION_S (`whole_from`) and, of the rows before it, each key's newest.
 Rows migrated from the JSONL history are all stored as written (`add_round(full=True)`).
 
-Databases written by fleetcheck before this store stored each row again at least once every
-96 rounds ("keyframes"; the rounds table keeps the column): read the same way."""
+The rounds table's `keyframe` column is kept for databases that stored every row again now
+and then: they read the same way."""
 
 from __future__ import annotations
 
@@ -124,8 +124,7 @@ def bucket(key: str, value: Any) -> Any:
     return str(value)
 
 
-_NUMBERS = b"0123456789."  # a summary's words are its text without them, cut as bytes:
-# str.translate's deletion took ~4x as long (60 % of a signature, 30,000 a round)
+_NUMBERS = b"0123456789."  # a summary's words are its text without them (cut as bytes: faster)
 
 
 def signature(row: dict[str, Any]) -> bytes:
@@ -222,11 +221,11 @@ def _apart(keys: list[str]) -> list[str]:
     return out
 
 
-def expire(db: sqlite3.Connection, now: float, retention_s: float = RETENTION_S) -> None:
+def expire(db: sqlite3.Connection, now: float) -> None:
     """Keep every round from the newest one at or before now - retention (the oldest kept
     whole, `whole_from`); of the rows before it, each key's newest (it holds then), and the
     rounds they were stored in (their `as_of`); drop the rest."""
-    (cut,) = db.execute("SELECT max(id) FROM rounds WHERE at <= ?", (now - retention_s,)).fetchone()
+    (cut,) = db.execute("SELECT max(id) FROM rounds WHERE at <= ?", (now - RETENTION_S,)).fetchone()
     done = whole_from(db) or 0
     if cut is None or cut <= done:
         return
