@@ -22,11 +22,9 @@ from fleetcheck.core.errors import CheckError
 from fleetcheck.core.hostfacts import LogsHostConfig, logs_of
 from fleetcheck.core.model import Result, Status
 
-if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
+if TYPE_CHECKING:  # the demo's lab and the parsers: loaded only when a patrol needs them
     from fleetcheck.core.discovery import Draft, Sample
     from fleetcheck.lab.demo import DemoFleet
-
-if TYPE_CHECKING:  # the parsers load only when a patrol reads a log
     from fleetcheck.parse.journal import JournalFacts
     from fleetcheck.parse.logtail import LogFacts
 

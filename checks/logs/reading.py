@@ -183,24 +183,7 @@ def newest_of(
 def utc_times(
     stamps: list[Stamp], zone: tzinfo, zone_name: str, now: datetime, hint: datetime
 ) -> list[datetime]:
-    """UTC moments of many stamps. Only the earliest and latest wall times go through the
-    full resolve (DST, missing year); the rest keep their offset from those two, which is
-    exact unless a DST change falls between them (then the span is still right)."""
+    """UTC moments of many stamps, each placed as the newest line is (DST, missing year)."""
     from fleetcheck.parse.timestamps import resolve
 
-    if not stamps:
-        return []
-    lo = min(stamps, key=lambda s: s.wall)
-    hi = max(stamps, key=lambda s: s.wall)
-    lo_utc = resolve(lo, zone, zone_name, now, hint=hint).utc
-    hi_utc = resolve(hi, zone, zone_name, now, hint=hint).utc
-    out = []
-    for s in stamps:
-        if s is lo:
-            out.append(lo_utc)
-        elif s is hi:
-            out.append(hi_utc)
-        else:
-            t = lo_utc + (s.wall - lo.wall)
-            out.append(min(max(t, lo_utc), hi_utc))
-    return out
+    return [resolve(s, zone, zone_name, now, hint=hint).utc for s in stamps]

@@ -50,37 +50,14 @@ def _zone_names() -> tuple[str, ...]:
 
 
 # zones most operators run in, first among those that fit (all canonical IANA names)
-PREFERRED_ZONES = (
-    "America/New_York",
-    "America/Chicago",
-    "America/Denver",
-    "America/Los_Angeles",
-    "Europe/London",
-    "Europe/Berlin",
-    "Europe/Moscow",
-    "Asia/Kolkata",
-    "Asia/Shanghai",
-    "Asia/Tokyo",
-    "Australia/Sydney",
-    "America/Toronto",
-    "America/Phoenix",
-    "America/Anchorage",
-    "America/Halifax",
-    "America/Sao_Paulo",
-    "America/Mexico_City",
-    "Europe/Paris",
-    "Europe/Dublin",
-    "Europe/Athens",
-    "Europe/Istanbul",
-    "Africa/Johannesburg",
-    "Africa/Lagos",
-    "Asia/Dubai",
-    "Asia/Singapore",
-    "Asia/Seoul",
-    "Australia/Perth",
-    "Pacific/Auckland",
-    "Pacific/Honolulu",
-)
+PREFERRED_ZONES = """
+    America/New_York America/Chicago America/Denver America/Los_Angeles Europe/London
+    Europe/Berlin Europe/Moscow Asia/Kolkata Asia/Shanghai Asia/Tokyo Australia/Sydney
+    America/Toronto America/Phoenix America/Anchorage America/Halifax America/Sao_Paulo
+    America/Mexico_City Europe/Paris Europe/Dublin Europe/Athens Europe/Istanbul
+    Africa/Johannesburg Africa/Lagos Asia/Dubai Asia/Singapore Asia/Seoul Australia/Perth
+    Pacific/Auckland Pacific/Honolulu
+""".split()
 
 
 def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
@@ -89,7 +66,6 @@ def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
     if offset == timedelta(0):
         return ["UTC"]
     region = declared.split("/", 1)[0] if "/" in declared else ""
-    preferred = PREFERRED_ZONES
     matches = []
     for name in _zone_names():
         if "/" not in name or name.startswith(("Etc/", "SystemV/", "posix", "right")):
@@ -99,7 +75,7 @@ def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
                 matches.append(name)
         except Exception:
             continue
-    rank = {name: i for i, name in enumerate(preferred)}
+    rank = {name: i for i, name in enumerate(PREFERRED_ZONES)}
     matches.sort(key=lambda n: (rank.get(n, len(rank)), not n.startswith(region + "/"), n))
     return matches[:2]
 
