@@ -10,7 +10,7 @@ macOS/BSD), asking only about the interfaces that carry a default route."""
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from shlex import quote
 from typing import TYPE_CHECKING, Any
@@ -23,15 +23,9 @@ from fleetcheck.core.errors import CheckError
 from fleetcheck.core.judge import Findings
 from fleetcheck.core.model import Result, Status
 
-if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
+if TYPE_CHECKING:  # the demo's lab and the route parser: never imported by config checks
     from fleetcheck.lab.demo import DemoFleet
-
-if TYPE_CHECKING:  # the route parser is imported by the patrol, not by config checks
-    from fleetcheck.parse.routes import (
-        DefaultRoute,
-        Interface,
-        RouteFacts,
-    )
+    from fleetcheck.parse.routes import DefaultRoute, Interface, RouteFacts
 
 ADVICE = "turn one interface off, move it to another subnet, or bond them"
 
@@ -128,8 +122,6 @@ def _filled(template: str) -> str:
 
 
 def _is_ip(text: str) -> bool:
-    import ipaddress
-
     try:
         return bool(ipaddress.ip_address(text))
     except ValueError:
@@ -250,6 +242,9 @@ class RoutesCheck(HostCheck[RoutesConfig, "RouteFacts"]):
     ) -> Result:
         from fleetcheck.parse.routes import Interface
 
+        def addrs(dev: str) -> tuple[str, ...]:
+            return facts.interfaces.get(dev, Interface(dev)).addrs
+
         status, verdict = judge(facts)
         live = [r for r in facts.routes if r.table == "main"]
         shown = "; ".join(_show(r, facts.interfaces) for r in live) or "none"
@@ -271,17 +266,7 @@ class RoutesCheck(HostCheck[RoutesConfig, "RouteFacts"]):
             "os": facts.os,
             "source": facts.source,
             "routes": [
-                {
-                    "family": r.family,
-                    "dev": r.dev,
-                    "gateway": r.gateway,
-                    "metric": r.metric,
-                    "flags": list(r.flags),
-                    "table": r.table,
-                    "ecmp": r.ecmp,
-                    "scoped": r.scoped,
-                    "addrs": list(facts.interfaces.get(r.dev, Interface(r.dev)).addrs),
-                }
+                asdict(r) | {"flags": list(r.flags), "addrs": list(addrs(r.dev))}
                 for r in facts.routes
             ],
             "broker": {
