@@ -64,16 +64,11 @@ def _epoch(seconds: float, original: object) -> float:
 
 
 def _iso(text: str, assume_tz: tzinfo | None) -> float:
-    from dateutil.parser import isoparse
-
     short = text if len(text) <= 40 else text[:37] + "..."
-    try:
+    try:  # Python 3.11 reads ISO 8601's basic and extended forms, any fraction
         moment = datetime.fromisoformat(text)
     except ValueError:
-        try:
-            moment = isoparse(text)
-        except (ValueError, OverflowError):
-            raise ValueError(f"not epoch seconds or ISO 8601: {short!r}") from None
+        raise ValueError(f"not epoch seconds or ISO 8601: {short!r}") from None
     if moment.tzinfo is None or moment.utcoffset() is None:
         if assume_tz is None:
             raise ValueError(f"ISO time without a zone: {short!r}")
