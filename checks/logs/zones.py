@@ -5,7 +5,6 @@ catches a wrongly declared zone (with the zones that would fit instead)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, tzinfo
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.config import HostConfig
@@ -41,14 +40,6 @@ def zone_for(host: HostConfig, facts: LogsFacts) -> tuple[tzinfo | None, str, st
     return zone_named(tz), tz, None
 
 
-@cache
-def _zone_names() -> tuple[str, ...]:
-    """The canonical zone names, never tzdata's aliases (once per process)."""
-    from fleetcheck.zones import canonical_zones
-
-    return canonical_zones()
-
-
 # zones most operators run in, first among those that fit (all canonical IANA names)
 PREFERRED_ZONES = """
     America/New_York America/Chicago America/Denver America/Los_Angeles Europe/London
@@ -61,13 +52,13 @@ PREFERRED_ZONES = """
 
 
 def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
-    from fleetcheck.zones import zone_named
+    from fleetcheck.zones import canonical_zones, zone_named
 
     if offset == timedelta(0):
         return ["UTC"]
     region = declared.split("/", 1)[0] if "/" in declared else ""
     matches = []
-    for name in _zone_names():
+    for name in canonical_zones():
         if "/" not in name or name.startswith(("Etc/", "SystemV/", "posix", "right")):
             continue
         try:
