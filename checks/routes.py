@@ -312,79 +312,77 @@ def same_subnet(a: DefaultRoute, b: DefaultRoute, ifaces: dict[str, Interface]) 
     return None
 
 
+def _family_verdict(
+    family: int, routes: list[DefaultRoute], ifaces: dict[str, Interface]
+) -> tuple[Status, str] | None:
+    """The verdict on one family's main-table defaults, None when there is nothing to say."""
+    if len(routes) < 2:
+        if routes and routes[0].down and not routes[0].scoped:
+            return Status.WARN, f"the only IPv{family} default route's link is down"
+        return None
+    devs = sorted({r.dev for r in routes})
+    pairs = [
+        (a, b, s)
+        for i, a in enumerate(routes)
+        for b in routes[i + 1 :]
+        if a.dev != b.dev and (s := same_subnet(a, b, ifaces))
+    ]
+    live_pairs = [(a, b, s) for a, b, s in pairs if not a.down and not b.down]
+    if live_pairs:
+        a, b, s = live_pairs[0]
+        return (
+            Status.CRIT,
+            f"{len(routes)} IPv{family} default routes through different interfaces "
+            f"({a.dev}, {b.dev}) on one subnet {s}: {ADVICE}",
+        )
+    if pairs:
+        a, b, s = pairs[0]
+        return (
+            Status.WARN,
+            f"second IPv{family} default via {(a if a.down else b).dev} on the same subnet {s} "
+            f"is link-down now; when it comes up the host has two defaults on one subnet: {ADVICE}",
+        )
+    unscoped = [r for r in routes if not r.scoped]
+    if len(unscoped) < 2:
+        return (
+            Status.OK,
+            f"one unscoped IPv{family} default; the others are macOS scoped routes on "
+            "other subnets (used only by sockets bound to them)",
+        )
+    if any(r.vpn for r in unscoped):
+        vpn = ", ".join(sorted({r.dev for r in unscoped if r.vpn}))
+        return Status.OK, f"{len(unscoped)} IPv{family} defaults, judged legitimate: VPN ({vpn})"
+    if all(r.ecmp for r in unscoped):
+        return (
+            Status.OK,
+            f"IPv{family} multipath (ECMP) default over {', '.join(devs)} on different "
+            "subnets, judged legitimate",
+        )
+    metrics = [r.metric for r in unscoped]
+    if len(set(metrics)) == len(metrics):
+        best = min(unscoped, key=lambda r: r.metric)
+        return (
+            Status.OK,
+            f"{len(unscoped)} IPv{family} defaults on different subnets with distinct "
+            f"metrics, judged legitimate failover ({best.dev} preferred)",
+        )
+    where = "one interface" if len(devs) == 1 else "different subnets"
+    return (
+        Status.WARN,
+        f"{len(unscoped)} IPv{family} default routes on {where} with equal metrics: "
+        "which one wins is not defined; give them distinct metrics or remove one",
+    )
+
+
 def judge(facts: RouteFacts) -> tuple[Status, str]:
     """The verdict and its one-line reason."""
     main = [r for r in facts.routes if r.table == "main"]
     policy = [r for r in facts.routes if r.table != "main"]
     verdicts = Findings()
     for family in (4, 6):
-        routes = [r for r in main if r.family == family]
-        if len(routes) < 2:
-            if routes and routes[0].down and not routes[0].scoped:
-                verdicts.add(Status.WARN, f"the only IPv{family} default route's link is down")
-            continue
-        devs = sorted({r.dev for r in routes})
-        pairs = [
-            (a, b, s)
-            for i, a in enumerate(routes)
-            for b in routes[i + 1 :]
-            if a.dev != b.dev and (s := same_subnet(a, b, facts.interfaces))
-        ]
-        live_pairs = [(a, b, s) for a, b, s in pairs if not a.down and not b.down]
-        if live_pairs:
-            a, b, s = live_pairs[0]
-            verdicts.add(
-                Status.CRIT,
-                f"{len(routes)} IPv{family} default routes through different interfaces "
-                f"({a.dev}, {b.dev}) on one subnet {s}: {ADVICE}",
-            )
-            continue
-        if pairs:
-            a, b, s = pairs[0]
-            down = a if a.down else b
-            verdicts.add(
-                Status.WARN,
-                f"second IPv{family} default via {down.dev} on the same subnet {s} is link-"
-                f"down now; when it comes up the host has two defaults on one subnet: "
-                f"{ADVICE}",
-            )
-            continue
-        unscoped = [r for r in routes if not r.scoped]
-        if len(unscoped) < 2:
-            verdicts.add(
-                Status.OK,
-                f"one unscoped IPv{family} default; the others are macOS scoped routes on "
-                "other subnets (used only by sockets bound to them)",
-            )
-            continue
-        if any(r.vpn for r in unscoped):
-            vpn = ", ".join(sorted({r.dev for r in unscoped if r.vpn}))
-            verdicts.add(
-                Status.OK, f"{len(unscoped)} IPv{family} defaults, judged legitimate: VPN ({vpn})"
-            )
-            continue
-        if all(r.ecmp for r in unscoped):
-            verdicts.add(
-                Status.OK,
-                f"IPv{family} multipath (ECMP) default over {', '.join(devs)} on different "
-                "subnets, judged legitimate",
-            )
-            continue
-        metrics = [r.metric for r in unscoped]
-        if len(set(metrics)) == len(metrics):
-            best = min(unscoped, key=lambda r: r.metric)
-            verdicts.add(
-                Status.OK,
-                f"{len(unscoped)} IPv{family} defaults on different subnets with distinct "
-                f"metrics, judged legitimate failover ({best.dev} preferred)",
-            )
-            continue
-        where = "one interface" if len(devs) == 1 else "different subnets"
-        verdicts.add(
-            Status.WARN,
-            f"{len(unscoped)} IPv{family} default routes on {where} with equal metrics: "
-            "which one wins is not defined; give them distinct metrics or remove one",
-        )
+        found = _family_verdict(family, [r for r in main if r.family == family], facts.interfaces)
+        if found is not None:
+            verdicts.add(*found)
     if not verdicts:
         v4 = [r for r in main if r.family == 4]
         if not v4:
