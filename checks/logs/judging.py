@@ -56,15 +56,9 @@ def empty_verdict(
     mtime: datetime, mtime_age: float, host_now: datetime, spec: LogSpec
 ) -> tuple[Status, str, str | None]:
     """An empty log file, judged by its mtime like any silent log (status, summary, strength).
-
-    A file is emptied by rotation (logrotate's create mode replaces it, copytruncate truncates
-    it) or made new; its mtime is when that happened, and empty means nothing was written
-    since. A writer that still holds the rotated file keeps logging there, so the file we
-    watch stays empty for ever: it must escalate by max_age/crit_age as a silent log does,
-    never rest as UNKNOWN (fleetcheck did look). Younger than max_age it is OK: as fresh as a
-    log whose last line is that old. The evidence is behaviour (silence since the rotation),
-    not proof: the writer may be alive and writing to the old file.
-    """
+    Rotation or creation empties it at its mtime; a writer still holding the rotated file
+    leaves it empty for ever, so it escalates by max_age/crit_age, never rests as UNKNOWN.
+    The evidence is behaviour, not proof: the writer may be alive, writing to the old file."""
     when = f"{mtime:%H:%M:%S} UTC"
     if mtime.date() != host_now.date():
         when += f" on {mtime:%Y-%m-%d}"

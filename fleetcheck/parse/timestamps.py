@@ -2,11 +2,11 @@
 
 Pure. Never the checker's own zone: an offset in the line (`Z`, `+05:30`, `UTC`) is used,
 epoch values are UTC, and any other wall time needs the writer's zone from the caller.
-Abbreviations such as "EST" are ignored (no dateutil: it would guess). The leftmost match in
-a line wins, the longer at the same position; a per-log strptime `format` (no `%Z`) or a
-`regex` with a group `ts` overrides the recognisers. DST edges are decided explicitly and
-reported (`Resolved.note`): a repeated hour is read nearest the file's mtime, a skipped hour
-with the offset before the change."""
+Abbreviations such as "EST" are kept as text, never trusted (IST is three zones). The
+leftmost match in a line wins, the longer at the same position; a per-log strptime `format`
+(no `%Z`) or a `regex` with a group `ts` overrides the recognisers. DST edges are decided
+explicitly and reported (`Resolved.note`): a repeated hour is read nearest the file's
+mtime, a skipped hour with the offset before the change."""
 
 from __future__ import annotations
 
