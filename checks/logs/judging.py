@@ -36,7 +36,7 @@ from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:  # the parsers load only when a patrol reads a log
-    from fleetcheck.parse.journal import JournalFacts, JournalRead
+    from fleetcheck.parse.journal import JournalFacts
     from fleetcheck.parse.logtail import LogFacts
 
 FUTURE_SLACK_S = 300.0
@@ -348,11 +348,13 @@ def judge_journal(spec: LogSpec, jf: JournalFacts, facts: LogsFacts, now: dateti
         evidence["journalctl"] = list(read.notes)[:5]
     where_dir = f" in {spec.journal_dir}" if spec.journal_dir else ""
     if read.denied:
+        said = next(
+            (n for n in read.notes if "permission" in n.lower()), "insufficient permissions"
+        )
         return verdict(
             Status.UNKNOWN,
             f"no permission to read the journal{where_dir}: the SSH user is not in the "
-            "systemd-journal or adm group (journalctl: "
-            f"{first_note(read, 'permission') or 'insufficient permissions'})",
+            f"systemd-journal or adm group (journalctl: {said[:160]})",
         )
     if not read.times_us:
         if read.any_newest_us is not None:
@@ -398,13 +400,6 @@ def judge_journal(spec: LogSpec, jf: JournalFacts, facts: LogsFacts, now: dateti
     )
     metrics.update(flood_metrics)
     return verdict(*recency(age, where, spec, errors_text, statuses))
-
-
-def first_note(read: JournalRead, word: str) -> str | None:
-    for n in read.notes:
-        if word in n.lower():
-            return n[:160]
-    return None
 
 
 def item_rows(

@@ -22,12 +22,10 @@ if TYPE_CHECKING:  # the parsers load only when a patrol reads a log
 NEWEST_WINDOW = 50  # the newest stamp is the max over this many stamped lines from the end
 
 
-def record_stamps(
-    lines: list[str], errors: list[int], find: Any
-) -> tuple[list[tuple[int, Stamp]], int]:
+def record_stamps(lines: list[str], errors: list[int], find: Any) -> list[tuple[int, Stamp]]:
     """Each error line's record stamp: its own, else the nearest stamped line above it (a
-    traceback's continuation lines belong to the record that logged it). Returns one
-    (record index, stamp) per distinct record, and how many error lines have no stamp."""
+    traceback's continuation lines belong to the record that logged it), one (record index,
+    stamp) per distinct record; an error line with none within 200 lines is left out."""
     cache: dict[int, Stamp | None] = {}
 
     def stamp_at(i: int) -> Stamp | None:
@@ -36,16 +34,13 @@ def record_stamps(
         return cache[i]
 
     records: dict[int, Stamp] = {}
-    unplaced = 0
     for i in errors:
         for j in range(i, max(i - 200, -1), -1):
             st = stamp_at(j)
             if st is not None:
                 records[j] = st
                 break
-        else:
-            unplaced += 1
-    return sorted(records.items()), unplaced
+    return sorted(records.items())
 
 
 def unreadable_tail(lf: LogFacts, spec: LogSpec) -> str | None:
@@ -106,7 +101,7 @@ def read_lines(lines: list[str], spec: LogSpec, mtime: float | None = None) -> L
             find_text = find_override
 
         errors = [i for i, line in enumerate(lines) if err_rx.search(line)]
-        records, _ = record_stamps(lines, errors, find_text)
+        records = record_stamps(lines, errors, find_text)
         return Lines(False, errors, records, find_text, detection)
     objects = [jsonlog.parse_object(line) for line in lines]
     errors = []
