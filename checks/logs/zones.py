@@ -80,14 +80,6 @@ def time_label(r: Resolved) -> str:
     return f"{r.local_label} = {r.utc:%H:%M:%S} UTC"
 
 
-def _whole_halves(newest: Resolved, mtime: datetime) -> int:
-    """The line-to-mtime gap in half hours when it is a whole number of them (within
-    ZONE_TOLERANCE_S), else 0."""
-    diff = (mtime - newest.utc).total_seconds()
-    halves = round(diff / 1800)
-    return halves if abs(diff - halves * 1800) <= ZONE_TOLERANCE_S else 0
-
-
 def _implied_offset(halves: int, newest: Resolved) -> timedelta:
     return (newest.local.utcoffset() or timedelta(0)) - timedelta(seconds=halves * 1800)
 
@@ -99,8 +91,9 @@ def zone_offset_halves(stamp: Stamp, newest: Resolved, mtime: datetime) -> int:
     much. 0: no sign of that (a gap of whole days is a date mix-up, see date_shift_s)."""
     if stamp.offset is not None or stamp.kind == "epoch":
         return 0
-    halves = _whole_halves(newest, mtime)
-    if not halves:
+    gap = (mtime - newest.utc).total_seconds()
+    halves = round(gap / 1800)  # a whole number of them, within ZONE_TOLERANCE_S
+    if not halves or abs(gap - halves * 1800) > ZONE_TOLERANCE_S:
         return 0
     low, high = UTC_OFFSETS
     return halves if low <= _implied_offset(halves, newest) <= high else 0
@@ -165,8 +158,7 @@ def zone_mismatch(
     """The summary and evidence of a declared zone off by `halves` half hours."""
     from fleetcheck.iso import iso_utc
 
-    declared_offset = newest.local.utcoffset() or timedelta(0)
-    true_offset = declared_offset - timedelta(seconds=halves * 1800)
+    true_offset = _implied_offset(halves, newest)
     guesses = _suggest_zones(true_offset, mtime, zone_name)
     hint = f" ({' or '.join(guesses)}?)" if guesses else ""
     summary = (

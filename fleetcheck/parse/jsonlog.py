@@ -100,22 +100,14 @@ def object_level(obj: dict[str, Any]) -> bool | None:
     return None
 
 
-def message_of(obj: dict[str, Any]) -> str | None:
-    for name in MESSAGE_FIELDS:
-        value = obj.get(name)
-        if isinstance(value, str):
-            return value
-    return None
-
-
 def is_error(obj: dict[str, Any], line: str, error_regex: re.Pattern[str]) -> bool:
     """By level when the record has one; else the error regex on its message (the whole
     line when it has none)."""
     verdict = object_level(obj)
     if verdict is not None:
         return verdict
-    message = message_of(obj)
-    return bool(error_regex.search(message if message is not None else line))
+    message = next((v for n in MESSAGE_FIELDS if isinstance(v := obj.get(n), str)), line)
+    return bool(error_regex.search(message))
 
 
 def looks_like_json(lines: list[str], sample: int = 20) -> bool:

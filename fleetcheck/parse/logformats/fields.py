@@ -96,7 +96,7 @@ def stamp_from(fmt: str, m: re.Match[str], line: str, date_known: bool = True) -
         if not date_known:
             month = 1
         else:
-            month = int(g["m"]) if g.get("m") else _month(g.get("b"))
+            month = int(g["m"]) if g.get("m") else MONTHS.index((g.get("b") or "")[:3].lower()) + 1
         day = _num(g, "d", 1)
         hour = _num(g, "H")
         ampm = (g.get("p") or "").upper()
@@ -170,12 +170,6 @@ def epoch_stamp(value: float | int | str) -> Stamp | None:
     if not 2000 <= moment.year < 2100:
         return None
     return Stamp("epoch", f"{text} (epoch {unit})", moment, timedelta(0))
-
-
-def _month(name: str | None) -> int:
-    if not name:
-        raise ValueError("no month")
-    return MONTHS.index(name[:3].lower()) + 1
 
 
 def _year_elsewhere(line: str, month: int, day: int) -> tuple[int, str] | None:
