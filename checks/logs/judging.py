@@ -165,9 +165,9 @@ def judge_log(
     json_file = spec.format == "json"
     metrics, evidence = _blank(path, json_file, lf, host, facts)
 
-    def verdict(status: Status, summary: str) -> LogVerdict:
+    def verdict(status: Status, summary: str, strength: str | None = None) -> LogVerdict:
         words = source_words(spec, json_lines=evidence["source"] == "json")
-        return LogVerdict(path, status, f"{words}: {summary}", metrics, evidence)
+        return LogVerdict(path, status, f"{words}: {summary}", metrics, evidence, strength)
 
     if lf.state != "ok":
         return verdict(Status.UNKNOWN, lf.detail or lf.state)
@@ -181,8 +181,7 @@ def judge_log(
         status, summary, strength = empty_verdict(mtime, mtime_age, host_now, spec)
         metrics["age_s"] = metrics["mtime_age_s"]
         evidence.update(last_line_at=None, age_from="mtime", empty_since=evidence["mtime"])
-        words = source_words(spec, json_lines=json_file)
-        return LogVerdict(path, status, f"{words}: {summary}", metrics, evidence, strength)
+        return verdict(status, summary, strength)
     unreadable = unreadable_tail(lf, spec)
     if unreadable:
         return verdict(Status.UNKNOWN, unreadable)

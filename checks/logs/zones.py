@@ -27,13 +27,8 @@ def zone_for(host: HostConfig, facts: LogsFacts) -> tuple[tzinfo | None, str, st
     if tz == "auto":
         z = facts.zone
         if z is None or z.name is None:
-            return (
-                None,
-                "auto",
-                "tz = auto but the host's zone could not be found ("
-                + (z.how if z else "no answer")
-                + ")",
-            )
+            why = z.how if z else "no answer"
+            return None, "auto", f"tz = auto but the host's zone could not be found ({why})"
         return zone_named(z.name), z.name, None
     if tz is None:  # config refuses log files without tz; only a hand-made host gets here
         return None, "-", "no tz configured for this host"

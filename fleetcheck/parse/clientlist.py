@@ -197,11 +197,7 @@ class ClientTable:
 
     def all_ages(self, below: float | None = None) -> dict[int, int]:
         """Every client counted by age in seconds (with `below`: only those younger)."""
-        every: dict[int, int] = {}
-        for mine in self.ages(below).values():
-            for age, n in mine.items():
-                every[age] = every.get(age, 0) + n
-        return every
+        return dict(sum(map(Counter, self.ages(below).values()), Counter[int]()))
 
     def behaviour_of(self, host: str, below: float | None = None) -> tuple[dict[int, int], int]:
         """(ages(below), waiting()) of one host: (its clients by age, how many wait for work)."""
