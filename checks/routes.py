@@ -10,6 +10,7 @@ macOS/BSD), asking only about the interfaces that carry a default route."""
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from shlex import quote
@@ -111,14 +112,10 @@ EOF
 
 
 def _filled(template: str) -> str:
-    for name, value in (
-        ("MAX_DEVS", MAX_DEVS),
-        ("FEW_LINKS", FEW_LINKS),
-        ("ALL_ADDRS_UP_TO", ALL_ADDRS_UP_TO),
-        ("MAX_IP_OUTPUT", MAX_IP_OUTPUT),
-    ):
-        template = template.replace("{" + name + "}", str(value))
-    return template
+    """The template with each `{LIMIT}` (upper case; the shell's own braces stay) filled."""
+    limits = {"MAX_DEVS": MAX_DEVS, "FEW_LINKS": FEW_LINKS, "MAX_IP_OUTPUT": MAX_IP_OUTPUT}
+    limits["ALL_ADDRS_UP_TO"] = ALL_ADDRS_UP_TO
+    return re.sub(r"\{([A-Z_]+)\}", lambda m: str(limits[m[1]]), template)
 
 
 def _is_ip(text: str) -> bool:
