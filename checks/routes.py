@@ -325,19 +325,17 @@ def _family_verdict(
         if a.dev != b.dev and (s := same_subnet(a, b, ifaces))
     ]
     live_pairs = [(a, b, s) for a, b, s in pairs if not a.down and not b.down]
-    if live_pairs:
-        a, b, s = live_pairs[0]
-        return (
-            Status.CRIT,
-            f"{len(routes)} IPv{family} default routes through different interfaces "
-            f"({a.dev}, {b.dev}) on one subnet {s}: {ADVICE}",
-        )
     if pairs:
-        a, b, s = pairs[0]
-        return (
-            Status.WARN,
-            f"second IPv{family} default via {(a if a.down else b).dev} on the same subnet {s} "
-            f"is link-down now; when it comes up the host has two defaults on one subnet: {ADVICE}",
+        a, b, s = (live_pairs or pairs)[0]
+        if live_pairs:
+            return Status.CRIT, (
+                f"{len(routes)} IPv{family} default routes through different interfaces "
+                f"({a.dev}, {b.dev}) on one subnet {s}: {ADVICE}"
+            )
+        down = a if a.down else b
+        return Status.WARN, (
+            f"second IPv{family} default via {down.dev} on the same subnet {s} is link-down "
+            f"now; when it comes up the host has two defaults on one subnet: {ADVICE}"
         )
     unscoped = [r for r in routes if not r.scoped]
     if len(unscoped) < 2:
