@@ -10,7 +10,8 @@ macOS/BSD), asking only about the interfaces that carry a default route."""
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+import re
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from shlex import quote
 from typing import TYPE_CHECKING, Any
@@ -23,15 +24,9 @@ from fleetcheck.core.errors import CheckError
 from fleetcheck.core.judge import Findings
 from fleetcheck.core.model import Result, Status
 
-if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
+if TYPE_CHECKING:  # the demo's lab and the route parser: never imported by config checks
     from fleetcheck.lab.demo import DemoFleet
-
-if TYPE_CHECKING:  # the route parser is imported by the patrol, not by config checks
-    from fleetcheck.parse.routes import (
-        DefaultRoute,
-        Interface,
-        RouteFacts,
-    )
+    from fleetcheck.parse.routes import DefaultRoute, Interface, RouteFacts
 
 ADVICE = "turn one interface off, move it to another subnet, or bond them"
 
@@ -117,19 +112,13 @@ EOF
 
 
 def _filled(template: str) -> str:
-    for name, value in (
-        ("MAX_DEVS", MAX_DEVS),
-        ("FEW_LINKS", FEW_LINKS),
-        ("ALL_ADDRS_UP_TO", ALL_ADDRS_UP_TO),
-        ("MAX_IP_OUTPUT", MAX_IP_OUTPUT),
-    ):
-        template = template.replace("{" + name + "}", str(value))
-    return template
+    """The template with each `{LIMIT}` (upper case; the shell's own braces stay) filled."""
+    limits = {"MAX_DEVS": MAX_DEVS, "FEW_LINKS": FEW_LINKS, "MAX_IP_OUTPUT": MAX_IP_OUTPUT}
+    limits["ALL_ADDRS_UP_TO"] = ALL_ADDRS_UP_TO
+    return re.sub(r"\{([A-Z_]+)\}", lambda m: str(limits[m[1]]), template)
 
 
 def _is_ip(text: str) -> bool:
-    import ipaddress
-
     try:
         return bool(ipaddress.ip_address(text))
     except ValueError:
@@ -250,6 +239,9 @@ class RoutesCheck(HostCheck[RoutesConfig, "RouteFacts"]):
     ) -> Result:
         from fleetcheck.parse.routes import Interface
 
+        def addrs(dev: str) -> tuple[str, ...]:
+            return facts.interfaces.get(dev, Interface(dev)).addrs
+
         status, verdict = judge(facts)
         live = [r for r in facts.routes if r.table == "main"]
         shown = "; ".join(_show(r, facts.interfaces) for r in live) or "none"
@@ -271,17 +263,7 @@ class RoutesCheck(HostCheck[RoutesConfig, "RouteFacts"]):
             "os": facts.os,
             "source": facts.source,
             "routes": [
-                {
-                    "family": r.family,
-                    "dev": r.dev,
-                    "gateway": r.gateway,
-                    "metric": r.metric,
-                    "flags": list(r.flags),
-                    "table": r.table,
-                    "ecmp": r.ecmp,
-                    "scoped": r.scoped,
-                    "addrs": list(facts.interfaces.get(r.dev, Interface(r.dev)).addrs),
-                }
+                asdict(r) | {"flags": list(r.flags), "addrs": list(addrs(r.dev))}
                 for r in facts.routes
             ],
             "broker": {
@@ -327,79 +309,75 @@ def same_subnet(a: DefaultRoute, b: DefaultRoute, ifaces: dict[str, Interface]) 
     return None
 
 
+def _family_verdict(
+    family: int, routes: list[DefaultRoute], ifaces: dict[str, Interface]
+) -> tuple[Status, str] | None:
+    """The verdict on one family's main-table defaults, None when there is nothing to say."""
+    if len(routes) < 2:
+        if routes and routes[0].down and not routes[0].scoped:
+            return Status.WARN, f"the only IPv{family} default route's link is down"
+        return None
+    devs = sorted({r.dev for r in routes})
+    pairs = [
+        (a, b, s)
+        for i, a in enumerate(routes)
+        for b in routes[i + 1 :]
+        if a.dev != b.dev and (s := same_subnet(a, b, ifaces))
+    ]
+    live_pairs = [(a, b, s) for a, b, s in pairs if not a.down and not b.down]
+    if pairs:
+        a, b, s = (live_pairs or pairs)[0]
+        if live_pairs:
+            return Status.CRIT, (
+                f"{len(routes)} IPv{family} default routes through different interfaces "
+                f"({a.dev}, {b.dev}) on one subnet {s}: {ADVICE}"
+            )
+        down = a if a.down else b
+        return Status.WARN, (
+            f"second IPv{family} default via {down.dev} on the same subnet {s} is link-down "
+            f"now; when it comes up the host has two defaults on one subnet: {ADVICE}"
+        )
+    unscoped = [r for r in routes if not r.scoped]
+    if len(unscoped) < 2:
+        return (
+            Status.OK,
+            f"one unscoped IPv{family} default; the others are macOS scoped routes on "
+            "other subnets (used only by sockets bound to them)",
+        )
+    if any(r.vpn for r in unscoped):
+        vpn = ", ".join(sorted({r.dev for r in unscoped if r.vpn}))
+        return Status.OK, f"{len(unscoped)} IPv{family} defaults, judged legitimate: VPN ({vpn})"
+    if all(r.ecmp for r in unscoped):
+        return (
+            Status.OK,
+            f"IPv{family} multipath (ECMP) default over {', '.join(devs)} on different "
+            "subnets, judged legitimate",
+        )
+    metrics = [r.metric for r in unscoped]
+    if len(set(metrics)) == len(metrics):
+        best = min(unscoped, key=lambda r: r.metric)
+        return (
+            Status.OK,
+            f"{len(unscoped)} IPv{family} defaults on different subnets with distinct "
+            f"metrics, judged legitimate failover ({best.dev} preferred)",
+        )
+    where = "one interface" if len(devs) == 1 else "different subnets"
+    return (
+        Status.WARN,
+        f"{len(unscoped)} IPv{family} default routes on {where} with equal metrics: "
+        "which one wins is not defined; give them distinct metrics or remove one",
+    )
+
+
 def judge(facts: RouteFacts) -> tuple[Status, str]:
     """The verdict and its one-line reason."""
     main = [r for r in facts.routes if r.table == "main"]
     policy = [r for r in facts.routes if r.table != "main"]
     verdicts = Findings()
     for family in (4, 6):
-        routes = [r for r in main if r.family == family]
-        if len(routes) < 2:
-            if routes and routes[0].down and not routes[0].scoped:
-                verdicts.add(Status.WARN, f"the only IPv{family} default route's link is down")
-            continue
-        devs = sorted({r.dev for r in routes})
-        pairs = [
-            (a, b, s)
-            for i, a in enumerate(routes)
-            for b in routes[i + 1 :]
-            if a.dev != b.dev and (s := same_subnet(a, b, facts.interfaces))
-        ]
-        live_pairs = [(a, b, s) for a, b, s in pairs if not a.down and not b.down]
-        if live_pairs:
-            a, b, s = live_pairs[0]
-            verdicts.add(
-                Status.CRIT,
-                f"{len(routes)} IPv{family} default routes through different interfaces "
-                f"({a.dev}, {b.dev}) on one subnet {s}: {ADVICE}",
-            )
-            continue
-        if pairs:
-            a, b, s = pairs[0]
-            down = a if a.down else b
-            verdicts.add(
-                Status.WARN,
-                f"second IPv{family} default via {down.dev} on the same subnet {s} is link-"
-                f"down now; when it comes up the host has two defaults on one subnet: "
-                f"{ADVICE}",
-            )
-            continue
-        unscoped = [r for r in routes if not r.scoped]
-        if len(unscoped) < 2:
-            verdicts.add(
-                Status.OK,
-                f"one unscoped IPv{family} default; the others are macOS scoped routes on "
-                "other subnets (used only by sockets bound to them)",
-            )
-            continue
-        if any(r.vpn for r in unscoped):
-            vpn = ", ".join(sorted({r.dev for r in unscoped if r.vpn}))
-            verdicts.add(
-                Status.OK, f"{len(unscoped)} IPv{family} defaults, judged legitimate: VPN ({vpn})"
-            )
-            continue
-        if all(r.ecmp for r in unscoped):
-            verdicts.add(
-                Status.OK,
-                f"IPv{family} multipath (ECMP) default over {', '.join(devs)} on different "
-                "subnets, judged legitimate",
-            )
-            continue
-        metrics = [r.metric for r in unscoped]
-        if len(set(metrics)) == len(metrics):
-            best = min(unscoped, key=lambda r: r.metric)
-            verdicts.add(
-                Status.OK,
-                f"{len(unscoped)} IPv{family} defaults on different subnets with distinct "
-                f"metrics, judged legitimate failover ({best.dev} preferred)",
-            )
-            continue
-        where = "one interface" if len(devs) == 1 else "different subnets"
-        verdicts.add(
-            Status.WARN,
-            f"{len(unscoped)} IPv{family} default routes on {where} with equal metrics: "
-            "which one wins is not defined; give them distinct metrics or remove one",
-        )
+        found = _family_verdict(family, [r for r in main if r.family == family], facts.interfaces)
+        if found is not None:
+            verdicts.add(*found)
     if not verdicts:
         v4 = [r for r in main if r.family == 4]
         if not v4:

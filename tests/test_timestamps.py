@@ -49,8 +49,13 @@ CASES = [
     # Go log package
     ("2026/11/29 02:21:00 listening", "Europe/Berlin", utc(2026, 11, 29, 1, 21), "iso8601"),
     # classic syslog, year inferred
-    ("Nov 29 02:21:00 box rater[42]: tick", "America/New_York", utc(2026, 11, 29, 7, 21), "syslog"),
-    ("Nov  9 13:51:00 box kernel: x", "Asia/Kolkata", utc(2026, 11, 9, 8, 21), "syslog"),
+    (
+        "Nov 29 02:21:00 box rater[42]: tick",
+        "America/New_York",
+        utc(2026, 11, 29, 7, 21),
+        "syslog-rfc3164",
+    ),
+    ("Nov  9 13:51:00 box kernel: x", "Asia/Kolkata", utc(2026, 11, 9, 8, 21), "syslog-rfc3164"),
     # redis-server
     (
         "12345:M 29 Nov 2026 02:21:00.123 * Ready",

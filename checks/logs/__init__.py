@@ -8,7 +8,7 @@ the host printed are in parse/logtail.py and parse/journal.py; this module judge
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from fleetcheck.checks.logs.config import LogsConfig, LogsFacts
@@ -22,11 +22,9 @@ from fleetcheck.core.errors import CheckError
 from fleetcheck.core.hostfacts import LogsHostConfig, logs_of
 from fleetcheck.core.model import Result, Status
 
-if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
+if TYPE_CHECKING:  # the demo's lab and the parsers: loaded only when a patrol needs them
     from fleetcheck.core.discovery import Draft, Sample
     from fleetcheck.lab.demo import DemoFleet
-
-if TYPE_CHECKING:  # the parsers load only when a patrol reads a log
     from fleetcheck.parse.journal import JournalFacts
     from fleetcheck.parse.logtail import LogFacts
 
@@ -144,36 +142,19 @@ logs = [
         """
         from fleetcheck.zones import zone_named
 
-        now = fleet.now
-
-        def eastern(t: float) -> str:
-            local = datetime.fromtimestamp(t, zone_named("America/New_York"))
-            return local.strftime("%Y-%m-%d %H:%M:%S,") + f"{local.microsecond // 1000:03d}"
-
-        def kolkata(t: float) -> str:
-            return datetime.fromtimestamp(t, zone_named("Asia/Kolkata")).strftime("%b %d %H:%M:%S")
-
-        def utc(t: float) -> str:
-            return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-        stopped = now - 2.5 * 3600
-        written = {
-            "n8": ([f"{eastern(now - 60 * i)} INFO match done" for i in (5, 3, 1)], now - 60),
-            "laptop": (
-                [f"{kolkata(now - 60 * i)} laptop worker[311]: match done" for i in (4, 2)],
-                now - 120,
-            ),
-            "mini": (
-                [f"{utc(stopped - 60)} INFO match done", f"{utc(stopped)} INFO match done"],
-                stopped,
-            ),
-            "broker": ([f"{utc(now - 30)} INFO rater loop tick"], now - 30),
-        }
-        zones = {"n8": "America/New_York", "laptop": "Asia/Kolkata", "mini": "UTC", "broker": "UTC"}
-        for host, (lines, mtime) in written.items():
-            path = fleet.write_log(host, lines, mtime)
+        iso, syslog = "%Y-%m-%dT%H:%M:%SZ", "%b %d %H:%M:%S laptop worker[311]:"
+        for host, zone, fmt, ago, text in (
+            ("n8", "America/New_York", "%Y-%m-%d %H:%M:%S,%f", (300, 180, 60), "INFO match done"),
+            ("laptop", "Asia/Kolkata", syslog, (240, 120), "match done"),
+            ("mini", "UTC", iso, (9060, 9000), "INFO match done"),  # stopped 2.5 hours ago
+            ("broker", "UTC", iso, (30,), "INFO rater loop tick"),
+        ):
+            times = [fleet.now - a for a in ago]
+            stamps = [datetime.fromtimestamp(t, zone_named(zone)).strftime(fmt) for t in times]
+            written = [f"{st[:-3] if fmt.endswith('%f') else st} {text}" for st in stamps]
+            path = fleet.write_log(host, written, times[-1])
             fleet.host_keys(
-                host, f'tz = "{zones[host]}"', f'logs = [{{ path = "{path}", max_age = "10m" }}]'
+                host, f'tz = "{zone}"', f'logs = [{{ path = "{path}", max_age = "10m" }}]'
             )
         return ""
 

@@ -50,13 +50,11 @@ _JOURNAL_COMPACT = (
 
 
 def journal_fragment(spec: LogSpec) -> str:
-    """POSIX sh: the newest `entries` journal entries matching the spec, newest first, as
-    JSON with only PRIORITY and MESSAGE beside the fields journalctl always adds, stderr
-    merged, then `@@rc N`; of the others only the error entries, as time and priority, then
-    their count;
-    when none matched, the whole journal's newest entry after `@@any` (an empty journal vs a
-    unit that never logged). Bounded by `head -c`, newest first so a cut loses the oldest.
-    systemd before 236 lacks --output-fields: asked again without."""
+    """POSIX sh: the newest `entries` matching entries, newest first, as JSON (PRIORITY and
+    MESSAGE only), stderr merged, then `@@rc N`, compacted by _JOURNAL_COMPACT; when none
+    matched, the whole journal's newest entry after `@@any` (an empty journal vs a unit that
+    never logged). Newest first under `head -c`, so a cut loses the oldest. systemd before 236
+    lacks --output-fields: asked again without."""
     args = ["--no-pager", "-r", "-o", "json"]
     if spec.journal_dir is not None:
         args.append("--directory=" + spec.journal_dir)

@@ -36,7 +36,7 @@ from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.duration import format_duration
 
 if TYPE_CHECKING:  # the parsers load only when a patrol reads a log
-    from fleetcheck.parse.journal import JournalFacts, JournalRead
+    from fleetcheck.parse.journal import JournalFacts
     from fleetcheck.parse.logtail import LogFacts
 
 FUTURE_SLACK_S = 300.0
@@ -56,15 +56,9 @@ def empty_verdict(
     mtime: datetime, mtime_age: float, host_now: datetime, spec: LogSpec
 ) -> tuple[Status, str, str | None]:
     """An empty log file, judged by its mtime like any silent log (status, summary, strength).
-
-    A file is emptied by rotation (logrotate's create mode replaces it, copytruncate truncates
-    it) or made new; its mtime is when that happened, and empty means nothing was written
-    since. A writer that still holds the rotated file keeps logging there, so the file we
-    watch stays empty for ever: it must escalate by max_age/crit_age as a silent log does,
-    never rest as UNKNOWN (fleetcheck did look). Younger than max_age it is OK: as fresh as a
-    log whose last line is that old. The evidence is behaviour (silence since the rotation),
-    not proof: the writer may be alive and writing to the old file.
-    """
+    Rotation or creation empties it at its mtime; a writer still holding the rotated file
+    leaves it empty for ever, so it escalates by max_age/crit_age, never rests as UNKNOWN.
+    The evidence is behaviour, not proof: the writer may be alive, writing to the old file."""
     when = f"{mtime:%H:%M:%S} UTC"
     if mtime.date() != host_now.date():
         when += f" on {mtime:%Y-%m-%d}"
@@ -171,9 +165,9 @@ def judge_log(
     json_file = spec.format == "json"
     metrics, evidence = _blank(path, json_file, lf, host, facts)
 
-    def verdict(status: Status, summary: str) -> LogVerdict:
+    def verdict(status: Status, summary: str, strength: str | None = None) -> LogVerdict:
         words = source_words(spec, json_lines=evidence["source"] == "json")
-        return LogVerdict(path, status, f"{words}: {summary}", metrics, evidence)
+        return LogVerdict(path, status, f"{words}: {summary}", metrics, evidence, strength)
 
     if lf.state != "ok":
         return verdict(Status.UNKNOWN, lf.detail or lf.state)
@@ -187,8 +181,7 @@ def judge_log(
         status, summary, strength = empty_verdict(mtime, mtime_age, host_now, spec)
         metrics["age_s"] = metrics["mtime_age_s"]
         evidence.update(last_line_at=None, age_from="mtime", empty_since=evidence["mtime"])
-        words = source_words(spec, json_lines=json_file)
-        return LogVerdict(path, status, f"{words}: {summary}", metrics, evidence, strength)
+        return verdict(status, summary, strength)
     unreadable = unreadable_tail(lf, spec)
     if unreadable:
         return verdict(Status.UNKNOWN, unreadable)
@@ -354,11 +347,13 @@ def judge_journal(spec: LogSpec, jf: JournalFacts, facts: LogsFacts, now: dateti
         evidence["journalctl"] = list(read.notes)[:5]
     where_dir = f" in {spec.journal_dir}" if spec.journal_dir else ""
     if read.denied:
+        said = next(
+            (n for n in read.notes if "permission" in n.lower()), "insufficient permissions"
+        )
         return verdict(
             Status.UNKNOWN,
             f"no permission to read the journal{where_dir}: the SSH user is not in the "
-            "systemd-journal or adm group (journalctl: "
-            f"{first_note(read, 'permission') or 'insufficient permissions'})",
+            f"systemd-journal or adm group (journalctl: {said[:160]})",
         )
     if not read.times_us:
         if read.any_newest_us is not None:
@@ -404,13 +399,6 @@ def judge_journal(spec: LogSpec, jf: JournalFacts, facts: LogsFacts, now: dateti
     )
     metrics.update(flood_metrics)
     return verdict(*recency(age, where, spec, errors_text, statuses))
-
-
-def first_note(read: JournalRead, word: str) -> str | None:
-    for n in read.notes:
-        if word in n.lower():
-            return n[:160]
-    return None
 
 
 def item_rows(

@@ -22,12 +22,10 @@ if TYPE_CHECKING:  # the parsers load only when a patrol reads a log
 NEWEST_WINDOW = 50  # the newest stamp is the max over this many stamped lines from the end
 
 
-def record_stamps(
-    lines: list[str], errors: list[int], find: Any
-) -> tuple[list[tuple[int, Stamp]], int]:
+def record_stamps(lines: list[str], errors: list[int], find: Any) -> list[tuple[int, Stamp]]:
     """Each error line's record stamp: its own, else the nearest stamped line above it (a
-    traceback's continuation lines belong to the record that logged it). Returns one
-    (record index, stamp) per distinct record, and how many error lines have no stamp."""
+    traceback's continuation lines belong to the record that logged it), one (record index,
+    stamp) per distinct record; an error line with none within 200 lines is left out."""
     cache: dict[int, Stamp | None] = {}
 
     def stamp_at(i: int) -> Stamp | None:
@@ -36,16 +34,13 @@ def record_stamps(
         return cache[i]
 
     records: dict[int, Stamp] = {}
-    unplaced = 0
     for i in errors:
         for j in range(i, max(i - 200, -1), -1):
             st = stamp_at(j)
             if st is not None:
                 records[j] = st
                 break
-        else:
-            unplaced += 1
-    return sorted(records.items()), unplaced
+    return sorted(records.items())
 
 
 def unreadable_tail(lf: LogFacts, spec: LogSpec) -> str | None:
@@ -106,7 +101,7 @@ def read_lines(lines: list[str], spec: LogSpec, mtime: float | None = None) -> L
             find_text = find_override
 
         errors = [i for i, line in enumerate(lines) if err_rx.search(line)]
-        records, _ = record_stamps(lines, errors, find_text)
+        records = record_stamps(lines, errors, find_text)
         return Lines(False, errors, records, find_text, detection)
     objects = [jsonlog.parse_object(line) for line in lines]
     errors = []
@@ -183,24 +178,7 @@ def newest_of(
 def utc_times(
     stamps: list[Stamp], zone: tzinfo, zone_name: str, now: datetime, hint: datetime
 ) -> list[datetime]:
-    """UTC moments of many stamps. Only the earliest and latest wall times go through the
-    full resolve (DST, missing year); the rest keep their offset from those two, which is
-    exact unless a DST change falls between them (then the span is still right)."""
+    """UTC moments of many stamps, each placed as the newest line is (DST, missing year)."""
     from fleetcheck.parse.timestamps import resolve
 
-    if not stamps:
-        return []
-    lo = min(stamps, key=lambda s: s.wall)
-    hi = max(stamps, key=lambda s: s.wall)
-    lo_utc = resolve(lo, zone, zone_name, now, hint=hint).utc
-    hi_utc = resolve(hi, zone, zone_name, now, hint=hint).utc
-    out = []
-    for s in stamps:
-        if s is lo:
-            out.append(lo_utc)
-        elif s is hi:
-            out.append(hi_utc)
-        else:
-            t = lo_utc + (s.wall - lo.wall)
-            out.append(min(max(t, lo_utc), hi_utc))
-    return out
+    return [resolve(s, zone, zone_name, now, hint=hint).utc for s in stamps]

@@ -5,7 +5,6 @@ catches a wrongly declared zone (with the zones that would fit instead)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, tzinfo
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.config import HostConfig
@@ -28,70 +27,33 @@ def zone_for(host: HostConfig, facts: LogsFacts) -> tuple[tzinfo | None, str, st
     if tz == "auto":
         z = facts.zone
         if z is None or z.name is None:
-            return (
-                None,
-                "auto",
-                "tz = auto but the host's zone could not be found ("
-                + (z.how if z else "no answer")
-                + ")",
-            )
+            why = z.how if z else "no answer"
+            return None, "auto", f"tz = auto but the host's zone could not be found ({why})"
         return zone_named(z.name), z.name, None
     if tz is None:  # config refuses log files without tz; only a hand-made host gets here
         return None, "-", "no tz configured for this host"
     return zone_named(tz), tz, None
 
 
-@cache
-def _zone_names() -> tuple[str, ...]:
-    """The canonical zone names, never tzdata's aliases (once per process)."""
-    from fleetcheck.zones import canonical_zones
-
-    return canonical_zones()
-
-
 # zones most operators run in, first among those that fit (all canonical IANA names)
-PREFERRED_ZONES = (
-    "America/New_York",
-    "America/Chicago",
-    "America/Denver",
-    "America/Los_Angeles",
-    "Europe/London",
-    "Europe/Berlin",
-    "Europe/Moscow",
-    "Asia/Kolkata",
-    "Asia/Shanghai",
-    "Asia/Tokyo",
-    "Australia/Sydney",
-    "America/Toronto",
-    "America/Phoenix",
-    "America/Anchorage",
-    "America/Halifax",
-    "America/Sao_Paulo",
-    "America/Mexico_City",
-    "Europe/Paris",
-    "Europe/Dublin",
-    "Europe/Athens",
-    "Europe/Istanbul",
-    "Africa/Johannesburg",
-    "Africa/Lagos",
-    "Asia/Dubai",
-    "Asia/Singapore",
-    "Asia/Seoul",
-    "Australia/Perth",
-    "Pacific/Auckland",
-    "Pacific/Honolulu",
-)
+PREFERRED_ZONES = """
+    America/New_York America/Chicago America/Denver America/Los_Angeles Europe/London
+    Europe/Berlin Europe/Moscow Asia/Kolkata Asia/Shanghai Asia/Tokyo Australia/Sydney
+    America/Toronto America/Phoenix America/Anchorage America/Halifax America/Sao_Paulo
+    America/Mexico_City Europe/Paris Europe/Dublin Europe/Athens Europe/Istanbul
+    Africa/Johannesburg Africa/Lagos Asia/Dubai Asia/Singapore Asia/Seoul Australia/Perth
+    Pacific/Auckland Pacific/Honolulu
+""".split()
 
 
 def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
-    from fleetcheck.zones import zone_named
+    from fleetcheck.zones import canonical_zones, zone_named
 
     if offset == timedelta(0):
         return ["UTC"]
     region = declared.split("/", 1)[0] if "/" in declared else ""
-    preferred = PREFERRED_ZONES
     matches = []
-    for name in _zone_names():
+    for name in canonical_zones():
         if "/" not in name or name.startswith(("Etc/", "SystemV/", "posix", "right")):
             continue
         try:
@@ -99,7 +61,7 @@ def _suggest_zones(offset: timedelta, at: datetime, declared: str) -> list[str]:
                 matches.append(name)
         except Exception:
             continue
-    rank = {name: i for i, name in enumerate(preferred)}
+    rank = {name: i for i, name in enumerate(PREFERRED_ZONES)}
     matches.sort(key=lambda n: (rank.get(n, len(rank)), not n.startswith(region + "/"), n))
     return matches[:2]
 
@@ -113,14 +75,6 @@ def time_label(r: Resolved) -> str:
     return f"{r.local_label} = {r.utc:%H:%M:%S} UTC"
 
 
-def _whole_halves(newest: Resolved, mtime: datetime) -> int:
-    """The line-to-mtime gap in half hours when it is a whole number of them (within
-    ZONE_TOLERANCE_S), else 0."""
-    diff = (mtime - newest.utc).total_seconds()
-    halves = round(diff / 1800)
-    return halves if abs(diff - halves * 1800) <= ZONE_TOLERANCE_S else 0
-
-
 def _implied_offset(halves: int, newest: Resolved) -> timedelta:
     return (newest.local.utcoffset() or timedelta(0)) - timedelta(seconds=halves * 1800)
 
@@ -132,8 +86,9 @@ def zone_offset_halves(stamp: Stamp, newest: Resolved, mtime: datetime) -> int:
     much. 0: no sign of that (a gap of whole days is a date mix-up, see date_shift_s)."""
     if stamp.offset is not None or stamp.kind == "epoch":
         return 0
-    halves = _whole_halves(newest, mtime)
-    if not halves:
+    gap = (mtime - newest.utc).total_seconds()
+    halves = round(gap / 1800)  # a whole number of them, within ZONE_TOLERANCE_S
+    if not halves or abs(gap - halves * 1800) > ZONE_TOLERANCE_S:
         return 0
     low, high = UTC_OFFSETS
     return halves if low <= _implied_offset(halves, newest) <= high else 0
@@ -198,8 +153,7 @@ def zone_mismatch(
     """The summary and evidence of a declared zone off by `halves` half hours."""
     from fleetcheck.iso import iso_utc
 
-    declared_offset = newest.local.utcoffset() or timedelta(0)
-    true_offset = declared_offset - timedelta(seconds=halves * 1800)
+    true_offset = _implied_offset(halves, newest)
     guesses = _suggest_zones(true_offset, mtime, zone_name)
     hint = f" ({' or '.join(guesses)}?)" if guesses else ""
     summary = (

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import islice
-from socket import AF_INET, inet_ntop, inet_pton
 
 Group = tuple[str, str, str]  # (host, name, cmd)
 
@@ -50,14 +49,7 @@ class Client:
 @lru_cache(maxsize=4096)
 def normalise_ip(text: str) -> str:
     """Canonical form of an address: '::ffff:1.2.3.4' -> '1.2.3.4', IPv6 compressed.
-    Anything that is not an IP is returned unchanged (a host name or socket label). Every
-    client's address goes through it: canonical IPv4 is known by inet_pton/inet_ntop, a
-    twentieth of ipaddress's cost."""
-    try:  # inet_pton takes exactly four decimal parts (no leading zeros in glibc's)
-        if inet_ntop(AF_INET, inet_pton(AF_INET, text)) == text:
-            return text
-    except (OSError, ValueError):  # not an IPv4 address; NUL; not ASCII
-        pass
+    Anything that is not an IP is returned unchanged (a host name or socket label)."""
     text = text.strip().strip("[]")
     try:
         ip = ipaddress.ip_address(text.split("%", 1)[0])
@@ -104,22 +96,23 @@ def line_fields(line: str) -> dict[str, str]:
     return fields
 
 
-_KEYS = (" addr=", " id=", " name=", " age=", " idle=", " flags=", " cmd=")
-
-
 def parse_line(line: str) -> Client | None:
-    """One CLIENT LIST line; None for a blank line or one without an `addr=` field. A value
-    is line_fields' without splitting the line's other tokens: after a leading space, a
-    token "addr=..." starts exactly where " addr=" first is, and runs to the next space."""
-    tokens = " " + line.strip()
-    addr, id_, name, age, idle, flags, cmd = [
-        rest.partition(" ")[0] if found else None for _, found, rest in map(tokens.partition, _KEYS)
-    ]
-    if addr is None:
+    """One CLIENT LIST line; None for a blank line or one without an `addr=` field."""
+    f = line_fields(line)
+    if "addr" not in f:
         return None
-    host, port = split_addr(addr)
+    host, port = split_addr(f["addr"])
+    name, flags, cmd = f.get("name", ""), f.get("flags", ""), f.get("cmd", "")
     return Client(
-        _int(id_), host, port, name or "", _int(age), _int(idle), flags or "", cmd or "", line
+        _int(f.get("id")),
+        host,
+        port,
+        name,
+        _int(f.get("age")),
+        _int(f.get("idle")),
+        flags,
+        cmd,
+        line,
     )
 
 
@@ -134,22 +127,26 @@ def read_client_table(text: str | bytes) -> ClientTable:
     return ClientTable(parse_client_list(text))
 
 
-def _waits(flags: str) -> int:
-    """1 when a client's flags say it waits for work (blocked or subscribed), else 0."""
-    return 1 if "b" in flags or "P" in flags else 0
-
-
 class ClientTable:
-    """One CLIENT LIST's clients and the answers the checks ask of them, each computed once,
-    on first use (every host row asks the same table)."""
+    """One CLIENT LIST's clients and the answers the checks ask of them, summarised once
+    (every host row asks the same table)."""
 
     def __init__(self, clients: list[Client]) -> None:
         self._clients = clients
-        self._groups: Counter[Group] | None = None
+        self._groups = Counter((c.host, c.name, c.cmd) for c in clients)
         self._by_host: dict[str, dict[Group, int]] = {}
+        for group, n in self._groups.items():
+            self._by_host.setdefault(group[0], {})[group] = n
         self._longest: dict[str, int] = {}
         self._shortest: dict[str, int] = {}
         self._waiting: dict[str, int] = {}
+        for c in clients:  # waiting for work: blocked (flag b) or subscribed (flag P)
+            self._waiting[c.host] = self._waiting.get(c.host, 0) + (
+                "b" in c.flags or "P" in c.flags
+            )
+            if c.idle_s is not None:
+                self._longest[c.host] = max(c.idle_s, self._longest.get(c.host, c.idle_s))
+                self._shortest[c.host] = min(c.idle_s, self._shortest.get(c.host, c.idle_s))
         self._ages: dict[float | None, dict[str, dict[int, int]]] = {}
 
     def __len__(self) -> int:
@@ -158,29 +155,12 @@ class ClientTable:
     def clients(self) -> list[Client]:
         return self._clients
 
-    def _summarise(self) -> None:
-        if self._groups is not None:
-            return
-        self._groups = groups = Counter((c.host, c.name, c.cmd) for c in self._clients)
-        for group, n in groups.items():
-            self._by_host.setdefault(group[0], {})[group] = n
-        longest, shortest, waiting = self._longest, self._shortest, self._waiting
-        for c in self._clients:
-            waiting[c.host] = waiting.get(c.host, 0) + _waits(c.flags)
-            idle = c.idle_s
-            if idle is not None:
-                longest[c.host] = max(idle, longest.get(c.host, idle))
-                shortest[c.host] = min(idle, shortest.get(c.host, idle))
-
     def groups(self) -> Counter[Group]:
         """How many clients have each (host, name, cmd), in order of first appearance."""
-        self._summarise()
-        assert self._groups is not None
         return self._groups
 
     def groups_of(self, host: str) -> dict[Group, int]:
         """groups() of one host."""
-        self._summarise()
         return self._by_host.get(host, {})
 
     def hosts(self) -> set[str]:
@@ -189,20 +169,17 @@ class ClientTable:
 
     def max_idle(self) -> dict[str, int]:
         """Each host's longest idle time in seconds (hosts with no readable idle left out)."""
-        self._summarise()
         return self._longest
 
     def min_idle(self) -> dict[str, int]:
         """Each host's shortest idle time in seconds: how long ago its chattiest client
         last sent a command (hosts with no readable idle left out)."""
-        self._summarise()
         return self._shortest
 
     def waiting(self) -> dict[str, int]:
         """Each host's clients waiting for work: blocked (flag `b`: BLPOP, BRPOP, BLMOVE,
         BZPOPMIN, XREAD(GROUP) BLOCK, WAIT...) or subscribed (flag `P`); 0 for a host with
         none."""
-        self._summarise()
         return self._waiting
 
     def ages(self, below: float | None = None) -> dict[str, dict[int, int]]:
@@ -220,11 +197,7 @@ class ClientTable:
 
     def all_ages(self, below: float | None = None) -> dict[int, int]:
         """Every client counted by age in seconds (with `below`: only those younger)."""
-        every: dict[int, int] = {}
-        for mine in self.ages(below).values():
-            for age, n in mine.items():
-                every[age] = every.get(age, 0) + n
-        return every
+        return dict(sum(map(Counter, self.ages(below).values()), Counter[int]()))
 
     def behaviour_of(self, host: str, below: float | None = None) -> tuple[dict[int, int], int]:
         """(ages(below), waiting()) of one host: (its clients by age, how many wait for work)."""

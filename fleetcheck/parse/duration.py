@@ -6,6 +6,7 @@ import re
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_PARTS = re.compile(rf"(?:{_PART.pattern})+")
 
 
 def parse_duration(value: object) -> float:
@@ -14,23 +15,13 @@ def parse_duration(value: object) -> float:
     Negative, NaN, infinite and empty values are refused: a timeout or age of those makes no
     sense and would silently disable a check.
     """
-    if isinstance(value, bool):
-        raise ValueError(f"bad duration {value!r}: use 900s, 15m, 1h30m or plain seconds")
-    if isinstance(value, int | float):
+    text = value.strip().lower().replace(" ", "") if isinstance(value, str) else ""
+    if isinstance(value, int | float) and not isinstance(value, bool):
         seconds = float(value)
-    elif isinstance(value, str):
-        text = value.strip().lower().replace(" ", "")
-        if re.fullmatch(r"\d+(?:\.\d+)?", text):
-            seconds = float(text)
-        else:
-            pos, seconds = 0, 0.0
-            for m in _PART.finditer(text):
-                if m.start() != pos:
-                    break
-                seconds += float(m.group(1)) * _UNITS[m.group(2)]
-                pos = m.end()
-            if pos != len(text) or not text:
-                raise ValueError(f"bad duration {value!r}: use 900s, 15m, 1h30m or plain seconds")
+    elif re.fullmatch(r"\d+(?:\.\d+)?", text):
+        seconds = float(text)
+    elif _PARTS.fullmatch(text):
+        seconds = sum(float(n) * _UNITS[unit] for n, unit in _PART.findall(text))
     else:
         raise ValueError(f"bad duration {value!r}: use 900s, 15m, 1h30m or plain seconds")
     if not (seconds >= 0) or seconds == float("inf"):

@@ -1,17 +1,8 @@
-"""Instants as workers write them into the broker: epoch seconds or ISO 8601.
-
-`started_at`, `enqueued_at` and similar values come from many writers (Python, Node, shell
-scripts). Accepted:
-
-- a number, or a string holding one: epoch seconds (fractions allowed). A value of 1e11 or
-  more cannot be seconds (that is the year 5138) and is read as epoch milliseconds, the unit
-  `Date.now()` and Java write.
-- an ISO 8601 string with a zone: "2026-11-29T06:21:00Z", "2026-11-29 02:21:00-04:00".
-
-An ISO string without a zone means nothing until its writer's zone is known: it
-is refused unless the caller names the zone to assume. Everything else (booleans, NaN,
-infinities, negative numbers, empty or free text) is refused with a ValueError saying why.
-"""
+"""Instants as workers (Python, Node, shell) write them into the broker (`started_at`...):
+epoch seconds, a number or a string (1e11 or more cannot be seconds, the year 5138: it is
+read as milliseconds, what `Date.now()` and Java write), or ISO 8601 with a zone. An ISO
+time without a zone means nothing until its writer's zone is known: refused unless the
+caller names one. Anything else is refused with a ValueError saying why."""
 
 from __future__ import annotations
 
@@ -64,16 +55,11 @@ def _epoch(seconds: float, original: object) -> float:
 
 
 def _iso(text: str, assume_tz: tzinfo | None) -> float:
-    from dateutil.parser import isoparse
-
     short = text if len(text) <= 40 else text[:37] + "..."
-    try:
+    try:  # Python 3.11 reads ISO 8601's basic and extended forms, any fraction
         moment = datetime.fromisoformat(text)
     except ValueError:
-        try:
-            moment = isoparse(text)
-        except (ValueError, OverflowError):
-            raise ValueError(f"not epoch seconds or ISO 8601: {short!r}") from None
+        raise ValueError(f"not epoch seconds or ISO 8601: {short!r}") from None
     if moment.tzinfo is None or moment.utcoffset() is None:
         if assume_tz is None:
             raise ValueError(f"ISO time without a zone: {short!r}")

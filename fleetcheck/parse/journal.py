@@ -11,6 +11,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from fleetcheck.parse.gathered import MAX_EPOCH
+
 _REALTIME = re.compile(r'[{,]"__REALTIME_TIMESTAMP":"(\d+)"')
 _PRIORITY = re.compile(r'[{,]"PRIORITY":"(\d)"')
 
@@ -41,16 +43,13 @@ class JournalRead:
         return any(mark in text for mark in DENIED_MARKS)
 
 
-# The newest instant a journal entry may carry and still be read as a time: 9999-12-31 UTC in
-# microseconds (what a datetime holds). A host whose journal says later has a broken clock or
-# a corrupt journal; the entry is noted and skipped, never turned into an internal error.
-MAX_REALTIME_US = 253_402_300_799_000_000
 _DIGITS = re.compile(r"[0-9]{1,20}")
 
 
 def _usable_us(text: str, notes: list[str]) -> int | None:
-    """`text` as a realtime stamp in µs, or None (with a note) when it cannot be one."""
-    if _DIGITS.fullmatch(text) is None or int(text) > MAX_REALTIME_US:
+    """`text` as a realtime stamp in µs, or None (with a note) when it cannot be one: past
+    9999 (a broken clock or a corrupt journal) it is skipped, never an internal error."""
+    if _DIGITS.fullmatch(text) is None or int(text) > MAX_EPOCH * 1_000_000:
         notes.append(f"journal entry with an unusable time skipped: {text[:40]!r}")
         return None
     return int(text)

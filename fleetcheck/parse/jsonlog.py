@@ -11,25 +11,18 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timedelta
 from itertools import islice
 from typing import Any
 
+from fleetcheck.parse.logformats.fields import NUMERIC, epoch_stamp, epoch_unit
 from fleetcheck.parse.timestamps import Stamp, find_stamp
+
+__all__ = ["epoch_stamp", "epoch_unit"]  # read here by the tests of JSON times
 
 TIME_FIELDS = ("time", "ts", "timestamp", "@timestamp", "t")
 LEVEL_FIELDS = ("level", "severity", "lvl", "levelname", "log.level")
 MESSAGE_FIELDS = ("msg", "message", "log", "MESSAGE", "event")
 ERROR_NAMES = frozenset("error err fatal critical crit panic dpanic alert emerg emergency".split())
-
-# (upper bound of the magnitude, seconds per unit, unit name)
-EPOCH_UNITS = (
-    (1e11, 1.0, "s"),
-    (1e14, 1e-3, "ms"),
-    (1e17, 1e-6, "us"),
-    (float("inf"), 1e-9, "ns"),
-)
-_NUMERIC = re.compile(r"\s*\d+(?:\.\d+)?\s*")
 
 
 def parse_object(line: str) -> dict[str, Any] | None:
@@ -42,43 +35,6 @@ def parse_object(line: str) -> dict[str, Any] | None:
     except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
         return None
     return value if isinstance(value, dict) else None
-
-
-def epoch_unit(value: float) -> tuple[float, str]:
-    """(seconds per unit, unit name) for an epoch number, by magnitude."""
-    for bound, scale, name in EPOCH_UNITS:
-        if abs(value) < bound:
-            return scale, name
-    raise AssertionError("unreachable")
-
-
-def epoch_stamp(value: float | int | str) -> Stamp | None:
-    """An epoch number in any of the four units; None outside 2000-2099."""
-    text = str(value).strip()
-    if isinstance(value, str):
-        if not _NUMERIC.fullmatch(value):
-            return None
-        whole, _, frac = text.partition(".")
-        number = float(text)
-    else:
-        number = float(value)
-        if number != number or number in (float("inf"), float("-inf")):  # JSON Infinity, NaN
-            return None
-    scale, unit = epoch_unit(number)
-    if isinstance(value, str) and unit == "s":
-        micro = int(whole) * 1_000_000 + int((frac or "0")[:6].ljust(6, "0"))
-    elif isinstance(value, int) or (isinstance(value, str) and not frac):
-        # exact integer arithmetic: a float cannot hold nanoseconds since 1970
-        micro = int(text) * 1_000_000 // round(1 / scale)
-    else:
-        micro = round(number * scale * 1_000_000)
-    try:
-        moment = datetime(1970, 1, 1) + timedelta(microseconds=micro)
-    except OverflowError:
-        return None
-    if not 2000 <= moment.year < 2100:
-        return None
-    return Stamp("epoch", f"{text} (epoch {unit})", moment, timedelta(0))
 
 
 def _lookup(obj: dict[str, Any], name: str) -> Any:
@@ -101,7 +57,7 @@ def value_stamp(value: Any) -> Stamp | None:
     if isinstance(value, dict) and "$date" in value:  # MongoDB
         return value_stamp(value["$date"])
     if isinstance(value, str):
-        if _NUMERIC.fullmatch(value):
+        if NUMERIC.fullmatch(value):
             return epoch_stamp(value)
         stamp = find_stamp(value)
         if stamp is not None and stamp.kind != "epoch":
@@ -144,22 +100,14 @@ def object_level(obj: dict[str, Any]) -> bool | None:
     return None
 
 
-def message_of(obj: dict[str, Any]) -> str | None:
-    for name in MESSAGE_FIELDS:
-        value = obj.get(name)
-        if isinstance(value, str):
-            return value
-    return None
-
-
 def is_error(obj: dict[str, Any], line: str, error_regex: re.Pattern[str]) -> bool:
     """By level when the record has one; else the error regex on its message (the whole
     line when it has none)."""
     verdict = object_level(obj)
     if verdict is not None:
         return verdict
-    message = message_of(obj)
-    return bool(error_regex.search(message if message is not None else line))
+    message = next((v for n in MESSAGE_FIELDS if isinstance(v := obj.get(n), str)), line)
+    return bool(error_regex.search(message))
 
 
 def looks_like_json(lines: list[str], sample: int = 20) -> bool:

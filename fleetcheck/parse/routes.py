@@ -109,17 +109,25 @@ def _guarded(what: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
 # ---------------------------------------------------------------- Linux
 
 
-def _json(text: str, what: str) -> Any:
-    text = text.strip()
-    if not text:
-        return []
-    try:
-        # strict=False: iproute2 writes an interface name's control characters raw (the
-        # kernel accepts ESC in a name), which strict JSON refuses; the name is made safe
-        # where it is printed (core.safe_text), and the route table is still read
-        return json.loads(text, strict=False)
-    except (ValueError, RecursionError):
-        raise RouteParseError(f"{what}: not JSON ({text[:60]!r})") from None
+def _json(text: str, what: str) -> list[Any]:
+    """One or more JSON arrays one after another (one `ip -j addr show dev X` per
+    interface), as one list."""
+    # strict=False: iproute2 writes an interface name's control characters raw (the kernel
+    # accepts ESC in a name), which strict JSON refuses; the name is made safe where it is
+    # printed (core.safe_text), and the route table is still read
+    decoder = json.JSONDecoder(strict=False)
+    out: list[Any] = []
+    pos, text = 0, text.strip()
+    while pos < len(text):
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            raise RouteParseError(f"{what}: not JSON ({text[pos : pos + 60]!r})") from None
+        out.extend(value if isinstance(value, list) else [value])
+        pos = end
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+    return out
 
 
 @_guarded("ip -j route")
@@ -140,28 +148,10 @@ def parse_ip_routes(text: str, family: int) -> list[DefaultRoute]:
     return out
 
 
-def _json_arrays(text: str, what: str) -> list[Any]:
-    """One or more JSON arrays one after another (one `ip -j addr show dev X` per
-    interface), as one list."""
-    decoder = json.JSONDecoder(strict=False)  # raw controls in a name: see _json
-    out: list[Any] = []
-    pos, text = 0, text.strip()
-    while pos < len(text):
-        try:
-            value, end = decoder.raw_decode(text, pos)
-        except ValueError:
-            raise RouteParseError(f"{what}: not JSON ({text[pos : pos + 60]!r})") from None
-        out.extend(value if isinstance(value, list) else [value])
-        pos = end
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-    return out
-
-
 @_guarded("ip -j addr")
 def parse_ip_addr(text: str) -> dict[str, Interface]:
     out = {}
-    for link in _json_arrays(text, "ip -j addr"):
+    for link in _json(text, "ip -j addr"):
         name = link.get("ifname", "?")
         addrs = tuple(
             f"{a['local']}/{a.get('prefixlen', 32)}"

@@ -2,11 +2,11 @@
 
 Pure. Never the checker's own zone: an offset in the line (`Z`, `+05:30`, `UTC`) is used,
 epoch values are UTC, and any other wall time needs the writer's zone from the caller.
-Abbreviations such as "EST" are ignored (no dateutil: it would guess). The leftmost match in
-a line wins, the longer at the same position; a per-log strptime `format` (no `%Z`) or a
-`regex` with a group `ts` overrides the recognisers. DST edges are decided explicitly and
-reported (`Resolved.note`): a repeated hour is read nearest the file's mtime, a skipped hour
-with the offset before the change."""
+Abbreviations such as "EST" are kept as text, never trusted (IST is three zones). The
+leftmost match in a line wins, the longer at the same position; a per-log strptime `format`
+(no `%Z`) or a `regex` with a group `ts` overrides the recognisers. DST edges are decided
+explicitly and reported (`Resolved.note`): a repeated hour is read nearest the file's
+mtime, a skipped hour with the offset before the change."""
 
 from __future__ import annotations
 
@@ -17,26 +17,12 @@ from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 from dateutil.tz import datetime_exists
 
-from fleetcheck.parse.logformats.fields import Stamp, compiled, stamp_from
+from fleetcheck.parse.logformats.catalog import BY_NAME
+from fleetcheck.parse.logformats.fields import Stamp, stamp_from
 
-_MON = r"(?P<b>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
-_DOW = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,?"
-_HMS = r"(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2})(?:[.,](?P<f>\d{1,9}))?)?"
-_HMS_STRICT = r"(?P<H>\d{2}):(?P<M>\d{2}):(?P<S>\d{2})(?:[.,](?P<f>\d{1,9}))?"
-_ZONE = r"(?:\s?(?P<z>Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?)(?![\w:]))?"
-
-_PIECES = {"MON": _MON, "DOW": _DOW, "HMS": _HMS, "HMS2": _HMS_STRICT, "ZONE": _ZONE}
-_DATE = r"(?<![\d])(?P<Y>\d{4})(?P<sep>[-/])(?P<m>\d{2})(?P=sep)(?P<d>\d{2})"
-PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (kind, compiled(pattern, _PIECES, re.I))
-    for kind, pattern in (
-        ("iso8601", _DATE + r"(?:T|\s+){HMS}{ZONE}"),
-        ("ctime", r"(?<![\w])(?:{DOW}\s+)?{MON}\s+(?P<d>\d{1,2})\s+{HMS2}\s+(?P<Y>\d{4})(?![\d:])"),
-        ("syslog", r"(?<![\w]){MON}\s+(?P<d>\d{1,2})\s+{HMS2}(?![\d:])"),
-        ("day-month-year", r"(?<![\w])(?P<d>\d{1,2})[ -]{MON}[ -](?P<Y>\d{4})[ :]{HMS2}{ZONE}"),
-        ("common-log", r"(?P<d>\d{2})/{MON}/(?P<Y>\d{4}):{HMS2}\s(?P<z>[+-]\d{4})"),
-    )
-) + (("epoch", re.compile(r"^\s*\[?(?P<e>\d{10}|\d{13})(?:\.(?P<f>\d{1,9}))?(?![\d])")),)
+# the library's shapes a stamp is found in anywhere in a line (a JSON time value, a `regex`
+# group without a `format`): the general ones, never a program's own
+GENERAL = ("iso8601", "ctime", "syslog-rfc3164", "day-month-year", "common-log", "epoch")
 
 
 @dataclass(frozen=True)
@@ -67,12 +53,12 @@ class FormatError(ValueError):
 def find_stamp(line: str) -> Stamp | None:
     """The leftmost recognised timestamp in `line` (the longer one at the same position)."""
     best: tuple[tuple[int, int], Stamp] | None = None
-    for kind, pattern in PATTERNS:
-        for m in pattern.finditer(line):
+    for fmt in map(BY_NAME.__getitem__, GENERAL):
+        for m in fmt.pattern.finditer(line):
             key = (m.start(), -(m.end() - m.start()))
             if best is not None and key >= best[0]:
                 break
-            stamp = stamp_from(kind, m, line)
+            stamp = stamp_from(fmt.name, m, line)
             if stamp is not None:
                 best = (key, stamp)
                 break

@@ -1,5 +1,5 @@
 """The stamp shapes of the systems operators run, one entry each: a name, a pattern, its
-quirks, a sample line and the `format` setting an operator would write for it.
+quirks and a sample line.
 
 The facts (which systems write which shape, where the stamp sits, which fields are unpadded,
 which fraction separator they use) were learnt from the systems' documentation and the sample
@@ -42,7 +42,6 @@ class LogFormat:
     title: str  # who writes it, for the evidence and the docs
     pattern: re.Pattern[str]
     sample: str  # a line in this format (from its documentation; the docs list these)
-    setting: str  # the `format` (strptime) an operator would set for it, or a `regex`
     quirks: tuple[str, ...] = ()
     strong: bool = True
     date_known: bool = True  # False: a time of day only
@@ -53,13 +52,12 @@ def _f(
     title: str,
     pattern: str,
     sample: str,
-    setting: str,
     *quirks: str,
     strong: bool = True,
     date_known: bool = True,
 ) -> LogFormat:
     regex = compiled(pattern, _PIECES)
-    return LogFormat(name, title, regex, sample, setting, quirks, strong, date_known)
+    return LogFormat(name, title, regex, sample, quirks, strong, date_known)
 
 
 FORMATS: tuple[LogFormat, ...] = (
@@ -68,7 +66,6 @@ FORMATS: tuple[LogFormat, ...] = (
         "syslog RFC 5424 (rsyslog, syslog-ng)",
         r"^<\d{1,3}>\d{1,2} (?P<ts>" + _ISO_DATE + r"T" + _HMS + _FRAC + _OFFSET + r")\s",
         "<30>1 2026-11-29T02:21:00.123456+01:00 box rater 42 - - tick",
-        'format = "%Y-%m-%dT%H:%M:%S.%f%z"',
         "offset in the line",
     ),
     _f(
@@ -76,7 +73,6 @@ FORMATS: tuple[LogFormat, ...] = (
         "CRI container log (containerd, CRI-O: /var/log/pods)",
         r"^(?P<ts>" + _ISO_DATE + r"T" + _HMS + _FRAC + _OFFSET + r") (?:stdout|stderr) [FP] ",
         "2026-11-29T02:21:00.123456789Z stdout F tick",
-        'regex = "^(?P<ts>\\\\S+) (stdout|stderr) "',
         "nanoseconds",
         "offset in the line",
     ),
@@ -85,7 +81,6 @@ FORMATS: tuple[LogFormat, ...] = (
         "Docker (docker logs --timestamps)",
         r"^(?P<ts>" + _ISO_DATE + r"T" + _HMS + r"\.(?P<f>\d{9})" + _OFFSET + r") ",
         "2026-11-29T02:21:00.123456789Z tick",
-        'regex = "^(?P<ts>\\\\S+) "',
         "nanoseconds",
         "offset in the line",
     ),
@@ -95,7 +90,6 @@ FORMATS: tuple[LogFormat, ...] = (
         r"^\[(?P<ts>" + _ISO_DATE + r"T" + _HMS + _FRAC + _OFFSET + r")\s+"
         r"(?:TRACE|DEBUG|INFO|WARN|ERROR)\s+[^\]]*\]",
         "[2026-11-29T02:21:00Z INFO  rater] tick",
-        'regex = "^\\\\[(?P<ts>\\\\S+) "',
         "offset in the line",
     ),
     _f(
@@ -103,7 +97,6 @@ FORMATS: tuple[LogFormat, ...] = (
         "Go klog / glog (Kubernetes components)",
         r"^[IWEF](?P<ts>(?P<m>\d{2})(?P<d>\d{2}) " + _HMS + r"\.(?P<f>\d{6}))\s+\d+ [^ :]+:\d+\]",
         "I1129 02:21:00.123456    4242 main.go:42] tick",
-        'regex = "^[IWEF](?P<ts>\\\\d{4} \\\\S+)", format = "%m%d %H:%M:%S.%f"',
         "no year",
     ),
     _f(
@@ -111,7 +104,6 @@ FORMATS: tuple[LogFormat, ...] = (
         "glog with the year",
         r"^[IWEF](?P<ts>(?P<Y>\d{4})(?P<m>\d{2})(?P<d>\d{2}) " + _HMS + r"\.(?P<f>\d{6}))\s+\d+ ",
         "I20261129 02:21:00.123456    4242 main.go:42] tick",
-        'format = "%Y%m%d %H:%M:%S.%f"',
     ),
     _f(
         "nginx-error",
@@ -119,28 +111,24 @@ FORMATS: tuple[LogFormat, ...] = (
         r"^(?P<ts>(?P<Y>\d{4})/(?P<m>\d{2})/(?P<d>\d{2}) " + _HMS + r") "
         r"\[(?:emerg|alert|crit|error|warn|notice|info|debug)\] \d+#\d+:",
         "2026/11/29 02:21:00 [error] 42#42: *1 connect() failed",
-        'format = "%Y/%m/%d %H:%M:%S"',
     ),
     _f(
         "go-log",
         "Go log package (log.LstdFlags)",
         r"^(?P<ts>(?P<Y>\d{4})/(?P<m>\d{2})/(?P<d>\d{2}) " + _HMS + r"(?:\.(?P<f>\d{6}))?)(?= )",
         "2026/11/29 02:21:00 listening on :8080",
-        'format = "%Y/%m/%d %H:%M:%S"',
     ),
     _f(
         "apache-error",
         "Apache error log",
         r"^\[(?P<ts>{DOW} {MON} (?P<d>\d{2}) {HMS}{FRAC} (?P<Y>\d{4}))\] \[",
         "[Sun Nov 29 02:21:00.123456 2026] [core:error] [pid 42] AH00037: x",
-        'format = "%a %b %d %H:%M:%S.%f %Y"',
     ),
     _f(
         "common-log",
         "nginx / Apache access log (common and combined)",
         r"\[(?P<ts>(?P<d>\d{2})/" + _MON + r"/(?P<Y>\d{4}):" + _HMS + r" (?P<z>[+-]\d{4}))\]",
         '198.18.0.9 - - [29/Nov/2026:02:21:00 +0100] "GET / HTTP/1.1" 200 612',
-        'format = "%d/%b/%Y:%H:%M:%S %z"',
         "offset in the line",
     ),
     _f(
@@ -149,7 +137,6 @@ FORMATS: tuple[LogFormat, ...] = (
         r"^(?P<ts>" + _MON + r" (?P<d>\d{1,2}), (?P<Y>\d{4}) (?P<H>\d{1,2}):(?P<M>\d{2}):"
         r"(?P<S>\d{2}) (?P<p>AM|PM))(?= )",
         "Nov 29, 2026 2:21:00 AM org.example.Main run",
-        'format = "%b %d, %Y %I:%M:%S %p"',
         "unpadded hour",
         "AM/PM",
     ),
@@ -158,7 +145,6 @@ FORMATS: tuple[LogFormat, ...] = (
         "Python logging / log4j %d (comma milliseconds)",
         r"^(?P<ts>(?P<Y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2}) " + _HMS + r",(?P<f>\d{3}))(?= )",
         "2026-11-29 02:21:00,123 INFO rater: tick",
-        'format = "%Y-%m-%d %H:%M:%S,%f"',
         "comma fraction",
     ),
     _f(
@@ -167,14 +153,12 @@ FORMATS: tuple[LogFormat, ...] = (
         r"^(?P<ts>(?P<Y>\d{4})-(?P<m>\d{2})-(?P<d>\d{2})[ T]{HMS}\.(?P<f>\d{3})(?:{OFFSET})?)"
         r"\s+(?:\[[^\]]*\]\s+)?(?:TRACE|DEBUG|INFO|WARN|ERROR)\b",
         "2026-11-29 02:21:00.123  INFO 42 --- [main] o.e.App : tick",
-        'format = "%Y-%m-%d %H:%M:%S.%f"',
     ),
     _f(
         "logback-time",
         "logback's default pattern (a time of day only)",
         r"^(?P<ts>" + _HMS + r"\.(?P<f>\d{3})) \[[^\]]+\] (?:TRACE|DEBUG|INFO|WARN|ERROR)\b",
         "02:21:00.123 [main] INFO  o.e.App - tick",
-        'regex = "^(?P<ts>\\\\S+) \\\\["  (no date: it comes from the mtime)',
         "no date",
         strong=False,
         date_known=False,
@@ -184,7 +168,6 @@ FORMATS: tuple[LogFormat, ...] = (
         "ISO 8601 / RFC 3339 anywhere on the line",
         r"(?<!\d)(?P<ts>{ISO_DATE}(?:T|\s+)(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2}){FRAC})?{ZONE})",
         "2026-11-29T02:21:00.123+01:00 level=info msg=tick",
-        'format = "%Y-%m-%dT%H:%M:%S%z"',
         "offset optional",
         "comma or dot fraction",
     ),
@@ -193,7 +176,6 @@ FORMATS: tuple[LogFormat, ...] = (
         "Redis / Valkey server log",
         r"^\d+:[XCSM] (?P<ts>(?P<d>\d{1,2}) {MON}(?: (?P<Y>\d{4}))? {HMS}\.(?P<f>\d{3})) [.*#-] ",
         "42:M 29 Nov 2026 02:21:00.123 * Ready to accept connections",
-        'format = "%d %b %Y %H:%M:%S.%f"',
     ),
     _f(
         "ctime",
@@ -201,21 +183,18 @@ FORMATS: tuple[LogFormat, ...] = (
         r"(?<!\w)(?P<ts>(?:{DOW}\s+)?{MON}\s+(?P<d>\d{1,2})\s+{HMS}{FRAC}(?:\s{ZN})?"
         r"\s+(?P<Y>\d{4}))(?![\d:])",
         "Sun Nov 29 02:21:00 2026 rater started",
-        'format = "%a %b %d %H:%M:%S %Y"',
     ),
     _f(
         "day-month-year",
         "day month year (RFC 2822, HTTP dates)",
         r"(?<!\w)(?P<ts>(?P<d>\d{1,2})[ -]{MON}[ -](?P<Y>\d{4})[ :]{HMS}{FRAC}{ZONE})",
         "Date: Sun, 29 Nov 2026 02:21:00 GMT",
-        'format = "%d %b %Y %H:%M:%S"',
     ),
     _f(
         "syslog-rfc3164",
         "syslog RFC 3164 (rsyslog's traditional format, journalctl's short output)",
         r"(?<!\w)(?P<ts>" + _MON + r"\s+(?P<d>\d{1,2})\s+" + _HMS + _FRAC + r")(?![\d:])",
         "Nov 29 02:21:00 box rater[42]: tick",
-        'format = "%b %d %H:%M:%S"',
         "no year",
         "space-padded day",
     ),
@@ -224,7 +203,6 @@ FORMATS: tuple[LogFormat, ...] = (
         "Android logcat (threadtime)",
         r"^(?P<ts>(?P<m>\d{2})-(?P<d>\d{2}) " + _HMS + r"\.(?P<f>\d{3}))\s+\d+\s+\d+ [VDIWEFA] ",
         "11-29 02:21:00.123  1702  2395 D WindowManager: tick",
-        'format = "%m-%d %H:%M:%S.%f"',
         "no year",
     ),
     _f(
@@ -233,7 +211,6 @@ FORMATS: tuple[LogFormat, ...] = (
         r"^(?P<ts>(?P<y>\d{2})(?P<m>\d{2})(?P<d>\d{2}) (?P<H>\d{2})(?P<M>\d{2})(?P<S>\d{2}))"
         r"(?= )",
         "261129 022100 148 INFO dfs.DataNode: tick",
-        'format = "%y%m%d %H%M%S"',
         "two-digit year",
         strong=False,
     ),
@@ -242,7 +219,6 @@ FORMATS: tuple[LogFormat, ...] = (
         "yy/MM/dd HH:mm:ss (Spark, log4j %d{yy/MM/dd})",
         r"^(?P<ts>(?P<y>\d{2})/(?P<m>\d{2})/(?P<d>\d{2}) " + _HMS + r")(?= )",
         "26/11/29 02:21:00 INFO executor.Executor: tick",
-        'format = "%y/%m/%d %H:%M:%S"',
         "two-digit year",
         strong=False,
     ),
@@ -252,7 +228,6 @@ FORMATS: tuple[LogFormat, ...] = (
         r"^(?P<ts>(?P<Y>\d{4})(?P<m>\d{2})(?P<d>\d{2})-(?P<H>\d{1,2}):(?P<M>\d{1,2}):"
         r"(?P<S>\d{1,2}):(?P<ms>\d{1,3}))(?=\|| )",
         "20261129-2:21:0:6|Step_LSC|30002312|tick",
-        'regex = "^(?P<ts>\\\\d{8}-\\\\d+:\\\\d+:\\\\d+)", format = "%Y%m%d-%H:%M:%S"',
         "unpadded fields",
         "milliseconds after a colon",
         strong=False,
@@ -262,7 +237,6 @@ FORMATS: tuple[LogFormat, ...] = (
         "[MM.dd HH:mm:ss] (Proxifier)",
         r"^\[(?P<ts>(?P<m>\d{2})\.(?P<d>\d{2}) " + _HMS + r")\]",
         "[11.29 02:21:00] chrome.exe - proxy:5070 open through proxy",
-        'regex = "^\\\\[(?P<ts>[^\\\\]]+)\\\\]", format = "%m.%d %H:%M:%S"',
         "no year",
         strong=False,
     ),
@@ -271,7 +245,6 @@ FORMATS: tuple[LogFormat, ...] = (
         "epoch seconds or milliseconds starting the line (squid, tcpdump -tt)",
         r"^\s*\[?(?P<e>\d{10}|\d{13})(?:\.(?P<f>\d{1,9}))?(?!\d)",
         "1795918860.250 42 198.18.0.9 TCP_MISS/200 612 GET http://x/",
-        'regex = "^(?P<ts>\\\\d+)" (epoch seconds are read as such)',
         "zone-free",
     ),
     _f(
@@ -279,7 +252,6 @@ FORMATS: tuple[LogFormat, ...] = (
         "epoch seconds or milliseconds in a leading field (BGL, HPC, Thunderbird)",
         r"^(?:\S+\s+){1,5}?(?P<e>\d{10}|\d{13})(?:\.(?P<f>\d{1,9}))?(?!\S)",
         "- 1795918860 2026.11.29 R02-M1-N0 RAS KERNEL INFO tick",
-        'regex = "^\\\\S+ (?P<ts>\\\\d{10}) "',
         "zone-free",
         strong=False,
     ),

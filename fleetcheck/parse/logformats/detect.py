@@ -101,9 +101,7 @@ class Detection:
 
     @property
     def find(self) -> Callable[[str], Stamp | None]:
-        if self.format is None:
-            return _nothing
-        return partial(find_in, self.format)
+        return partial(find_in, self.format) if self.format else lambda line: None
 
     @property
     def hits(self) -> int:
@@ -120,10 +118,6 @@ class Detection:
         if runners_up:
             out["also_read"] = runners_up[:3]
         return out
-
-
-def _nothing(line: str) -> Stamp | None:
-    return None
 
 
 def _sample(lines: list[str], limit: int) -> list[str]:
@@ -146,8 +140,7 @@ def _try(sample: list[str], mtime: float | None) -> list[Tried]:
             if all(s.kind == "epoch" for s in stamps):
                 doubt = _epoch_doubt(stamps, mtime)
             tried.append(Tried(fmt, hits, len(sample), at_start, doubt))
-    order = {f.name: i for i, f in enumerate(FORMATS)}
-    tried.sort(key=lambda t: (-t.hits, order[t.fmt.name]))
+    tried.sort(key=lambda t: -t.hits)  # stable: the catalog's order on a tie
     return tried
 
 

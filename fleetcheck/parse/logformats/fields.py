@@ -10,11 +10,18 @@ second), `ms` (milliseconds as a number, `:6` is 6 ms, not 600), `p` (AM/PM), `z
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-EPOCH_YEARS = (2000, 2100)  # an epoch field outside this is a number, not a time
+# (upper bound of the magnitude, seconds per unit, unit name)
+EPOCH_UNITS = (
+    (1e11, 1.0, "s"),
+    (1e14, 1e-3, "ms"),
+    (1e17, 1e-6, "us"),
+    (float("inf"), 1e-9, "ns"),
+)
+NUMERIC = re.compile(r"\s*\d+(?:\.\d+)?\s*")
 
 # a year written elsewhere on the line (`2005.11.09` beside a syslog stamp)
 _LINE_DATE = re.compile(r"(?<![\d.])(?P<Y>(?:19|20)\d\d)[.\-/](?P<m>\d\d)[.\-/](?P<d>\d\d)(?!\d)")
@@ -82,12 +89,14 @@ def stamp_from(fmt: str, m: re.Match[str], line: str, date_known: bool = True) -
     g = m.groupdict()
     try:
         if g.get("e"):
-            return _epoch(fmt, g, m.group("e"))
+            frac = g.get("f")
+            stamp = epoch_stamp(m.group("e") + (f".{frac}" if frac else ""))
+            return None if stamp is None else replace(stamp, text=m.group("e"), fmt=fmt)
         year = _year(g)
         if not date_known:
             month = 1
         else:
-            month = int(g["m"]) if g.get("m") else _month(g.get("b"))
+            month = int(g["m"]) if g.get("m") else MONTHS.index((g.get("b") or "")[:3].lower()) + 1
         day = _num(g, "d", 1)
         hour = _num(g, "H")
         ampm = (g.get("p") or "").upper()
@@ -126,20 +135,41 @@ def stamp_from(fmt: str, m: re.Match[str], line: str, date_known: bool = True) -
         return None
 
 
-def _epoch(fmt: str, g: dict[str, str | None], digits: str) -> Stamp | None:
-    seconds = int(digits) / (1000 if len(digits) == 13 else 1)
-    moment = datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
-    if not EPOCH_YEARS[0] <= moment.year < EPOCH_YEARS[1]:
+def epoch_unit(value: float) -> tuple[float, str]:
+    """(seconds per unit, unit name) for an epoch number, by magnitude."""
+    for bound, scale, name in EPOCH_UNITS:
+        if abs(value) < bound:
+            return scale, name
+    raise AssertionError("unreachable")
+
+
+def epoch_stamp(value: float | int | str) -> Stamp | None:
+    """An epoch number in any of the four units; None outside 2000-2099."""
+    text = str(value).strip()
+    if isinstance(value, str):
+        if not NUMERIC.fullmatch(value):
+            return None
+        whole, _, frac = text.partition(".")
+        number = float(text)
+    else:
+        number = float(value)
+        if number != number or number in (float("inf"), float("-inf")):  # JSON Infinity, NaN
+            return None
+    scale, unit = epoch_unit(number)
+    if isinstance(value, str) and unit == "s":
+        micro = int(whole) * 1_000_000 + int((frac or "0")[:6].ljust(6, "0"))
+    elif isinstance(value, int) or (isinstance(value, str) and not frac):
+        # exact integer arithmetic: a float cannot hold nanoseconds since 1970
+        micro = int(text) * 1_000_000 // round(1 / scale)
+    else:
+        micro = round(number * scale * 1_000_000)
+    try:
+        moment = datetime(1970, 1, 1) + timedelta(microseconds=micro)
+    except OverflowError:
         return None
-    if len(digits) == 10 and g.get("f"):
-        moment = moment.replace(microsecond=_micro(g))
-    return Stamp("epoch", digits, moment, UTC.utcoffset(None), fmt=fmt)
-
-
-def _month(name: str | None) -> int:
-    if not name:
-        raise ValueError("no month")
-    return MONTHS.index(name[:3].lower()) + 1
+    if not 2000 <= moment.year < 2100:
+        return None
+    return Stamp("epoch", f"{text} (epoch {unit})", moment, timedelta(0))
 
 
 def _year_elsewhere(line: str, month: int, day: int) -> tuple[int, str] | None:
