@@ -63,7 +63,6 @@ ALLOWED: tuple[Allowed, ...] = (
         "groups",
         "a [[notify.rules]] rule's host groups",
     ),
-    Allowed("fleetcheck/envfile.py", "wanted", "broker", BROKER_TABLE + " (its password_env)"),
     Allowed(
         "fleetcheck/core/check.py", "Scope", "broker", "Scope.BROKER's value, where checks do I/O"
     ),

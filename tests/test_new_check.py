@@ -405,7 +405,7 @@ def test_the_worked_examples_rows_come_from_one_round_trip() -> None:
 def test_the_worked_examples_failures_each_land_on_their_rows() -> None:
     """A refused key and a value that is no time are their own rows' UNKNOWN; a target the
     batch left out is its own UNKNOWN; a batch that failed is every row's, with its reason."""
-    from fleetcheck.lab import free_port
+    from tests.lab import free_port
     from tests.new_check.sample_check import CHECK, HeartbeatCheck
     from tests.servers import Server
 
