@@ -65,7 +65,7 @@ FD_BOUND = 4 * 128  # a host in flight holds a socket and a poll pipe; 128 the d
 # append timed (the same functions, wrapped: one line on stderr each call)
 TIMED_CLI = """\
 import sys, time
-from fleetcheck.rounds import state
+from fleetcheck.rounds import history, state
 def timed(name, fn):
     def wrapper(*a, **k):
         t0 = time.perf_counter()
@@ -75,7 +75,7 @@ def timed(name, fn):
             sys.stderr.write(f"#timing {name} {time.perf_counter() - t0:.6f}\\n")
     return wrapper
 state.StateFile._save = timed("state_write", state.StateFile._save)
-state.history_mod.append = timed("history_append", state.history_mod.append)
+history.append = timed("history_append", history.append)
 sys.argv = ["fleetcheck", *sys.argv[1:]]
 from fleetcheck.__main__ import main
 main()
