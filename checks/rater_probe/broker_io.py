@@ -25,55 +25,26 @@ from fleetcheck.parse.clientlist import Client, parse_client_list
 from fleetcheck.parse.duration import format_duration
 
 
-def push_once(
-    r: Any, command: str, config: RaterProbeConfig, envelope: bytes
-) -> tuple[Any, Exception | None]:
-    """Send the push exactly once on a connection of the probe's client, bypassing the
-    client's retry. (reply, None) when it landed; (False, error) when the broker refused
-    it (nothing written); (None, error) when its fate is unknown."""
+def push(
+    r: Any, command: str, config: RaterProbeConfig, envelope: bytes, watch: bool = True
+) -> tuple[Any, Exception | None, tuple[Client, ...] | None]:
+    """The push, sent exactly once on a connection of the probe's client (never its retry),
+    in one MULTI with CLIENT ID and CLIENT LIST when `watch`: the connections as they are at
+    the very moment of the push (who was waiting in a pop), in the same round trip.
+    (reply, None, clients but our own or None) when it landed; (False, error, None) when the
+    broker refused the push (nothing written); (None, error, None) when its fate is unknown;
+    (None, None, None) when the MULTI was refused as a whole (CLIENT not permitted to this
+    user): nothing was written, the caller pushes again without `watch`."""
     import redis
 
+    listing = [("CLIENT", "ID"), ("CLIENT", "LIST")] if watch else []
+    commands = [("MULTI",), *listing, (command, config.inbox, envelope), ("EXEC",)]
     pool = r.connection_pool
     conn = pool.get_connection()  # connecting may retry: nothing is sent yet
     try:
-        conn.send_command(command, config.inbox, envelope)
-        return conn.read_response(), None
-    except redis.ResponseError as e:
-        return False, e
-    except Exception as e:
-        conn.disconnect()
-        return None, e
-    finally:
-        pool.release(conn)
-
-
-def push_watching(
-    r: Any, command: str, config: RaterProbeConfig, envelope: bytes
-) -> tuple[Any, Exception | None, tuple[Client, ...] | None]:
-    """The push, sent once, in one MULTI with CLIENT ID and CLIENT LIST: the connections
-    as they are at the very moment of the push (who was waiting in a pop), in the same
-    round trip. (reply, None, clients but our own) when it landed; (False, error, None)
-    when the broker refused the push; (None, error, None) when its fate is unknown;
-    (None, None, None) when the MULTI was refused as a whole (CLIENT not permitted to
-    this user): nothing was written, the caller pushes alone."""
-    import redis
-
-    pool = r.connection_pool
-    conn = pool.get_connection()
-    try:
-        conn.send_packed_command(
-            conn.pack_commands(
-                [
-                    ("MULTI",),
-                    ("CLIENT", "ID"),
-                    ("CLIENT", "LIST"),
-                    (command, config.inbox, envelope),
-                    ("EXEC",),
-                ]
-            )
-        )
+        conn.send_packed_command(conn.pack_commands(commands))
         replies: list[Any] = []
-        for _ in range(5):
+        for _ in commands:
             try:
                 replies.append(conn.read_response())
             except redis.ResponseError as e:
@@ -83,16 +54,21 @@ def push_watching(
         return None, e, None
     finally:
         pool.release(conn)
-    result = replies[-1]
-    if isinstance(result, Exception) or not isinstance(result, list) or len(result) != 3:
-        return None, None, None  # EXECABORT (or no transaction): nothing was written
-    own, listing, pushed = result
-    if isinstance(pushed, Exception):
-        return False, pushed, None
-    if isinstance(listing, Exception) or isinstance(own, Exception):
-        return pushed, None, None
+    if isinstance(replies[0], Exception):  # MULTI refused: the push ran on its own
+        result = [replies[-2]]
+    elif isinstance(replies[-2], Exception):  # the push refused (EXECABORT): not written
+        return False, replies[-2], None
+    elif isinstance(replies[-1], Exception) or not isinstance(replies[-1], list):
+        return None, None, None  # EXECABORT for CLIENT: nothing was written
+    else:
+        result = replies[-1]
+    if isinstance(result[-1], Exception):
+        return False, result[-1], None
+    if len(result) != 3 or any(isinstance(x, Exception) for x in result):
+        return result[-1], None, None
+    own, listing_raw, pushed = result
     try:
-        clients = parse_client_list(listing)
+        clients = parse_client_list(listing_raw)
     except Exception:
         return pushed, None, None
     return pushed, None, tuple(c for c in clients if c.id != int(own))
@@ -240,31 +216,13 @@ def ack_host(ctx: PatrolContext, config: RaterProbeConfig) -> HostConfig | None:
     return h
 
 
-def raters(ctx: PatrolContext, pattern: str) -> tuple[Client, ...] | None:
+def raters(r: Any, pattern: str) -> tuple[Client, ...] | None:
+    """The connections named `pattern` as they are now (None: CLIENT LIST unreadable)."""
     try:
-        clients = ctx.client_list()
+        clients = parse_client_list(r.execute_command("CLIENT", "LIST"))
     except Exception:
         return None
     return tuple(c for c in clients if fnmatch.fnmatchcase(c.name, pattern))
-
-
-def refresh(
-    ctx: PatrolContext,
-    raters: tuple[Client, ...] | None,
-    pattern: str,
-    info: dict[str, Any],
-) -> tuple[Client, ...] | None:
-    """The rater connections as they are now (CLIENT LIST ID: cheap with 10k clients)."""
-    from fleetcheck.transport.redis import supports
-
-    if not raters or not supports(info, "client_list_id"):
-        return raters
-    ids = [c.id for c in raters if c.id is not None]
-    try:
-        raw = ctx.broker().execute_command("CLIENT", "LIST", "ID", *ids)
-    except Exception:
-        return raters
-    return tuple(c for c in parse_client_list(raw) if fnmatch.fnmatchcase(c.name, pattern))
 
 
 def await_ack(

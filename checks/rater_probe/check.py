@@ -117,12 +117,11 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
 
         probe_id = str(uuid.uuid4())
         envelope = render_payload(config.payload, probe_id, time.time()).encode()
-        command = "RPUSH" if config.push == "rpush" else "LPUSH"
         start = time.perf_counter()
-        pushed, failure, before = bio.push_watching(r, command, config, envelope)
-        if before is None and failure is None and pushed is None:  # the MULTI was refused
+        pushed, failure, before = bio.push(r, config.push.upper(), config, envelope)
+        if failure is None and pushed is None:  # the MULTI was refused: nothing written
             start = time.perf_counter()
-            pushed, failure = bio.push_once(r, command, config, envelope)
+            pushed, failure, _ = bio.push(r, config.push.upper(), config, envelope, watch=False)
         if failure is not None:
             if pushed is False:  # the broker answered with an error: nothing was written
                 raise ctx.broker_error(failure) from None
@@ -164,11 +163,8 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
                 r, before, by_name, watch, looks, list_id, take_early, take_late, deadline
             )
         raters: tuple[Client, ...] | None = None  # read only when the probe fails
-        if not wait.consumed or acked is False:
-            # CLIENT LIST is the priciest read there is (tens of ms with 10k clients): only
-            # when there is something to explain, and the patrol's shared copy refreshed by id
-            raters = bio.raters(ctx, config.client_name)
-            raters = bio.refresh(ctx, raters, config.client_name, info)
+        if not wait.consumed or acked is False:  # read only when there is something to explain
+            raters = bio.raters(r, config.client_name)
         return ProbeFacts(
             inbox=config.inbox,
             probe_id=probe_id,

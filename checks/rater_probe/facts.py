@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from fleetcheck.parse.clientlist import Client
 from fleetcheck.parse.duration import format_duration
 
-BLOCKING = {"blpop", "brpop", "blmove", "brpoplpush", "blmpop"}
-LIST_POPS = frozenset(BLOCKING)  # the blocking commands that can take a list element
+LIST_POPS = frozenset({"blpop", "brpop", "blmove", "brpoplpush", "blmpop"})  # can take ours
 IDLE_SLACK_S = 1.5  # CLIENT LIST's idle is in whole seconds of a cached server clock
 RETURN_MIN_S = 2.0  # a taker gets at least this long after the take to be seen back
 LOOK_EVERY_S = 0.05  # while ours waits, the watched connections are looked at this often
@@ -36,8 +35,12 @@ class Watched:
     def pipelined(self) -> bool:
         """Commands were queued behind its pop at the push: its "return" may be the server
         running them, not its process."""
-        q = self.before.fields.get("qbuf", "0")
-        return q.isascii() and q.isdigit() and int(q) > 0
+        return _queued(self.before)
+
+
+def _queued(c: Client) -> bool:
+    q = c.fields.get("qbuf", "0")
+    return q.isascii() and q.isdigit() and int(q) > 0
 
 
 @dataclass(frozen=True)
@@ -61,8 +64,7 @@ def follow(before: Client, looks: list[tuple[float, float, tuple[Client, ...]]])
     "no interaction since the take" (conservative: never excludes the real taker), the
     latest judges "idle reset after the take" (a new command)."""
     last: Client | None = before
-    q = before.fields.get("qbuf", "0")
-    queued = q.isascii() and q.isdigit() and int(q) > 0
+    queued = _queued(before)
     for since_lo, since_hi, clients in looks:
         c = next((x for x in clients if x.id == before.id), None)
         if since_hi < 0:  # ours was still in the list

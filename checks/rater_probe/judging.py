@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetcheck.checks.rater_probe import RaterProbeConfig
-from fleetcheck.checks.rater_probe.facts import ProbeFacts, describe_raters, who
+from fleetcheck.checks.rater_probe.facts import LoopFacts, ProbeFacts, describe_raters, who
 
 from fleetcheck.core.model import Result, Status
 from fleetcheck.parse.duration import format_duration
@@ -109,7 +109,7 @@ def judge(facts: ProbeFacts, config: RaterProbeConfig, make_row: MakeRow) -> Res
                 "behaviour",
             )
         return row(Status.OK, f"{inbox}: probe consumed in {latency} (proof: {proof}{how})")
-    return _judge_loop(Taken(facts, row, evidence, latency, stalled, blocked_loop), metrics)
+    return _judge_loop(Taken(facts, row, evidence, metrics, latency, stalled, blocked_loop))
 
 
 @dataclass(frozen=True)
@@ -119,52 +119,63 @@ class Taken:
     facts: ProbeFacts
     row: Any  # builds the check's row: (status, summary, strength)
     evidence: dict[str, Any]
+    metrics: dict[str, Any]
     latency: str
     stalled: bool  # taken only after max_latency with nothing ahead moving
     blocked_loop: str  # the words for that
 
 
-def _judge_loop(taken: Taken, metrics: dict[str, Any]) -> Result:
+def _judge_loop(t: Taken) -> Result:
     """Taken, no ack: did the connection that took it go back to its loop? (pure)"""
-    facts, row, evidence = taken.facts, taken.row, taken.evidence
-    latency, stalled, blocked_loop = taken.latency, taken.stalled, taken.blocked_loop
-    inbox = facts.inbox
-    loop = facts.loop
+    loop, inbox, latency = t.facts.loop, t.facts.inbox, t.latency
     if loop is None or not loop.seen:
-        return _judge_unwatched(taken)
-    watched = loop.watched
-    evidence["taker"] = [
-        {"connection": who(w.before), "state": w.state, "how": w.how} for w in watched
+        why = "CLIENT LIST not readable with the push" if loop else "the taker was not watched"
+        t.evidence["proof"] = "taken"
+        if t.stalled:
+            return t.row(
+                Status.WARN,
+                f"{inbox}: probe taken only after {latency}: {t.blocked_loop}; a pop issued "
+                f"that late means a live process ({why}: its return to its loop unseen)",
+                "behaviour",
+            )
+        return t.row(
+            Status.OK,
+            f"{inbox}: probe taken in {latency} (proof: taken only; {why}: whether the "
+            "taker went back to its loop was not seen)",
+            "inference",
+        )
+    t.evidence["taker"] = [
+        {"connection": who(w.before), "state": w.state, "how": w.how} for w in loop.watched
     ][:10]
-    possible = [w for w in watched if w.state != "not-taker"]
+    possible = [w for w in loop.watched if w.state != "not-taker"]
     back = [w for w in possible if w.state == "back"]
     bad = [w for w in possible if w.state in ("stuck", "gone")]
-    metrics["takers_possible"] = len(possible)
-    metrics["takers_back"] = len(back)
-    window = format_duration(loop.window_s)
+    t.metrics["takers_possible"] = len(possible)
+    t.metrics["takers_back"] = len(back)
     if not possible:
-        return _judge_no_taker(taken)
+        return _judge_no_taker(t, loop)
+    if bad:
+        t.evidence["proof"] = "taken"
     if bad and not back:
-        evidence["proof"] = "taken"
         w = bad[0]
         many = f" (one of {len(possible)}, none back)" if len(possible) > 1 else ""
-        late = f"; it was taken only after {latency}" if stalled else ""
+        late = f"; it was taken only after {latency}" if t.stalled else ""
         what = (
             "its connection then closed (the consumer died or dropped it)"
             if w.state == "gone"
-            else f"{w.how}"
+            else w.how
         )
-        return row(
+        return t.row(
             Status.CRIT,
             f"{inbox}: probe taken in {latency} by a connection that did not return to its "
-            f"loop within {window}: {who(w.before)}{many}, {what}; taken is not processed "
-            f"(a process frozen inside its pop still takes one envelope){late}",
+            f"loop within {format_duration(loop.window_s)}: {who(w.before)}{many}, {what}; "
+            "taken is not processed (a process frozen inside its pop still takes one "
+            f"envelope){late}",
             "behaviour",
         )
     if bad:
-        evidence["proof"] = "taken"
         hint = "" if loop.by_name else "; set client_name to the consumer's name"
-        return row(
+        return t.row(
             Status.WARN,
             f"{inbox}: probe taken in {latency} by one of {len(possible)} connections "
             f"waiting in pops (the broker does not say on which key): {len(back)} back "
@@ -172,94 +183,57 @@ def _judge_loop(taken: Taken, metrics: dict[str, Any]) -> Result:
             f"took it cannot be told{hint}",
             "inference",
         )
-    evidence["proof"] = "returned"
-    w = back[0]
-    taker = who(w.before) if len(possible) == 1 else f"each of the {len(possible)} connections"
-    how = w.how if len(possible) == 1 else "each back in its loop"
+    t.evidence["proof"] = "returned"
+    one = len(possible) == 1
+    taker = who(back[0].before) if one else f"each of the {len(possible)} connections"
+    how = back[0].how if one else "each back in its loop"
     queued = any(x.pipelined for x in back)
-    note = (
-        "; commands were queued behind its pop: its return may be the server running them"
-        if queued
-        else ""
-    )
-    if stalled:
-        return row(
+    if t.stalled:
+        return t.row(
             Status.WARN,
-            f"{inbox}: probe taken only after {latency}: {blocked_loop}; then {taker} that "
+            f"{inbox}: probe taken only after {latency}: {t.blocked_loop}; then {taker} that "
             f"could have taken it was back in its loop ({how}): a live process whose loop "
             "was blocked, not a dead one",
             "behaviour",
         )
-    return row(
+    note = "; commands were queued behind its pop: its return may be the server running them"
+    return t.row(
         Status.OK,
         f"{inbox}: probe consumed in {latency}; {taker} that could have taken it: back in "
-        f"its loop ({how}) (proof: returned{note})",
+        f"its loop ({how}) (proof: returned{note if queued else ''})",
         "inference" if queued else "proof",
     )
 
 
-def _judge_unwatched(taken: Taken) -> Result:
-    """Taken, no ack, and the taker not watched (CLIENT LIST unreadable, or not asked)."""
-    facts, row, evidence = taken.facts, taken.row, taken.evidence
-    latency, stalled, blocked_loop = taken.latency, taken.stalled, taken.blocked_loop
-    inbox = facts.inbox
-    loop = facts.loop
-    evidence["proof"] = "taken"
-    why = (
-        "CLIENT LIST not readable with the push"
-        if loop is not None
-        else "the taker was not watched"
-    )
-    if stalled:
-        return row(
-            Status.WARN,
-            f"{inbox}: probe taken only after {latency}: {blocked_loop}; a pop issued "
-            f"that late means a live process ({why}: its return to its loop unseen)",
-            "behaviour",
-        )
-    return row(
-        Status.OK,
-        f"{inbox}: probe taken in {latency} (proof: taken only; {why}: whether the "
-        "taker went back to its loop was not seen)",
-        "inference",
-    )
-
-
-def _judge_no_taker(taken: Taken) -> Result:
+def _judge_no_taker(t: Taken, loop: LoopFacts) -> Result:
     """Taken, but by none of the watched connections: a command issued after the push, or
     (others waiting in pops) one that cannot be told."""
-    facts, row, evidence = taken.facts, taken.row, taken.evidence
-    latency, stalled, blocked_loop = taken.latency, taken.stalled, taken.blocked_loop
-    loop = facts.loop
-    assert loop is not None
-    inbox = facts.inbox
+    inbox, latency, pattern = t.facts.inbox, t.latency, t.facts.rater_pattern
     if loop.others_waiting:
         # none of the named ones took it, and others were waiting in pops at the push:
         # one of those may have taken it without ever coming back
-        evidence["proof"] = "taken"
-        return row(
+        t.evidence["proof"] = "taken"
+        return t.row(
             Status.WARN,
-            f"{inbox}: probe taken in {latency}, not by a connection named "
-            f"{facts.rater_pattern!r} (none of them took it); {loop.others_waiting} other "
-            "connections were waiting in pops (the broker does not say on which key): "
-            "which took it cannot be told; set client_name to match every consumer",
+            f"{inbox}: probe taken in {latency}, not by a connection named {pattern!r} "
+            f"(none of them took it); {loop.others_waiting} other connections were waiting "
+            "in pops (the broker does not say on which key): which took it cannot be told; "
+            "set client_name to match every consumer",
             "inference",
         )
-    evidence["proof"] = "new command"
-    whom = f"no connection named {facts.rater_pattern!r}" if loop.by_name else "no connection"
+    t.evidence["proof"] = "new command"
+    whom = f"no connection named {pattern!r}" if loop.by_name else "no connection"
     text = (
         f"taken by a command issued after the push ({whom} was waiting in a pop for "
         "it: a polling consumer, or a loop that popped again)"
     )
-    if stalled:
-        return row(
+    if t.stalled:
+        return t.row(
             Status.WARN,
-            f"{inbox}: probe taken only after {latency}, {text}: {blocked_loop}; a "
+            f"{inbox}: probe taken only after {latency}, {text}: {t.blocked_loop}; a "
             "live process with a blocked loop, not a dead one",
             "behaviour",
         )
-    return row(
-        Status.OK,
-        f"{inbox}: probe consumed in {latency}, {text} (proof: new command)",
-        "proof",
+    return t.row(
+        Status.OK, f"{inbox}: probe consumed in {latency}, {text} (proof: new command)", "proof"
     )
