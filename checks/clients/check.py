@@ -35,7 +35,6 @@ from fleetcheck.checks.clients.facts import (
     QUIET_SAMPLES,
     ClientsFacts,
     Row,
-    age_horizon,
     facts_of,
     limit_of,
     named_counts,
@@ -146,23 +145,18 @@ min_clients = 10                             # fewer broker connections: WARN; n
         when some host looks silent."""
         table = ctx.client_table()
         claimed = claimed_addrs(ctx.fleet)
-        # a first round reads no ages; the others share one bound (one pass of the table)
-        horizon = age_horizon(ctx.carried_values(self.name, "at"), ctx.clock().timestamp())
         out: dict[str | None, ClientsFacts] = {}
         silent: list[HostConfig] = []
         for host in targets:
             previous = ctx.carried(self.name, host)
-            younger = horizon if previous else 0.0
             if host is None:
                 received, run_id = _connections_received(ctx)
                 out[None] = facts_of(
-                    table, claimed, None, config.ignore_names, previous, received, run_id, younger
+                    table, claimed, None, config.ignore_names, previous, received, run_id
                 )
                 continue
             mine = {normalise_ip(a) for a in addrs_of(host)}
-            facts = facts_of(
-                table, claimed, mine, config.ignore_names, previous, younger_than=younger
-            )
+            facts = facts_of(table, claimed, mine, config.ignore_names, previous)
             out[host.name] = facts
             if _looks_silent(facts, host, config, previous):
                 silent.append(host)
@@ -492,13 +486,7 @@ def _looks_silent(
     quiet = facts.min_idle.values()
     if not quiet or facts.waiting:
         return False
-    own = host.settings(ClientsHostConfig)
-    # the limit without a baseline is the least it can be (a learned one is never below
-    # it): a host chattier than that (most) needs no baseline read from its carry
-    least, _ = limit_of(own, config, [])
-    if least is None or min(quiet) <= least:  # None: silence is not judged for it
-        return False
-    limit, _ = silence_limit(own, config, previous)
+    limit, _ = silence_limit(host.settings(ClientsHostConfig), config, previous)
     return limit is not None and min(quiet) > limit
 
 
