@@ -168,8 +168,6 @@ class Row:
         self.findings.append((status, text, strength))
 
     def status(self) -> Status:
-        if not self.findings:  # most rows
-            return Status.OK
         return max((f[0] for f in self.findings), key=lambda s: s.rank, default=Status.OK)
 
     def strength(self) -> str | None:

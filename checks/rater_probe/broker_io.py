@@ -150,17 +150,6 @@ def watch_return(
     )
 
 
-def clean_up(r: Any, inbox: str, envelope: bytes) -> str:
-    """Remove every copy of our (unique) envelope after an uncertain push."""
-    try:
-        removed = int(r.lrem(inbox, 0, envelope))
-    except Exception:
-        return "COULD NOT check the inbox for it: look for it by its id"
-    if removed:
-        return f"removed again ({removed} cop{'y' if removed == 1 else 'ies'})"
-    return "it is not in the inbox (not pushed, or already taken)"
-
-
 def position(
     r: Any, inbox: str, envelope: bytes, window: int, from_head: bool, has_lpos: bool
 ) -> int | None:
@@ -188,12 +177,13 @@ def position(
         return None
 
 
-def take_back(r: Any, config: RaterProbeConfig, envelope: bytes) -> tuple[int, int | None]:
-    """LREM exactly our envelope (one copy); (removed, inbox length afterwards)."""
+def take_back(r: Any, inbox: str, envelope: bytes) -> tuple[int, int | None]:
+    """LREM every copy of our (unique) envelope: (removed, inbox length afterwards; None:
+    the inbox could not be read)."""
     try:
         pipe = r.pipeline(transaction=False)
-        pipe.lrem(config.inbox, 1 if config.push == "rpush" else -1, envelope)
-        pipe.llen(config.inbox)
+        pipe.lrem(inbox, 0, envelope)
+        pipe.llen(inbox)
         removed, length = pipe.execute()
         return int(removed), int(length)
     except Exception:
@@ -242,11 +232,7 @@ def await_ack(
     ident = probe_id.encode()
     try:
         while True:
-            if has_lpos:
-                found = r.execute_command("LPOS", key, ident, "MAXLEN", 1000) is not None
-            else:
-                found = ident in r.lrange(key, 0, 999)
-            if found:
+            if position(r, key, ident, 1000, True, has_lpos) is not None:
                 # the reply was for us: leave the list as it was
                 r.lrem(key, 1, ident)  # type: ignore[arg-type]  # bytes are fine on the wire
                 return True, f"id pushed to {key}"

@@ -84,7 +84,7 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
             cmd("MULTI"),
             cmd(config.push.upper(), inbox, "x", writes=True),
             cmd("EXEC"),
-            cmd("LREM", inbox, "1", "x", writes=True),
+            cmd("LREM", inbox, "0", "x", writes=True),
             cmd("LPOS", inbox, "x"),
             cmd("LLEN", inbox),
             cmd("LRANGE", inbox, "0", "0"),
@@ -125,7 +125,14 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
         if failure is not None:
             if pushed is False:  # the broker answered with an error: nothing was written
                 raise ctx.broker_error(failure) from None
-            cleaned = bio.clean_up(r, config.inbox, envelope)
+            n, left = bio.take_back(r, config.inbox, envelope)
+            cleaned = (
+                "COULD NOT check the inbox for it: look for it by its id"
+                if left is None
+                else f"removed again ({n} cop{'y' if n == 1 else 'ies'})"
+                if n
+                else "it is not in the inbox (not pushed, or already taken)"
+            )
             raise CheckError(
                 f"{config.inbox}: push uncertain ({ctx.broker_error(failure).reason}); {cleaned}"
             )
@@ -138,12 +145,12 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
             watching = watch if list_id else ()
             wait = self._wait_taken(r, config, envelope, length, start, has_lpos, watching, looks)
         except Exception as e:
-            bio.take_back(r, config, envelope)
+            bio.take_back(r, config.inbox, envelope)
             raise ctx.broker_error(e) from None
 
         removed, length_at_deadline = False, None
         if not wait.consumed:
-            n_removed, length_at_deadline = bio.take_back(r, config, envelope)
+            n_removed, length_at_deadline = bio.take_back(r, config.inbox, envelope)
             removed = n_removed > 0
             if not removed:  # taken between our last look and the LREM: consumed, but late
                 wait.consumed, wait.latency_ms = True, (time.perf_counter() - start) * 1000

@@ -135,11 +135,9 @@ def describe_raters(raters: tuple[Client, ...] | None, pattern: str) -> str:
     if not raters:
         return f"no rater connection (no client named {pattern!r}): process gone or cut off"
     blocked = [c for c in raters if c.blocked]
-    if blocked:
-        c = blocked[0]
-        idle = f", idle {c.idle_s} s" if c.idle_s is not None else ""
-        return f"rater connected and blocked in {c.cmd or 'a blocking pop'}{idle}"
-    c = max(raters, key=lambda c: c.idle_s or 0)
+    c = blocked[0] if blocked else max(raters, key=lambda c: c.idle_s or 0)
     idle = f", idle {c.idle_s} s" if c.idle_s is not None else ""
+    if blocked:
+        return f"rater connected and blocked in {c.cmd or 'a blocking pop'}{idle}"
     last = f" (last command {c.cmd})" if c.cmd else ""
     return f"rater connected, not blocked{idle}{last}: its loop is stuck outside BLPOP"
