@@ -15,8 +15,8 @@ from fleetcheck.checks.clients.check import (
     ClientsFacts,
     expects_clients,
     facts_of,
-    silence_limit,
 )
+from fleetcheck.checks.clients.facts import QUIET_SAMPLES, limit_of, nums
 
 from fleetcheck.config import HostConfig
 from fleetcheck.core.hostfacts import ClientsHostConfig
@@ -112,12 +112,17 @@ def test_silence_default_is_sane() -> None:
     """The default limit before a baseline, and the floor of every learned one, is 30s: past
     any poll interval a worker that pulls jobs keeps (its quietest connection speaks at least
     that often), and under the ~45 s of silence a frozen worker must be seen within."""
-    assert silence_limit(ClientsHostConfig(), ClientsConfig(), None) == (30.0, None)
-    assert silence_limit(ClientsHostConfig(), ClientsConfig(), {"quiet": [2, 1]}) == (30.0, 2.0)
-    assert silence_limit(ClientsHostConfig(), ClientsConfig(), {"quiet": [40]}) == (120.0, 40.0)
+
+    def silence_limit(previous: dict[str, Any] | None) -> tuple[float | None, float | None]:
+        quiet = nums((previous or {}).get("quiet"), QUIET_SAMPLES)
+        return limit_of(ClientsHostConfig(), ClientsConfig(), quiet)
+
+    assert silence_limit(None) == (30.0, None)
+    assert silence_limit({"quiet": [2, 1]}) == (30.0, 2.0)
+    assert silence_limit({"quiet": [40]}) == (120.0, 40.0)
     # damaged state is no baseline
-    assert silence_limit(ClientsHostConfig(), ClientsConfig(), {"quiet": "x"}) == (30.0, None)
-    assert silence_limit(ClientsHostConfig(), ClientsConfig(), {"quiet": [True, "1"]})[0] == 30
+    assert silence_limit({"quiet": "x"}) == (30.0, None)
+    assert silence_limit({"quiet": [True, "1"]})[0] == 30
 
 
 def test_silence_baseline_learns_healthy_rounds_only() -> None:

@@ -40,7 +40,6 @@ from fleetcheck.checks.clients.facts import (
     named_counts,
     num,
     nums,
-    silence_limit,
     utc_iso,
     utc_text,
 )
@@ -141,12 +140,12 @@ min_clients = 10                             # fewer broker connections: WARN; n
     def probe_all(
         self, ctx: PatrolContext, targets: Sequence[HostConfig | None], config: ClientsConfig
     ) -> dict[str | None, ClientsFacts]:
-        """Every row from one CLIENT LIST; the fleet's queues read (one LLEN round trip) only
-        when some host looks silent."""
+        """Every row from one CLIENT LIST; the fleet's queues (one LLEN round trip), which
+        a silent host's row weighs."""
         table = ctx.client_table()
         claimed = claimed_addrs(ctx.fleet)
+        queued = _queued(ctx)
         out: dict[str | None, ClientsFacts] = {}
-        silent: list[HostConfig] = []
         for host in targets:
             previous = ctx.carried(self.name, host)
             if host is None:
@@ -154,15 +153,10 @@ min_clients = 10                             # fewer broker connections: WARN; n
                 out[None] = facts_of(
                     table, claimed, None, config.ignore_names, previous, received, run_id
                 )
-                continue
-            mine = {normalise_ip(a) for a in addrs_of(host)}
-            facts = facts_of(table, claimed, mine, config.ignore_names, previous)
-            out[host.name] = facts
-            if _looks_silent(facts, host, config, previous):
-                silent.append(host)
-        queued = _queued(ctx) if silent else None
-        for host in silent:  # silent, it seems: are jobs waiting meanwhile?
-            out[host.name] = replace(out[host.name], queued=queued)
+            else:
+                mine = {normalise_ip(a) for a in addrs_of(host)}
+                facts = facts_of(table, claimed, mine, config.ignore_names, previous)
+                out[host.name] = replace(facts, queued=queued)
         return out
 
     def evaluate(
@@ -477,17 +471,6 @@ def expects_clients(host: HostConfig) -> bool:
     machine that runs no workers) gets no row rather than an UNKNOWN it can never lose."""
     own = host.settings(ClientsHostConfig)
     return bool(own.addrs) or (own.min_clients > 0 and "min_clients" in host.sources)
-
-
-def _looks_silent(
-    facts: ClientsFacts, host: HostConfig, config: ClientsConfig, previous: Mapping[str, Any] | None
-) -> bool:
-    """Every connection of the host idle past its silence limit, none waiting for work."""
-    quiet = facts.min_idle.values()
-    if not quiet or facts.waiting:
-        return False
-    limit, _ = silence_limit(host.settings(ClientsHostConfig), config, previous)
-    return limit is not None and min(quiet) > limit
 
 
 def _connections_received(ctx: PatrolContext) -> tuple[int | None, str | None]:

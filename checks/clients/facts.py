@@ -118,20 +118,13 @@ def nums(value: Any, keep: int) -> list[float]:
 _NUMBER = (int, float)  # exactly: a bool from the file is no number
 
 
-def silence_limit(
-    own: ClientsHostConfig, config: ClientsConfig, previous: Mapping[str, Any] | None
-) -> tuple[float | None, float | None]:
-    """(the silence limit in seconds or None when off, the baseline it was learned from or
-    None): the host's own `silent_after` when set; else QUIET_FACTOR times the longest
-    quiet its recent healthy rounds showed, at least the check's `silent_after` (which is
-    also the limit before there is a baseline)."""
-    return limit_of(own, config, nums((previous or {}).get("quiet"), QUIET_SAMPLES))
-
-
 def limit_of(
     own: ClientsHostConfig, config: ClientsConfig, quiet: list[float]
 ) -> tuple[float | None, float | None]:
-    """silence_limit from the baseline's samples already read from the carry."""
+    """(the silence limit in seconds or None when off, the baseline it was learned from or
+    None): the host's own `silent_after` when set; else QUIET_FACTOR times the longest
+    quiet its recent healthy rounds showed (`quiet`, read from the carry), at least the
+    check's `silent_after` (which is also the limit before there is a baseline)."""
     if own.silent_after is not None:
         return (own.silent_after or None), None
     if not quiet:
