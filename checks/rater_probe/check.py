@@ -117,10 +117,7 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
         probe_id = str(uuid.uuid4())
         envelope = render_payload(config.payload, probe_id, time.time()).encode()
         start = time.perf_counter()
-        pushed, failure, before = push(r, config.push.upper(), config, envelope)
-        if failure is None and pushed is None:  # the MULTI was refused: nothing written
-            start = time.perf_counter()
-            pushed, failure, _ = push(r, config.push.upper(), config, envelope, watch=False)
+        pushed, failure, before = push(r, config, envelope)
         if failure is not None:
             if pushed is False:  # the broker answered with an error: nothing was written
                 raise ctx.broker_error(failure) from None
@@ -168,8 +165,8 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
             loop = watch_return(
                 r, before, by_name, watch, looks, list_id, take_early, take_late, deadline
             )
-        raters: tuple[Client, ...] | None = None  # read only when the probe fails
-        if not wait.consumed or acked is False:  # read only when there is something to explain
+        raters = None  # read only when there is something to explain
+        if not wait.consumed or acked is False:
             raters = read_raters(r, config.client_name)
         return ProbeFacts(
             inbox=config.inbox,
@@ -267,19 +264,19 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
 
 # ------------------------------------------------------------ the broker I/O
 def push(
-    r: Any, command: str, config: RaterProbeConfig, envelope: bytes, watch: bool = True
+    r: Any, config: RaterProbeConfig, envelope: bytes, watch: bool = True
 ) -> tuple[Any, Exception | None, tuple[Client, ...] | None]:
     """The push, sent exactly once on a connection of the probe's client (never its retry),
     in one MULTI with CLIENT ID and CLIENT LIST when `watch`: the connections as they are at
-    the very moment of the push (who was waiting in a pop), in the same round trip.
-    (reply, None, clients but our own or None) when it landed; (False, error, None) when the
-    broker refused the push (nothing written); (None, error, None) when its fate is unknown;
-    (None, None, None) when the MULTI was refused as a whole (CLIENT not permitted to this
-    user): nothing was written, the caller pushes again without `watch`."""
+    the very moment of the push (who was waiting in a pop), in the same round trip; pushed
+    again without them when the MULTI was refused for CLIENT (not permitted to this user:
+    nothing was written). (reply, None, clients but our own or None) when it landed;
+    (False, error, None) when the broker refused the push (nothing written); (None, error,
+    None) when its fate is unknown."""
     import redis
 
     listing = [("CLIENT", "ID"), ("CLIENT", "LIST")] if watch else []
-    commands = [("MULTI",), *listing, (command, config.inbox, envelope), ("EXEC",)]
+    commands = [("MULTI",), *listing, (config.push.upper(), config.inbox, envelope), ("EXEC",)]
     pool = r.connection_pool
     conn = pool.get_connection()  # connecting may retry: nothing is sent yet
     try:
@@ -300,7 +297,9 @@ def push(
     elif isinstance(replies[-2], Exception):  # the push refused (EXECABORT): not written
         return False, replies[-2], None
     elif isinstance(replies[-1], Exception) or not isinstance(replies[-1], list):
-        return None, None, None  # EXECABORT for CLIENT: nothing was written
+        if watch:  # EXECABORT for CLIENT: nothing was written
+            return push(r, config, envelope, watch=False)
+        return None, RuntimeError(f"EXEC answered {replies[-1]!r}"), None
     else:
         result = replies[-1]
     if isinstance(result[-1], Exception):
