@@ -441,28 +441,14 @@ min_clients = 10                             # fewer broker connections: WARN; n
         unknown = sum(counts.values())
         clients = sum(facts.groups.values())
         listed = ", ".join(f"{a} ({n})" for a, n in counts.most_common(10))
-        metrics = {
-            "clients": clients,
-            "unknown_clients": unknown,
-            "unknown_by_addr": dict(counts),
-        }
+        metrics = {"clients": clients, "unknown_clients": unknown, "unknown_by_addr": dict(counts)}
         evidence = [{"addr": a, "name": n, "cmd": c} for a, n, c in facts.strays[:20]]
         if exceeds(unknown, config.max_unknown):
-            return self.result(
-                None,
-                Status.WARN,
-                f"{unknown} broker clients from addresses no host claims: {listed}",
-                metrics=metrics,
-                evidence=evidence,
-            )
+            summary = f"{unknown} broker clients from addresses no host claims: {listed}"
+            return self.result(None, Status.WARN, summary, metrics=metrics, evidence=evidence)
         tail = f"; unclaimed: {listed}" if unknown else ""
-        return self.result(
-            None,
-            Status.OK,
-            f"{clients} broker clients, {unknown} from unclaimed addresses" + tail,
-            metrics=metrics,
-            evidence=evidence,
-        )
+        summary = f"{clients} broker clients, {unknown} from unclaimed addresses{tail}"
+        return self.result(None, Status.OK, summary, metrics=metrics, evidence=evidence)
 
 
 def expects_clients(host: HostConfig) -> bool:
@@ -526,8 +512,6 @@ def _missing_names(previous: Mapping[str, Any], now: Mapping[str, int]) -> str:
 
 
 def _top_names(names: Any) -> dict[str, int]:
-    if type(names) is dict and len(names) <= NAMES_KEPT:  # this round's own: whole counts
-        return names
     if not isinstance(names, Mapping):
         return {}
     good = [(k, int(v)) for k, v in names.items() if isinstance(k, str) and num(v)]

@@ -54,11 +54,7 @@ def judge(facts: ProbeFacts, config: RaterProbeConfig, make_row: MakeRow) -> Res
 
     def row(status: Status, summary: str, strength: str | None = None) -> Result:
         return make_row(
-            status,
-            summary,
-            metrics=metrics,
-            evidence=evidence,
-            evidence_strength=strength,
+            status, summary, metrics=metrics, evidence=evidence, evidence_strength=strength
         )
 
     if not facts.consumed:
@@ -94,22 +90,25 @@ def judge(facts: ProbeFacts, config: RaterProbeConfig, make_row: MakeRow) -> Res
     stall = f"~{format_duration(facts.stall_ms / 1000)}" if facts.stall_ms else ""
     if facts.stall_ms is not None:
         metrics["stall_s"] = round(facts.stall_ms / 1000, 6)
-    blocked_loop = (
+    blocked = (
         f"the loop was blocked for {stall} (nothing ahead of the probe moved meanwhile; "
         f"max_latency {format_duration(config.max_latency)})"
     )
+
+    def late(after: str, before: str = ": ") -> Result:
+        """Taken after a stall: `after` the words for it, what proves the process alive."""
+        text = f"{inbox}: probe taken only after {latency}{before}{blocked}{after}"
+        return row(Status.WARN, text, "behaviour")
+
     if facts.ack:  # acknowledged: the strongest proof there is
         how = f"; {facts.ack_detail}" if facts.acked else ""
         if stalled:
-            return row(
-                Status.WARN,
-                f"{inbox}: probe taken only after {latency}: {blocked_loop}, then "
-                f"processed ({facts.ack_detail}): a live process whose loop was blocked, "
-                "not a dead one",
-                "behaviour",
-            )
+            return late(f", then processed ({facts.ack_detail}): {_ALIVE}")
         return row(Status.OK, f"{inbox}: probe consumed in {latency} (proof: {proof}{how})")
-    return _judge_loop(Taken(facts, row, evidence, metrics, latency, stalled, blocked_loop))
+    return _judge_loop(Taken(facts, row, late, evidence, metrics, latency, stalled))
+
+
+_ALIVE = "a live process whose loop was blocked, not a dead one"
 
 
 @dataclass(frozen=True)
@@ -118,11 +117,11 @@ class Taken:
 
     facts: ProbeFacts
     row: Any  # builds the check's row: (status, summary, strength)
+    late: Any  # builds the WARN row of a take after a stall
     evidence: dict[str, Any]
     metrics: dict[str, Any]
     latency: str
     stalled: bool  # taken only after max_latency with nothing ahead moving
-    blocked_loop: str  # the words for that
 
 
 def _judge_loop(t: Taken) -> Result:
@@ -132,11 +131,9 @@ def _judge_loop(t: Taken) -> Result:
         why = "CLIENT LIST not readable with the push" if loop else "the taker was not watched"
         t.evidence["proof"] = "taken"
         if t.stalled:
-            return t.row(
-                Status.WARN,
-                f"{inbox}: probe taken only after {latency}: {t.blocked_loop}; a pop issued "
-                f"that late means a live process ({why}: its return to its loop unseen)",
-                "behaviour",
+            return t.late(
+                f"; a pop issued that late means a live process ({why}: its "
+                "return to its loop unseen)"
             )
         return t.row(
             Status.OK,
@@ -189,12 +186,8 @@ def _judge_loop(t: Taken) -> Result:
     how = back[0].how if one else "each back in its loop"
     queued = any(x.pipelined for x in back)
     if t.stalled:
-        return t.row(
-            Status.WARN,
-            f"{inbox}: probe taken only after {latency}: {t.blocked_loop}; then {taker} that "
-            f"could have taken it was back in its loop ({how}): a live process whose loop "
-            "was blocked, not a dead one",
-            "behaviour",
+        return t.late(
+            f"; then {taker} that could have taken it was back in its loop ({how}): {_ALIVE}"
         )
     note = "; commands were queued behind its pop: its return may be the server running them"
     return t.row(
@@ -228,12 +221,7 @@ def _judge_no_taker(t: Taken, loop: LoopFacts) -> Result:
         "it: a polling consumer, or a loop that popped again)"
     )
     if t.stalled:
-        return t.row(
-            Status.WARN,
-            f"{inbox}: probe taken only after {latency}, {text}: {t.blocked_loop}; a "
-            "live process with a blocked loop, not a dead one",
-            "behaviour",
-        )
+        return t.late("; a live process with a blocked loop, not a dead one", f", {text}: ")
     return t.row(
         Status.OK, f"{inbox}: probe consumed in {latency}, {text} (proof: new command)", "proof"
     )
