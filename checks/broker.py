@@ -74,14 +74,8 @@ class BrokerFacts:
 
 def replicas(info: dict[str, Any]) -> list[dict[str, Any]]:
     """INFO replication's slaveN entries, in order (redis-py parses each into a dict)."""
-    out = []
-    for i in range(_int(info, "connected_slaves") or 0):
-        entry = info.get(f"slave{i}")
-        if isinstance(entry, dict):
-            out.append(entry)
-        elif isinstance(entry, str):  # unparsed: ip=...,port=...,state=...,offset=...,lag=...
-            out.append(dict(p.split("=", 1) for p in entry.split(",") if "=" in p))
-    return out
+    entries = (info.get(f"slave{i}") for i in range(_int(info, "connected_slaves") or 0))
+    return [e for e in entries if isinstance(e, dict)]
 
 
 def increases(
@@ -152,9 +146,8 @@ max_replica_lag = "10s"          # WARN when a replica lags its master by more
         return Draft(("[checks.broker]",))
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:
-        """Nothing planted: the demo's broker is healthy."""
-        # The demo's broker is the machine it runs on: a busy laptop or CI runner can take longer
-        # than the production default (50ms) to answer PING, which is not one of its stories.
+        """Nothing planted: the demo's broker is healthy (on a busy laptop or CI runner its
+        PING may take longer than the production 50ms: not one of its stories)."""
         return 'max_ping = "1s"'
 
     def probe(
