@@ -154,6 +154,8 @@ class Row:
 
     evidence: dict[str, Any]
     carry: dict[str, Any]
+    facts: ClientsFacts
+    config: ClientsConfig
     findings: list[tuple[Status, str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
