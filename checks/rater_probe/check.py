@@ -4,10 +4,10 @@ their reading `.facts`, the judgement `.judging`)."""
 
 from __future__ import annotations
 
-import fnmatch
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from fnmatch import fnmatchcase
 from functools import partial
 from shlex import quote
 from typing import TYPE_CHECKING, Any
@@ -167,7 +167,7 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
             )
         raters = None  # read only when there is something to explain
         if not wait.consumed or acked is False:
-            raters = read_raters(r, config.client_name)
+            raters = look(r, name=config.client_name)
         return ProbeFacts(
             inbox=config.inbox,
             probe_id=probe_id,
@@ -203,11 +203,9 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
             )
         ctx.broker()
         ack_host = find_ack_host(ctx, config)  # refuse a bad ack setup before writing
+        info = ctx.info()
         try:
-            info = ctx.info()
             kind = ctx.broker().type(config.inbox)
-        except CheckError:
-            raise
         except Exception as e:
             raise ctx.broker_error(e) from None
         kind_text = kind.decode() if isinstance(kind, bytes) else str(kind)
@@ -320,24 +318,25 @@ def candidates(before: tuple[Client, ...] | None, pattern: str) -> tuple[bool, t
     list pop at the push (the broker does not say on which key)."""
     if not before:
         return False, ()
-    named = tuple(c for c in before if fnmatch.fnmatchcase(c.name, pattern))
+    named = tuple(c for c in before if fnmatchcase(c.name, pattern))
     if named:
         return True, named
     return False, tuple(c for c in before if c.blocked and c.cmd in LIST_POPS)
 
 
-def look(r: Any, watch: tuple[Client, ...], list_id: bool) -> tuple[Client, ...] | None:
-    """The watched connections as they are now (None: unreadable)."""
+def look(
+    r: Any, watch: tuple[Client, ...] = (), list_id: bool = False, name: str = "*"
+) -> tuple[Client, ...] | None:
+    """The connections as they are now (None: CLIENT LIST unreadable): the `watch`ed ones
+    (read by id where CLIENT LIST ID is), or every one named `name`."""
     ids = [c.id for c in watch if c.id is not None]
     try:
-        if list_id:
-            raw = r.execute_command("CLIENT", "LIST", "ID", *ids)
-        else:
-            raw = r.execute_command("CLIENT", "LIST")
-        wanted = set(ids)
-        return tuple(c for c in parse_client_list(raw) if c.id in wanted)
+        raw = r.execute_command("CLIENT", "LIST", *(("ID", *ids) if list_id else ()))
+        clients = parse_client_list(raw)
     except Exception:
         return None
+    wanted = set(ids)
+    return tuple(c for c in clients if (c.id in wanted or not watch) and fnmatchcase(c.name, name))
 
 
 def watch_return(
@@ -444,15 +443,6 @@ def find_ack_host(ctx: PatrolContext, config: RaterProbeConfig) -> HostConfig | 
     if not (config.ack_log or any(log.path for log in logs_of(h))):
         raise CheckError(f"ack_host {h.name} has no log files; set ack_log to the rater's log")
     return h
-
-
-def read_raters(r: Any, pattern: str) -> tuple[Client, ...] | None:
-    """The connections named `pattern` as they are now (None: CLIENT LIST unreadable)."""
-    try:
-        clients = parse_client_list(r.execute_command("CLIENT", "LIST"))
-    except Exception:
-        return None
-    return tuple(c for c in clients if fnmatch.fnmatchcase(c.name, pattern))
 
 
 def await_ack(

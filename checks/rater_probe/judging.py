@@ -19,11 +19,9 @@ def judge(facts: ProbeFacts, config: RaterProbeConfig, make_row: MakeRow) -> Res
     """The probe's verdict (pure): `make_row(status, summary, metrics=, evidence=,
     evidence_strength=)` builds the check's row."""
     raters = describe_raters(facts.raters, facts.rater_pattern)
-    proof = None
+    proof: str | None = None
     if facts.consumed:
-        proof = "consumed"
-        if facts.acked:
-            proof = "logged" if facts.ack == "log" else "replied"
+        proof = ("logged" if facts.ack == "log" else "replied") if facts.acked else "consumed"
     metrics: dict[str, Any] = {
         "latency_s": None if facts.latency_ms is None else round(facts.latency_ms / 1000, 6),
         "inbox_length": facts.inbox_length,
