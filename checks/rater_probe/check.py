@@ -5,7 +5,7 @@ their reading `.facts`, the judgement `.judging`)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatchcase
 from functools import partial
@@ -39,14 +39,27 @@ if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported 
 
 
 @dataclass
-class _Wait:
-    """The envelope's course in the inbox, up to its take or the deadline."""
+class _Course:
+    """The envelope's course: what the probe pushed and on what broker, the connections
+    that could take it, and (as it goes) its course in the inbox to its take or the deadline."""
 
+    r: Any  # the probe's own broker client
+    config: RaterProbeConfig
+    envelope: bytes
+    start: float  # perf_counter at the push
+    has_lpos: bool
+    list_id: bool  # CLIENT LIST ID is there: the watched connections are read by id
+    before: tuple[Client, ...] | None  # the connections at the push (None: not readable)
     consumed: bool = False
     latency_ms: float | None = None
     position: int | None = None
     last_seen: float = 0.0
     stall: float = 0.0
+    looks: list[tuple[float, float, tuple[Client, ...]]] = field(default_factory=list)
+
+    @property
+    def deadline(self) -> float:
+        return self.start + self.config.timeout
 
 
 class RaterProbeCheck(Check[RaterProbeConfig, ProbeFacts]):
@@ -133,13 +146,11 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
                 f"{config.inbox}: push uncertain ({ctx.broker_error(failure).reason}); {cleaned}"
             )
         length = int(pushed)
-        deadline = start + config.timeout
+        wait = _Course(r, config, envelope, start, has_lpos, list_id, before)
         by_name, watch = candidates(before, config.client_name)
-        looks: list[tuple[float, float, tuple[Client, ...]]] = []
         try:
             # the watched connections are looked at while ours waits only where CLIENT LIST ID is
-            watching = watch if list_id else ()
-            wait = self._wait_taken(r, config, envelope, length, start, has_lpos, watching, looks)
+            self._wait_taken(wait, length, watch if list_id else ())
         except Exception as e:
             take_back(r, config.inbox, envelope)
             raise ctx.broker_error(e) from None
@@ -155,16 +166,13 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
         acked, ack_detail = None, ""
         loop: LoopFacts | None = None
         if wait.consumed and config.ack:
-            acked, ack_detail = await_ack(ctx, config, probe_id, ack_host, deadline, has_lpos)
+            acked, ack_detail = await_ack(ctx, config, probe_id, ack_host, wait.deadline, has_lpos)
         elif (
             wait.consumed
             and wait.latency_ms is not None
             and wait.latency_ms <= config.timeout * 1000
         ):
-            take_late, take_early = start + wait.latency_ms / 1000, wait.last_seen
-            loop = watch_return(
-                r, before, by_name, watch, looks, list_id, take_early, take_late, deadline
-            )
+            loop = watch_return(wait, by_name, watch)
         raters = None  # read only when there is something to explain
         if not wait.consumed or acked is False:
             raters = look(r, name=config.client_name)
@@ -214,43 +222,36 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
         return info, ack_host
 
     @staticmethod
-    def _wait_taken(
-        r: Any,
-        config: RaterProbeConfig,
-        envelope: bytes,
-        length: int,
-        start: float,
-        has_lpos: bool,
-        watch: tuple[Client, ...],
-        looks: list[tuple[float, float, tuple[Client, ...]]],
-    ) -> _Wait:
+    def _wait_taken(wait: _Course, length: int, watch: tuple[Client, ...]) -> None:
         """Poll where the envelope is until it is taken or the timeout, noting the longest
         time nothing ahead of it moved, and looking at the watched connections meanwhile."""
+        r, config, start, deadline = wait.r, wait.config, wait.start, wait.deadline
         from_head = config.push == "rpush"  # consumers pop the other end
-        deadline = start + config.timeout
         window = length  # ours can only move towards the consumer's end
-        wait = _Wait(last_seen=start)
+        wait.last_seen = start
         polls = 0
         last_progress = last_look = start
         while True:
-            wait.position = position(r, config.inbox, envelope, window, from_head, has_lpos)
+            wait.position = position(
+                r, config.inbox, wait.envelope, window, from_head, wait.has_lpos
+            )
             now = time.perf_counter()
             if wait.position is None:
                 wait.consumed, wait.latency_ms = True, (now - start) * 1000
                 wait.stall = max(wait.stall, now - last_progress)
-                return wait
+                return
             if wait.position < window - 1:  # entries ahead of ours were taken: the loop moves
                 wait.stall = max(wait.stall, now - last_progress)
                 last_progress = now
             wait.last_seen = now
             window = wait.position + 1
             if now >= deadline:
-                return wait
+                return
             if watch and now - last_look >= LOOK_EVERY_S:
                 seen = look(r, watch, True)
                 last_look = time.perf_counter()
                 if seen is not None:
-                    looks.append((last_look, last_look, seen))  # re-based on the take later
+                    wait.looks.append((last_look, last_look, seen))  # re-based on the take later
             polls += 1
             time.sleep(min(0.001 if polls < 200 else 0.005, max(0.0, deadline - now)))
 
@@ -339,22 +340,14 @@ def look(
     return tuple(c for c in clients if (c.id in wanted or not watch) and fnmatchcase(c.name, name))
 
 
-def watch_return(
-    r: Any,
-    before: tuple[Client, ...] | None,
-    by_name: bool,
-    watch: tuple[Client, ...],
-    looks: list[tuple[float, float, tuple[Client, ...]]],
-    list_id: bool,
-    take_early: float,
-    take_late: float,
-    deadline: float,
-) -> LoopFacts:
+def watch_return(wait: _Course, by_name: bool, watch: tuple[Client, ...]) -> LoopFacts:
     """Watch the connections that could have taken the envelope until each is back in
     its loop (or cannot have been the taker), or the deadline: the probe's own, but at
     least RETURN_MIN_S after the take. Looks come quick then slower (2 ms doubling to
     100 ms): a healthy loop is settled in one or two round trips. The take happened
-    between `take_early` (ours last seen) and `take_late` (first seen gone)."""
+    between ours last seen and first seen gone."""
+    before, take_early = wait.before, wait.last_seen
+    take_late = wait.start + (wait.latency_ms or 0.0) / 1000
     if before is None:
         return LoopFacts(seen=False, by_name=False)
     if not watch:
@@ -363,11 +356,11 @@ def watch_return(
     def rebased(t: float, seen: tuple[Client, ...]) -> tuple[float, float, tuple[Client, ...]]:
         return (t - take_late, t - take_early, seen)
 
-    timeline = [rebased(t, seen) for t, _, seen in looks]
-    end = max(deadline, take_late + RETURN_MIN_S)
+    timeline = [rebased(t, seen) for t, _, seen in wait.looks]
+    end = max(wait.deadline, take_late + RETURN_MIN_S)
     pause = 0.002
     while True:
-        seen = look(r, watch, list_id)
+        seen = look(wait.r, watch, wait.list_id)
         now = time.perf_counter()
         if seen is not None:
             timeline.append(rebased(now, seen))
