@@ -1,6 +1,6 @@
 """rater_probe's check: its declarations, the probe's course and its I/O with the broker and
 the ack host (the settings are the package's, fleetcheck.checks.rater_probe; the facts and
-their reading `.facts`, the judgement `.judging`)."""
+their judgement `.facts`)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from fleetcheck.checks.rater_probe.facts import (
     LoopFacts,
     ProbeFacts,
     follow,
+    judge,
 )
-from fleetcheck.checks.rater_probe.judging import judge
 
 from fleetcheck.config import BrokerConfig, FleetConfig, HostConfig
 from fleetcheck.core.check import Check, CheckCommand, CommandOption, Commands, Key, cmd
