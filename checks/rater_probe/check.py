@@ -177,20 +177,16 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
         if not wait.consumed or acked is False:
             raters = look(r, name=config.client_name)
         return ProbeFacts(
-            inbox=config.inbox,
             probe_id=probe_id,
-            timeout=config.timeout,
             consumed=wait.consumed,
             latency_ms=None if wait.latency_ms is None else round(wait.latency_ms, 3),
             inbox_length=length - 1,
             position=wait.position,
             length_at_deadline=length_at_deadline,
             removed=removed,
-            ack=config.ack,
             acked=acked,
             ack_detail=ack_detail,
             raters=raters,
-            rater_pattern=config.client_name,
             stall_ms=round(wait.stall * 1000, 3) if wait.consumed else None,
             loop=loop,
         )

@@ -116,20 +116,18 @@ def who(c: Client) -> str:
 
 @dataclass(frozen=True)
 class ProbeFacts:
-    inbox: str
+    """What the probe saw (its settings, inbox, timeout, ack, client_name, are the config's)."""
+
     probe_id: str
-    timeout: float
     consumed: bool
     latency_ms: float | None  # push to first poll that no longer saw the envelope
     inbox_length: int  # elements in the inbox when ours was pushed (ours excluded)
     position: int | None = None  # not consumed: where ours still was
     length_at_deadline: int | None = None  # not consumed: inbox length then (ours excluded)
     removed: bool = False  # we took our envelope back out
-    ack: str | None = None
     acked: bool | None = None  # None: not asked for, or could not look
     ack_detail: str = ""
     raters: tuple[Client, ...] | None = None  # None: not read (no failure) or unreadable
-    rater_pattern: str = "rater"
     stall_ms: float | None = None  # taken: the longest time nothing ahead of ours moved
     loop: LoopFacts | None = None  # taken (no ack): did the taker return to its loop?
 
@@ -156,10 +154,10 @@ MakeRow = Callable[..., Result]
 def judge(facts: ProbeFacts, config: RaterProbeConfig, make_row: MakeRow) -> Result:
     """The probe's verdict (pure): `make_row(status, summary, metrics=, evidence=,
     evidence_strength=)` builds the check's row."""
-    raters = describe_raters(facts.raters, facts.rater_pattern)
+    raters = describe_raters(facts.raters, config.client_name)
     proof: str | None = None
     if facts.consumed:
-        proof = ("logged" if facts.ack == "log" else "replied") if facts.acked else "consumed"
+        proof = ("logged" if config.ack == "log" else "replied") if facts.acked else "consumed"
     metrics: dict[str, Any] = {
         "latency_s": None if facts.latency_ms is None else round(facts.latency_ms / 1000, 6),
         "inbox_length": facts.inbox_length,
@@ -185,8 +183,8 @@ def judge(facts: ProbeFacts, config: RaterProbeConfig, make_row: MakeRow) -> Res
     }
     if facts.ack_detail:
         evidence["ack"] = facts.ack_detail
-    limit = format_duration(facts.timeout)
-    inbox = facts.inbox
+    limit = format_duration(config.timeout)
+    inbox = config.inbox
 
     def row(status: Status, summary: str, strength: str | None = None) -> Result:
         return make_row(
@@ -205,21 +203,21 @@ def judge(facts: ProbeFacts, config: RaterProbeConfig, make_row: MakeRow) -> Res
             f"{inbox}: probe not consumed within {limit} ({where}; {back}): {raters}",
         )
     latency = f"{facts.latency_ms:.1f} ms" if facts.latency_ms is not None else "?"
-    if facts.latency_ms is not None and facts.latency_ms > facts.timeout * 1000:
+    if facts.latency_ms is not None and facts.latency_ms > config.timeout * 1000:
         return row(
             Status.CRIT,
             f"{inbox}: probe consumed only after {latency}, past the {limit} timeout: " + raters,
         )
-    if facts.ack and facts.acked is False:
+    if config.ack and facts.acked is False:
         return row(
             Status.CRIT,
             f"{inbox}: probe taken in {latency} but not acknowledged ({facts.ack_detail}): "
             f"taken is not processed (a frozen consumer can still own a pending BLPOP); " + raters,
         )
-    if facts.ack and facts.acked is None:
+    if config.ack and facts.acked is None:
         return row(
             Status.UNKNOWN,
-            f"{inbox}: probe taken in {latency}, but the {facts.ack} acknowledgement could "
+            f"{inbox}: probe taken in {latency}, but the {config.ack} acknowledgement could "
             f"not be checked: {facts.ack_detail}",
         )
     stalled = facts.stall_ms is not None and facts.stall_ms > config.max_latency * 1000
@@ -236,12 +234,12 @@ def judge(facts: ProbeFacts, config: RaterProbeConfig, make_row: MakeRow) -> Res
         text = f"{inbox}: probe taken only after {latency}{before}{blocked}{after}"
         return row(Status.WARN, text, "behaviour")
 
-    if facts.ack:  # acknowledged: the strongest proof there is
+    if config.ack:  # acknowledged: the strongest proof there is
         how = f"; {facts.ack_detail}" if facts.acked else ""
         if stalled:
             return late(f", then processed ({facts.ack_detail}): {_ALIVE}")
         return row(Status.OK, f"{inbox}: probe consumed in {latency} (proof: {proof}{how})")
-    return _judge_loop(Taken(facts, row, late, evidence, metrics, latency, stalled))
+    return _judge_loop(Taken(facts, config, row, late, evidence, metrics, latency, stalled))
 
 
 _ALIVE = "a live process whose loop was blocked, not a dead one"
@@ -252,6 +250,7 @@ class Taken:
     """A probe taken and not acknowledged, as its judging steps share it."""
 
     facts: ProbeFacts
+    config: RaterProbeConfig
     row: Any  # builds the check's row: (status, summary, strength)
     late: Any  # builds the WARN row of a take after a stall
     evidence: dict[str, Any]
@@ -262,7 +261,7 @@ class Taken:
 
 def _judge_loop(t: Taken) -> Result:
     """Taken, no ack: did the connection that took it go back to its loop? (pure)"""
-    loop, inbox, latency = t.facts.loop, t.facts.inbox, t.latency
+    loop, inbox, latency = t.facts.loop, t.config.inbox, t.latency
     if loop is None or not loop.seen:
         why = "CLIENT LIST not readable with the push" if loop else "the taker was not watched"
         t.evidence["proof"] = "taken"
@@ -337,7 +336,7 @@ def _judge_loop(t: Taken) -> Result:
 def _judge_no_taker(t: Taken, loop: LoopFacts) -> Result:
     """Taken, but by none of the watched connections: a command issued after the push, or
     (others waiting in pops) one that cannot be told."""
-    inbox, latency, pattern = t.facts.inbox, t.latency, t.facts.rater_pattern
+    inbox, latency, pattern = t.config.inbox, t.latency, t.config.client_name
     if loop.others_waiting:
         # none of the named ones took it, and others were waiting in pops at the push:
         # one of those may have taken it without ever coming back
