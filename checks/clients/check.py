@@ -224,13 +224,12 @@ min_clients = 10                             # fewer broker connections: WARN; n
         _reconnects(row, total, at)
 
         status = row.status()
-        if not row.findings:  # most rows: the summary, and what changed since the last round
-            texts = [summary, *row.notes]
-        else:
-            texts = [f[1] for f in sorted(row.findings, key=lambda f: -f[0].rank)]
-            if status is Status.OK or not texts[0].startswith(summary):
-                texts = [summary, *[t for t in texts if t != summary]]
-            texts += row.notes  # also beside a finding
+        # the summary first unless the worst finding tells it; what changed since the last
+        # round (the notes) after, also beside a finding
+        texts = [f[1] for f in sorted(row.findings, key=lambda f: -f[0].rank)]
+        if status is Status.OK or not texts[0].startswith(summary):
+            texts = [summary, *[t for t in texts if t != summary]]
+        texts += row.notes
         limits: dict[str, Any] = {"min_clients": own.min_clients}
         if "silence_limit_s" in evidence:
             limits["silent_after_s"] = evidence.pop("silence_limit_s")

@@ -167,10 +167,6 @@ class Row:
 
     def strength(self) -> str | None:
         """The strongest evidence among the findings of the row's status."""
-        if not self.findings:
-            return None
         status = self.status()
-        if status is Status.OK:
-            return None
-        grades = [f[2] for f in self.findings if f[0] is status]
-        return min(grades, key=STRENGTHS.index)
+        grades = [f[2] for f in self.findings if f[0] is status and status is not Status.OK]
+        return min(grades, key=STRENGTHS.index, default=None)
