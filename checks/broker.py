@@ -88,14 +88,10 @@ def increases(
     restarted = previous is not None and previous.get("run_id") != info.get("run_id")
     for key in COUNTERS:
         total = _int(info, key)
-        before = previous.get(key) if previous is not None else None
-        if total is None or previous is None:
+        before: Any = (previous or {}).get(key)  # an int when it is a baseline
+        if total is None or previous is None or not (restarted or isinstance(before, int)):
             out[key] = (total, None)
-        elif restarted:
-            out[key] = (total, total)
-        elif not isinstance(before, int):
-            out[key] = (total, None)
-        elif total < before:  # CONFIG RESETSTAT
+        elif restarted or total < before:  # a restart, or CONFIG RESETSTAT
             out[key] = (total, total)
         else:
             out[key] = (total, total - before)

@@ -235,9 +235,8 @@ enqueued_field = "enqueued_at"   # JSON field with the enqueue time (epoch or IS
                 summary += "; head age unknown for " + ", ".join(
                     f"{k} ({why})" for k, why in unreadable.items()
                 )
-        limits: dict[str, Any] = {"cap": cap}
         return self.result(
-            host, status, summary, metrics=metrics, evidence=evidence or None, limits=limits
+            host, status, summary, metrics=metrics, evidence=evidence or None, limits={"cap": cap}
         )
 
 

@@ -166,7 +166,7 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
         acked, ack_detail = None, ""
         loop: LoopFacts | None = None
         if wait.consumed and config.ack:
-            acked, ack_detail = await_ack(ctx, config, probe_id, ack_host, wait.deadline, has_lpos)
+            acked, ack_detail = await_ack(ctx, wait, probe_id, ack_host)
         elif (
             wait.consumed
             and wait.latency_ms is not None
@@ -435,27 +435,23 @@ def find_ack_host(ctx: PatrolContext, config: RaterProbeConfig) -> HostConfig | 
 
 
 def await_ack(
-    ctx: PatrolContext,
-    config: RaterProbeConfig,
-    probe_id: str,
-    host: HostConfig | None,
-    deadline: float,
-    has_lpos: bool,
+    ctx: PatrolContext, wait: _Course, probe_id: str, host: HostConfig | None
 ) -> tuple[bool | None, str]:
+    config = wait.config
     assert config.ack is not None
     if config.ack == "log":
         assert host is not None
-        return await_log(ctx, config, probe_id, host, deadline)
+        return await_log(ctx, config, probe_id, host, wait.deadline)
     key = config.ack.split(":", 1)[1]
     r = ctx.probe_broker()
     ident = probe_id.encode()
     try:
         while True:
-            if position(r, key, ident, 1000, True, has_lpos) is not None:
+            if position(r, key, ident, 1000, True, wait.has_lpos) is not None:
                 # the reply was for us: leave the list as it was
                 r.lrem(key, 1, ident)  # type: ignore[arg-type]  # bytes are fine on the wire
                 return True, f"id pushed to {key}"
-            if time.perf_counter() >= deadline:
+            if time.perf_counter() >= wait.deadline:
                 return False, f"id not pushed to {key} within {format_duration(config.timeout)}"
             time.sleep(0.002)
     except Exception as e:
@@ -463,11 +459,7 @@ def await_ack(
 
 
 def await_log(
-    ctx: PatrolContext,
-    config: RaterProbeConfig,
-    probe_id: str,
-    host: HostConfig,
-    deadline: float,
+    ctx: PatrolContext, config: RaterProbeConfig, probe_id: str, host: HostConfig, deadline: float
 ) -> tuple[bool | None, str]:
     path = config.ack_log or next(log.path for log in logs_of(host) if log.path)
     wait = max(0.0, deadline - time.perf_counter())
