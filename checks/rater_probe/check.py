@@ -5,6 +5,7 @@ their judgement `.facts`)."""
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from fnmatch import fnmatchcase
@@ -13,17 +14,7 @@ from shlex import quote
 from typing import TYPE_CHECKING, Any
 
 from fleetcheck.checks.rater_probe import RaterProbeConfig, render_payload
-from fleetcheck.checks.rater_probe.facts import (
-    GRACE_S,
-    LIST_POPS,
-    LOG_TAIL_BYTES,
-    LOOK_EVERY_S,
-    RETURN_MIN_S,
-    LoopFacts,
-    ProbeFacts,
-    follow,
-    judge,
-)
+from fleetcheck.checks.rater_probe.facts import LIST_POPS, LoopFacts, ProbeFacts, follow, judge
 
 from fleetcheck.config import BrokerConfig, FleetConfig, HostConfig
 from fleetcheck.core.check import Check, CheckCommand, CommandOption, Commands, Key, cmd
@@ -33,9 +24,15 @@ from fleetcheck.core.hostfacts import logs_of
 from fleetcheck.core.model import Report, Result
 from fleetcheck.parse.clientlist import Client, parse_client_list
 from fleetcheck.parse.duration import format_duration
+from fleetcheck.transport.redis import supports
 
 if TYPE_CHECKING:  # the demo's lab, for demo_fault's type only (never imported at run time)
     from fleetcheck.lab.demo import DemoFleet
+
+RETURN_MIN_S = 2.0  # a taker gets at least this long after the take to be seen back
+LOOK_EVERY_S = 0.05  # while ours waits, the watched connections are looked at this often
+LOG_TAIL_BYTES = 4 * 1024 * 1024
+GRACE_S = 5.0  # patrol time the probe needs beyond its timeout (ack, LREM, diagnosis)
 
 
 @dataclass
@@ -118,14 +115,10 @@ max_latency = "2s"               # taken later, nothing ahead moving: WARN "the 
     def probe(
         self, ctx: PatrolContext, host: HostConfig | None, config: RaterProbeConfig
     ) -> ProbeFacts:
-        from fleetcheck.transport.redis import supports
-
         info, ack_host = self._before_push(ctx, config)
         r = ctx.probe_broker()
         has_lpos = supports(info, "lpos")
         list_id = supports(info, "client_list_id")
-
-        import uuid
 
         probe_id = str(uuid.uuid4())
         envelope = render_payload(config.payload, probe_id, time.time()).encode()

@@ -16,10 +16,6 @@ from fleetcheck.parse.duration import format_duration
 
 LIST_POPS = frozenset({"blpop", "brpop", "blmove", "brpoplpush", "blmpop"})  # can take ours
 IDLE_SLACK_S = 1.5  # CLIENT LIST's idle is in whole seconds of a cached server clock
-RETURN_MIN_S = 2.0  # a taker gets at least this long after the take to be seen back
-LOOK_EVERY_S = 0.05  # while ours waits, the watched connections are looked at this often
-LOG_TAIL_BYTES = 4 * 1024 * 1024
-GRACE_S = 5.0  # patrol time the probe needs beyond its timeout (ack, LREM, diagnosis)
 
 
 @dataclass(frozen=True)
