@@ -160,10 +160,8 @@ max_replica_lag = "10s"          # WARN when a replica lags its master by more
                 cause=e.cause,
                 strength=e.failure_strength,
             ) from None
-        master = None
-        if ctx.master is not None:
-            cfg = ctx.fleet.broker
-            master = f"{ctx.master[0]}:{ctx.master[1]} (via sentinel {cfg.service})"
+        via = f"via sentinel {ctx.fleet.broker.service}"
+        master = None if ctx.master is None else f"{ctx.master[0]}:{ctx.master[1]} ({via})"
         return BrokerFacts(round(ping_ms, 3), info, previous, master)
 
     @staticmethod

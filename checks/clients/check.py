@@ -133,9 +133,8 @@ min_clients = 10                             # fewer broker connections: WARN; n
 
     def why_no_row(self, host: HostConfig, config: ClientsConfig) -> str | None:
         """Why `host` gets no row (None: it gets one), for `config check`'s listing."""
-        if expects_clients(host):
-            return None
-        return "no addrs and no min_clients written: no broker connections expected"
+        why = "no addrs and no min_clients written: no broker connections expected"
+        return None if expects_clients(host) else why
 
     def probe_all(
         self, ctx: PatrolContext, targets: Sequence[HostConfig | None], config: ClientsConfig

@@ -80,11 +80,8 @@ def facts_of(
             previous=previous,
         )
     strays = table.select(lambda h, name: h not in claimed and name not in ignore_names, 20)
-    young: dict[str, int] = {}
-    for h, host_ages in table.ages().items():
-        n = host_ages.get(0, 0) + host_ages.get(1, 0)
-        if n:
-            young[h] = n
+    # per host, the clients at most a second old
+    young = {h: n for h, a in table.ages().items() if (n := a.get(0, 0) + a.get(1, 0))}
     return ClientsFacts(
         table.groups(),
         claimed,
