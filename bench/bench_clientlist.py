@@ -8,7 +8,7 @@ two client names a host, idle times over 0-10 s, ages over minutes, one client i
 blocked. Two things are timed, as bytes (what redis-py hands over):
 
 - `table`: read_client_table + without_own + every question the clients check asks for a
-  patrol of 100 host rows and the broker row (facts_of with a steady state's age bound);
+  patrol of 100 host rows and the broker row (facts_of);
 - `clients`: parse_client_list, the Client rows rater_probe and discover read.
 
 The answers must be equal (checked). Numbers are measurements, not assertions.
