@@ -74,14 +74,8 @@ class BrokerFacts:
 
 def replicas(info: dict[str, Any]) -> list[dict[str, Any]]:
     """INFO replication's slaveN entries, in order (redis-py parses each into a dict)."""
-    out = []
-    for i in range(_int(info, "connected_slaves") or 0):
-        entry = info.get(f"slave{i}")
-        if isinstance(entry, dict):
-            out.append(entry)
-        elif isinstance(entry, str):  # unparsed: ip=...,port=...,state=...,offset=...,lag=...
-            out.append(dict(p.split("=", 1) for p in entry.split(",") if "=" in p))
-    return out
+    entries = (info.get(f"slave{i}") for i in range(_int(info, "connected_slaves") or 0))
+    return [e for e in entries if isinstance(e, dict)]
 
 
 def increases(
@@ -94,14 +88,10 @@ def increases(
     restarted = previous is not None and previous.get("run_id") != info.get("run_id")
     for key in COUNTERS:
         total = _int(info, key)
-        before = previous.get(key) if previous is not None else None
-        if total is None or previous is None:
+        before: Any = (previous or {}).get(key)  # an int when it is a baseline
+        if total is None or previous is None or not (restarted or isinstance(before, int)):
             out[key] = (total, None)
-        elif restarted:
-            out[key] = (total, total)
-        elif not isinstance(before, int):
-            out[key] = (total, None)
-        elif total < before:  # CONFIG RESETSTAT
+        elif restarted or total < before:  # a restart, or CONFIG RESETSTAT
             out[key] = (total, total)
         else:
             out[key] = (total, total - before)
@@ -152,9 +142,8 @@ max_replica_lag = "10s"          # WARN when a replica lags its master by more
         return Draft(("[checks.broker]",))
 
     def demo_fault(self, fleet: DemoFleet) -> str | None:
-        """Nothing planted: the demo's broker is healthy."""
-        # The demo's broker is the machine it runs on: a busy laptop or CI runner can take longer
-        # than the production default (50ms) to answer PING, which is not one of its stories.
+        """Nothing planted: the demo's broker is healthy (on a busy laptop or CI runner its
+        PING may take longer than the production 50ms: not one of its stories)."""
         return 'max_ping = "1s"'
 
     def probe(
@@ -171,10 +160,8 @@ max_replica_lag = "10s"          # WARN when a replica lags its master by more
                 cause=e.cause,
                 strength=e.failure_strength,
             ) from None
-        master = None
-        if ctx.master is not None:
-            cfg = ctx.fleet.broker
-            master = f"{ctx.master[0]}:{ctx.master[1]} (via sentinel {cfg.service})"
+        via = f"via sentinel {ctx.fleet.broker.service}"
+        master = None if ctx.master is None else f"{ctx.master[0]}:{ctx.master[1]} ({via})"
         return BrokerFacts(round(ping_ms, 3), info, previous, master)
 
     @staticmethod

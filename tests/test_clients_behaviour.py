@@ -13,11 +13,10 @@ from fleetcheck.checks.clients.check import (
     CHECK,
     ClientsConfig,
     ClientsFacts,
-    age_horizon,
     expects_clients,
     facts_of,
-    silence_limit,
 )
+from fleetcheck.checks.clients.facts import QUIET_SAMPLES, limit_of, nums
 
 from fleetcheck.config import HostConfig
 from fleetcheck.core.hostfacts import ClientsHostConfig
@@ -113,12 +112,17 @@ def test_silence_default_is_sane() -> None:
     """The default limit before a baseline, and the floor of every learned one, is 30s: past
     any poll interval a worker that pulls jobs keeps (its quietest connection speaks at least
     that often), and under the ~45 s of silence a frozen worker must be seen within."""
-    assert silence_limit(ClientsHostConfig(), ClientsConfig(), None) == (30.0, None)
-    assert silence_limit(ClientsHostConfig(), ClientsConfig(), {"quiet": [2, 1]}) == (30.0, 2.0)
-    assert silence_limit(ClientsHostConfig(), ClientsConfig(), {"quiet": [40]}) == (120.0, 40.0)
+
+    def silence_limit(previous: dict[str, Any] | None) -> tuple[float | None, float | None]:
+        quiet = nums((previous or {}).get("quiet"), QUIET_SAMPLES)
+        return limit_of(ClientsHostConfig(), ClientsConfig(), quiet)
+
+    assert silence_limit(None) == (30.0, None)
+    assert silence_limit({"quiet": [2, 1]}) == (30.0, 2.0)
+    assert silence_limit({"quiet": [40]}) == (120.0, 40.0)
     # damaged state is no baseline
-    assert silence_limit(ClientsHostConfig(), ClientsConfig(), {"quiet": "x"}) == (30.0, None)
-    assert silence_limit(ClientsHostConfig(), ClientsConfig(), {"quiet": [True, "1"]})[0] == 30
+    assert silence_limit({"quiet": "x"}) == (30.0, None)
+    assert silence_limit({"quiet": [True, "1"]})[0] == 30
 
 
 def test_silence_baseline_learns_healthy_rounds_only() -> None:
@@ -409,28 +413,9 @@ def test_age_in_another_form_is_a_number_like_any_other() -> None:
     assert table.ages(7) == {}
 
 
-@pytest.mark.parametrize(
-    ("previous", "now", "horizon"),
-    [
-        ([], 1000.0, 0.0),  # first round: no reconnect, no churn, no age read
-        ([1000.0], 1000.5, 3.0),
-        ([1000.0], 1060.0, 62.0),
-        ([1000.0, 1058.0, None], 1062.5, 65.0),  # the longest interval of the rows
-        ([1000.0], 990.0, 2.0),  # the clock went back: nothing since
-        (["x", None, float("nan")], 1060.0, 0.0),
-    ],
-)
-def test_age_horizon(previous: list[Any], now: float, horizon: float) -> None:
-    assert age_horizon(previous, now) == horizon
-    for at in previous:
-        if isinstance(at, float) and at == at:
-            # every age judging can read stays below it: the interval, evaluated a second later
-            assert now + 1 - at <= horizon
-
-
-def test_reconnect_seen_through_the_horizon() -> None:
-    """The probe's bound and evaluate agree: connections made since the previous round are
-    counted, those older are not read, and a reconnect is seen as before."""
+def test_reconnect_seen_from_the_table() -> None:
+    """Connections made since the previous round are counted as new, those older are not,
+    and a reconnect is seen."""
     rows = [(ADDR, "w", 3, 0, "N", "get")] * 6 + [(ADDR, "w", 4000, 0, "N", "get")] * 4
     text = "\n".join(
         LINE.format(id=i + 1, addr=a, port=1000 + i, name=n, age=age, idle=idle, flags=f, cmd=c)
@@ -438,9 +423,8 @@ def test_reconnect_seen_through_the_horizon() -> None:
     )
     previous = {"at": T - 60, "n": 10}
     table = read_client_table(text)
-    horizon = age_horizon([previous["at"]], T)
-    facts = facts_of(table, frozenset({ADDR}), {ADDR}, younger_than=horizon)
-    assert facts.ages == {3: 6}
+    facts = facts_of(table, frozenset({ADDR}), {ADDR})
+    assert facts.ages == {3: 6, 4000: 4}
     r = run(replace(facts, previous=previous))
     assert "reconnected" in r.summary and "6 of 10 connections new" in r.summary
 

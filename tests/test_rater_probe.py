@@ -34,22 +34,22 @@ def raters(*lines: str):
     return tuple(parse_client_list("\n".join(lines)))
 
 
-def facts(**kw: object) -> ProbeFacts:
+def facts(**kw: object) -> tuple[ProbeFacts, RaterProbeConfig]:
+    """The probe's facts, and the config it ran with (`ack` is the config's)."""
+    config = RaterProbeConfig(ack=kw.pop("ack", None), ack_host="broker")  # type: ignore[arg-type]
     base: dict[str, object] = {
-        "inbox": INBOX,
         "probe_id": "p-1",
-        "timeout": 5.0,
         "consumed": True,
         "latency_ms": 12.5,
         "inbox_length": 0,
         "raters": raters(BLOCKED),
     }
     base.update(kw)
-    return ProbeFacts(**base)  # type: ignore[arg-type]
+    return ProbeFacts(**base), config  # type: ignore[arg-type]
 
 
-def judge(f: ProbeFacts):
-    return CHECK.evaluate(f, RaterProbeConfig(), None, NOW)
+def judge(f: tuple[ProbeFacts, RaterProbeConfig]):
+    return CHECK.evaluate(*f, None, NOW)
 
 
 def test_consumed_is_ok_with_latency() -> None:

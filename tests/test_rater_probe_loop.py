@@ -9,6 +9,7 @@ polling LPOP consumer)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -91,11 +92,11 @@ def test_commands_queued_behind_a_pop_are_noted() -> None:
 # ---------------------------------------------------------------- verdicts (pure)
 def facts(
     *watched: Watched, by_name: bool = True, stall_ms: float = 3.0, **kw: object
-) -> ProbeFacts:
+) -> tuple[ProbeFacts, RaterProbeConfig]:
+    """The probe's facts, and the config it ran with (`ack` is the config's)."""
+    config = RaterProbeConfig(timeout=10.0, ack=kw.pop("ack", None))  # type: ignore[arg-type]
     base: dict[str, object] = {
-        "inbox": INBOX,
         "probe_id": "p-1",
-        "timeout": 10.0,
         "consumed": True,
         "latency_ms": stall_ms,
         "inbox_length": 0,
@@ -103,11 +104,11 @@ def facts(
         "loop": LoopFacts(seen=True, by_name=by_name, watched=watched, window_s=2.0),
     }
     base.update(kw)
-    return ProbeFacts(**base)  # type: ignore[arg-type]
+    return ProbeFacts(**base), config  # type: ignore[arg-type]
 
 
-def judge(f: ProbeFacts, **cfg: object):
-    return CHECK.evaluate(f, RaterProbeConfig(**cfg), None, NOW)  # type: ignore[arg-type]
+def judge(f: tuple[ProbeFacts, RaterProbeConfig], **cfg: object):
+    return CHECK.evaluate(f[0], replace(f[1], **cfg), None, NOW)  # type: ignore[arg-type]
 
 
 BACK = Watched(BEFORE, "back", "waiting in blpop again after 1.0 ms")
@@ -175,7 +176,11 @@ NOT = Watched(c(id=7, idle=300), "not-taker", "no command since before the take 
     ],
 )
 def test_loop_verdicts(
-    f: ProbeFacts, status: Status, strength: str | None, proof: str, words: str
+    f: tuple[ProbeFacts, RaterProbeConfig],
+    status: Status,
+    strength: str | None,
+    proof: str,
+    words: str,
 ) -> None:
     r = judge(f)
     assert (r.status, r.evidence_strength, r.evidence["proof"]) == (status, strength, proof), (

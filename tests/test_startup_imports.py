@@ -171,8 +171,6 @@ def test_a_broker_only_patrol_imports_only_what_it_uses(tmp_path: Path) -> None:
     assert (
         not {
             "fleetcheck.checks.rater_probe.check",
-            "fleetcheck.checks.rater_probe.broker_io",
-            "fleetcheck.checks.rater_probe.judging",
             "fleetcheck.checks.queue_depth.check",
             "fleetcheck.checks.clients.check",
             "fleetcheck.checks.clients.facts",

@@ -35,13 +35,11 @@ from fleetcheck.checks.clients.facts import (
     QUIET_SAMPLES,
     ClientsFacts,
     Row,
-    age_horizon,
     facts_of,
     limit_of,
     named_counts,
     num,
     nums,
-    silence_limit,
     utc_iso,
     utc_text,
 )
@@ -135,40 +133,29 @@ min_clients = 10                             # fewer broker connections: WARN; n
 
     def why_no_row(self, host: HostConfig, config: ClientsConfig) -> str | None:
         """Why `host` gets no row (None: it gets one), for `config check`'s listing."""
-        if expects_clients(host):
-            return None
-        return "no addrs and no min_clients written: no broker connections expected"
+        why = "no addrs and no min_clients written: no broker connections expected"
+        return None if expects_clients(host) else why
 
     def probe_all(
         self, ctx: PatrolContext, targets: Sequence[HostConfig | None], config: ClientsConfig
     ) -> dict[str | None, ClientsFacts]:
-        """Every row from one CLIENT LIST; the fleet's queues read (one LLEN round trip) only
-        when some host looks silent."""
+        """Every row from one CLIENT LIST; the fleet's queues (one LLEN round trip), which
+        a silent host's row weighs."""
         table = ctx.client_table()
         claimed = claimed_addrs(ctx.fleet)
-        # a first round reads no ages; the others share one bound (one pass of the table)
-        horizon = age_horizon(ctx.carried_values(self.name, "at"), ctx.clock().timestamp())
+        queued = _queued(ctx)
         out: dict[str | None, ClientsFacts] = {}
-        silent: list[HostConfig] = []
         for host in targets:
             previous = ctx.carried(self.name, host)
-            younger = horizon if previous else 0.0
             if host is None:
                 received, run_id = _connections_received(ctx)
                 out[None] = facts_of(
-                    table, claimed, None, config.ignore_names, previous, received, run_id, younger
+                    table, claimed, None, config.ignore_names, previous, received, run_id
                 )
-                continue
-            mine = {normalise_ip(a) for a in addrs_of(host)}
-            facts = facts_of(
-                table, claimed, mine, config.ignore_names, previous, younger_than=younger
-            )
-            out[host.name] = facts
-            if _looks_silent(facts, host, config, previous):
-                silent.append(host)
-        queued = _queued(ctx) if silent else None
-        for host in silent:  # silent, it seems: are jobs waiting meanwhile?
-            out[host.name] = replace(out[host.name], queued=queued)
+            else:
+                mine = {normalise_ip(a) for a in addrs_of(host)}
+                facts = facts_of(table, claimed, mine, config.ignore_names, previous)
+                out[host.name] = replace(facts, queued=queued)
         return out
 
     def evaluate(
@@ -207,7 +194,7 @@ min_clients = 10                             # fewer broker connections: WARN; n
         }
         spread = ", ".join(f"{a}: {n}" for a, n in by_addr.items())
         carry: dict[str, Any] = {"at": at, "n": total}
-        row = Row(evidence, carry)
+        row = Row(evidence, carry, facts, config)
         missing = _missing_names(previous, names)
         gone = f"; missing: {missing}" if missing else ""
         if total == 0:
@@ -231,18 +218,17 @@ min_clients = 10                             # fewer broker connections: WARN; n
             if quiet:
                 metrics["quiet_s"] = min(quiet)
             metrics["waiting"] = waiting
-            self._silence(facts, config, own, quiet, waiting, total, row)
-            self._patterns(previous, names, row)
-        self._reconnects(facts, config, total, at, row)
+            _silence(row, own, quiet, waiting, total)
+            _patterns(row, names)
+        _reconnects(row, total, at)
 
         status = row.status()
-        if not row.findings:  # most rows: the summary, and what changed since the last round
-            texts = [summary, *row.notes]
-        else:
-            texts = [f[1] for f in sorted(row.findings, key=lambda f: -f[0].rank)]
-            if status is Status.OK or not texts[0].startswith(summary):
-                texts = [summary, *[t for t in texts if t != summary]]
-            texts += row.notes  # also beside a finding
+        # the summary first unless the worst finding tells it; what changed since the last
+        # round (the notes) after, also beside a finding
+        texts = [f[1] for f in sorted(row.findings, key=lambda f: -f[0].rank)]
+        if status is Status.OK or not texts[0].startswith(summary):
+            texts = [summary, *[t for t in texts if t != summary]]
+        texts += row.notes
         limits: dict[str, Any] = {"min_clients": own.min_clients}
         if "silence_limit_s" in evidence:
             limits["silent_after_s"] = evidence.pop("silence_limit_s")
@@ -256,154 +242,6 @@ min_clients = 10                             # fewer broker connections: WARN; n
             carry=carry,
             evidence_strength=row.strength(),
         )
-
-    @staticmethod
-    def _silence(
-        facts: ClientsFacts,
-        config: ClientsConfig,
-        own: ClientsHostConfig,
-        quiet: list[int],
-        waiting: int,
-        total: int,
-        row: Row,
-    ) -> None:
-        """Connected but silent: every connection idle past the host's limit and none
-        waiting for work (blocked in a pop or subscribed waits: healthy at any idle)."""
-        previous = facts.previous or {}
-        samples = nums(previous.get("quiet"), QUIET_SAMPLES)
-        limit, base = limit_of(own, config, samples)
-        if limit is not None:
-            row.evidence["silence_limit_s"] = limit
-        silence = min(quiet) if quiet else None
-        if own.silent_after is None and not samples:
-            # the first sighting teaches, it does not judge: a pool idle by design (web nodes
-            # at night) seen for the first time is its own baseline, never a first-run alarm;
-            # a host that spoke in its first round and froze after is still seen one round on
-            limit = None
-        silent = limit is not None and silence is not None and silence > limit and waiting == 0
-        if silent and silence is not None and limit is not None:
-            usual = (
-                f"usually at most {format_duration(base)}, limit {format_duration(limit)}"
-                if base is not None
-                else f"limit {format_duration(limit)}"
-            )
-            text = (
-                f"silent: none of its {total} connection{'s' if total != 1 else ''} has sent "
-                f"a command for {format_duration(silence)} and none waits in a pop or a "
-                f"subscription ({usual})"
-            )
-            if facts.queued:
-                row.add(
-                    Status.CRIT,
-                    text + f", while {facts.queued} jobs wait in the queues",
-                    "behaviour",
-                )
-                row.evidence["queued"] = facts.queued
-            else:
-                row.add(Status.WARN, text, "behaviour")
-        elif silence is not None and waiting == 0:
-            samples.append(float(silence))  # a healthy round teaches the baseline
-        row.carry["quiet"] = samples if len(samples) <= QUIET_SAMPLES else samples[-QUIET_SAMPLES:]
-
-    @staticmethod
-    def _patterns(
-        previous: Mapping[str, Any],
-        names: Mapping[str, int],
-        row: Row,
-    ) -> None:
-        """Counts per client-name pattern against the host's own recent rounds: half or
-        more of a kind gone is a note the first round and WARN when the next round still
-        shows it (a rolling deploy caught half way is one round)."""
-        now: dict[str, int] = {}
-        for name, n in names.items():
-            pattern = name_pattern(name)
-            now[pattern] = now.get(pattern, 0) + n
-        raw = previous.get("patterns")
-        history = raw if isinstance(raw, dict) else {}
-        raw_low = previous.get("low")
-        low_before = {p for p in raw_low if isinstance(p, str)} if type(raw_low) is list else ()
-        low: list[str] = []
-        kept: dict[str, list[float]] = {}
-        lost: dict[str, str] = {}
-        for pattern in [*history, *(p for p in now if p not in history)]:
-            counts = nums(history.get(pattern), PATTERN_ROUNDS) if isinstance(pattern, str) else []
-            n = now.get(pattern, 0)
-            # the median is at most the largest count: more than half of that is no loss
-            if len(counts) >= 2 and 2 * n <= max(counts):
-                usual = median(counts)
-                if usual >= 2 and n <= usual / 2:
-                    low.append(pattern)
-                    text = f"{pattern}: {n} connection{'s' if n != 1 else ''}, usually {usual:g}"
-                    lost[pattern] = text
-                    if pattern in low_before:
-                        row.add(Status.WARN, text + " (for two rounds)", "behaviour")
-                    else:
-                        row.notes.append(text)
-            counts = (counts + [float(n)])[-PATTERN_ROUNDS:]
-            if any(counts):
-                kept[str(pattern)] = counts
-        if lost:
-            row.evidence["patterns"] = dict(now)
-            row.evidence["patterns_low"] = lost
-        row.carry["patterns"] = (
-            kept if len(kept) <= NAMES_KEPT else dict(list(kept.items())[:NAMES_KEPT])
-        )
-        row.carry["low"] = low
-
-    @staticmethod
-    def _reconnects(
-        facts: ClientsFacts,
-        config: ClientsConfig,
-        total: int,
-        at: float,
-        row: Row,
-    ) -> None:
-        """Reconnected: half or more of the previous round's connections replaced by
-        connections made since (a restart or a network drop between patrols), with when;
-        a note once, WARN when it recurs flap_count times within flap_window."""
-        previous = facts.previous or {}
-        earlier = previous.get("reconnects")
-        window = config.flap_window
-        events = [t for t in nums(earlier, 50) if at - t <= window] if earlier else []
-        before_at, before_n = num(previous.get("at")), num(previous.get("n"))
-        interval = at - before_at if before_at is not None else None
-        event = None
-        # no connection young enough to be new (most rounds): nothing replaced
-        if facts.ages and interval is not None and interval > 0 and before_n and total:
-            limit = interval - AGE_SLACK_S
-            young = sorted([a for a in facts.ages if a < limit])
-            new = sum(map(facts.ages.__getitem__, young))
-            closed = max(before_n - (total - new), 0)
-            replaced = min(new, closed)
-            if replaced >= 1 and 2 * replaced >= before_n:
-                first, last = at - young[-1], at - young[0]
-                event = (first, last, new)
-                events.append(at)
-        row.carry["reconnects"] = events
-        if event is not None:
-            first, last, new = event
-            # each time formatted once (a fleet-wide restart: every row reports one)
-            since, until, first_iso = utc_text(first), utc_text(last), utc_iso(first)
-            when = since if since == until else f"{since}-{until}"
-            row.evidence["reconnected"] = {
-                "first_s": first_iso,
-                "last_s": utc_iso(last),
-                "new": new,
-            }
-            row.evidence["reconnected_at"] = first_iso  # what `fleetcheck explain` times
-            row.notes.append(
-                f"reconnected at {when} ({new} of {total} connections new since the previous "
-                "round: a restart or a network drop)"
-            )
-        if len(events) >= config.flap_count:
-            times = ", ".join(utc_text(t) for t in events[-config.flap_count :])
-            row.evidence["reconnects"] = [utc_iso(t) for t in events]
-            row.add(
-                Status.WARN,
-                f"flapping: reconnected {len(events)} times within "
-                f"{format_duration(config.flap_window)} (rounds at {times})",
-                "behaviour",
-            )
 
     def _broker_row(self, facts: ClientsFacts, config: ClientsConfig, now: datetime) -> Result:
         result = self._unknown_clients(facts, config)
@@ -453,27 +291,145 @@ min_clients = 10                             # fewer broker connections: WARN; n
         unknown = sum(counts.values())
         clients = sum(facts.groups.values())
         listed = ", ".join(f"{a} ({n})" for a, n in counts.most_common(10))
-        metrics = {
-            "clients": clients,
-            "unknown_clients": unknown,
-            "unknown_by_addr": dict(counts),
-        }
+        metrics = {"clients": clients, "unknown_clients": unknown, "unknown_by_addr": dict(counts)}
         evidence = [{"addr": a, "name": n, "cmd": c} for a, n, c in facts.strays[:20]]
         if exceeds(unknown, config.max_unknown):
-            return self.result(
-                None,
-                Status.WARN,
-                f"{unknown} broker clients from addresses no host claims: {listed}",
-                metrics=metrics,
-                evidence=evidence,
-            )
+            summary = f"{unknown} broker clients from addresses no host claims: {listed}"
+            return self.result(None, Status.WARN, summary, metrics=metrics, evidence=evidence)
         tail = f"; unclaimed: {listed}" if unknown else ""
-        return self.result(
-            None,
-            Status.OK,
-            f"{clients} broker clients, {unknown} from unclaimed addresses" + tail,
-            metrics=metrics,
-            evidence=evidence,
+        summary = f"{clients} broker clients, {unknown} from unclaimed addresses{tail}"
+        return self.result(None, Status.OK, summary, metrics=metrics, evidence=evidence)
+
+
+def _silence(row: Row, own: ClientsHostConfig, quiet: list[int], waiting: int, total: int) -> None:
+    """Connected but silent: every connection idle past the host's limit and none
+    waiting for work (blocked in a pop or subscribed waits: healthy at any idle)."""
+    facts = row.facts
+    samples = nums((facts.previous or {}).get("quiet"), QUIET_SAMPLES)
+    limit, base = limit_of(own, row.config, samples)
+    if limit is not None:
+        row.evidence["silence_limit_s"] = limit
+    silence = min(quiet) if quiet else None
+    if own.silent_after is None and not samples:
+        # the first sighting teaches, it does not judge: a pool idle by design (web nodes
+        # at night) seen for the first time is its own baseline, never a first-run alarm;
+        # a host that spoke in its first round and froze after is still seen one round on
+        limit = None
+    silent = limit is not None and silence is not None and silence > limit and waiting == 0
+    if silent and silence is not None and limit is not None:
+        usual = (
+            f"usually at most {format_duration(base)}, limit {format_duration(limit)}"
+            if base is not None
+            else f"limit {format_duration(limit)}"
+        )
+        text = (
+            f"silent: none of its {total} connection{'s' if total != 1 else ''} has sent "
+            f"a command for {format_duration(silence)} and none waits in a pop or a "
+            f"subscription ({usual})"
+        )
+        if facts.queued:
+            row.add(
+                Status.CRIT,
+                text + f", while {facts.queued} jobs wait in the queues",
+                "behaviour",
+            )
+            row.evidence["queued"] = facts.queued
+        else:
+            row.add(Status.WARN, text, "behaviour")
+    elif silence is not None and waiting == 0:
+        samples.append(float(silence))  # a healthy round teaches the baseline
+    row.carry["quiet"] = samples if len(samples) <= QUIET_SAMPLES else samples[-QUIET_SAMPLES:]
+
+
+def _patterns(row: Row, names: Mapping[str, int]) -> None:
+    """Counts per client-name pattern against the host's own recent rounds: half or
+    more of a kind gone is a note the first round and WARN when the next round still
+    shows it (a rolling deploy caught half way is one round)."""
+    previous = row.facts.previous or {}
+    now: dict[str, int] = {}
+    for name, n in names.items():
+        pattern = name_pattern(name)
+        now[pattern] = now.get(pattern, 0) + n
+    raw = previous.get("patterns")
+    history = raw if isinstance(raw, dict) else {}
+    raw_low = previous.get("low")
+    low_before = {p for p in raw_low if isinstance(p, str)} if type(raw_low) is list else ()
+    low: list[str] = []
+    kept: dict[str, list[float]] = {}
+    lost: dict[str, str] = {}
+    for pattern in [*history, *(p for p in now if p not in history)]:
+        counts = nums(history.get(pattern), PATTERN_ROUNDS) if isinstance(pattern, str) else []
+        n = now.get(pattern, 0)
+        # the median is at most the largest count: more than half of that is no loss
+        if len(counts) >= 2 and 2 * n <= max(counts):
+            usual = median(counts)
+            if usual >= 2 and n <= usual / 2:
+                low.append(pattern)
+                text = f"{pattern}: {n} connection{'s' if n != 1 else ''}, usually {usual:g}"
+                lost[pattern] = text
+                if pattern in low_before:
+                    row.add(Status.WARN, text + " (for two rounds)", "behaviour")
+                else:
+                    row.notes.append(text)
+        counts = (counts + [float(n)])[-PATTERN_ROUNDS:]
+        if any(counts):
+            kept[str(pattern)] = counts
+    if lost:
+        row.evidence["patterns"] = dict(now)
+        row.evidence["patterns_low"] = lost
+    row.carry["patterns"] = (
+        kept if len(kept) <= NAMES_KEPT else dict(list(kept.items())[:NAMES_KEPT])
+    )
+    row.carry["low"] = low
+
+
+def _reconnects(row: Row, total: int, at: float) -> None:
+    """Reconnected: half or more of the previous round's connections replaced by
+    connections made since (a restart or a network drop between patrols), with when;
+    a note once, WARN when it recurs flap_count times within flap_window."""
+    facts, config = row.facts, row.config
+    previous = facts.previous or {}
+    earlier = previous.get("reconnects")
+    window = config.flap_window
+    events = [t for t in nums(earlier, 50) if at - t <= window] if earlier else []
+    before_at, before_n = num(previous.get("at")), num(previous.get("n"))
+    interval = at - before_at if before_at is not None else None
+    event = None
+    # no connection young enough to be new (most rounds): nothing replaced
+    if facts.ages and interval is not None and interval > 0 and before_n and total:
+        limit = interval - AGE_SLACK_S
+        young = sorted([a for a in facts.ages if a < limit])
+        new = sum(map(facts.ages.__getitem__, young))
+        closed = max(before_n - (total - new), 0)
+        replaced = min(new, closed)
+        if replaced >= 1 and 2 * replaced >= before_n:
+            first, last = at - young[-1], at - young[0]
+            event = (first, last, new)
+            events.append(at)
+    row.carry["reconnects"] = events
+    if event is not None:
+        first, last, new = event
+        # each time formatted once (a fleet-wide restart: every row reports one)
+        since, until, first_iso = utc_text(first), utc_text(last), utc_iso(first)
+        when = since if since == until else f"{since}-{until}"
+        row.evidence["reconnected"] = {
+            "first_s": first_iso,
+            "last_s": utc_iso(last),
+            "new": new,
+        }
+        row.evidence["reconnected_at"] = first_iso  # what `fleetcheck explain` times
+        row.notes.append(
+            f"reconnected at {when} ({new} of {total} connections new since the previous "
+            "round: a restart or a network drop)"
+        )
+    if len(events) >= config.flap_count:
+        times = ", ".join(utc_text(t) for t in events[-config.flap_count :])
+        row.evidence["reconnects"] = [utc_iso(t) for t in events]
+        row.add(
+            Status.WARN,
+            f"flapping: reconnected {len(events)} times within "
+            f"{format_duration(config.flap_window)} (rounds at {times})",
+            "behaviour",
         )
 
 
@@ -483,23 +439,6 @@ def expects_clients(host: HostConfig) -> bool:
     machine that runs no workers) gets no row rather than an UNKNOWN it can never lose."""
     own = host.settings(ClientsHostConfig)
     return bool(own.addrs) or (own.min_clients > 0 and "min_clients" in host.sources)
-
-
-def _looks_silent(
-    facts: ClientsFacts, host: HostConfig, config: ClientsConfig, previous: Mapping[str, Any] | None
-) -> bool:
-    """Every connection of the host idle past its silence limit, none waiting for work."""
-    quiet = facts.min_idle.values()
-    if not quiet or facts.waiting:
-        return False
-    own = host.settings(ClientsHostConfig)
-    # the limit without a baseline is the least it can be (a learned one is never below
-    # it): a host chattier than that (most) needs no baseline read from its carry
-    least, _ = limit_of(own, config, [])
-    if least is None or min(quiet) <= least:  # None: silence is not judged for it
-        return False
-    limit, _ = silence_limit(own, config, previous)
-    return limit is not None and min(quiet) > limit
 
 
 def _connections_received(ctx: PatrolContext) -> tuple[int | None, str | None]:
@@ -555,8 +494,6 @@ def _missing_names(previous: Mapping[str, Any], now: Mapping[str, int]) -> str:
 
 
 def _top_names(names: Any) -> dict[str, int]:
-    if type(names) is dict and len(names) <= NAMES_KEPT:  # this round's own: whole counts
-        return names
     if not isinstance(names, Mapping):
         return {}
     good = [(k, int(v)) for k, v in names.items() if isinstance(k, str) and num(v)]

@@ -3,10 +3,9 @@ and the small helpers its judging shares (the check is in `.check`)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from math import ceil, fsum, isfinite
 from typing import Any
 
 from fleetcheck.checks.clients import ClientsConfig
@@ -22,7 +21,6 @@ QUIET_FACTOR = 3  # silent: quieter than this many times the longest quiet it sh
 PATTERN_ROUNDS = 10  # rounds of counts per client-name pattern kept
 NAMES_KEPT = 50  # client names (with their counts) kept from the last round at strength
 AGE_SLACK_S = 1.0  # ages are whole seconds: a connection this much younger is surely new
-HORIZON_SLACK = 2.0  # seconds: ages read this much beyond the time since the previous round
 # churn is judged from this many short-lived connections between two rounds: fewer is a
 # handful of one-off clients (fleetcheck's own connections of the previous round, a script)
 # whose rate says nothing when two rounds run a second apart; at a patrol's interval any rate
@@ -40,7 +38,7 @@ class ClientsFacts:
     strays: tuple[tuple[str, str, str], ...] = ()  # broker row: (addr, name, cmd), first 20
     min_idle: Mapping[str, int] = field(default_factory=dict)  # shortest idle_s per host
     waiting: Mapping[str, int] = field(default_factory=dict)  # blocked or subscribed, per host
-    ages: Mapping[int, int] = field(default_factory=dict)  # clients by age (s), below the horizon
+    ages: Mapping[int, int] = field(default_factory=dict)  # clients by age (s)
     young: Mapping[str, int] = field(default_factory=dict)  # broker row: age <= 1s, per host
     previous: Mapping[str, Any] | None = None  # what this row's previous round carried
     queued: int | None = None  # jobs in the fleet's queues (read when silent)
@@ -56,13 +54,9 @@ def facts_of(
     previous: Mapping[str, Any] | None = None,
     received: int | None = None,
     run_id: str | None = None,
-    younger_than: float | None = None,
 ) -> ClientsFacts:
     """A host row's facts (`mine`: its normalised addresses) or the broker row's (None);
-    `previous` is what the row's previous round carried, `received` and `run_id` INFO's.
-    `ages` holds the clients younger than `younger_than` seconds (None: every client): the
-    probe passes the time since the row's previous round plus a margin (see age_horizon),
-    all that judging reads of them."""
+    `previous` is what the row's previous round carried, `received` and `run_id` INFO's."""
     idle = table.max_idle()
     quiet = table.min_idle()
     if mine is not None:
@@ -71,7 +65,7 @@ def facts_of(
         waiting: dict[str, int] = {}
         for h in mine:
             own.update(table.groups_of(h))
-            host_ages, host_waiting = table.behaviour_of(h, younger_than)
+            host_ages, host_waiting = table.behaviour_of(h)
             for age, n in host_ages.items():
                 every[age] = every.get(age, 0) + n
             if host_waiting:
@@ -86,11 +80,8 @@ def facts_of(
             previous=previous,
         )
     strays = table.select(lambda h, name: h not in claimed and name not in ignore_names, 20)
-    young: dict[str, int] = {}
-    for h, host_ages in table.ages(younger_than).items():
-        n = host_ages.get(0, 0) + host_ages.get(1, 0)
-        if n:
-            young[h] = n
+    # per host, the clients at most a second old
+    young = {h: n for h, a in table.ages().items() if (n := a.get(0, 0) + a.get(1, 0))}
     return ClientsFacts(
         table.groups(),
         claimed,
@@ -98,26 +89,12 @@ def facts_of(
         tuple(strays),
         min_idle=quiet,
         waiting={h: n for h, n in table.waiting().items() if n},
-        ages=table.all_ages(younger_than),
+        ages=table.all_ages(),
         young=young,
         previous=previous,
         received=received,
         run_id=run_id,
     )
-
-
-def age_horizon(previous_at: Iterable[Any], at: float) -> float:
-    """How young a client must be for this round's judging to read its age: younger than
-    the longest time since a row's previous round (`previous_at`: each row's carried "at";
-    reconnects and churn count the clients connected since; the broker row also names
-    those of the last second), plus HORIZON_SLACK for the moments between this probe and
-    its evaluate, in whole seconds (ages are). One bound for the patrol's rows, so the
-    table is walked once; 0 when no row has a previous round (none can judge a reconnect
-    or churn: a first round reads no ages)."""
-    since = [max(at - t, 0.0) for t in map(num, previous_at) if t is not None]
-    if not since:
-        return 0.0
-    return float(ceil(max(since) + HORIZON_SLACK))
 
 
 # ---------------------------------------------------------------- memory (pure)
@@ -132,33 +109,19 @@ def nums(value: Any, keep: int) -> list[float]:
     """The last `keep` numbers of a list from the state file (anything else dropped)."""
     if type(value) is not list:
         return []
-    tail = value[-keep:]
-    # what this check wrote (floats in range, the common case) is checked by C loops: the
-    # types, the extremes, and a finite sum (NaN can hide from min and max, not from fsum)
-    if tail and set(map(type, tail)) <= _NUMBER_TYPES:
-        if -1e15 < min(tail) and max(tail) < 1e15 and isfinite(fsum(tail)):
-            return list(map(float, tail))
-    return [float(x) for x in tail if type(x) in _NUMBER and x == x and -1e15 < x < 1e15]
+    return [float(x) for x in value[-keep:] if num(x) is not None]
 
 
 _NUMBER = (int, float)  # exactly: a bool from the file is no number
-_NUMBER_TYPES = frozenset(_NUMBER)
-
-
-def silence_limit(
-    own: ClientsHostConfig, config: ClientsConfig, previous: Mapping[str, Any] | None
-) -> tuple[float | None, float | None]:
-    """(the silence limit in seconds or None when off, the baseline it was learned from or
-    None): the host's own `silent_after` when set; else QUIET_FACTOR times the longest
-    quiet its recent healthy rounds showed, at least the check's `silent_after` (which is
-    also the limit before there is a baseline)."""
-    return limit_of(own, config, nums((previous or {}).get("quiet"), QUIET_SAMPLES))
 
 
 def limit_of(
     own: ClientsHostConfig, config: ClientsConfig, quiet: list[float]
 ) -> tuple[float | None, float | None]:
-    """silence_limit from the baseline's samples already read from the carry."""
+    """(the silence limit in seconds or None when off, the baseline it was learned from or
+    None): the host's own `silent_after` when set; else QUIET_FACTOR times the longest
+    quiet its recent healthy rounds showed (`quiet`, read from the carry), at least the
+    check's `silent_after` (which is also the limit before there is a baseline)."""
     if own.silent_after is not None:
         return (own.silent_after or None), None
     if not quiet:
@@ -188,6 +151,8 @@ class Row:
 
     evidence: dict[str, Any]
     carry: dict[str, Any]
+    facts: ClientsFacts
+    config: ClientsConfig
     findings: list[tuple[Status, str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -195,16 +160,10 @@ class Row:
         self.findings.append((status, text, strength))
 
     def status(self) -> Status:
-        if not self.findings:  # most rows
-            return Status.OK
         return max((f[0] for f in self.findings), key=lambda s: s.rank, default=Status.OK)
 
     def strength(self) -> str | None:
         """The strongest evidence among the findings of the row's status."""
-        if not self.findings:
-            return None
         status = self.status()
-        if status is Status.OK:
-            return None
-        grades = [f[2] for f in self.findings if f[0] is status]
-        return min(grades, key=STRENGTHS.index)
+        grades = [f[2] for f in self.findings if f[0] is status and status is not Status.OK]
+        return min(grades, key=STRENGTHS.index, default=None)

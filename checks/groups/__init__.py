@@ -11,9 +11,6 @@ CRIT. The group's hosts are every host listing it, from `[[hosts]]` or from an
 addresses its inventory reports. (`min_clients` in a `[groups.NAME]` table keeps its meaning:
 each member's own minimum.)
 
-Keys: `[checks.groups]` `crit_share` (CRIT below this share of min_hosts; default 0.5);
-per group, `min_hosts` and `min_group_clients` (only in a `[groups.NAME]` table).
-
 Its settings ([checks.groups]) are here, the check in `.check` (why: fleetcheck.core.registry).
 """
 

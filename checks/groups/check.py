@@ -106,15 +106,9 @@ min_group_clients = 0            # only in [groups.NAME]: broker connections of 
         return facts
 
     def evaluate(
-        self,
-        facts: list[GroupFacts],
-        config: GroupsConfig,
-        host: HostConfig | None,
-        now: datetime,
+        self, facts: list[GroupFacts], config: GroupsConfig, host: HostConfig | None, now: datetime
     ) -> Result:
-        parts: list[str] = []
-        bad: list[str] = []
-        statuses: list[Status] = []
+        lines: list[tuple[Status, str]] = []
         evidence: list[dict[str, Any]] = []
         connected_total = 0
         for f in facts:
@@ -142,10 +136,7 @@ min_group_clients = 0            # only in [groups.NAME]: broker connections of 
                 line += f"; {clients} broker connections, fewer than min_group_clients " + str(
                     f.min_clients
                 )
-            statuses.append(status)
-            parts.append(line)
-            if status is not Status.OK:
-                bad.append(line)
+            lines.append((status, line))
             evidence.append(
                 {
                     "group": f.name,
@@ -155,14 +146,13 @@ min_group_clients = 0            # only in [groups.NAME]: broker connections of 
                     "connections": clients,
                 }
             )
-        verdict = worst(statuses)
-        shown = bad if bad else parts
+        verdict = worst([status for status, _ in lines])
+        shown = [line for status, line in lines if status is not Status.OK] or [x for _, x in lines]
         summary = "; ".join(shown[:MAX_NAMED]) + (
             f"; and {len(shown) - MAX_NAMED} more groups" if len(shown) > MAX_NAMED else ""
         )
         limits = {
-            f"{f.name}": {"min_hosts": f.min_hosts, "min_group_clients": f.min_clients}
-            for f in facts
+            f.name: {"min_hosts": f.min_hosts, "min_group_clients": f.min_clients} for f in facts
         }
         return self.result(
             None,

@@ -154,33 +154,28 @@ enqueued_field = "enqueued_at"   # JSON field with the enqueue time (epoch or IS
             if i:
                 time.sleep(config.interval)
             last = i == config.samples - 1
+            keys = config.keys * (2 if last else 1)  # lengths, then (last) each list's head
             pipe = r.pipeline(transaction=False)
             for key in config.keys:
                 pipe.llen(key)
-            if last:  # the head of each list, in the same round trip
-                for key in config.keys:
-                    pipe.lindex(key, head_index)
+            for key in keys[len(config.keys) :]:
+                pipe.lindex(key, head_index)
             try:
                 replies = pipe.execute(raise_on_error=False)
             except Exception as e:
                 raise ctx.broker_error(e) from None
             read_at = time.time()
-            n = len(config.keys)
-            for key, reply in zip(config.keys, replies[:n], strict=True):
-                if isinstance(reply, redis.ResponseError):
-                    if "WRONGTYPE" in str(reply):
-                        raise CheckError(f"{key} is a {self._type(ctx, key)}, not a list")
-                    raise ctx.broker_error(reply)
+            for key, reply in zip(keys, replies, strict=True):
+                if isinstance(reply, redis.ResponseError) and "WRONGTYPE" in str(reply):
+                    raise CheckError(f"{key} is a {self._type(ctx, key)}, not a list")
                 if isinstance(reply, Exception):
                     raise ctx.broker_error(reply)
+            n = len(config.keys)
             samples.append({k: int(v) for k, v in zip(config.keys, replies[:n], strict=True)})
-            if last:
-                for key, raw in zip(config.keys, replies[n:], strict=True):
-                    if isinstance(raw, Exception):
-                        raise ctx.broker_error(raw)
-                    head = read_head(raw, config.enqueued_field, tz)
-                    if head is not None:
-                        heads[key] = head
+            for key, raw in zip(keys[n:], replies[n:], strict=True):
+                head = read_head(raw, config.enqueued_field, tz)
+                if head is not None:
+                    heads[key] = head
         return QueueFacts(tuple(samples), heads, read_at)
 
     @staticmethod
@@ -240,9 +235,8 @@ enqueued_field = "enqueued_at"   # JSON field with the enqueue time (epoch or IS
                 summary += "; head age unknown for " + ", ".join(
                     f"{k} ({why})" for k, why in unreadable.items()
                 )
-        limits: dict[str, Any] = {"cap": cap}
         return self.result(
-            host, status, summary, metrics=metrics, evidence=evidence or None, limits=limits
+            host, status, summary, metrics=metrics, evidence=evidence or None, limits={"cap": cap}
         )
 
 

@@ -86,16 +86,6 @@ class PatrolContext:
         value = self._carried.get(row_id(check, host.name if host else None, item))
         return dict(value) if isinstance(value, dict) else None
 
-    def carried_values(self, check: str, key: str) -> list[Any]:
-        """One value (`key`) of what every row of `check` carried from its previous round,
-        rows of hosts no longer in the fleet included: for a bound a check's rows share."""
-        prefix = f"{check}|"
-        return [
-            v.get(key)
-            for k, v in self._carried.items()
-            if k.startswith(prefix) and isinstance(v, dict)
-        ]
-
     # ------------------------------------------------------------ broker
     def broker(self) -> redis.Redis:
         """The patrol's one broker client, known to answer PING (see BrokerLink.broker)."""
