@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import redis
 
     from fleetcheck.config import BrokerConfig, FleetConfig
-    from fleetcheck.parse.clientlist import Client, ClientTable
+    from fleetcheck.parse.clientlist import ClientTable
 
 
 class BrokerFailed(CheckError):
@@ -195,12 +195,8 @@ class BrokerLink:
             why += f" (password_env {cfg.password_env} is not set)"
         return CheckError(f"broker {where} unreachable: {why}")
 
-    def client_list(self) -> list[Client]:
-        """CLIENT LIST, parsed, read once per patrol; our own connection left out."""
-        return self.client_table().clients()
-
     def client_table(self) -> ClientTable:
-        """The same list as a table (counted and searched without an object per client),
+        """CLIENT LIST as a table (counted and searched without an object per client),
         read once per patrol; our own connection and its rater-probe sibling left out."""
 
         def fetch() -> ClientTable:

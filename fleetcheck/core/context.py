@@ -26,7 +26,7 @@ from fleetcheck.transport.shell import Shell
 if TYPE_CHECKING:
     import redis
 
-    from fleetcheck.parse.clientlist import Client, ClientTable
+    from fleetcheck.parse.clientlist import ClientTable
 
 # names checks and tests import from here, whose homes are now the context's parts
 __all__ = ["TEST_CLOCK_ENV", "BrokerRefused", "HostFacts", "Named", "PatrolContext", "utcnow"]
@@ -98,10 +98,6 @@ class PatrolContext:
     def broker_error(self, e: Exception) -> CheckError:
         """A redis-py error as a one-line, secret-free CheckError (or BrokerRefused)."""
         return self._broker.broker_error(e)
-
-    def client_list(self) -> list[Client]:
-        """CLIENT LIST, parsed, read once per patrol; our own connection left out."""
-        return self._broker.client_list()
 
     def client_table(self) -> ClientTable:
         """CLIENT LIST as a table, read once per patrol (see BrokerLink.client_table)."""
