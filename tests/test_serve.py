@@ -376,7 +376,7 @@ def test_serve_port_in_use_is_a_usage_error(tmp_path: Path) -> None:
 def test_serve_binds_loopback_by_default(tmp_path: Path) -> None:
     import inspect
 
-    from fleetcheck.cli import serve_cmd
+    from fleetcheck.cli.serve import serve_cmd
 
     default = inspect.signature(serve_cmd).parameters["listen"].default
     assert parse_listen(default)[0] == "127.0.0.1"
