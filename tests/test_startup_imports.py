@@ -63,7 +63,6 @@ OURS = {
     "fleetcheck.rounds.patrol",
     "fleetcheck.core.registry",
     "fleetcheck.render",
-    "fleetcheck.render.causes",  # imported by fleetcheck.render: text outputs group by cause
     "fleetcheck.render.json",
     "fleetcheck.core.runner",
     "fleetcheck.core.correlate",  # the post-patrol rules over all rows (half-open)

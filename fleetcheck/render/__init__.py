@@ -3,8 +3,12 @@ Rows that share a cause are gathered by fleetcheck.render.causes."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fleetcheck.core.model import BROKER_WIDE, Report, Result, Status, Strength, place
-from fleetcheck.render.causes import CauseGroup, layout, left_to_say
+
+if TYPE_CHECKING:  # imported where the text outputs group rows: JSON and Nagios never do
+    from fleetcheck.render.causes import CauseGroup
 
 
 # ------------------------------------------------------------------ evidence strength
@@ -106,6 +110,8 @@ def problem_lines(report: Report) -> list[tuple[Status, str, str]]:
     a row's summary: that is in the row, once."""
     groups: dict[str | None, dict[Status, list[Result]]] = {}
     out = []
+    from fleetcheck.render.causes import CauseGroup, layout
+
     bad = [r for r in report.sorted_results() if r.status is not Status.OK]
     for entry in layout(bad):
         if isinstance(entry, CauseGroup) and len(entry.places) > 1:
@@ -160,6 +166,8 @@ def grid_lines(report: Report, problems: bool) -> list[tuple[Result | CauseGroup
     """The table and plain outputs' lines, worst first (`problems`: only rows not OK):
     (row, its text, whether it sits under its cause), or (a cause's group, the line telling
     it, False) before its rows."""
+    from fleetcheck.render.causes import CauseGroup, layout, left_to_say
+
     shown = [r for r in report.sorted_results() if not (problems and r.status is Status.OK)]
     out: list[tuple[Result | CauseGroup, str, bool]] = []
     for entry in layout(shown):
